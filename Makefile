@@ -1,0 +1,87 @@
+# tidepool — one GNU Makefile.
+# `make` builds build/tidepool; `make demo` runs an example session; `make test`
+# runs every test; `make bench` measures. Missing Debian packages are installed
+# by `make deps` (as root, with apt-get), which every target that needs them calls.
+
+# ---- settings ---------------------------------------------------------------
+CC        ?= cc
+BUILD     ?= build
+PKGS      := lua5.4 libseccomp jansson
+DEB_PKGS  := gcc make pkg-config liblua5.4-dev lua5.4 libseccomp-dev libjansson-dev \
+             python3 python3-pytest
+PYTHON    := /usr/bin/python3
+SANITIZE  ?=
+WARN      := -std=c17 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+             -Wformat=2 -Wno-format-nonliteral -Werror
+OPT       ?= -O2 -g
+# Recursively expanded: evaluated in recipes, after `deps` has run.
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS))
+CPPFLAGS  := -D_GNU_SOURCE -Ihost -Ilua-sandbox
+CFLAGS     = $(OPT) $(WARN) -MMD -MP $(PKG_CFLAGS) $(SAN_FLAGS)
+LDFLAGS    = $(SAN_FLAGS)
+ifneq ($(SANITIZE),)
+SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -DTP_SANITIZE=1
+BUILD     := build-san
+endif
+
+CORE_SRCS := $(wildcard host/*.c lua-sandbox/*.c)
+CORE_SRCS := $(filter-out host/main.c,$(CORE_SRCS))
+CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
+MAIN_OBJ  := $(BUILD)/obj/host/main.o
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+
+.PHONY: all deps demo test unit proto bench clean format format-check
+all: $(BUILD)/tidepool
+
+# ---- dependencies -----------------------------------------------------------
+deps: $(BUILD)/.deps
+$(BUILD)/.deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "make deps: installing$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root to install:$$missing" >&2; exit 1; fi; \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+	@mkdir -p $(BUILD) && touch $@
+
+# ---- build ------------------------------------------------------------------
+$(BUILD)/obj/%.o: %.c | $(BUILD)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/tidepool: $(MAIN_OBJ) $(CORE_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS) | $(BUILD)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests/unit -o $@ $< $(CORE_OBJS) $(PKG_LIBS)
+
+# ---- run --------------------------------------------------------------------
+demo: $(BUILD)/tidepool
+	@sh tests/demo.sh $(BUILD)/tidepool
+
+unit: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+
+proto: $(BUILD)/tidepool
+	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) -m pytest -q tests/proto
+
+test: unit proto
+
+bench: $(BUILD)/tidepool
+	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) tests/bench/bench.py
+
+format:
+	clang-format -i $(CORE_SRCS) host/main.c $(wildcard host/*.h lua-sandbox/*.h tests/unit/*.[ch])
+format-check:
+	clang-format --dry-run --Werror $(CORE_SRCS) host/main.c $(wildcard host/*.h lua-sandbox/*.h)
+
+clean:
+	rm -rf build build-san
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,39 @@
+/*
+ * lang.h — what a language plugs into the zygote and the worker.
+ *
+ * Usage (one struct tp_lang per language, found by tp_lang_find()):
+ *   1. zygote_init(): in the zygote, once, before any fork. Build the pristine
+ *      interpreter every worker inherits. No request data exists yet.
+ *   2. worker_init(entropy): in a fresh worker, before lockdown. Reseed.
+ *   3. exec(req, shm): in the locked-down worker, once (one-shot). Returns the
+ *      worker's reply object (see docs/worker-protocol.md); output goes to shm.
+ */
+#ifndef TP_LANG_H
+#define TP_LANG_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "limits.h"
+#include "shm.h"
+
+struct tp_exec_req {
+	const char *code;
+	size_t code_len;
+	const json_t *inputs; /* an object, or NULL */
+	struct tp_limits limits;
+	int has_seed;
+	uint64_t seed;
+};
+
+struct tp_lang {
+	const char *name;
+	int (*zygote_init)(char *err, size_t errlen);
+	void (*worker_init)(uint64_t entropy);
+	json_t *(*exec)(const struct tp_exec_req *req, struct tp_shm *shm);
+};
+
+const struct tp_lang *tp_lang_find(const char *name);
+
+#endif

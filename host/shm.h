@@ -1,0 +1,70 @@
+/*
+ * shm.h — the page a worker shares with the host: captured output, the sticky
+ * limit verdict, usage counters and the syscall a SIGSYS handler caught.
+ *
+ * Why shared memory: output written before a kill must still reach the host,
+ * and a worker killed by the host or by the kernel cannot send a message.
+ *
+ * Usage:
+ *   1. The host creates a memfd of tp_shm_size(area), maps it and calls
+ *      tp_shm_init(); the worker inherits the fd and maps it before lockdown.
+ *   2. The worker calls tp_shm_begin() with the exec's output cap, then
+ *      tp_shm_write() for output and tp_shm_trip() when a limit trips.
+ *   3. The host reads it with tp_shm_snapshot(), which trusts nothing in the page:
+ *      the worker may have scribbled over every field.
+ */
+#ifndef TP_SHM_H
+#define TP_SHM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+#define TP_SHM_MAGIC 0x7470736du /* "tpsm" */
+
+enum tp_stream { TP_STDOUT = 0, TP_STDERR = 1 };
+
+struct tp_shm {
+	uint32_t magic;
+	uint32_t area_bytes;            /* size of each stream area */
+	uint64_t out_limit;             /* cap on stdout + stderr for this exec */
+	volatile uint32_t len[2];       /* bytes stored per stream */
+	volatile uint32_t truncated[2]; /* 1 when a write did not fit */
+	volatile uint64_t wanted;       /* bytes the code tried to write in all */
+	volatile uint32_t tripped;      /* enum tp_kind of the first sticky limit, 0 = none */
+	volatile uint32_t tripped_limit; /* enum tp_limit_id */
+	volatile uint64_t limit_value;
+	volatile uint64_t limit_used;
+	volatile int32_t syscall_nr; /* set by the SIGSYS handler, -1 = none */
+	volatile uint32_t pad;
+	volatile uint64_t instructions;
+	volatile uint64_t mem_peak;
+	char data[]; /* stdout area, then stderr area */
+};
+
+/* A copy the host can trust: lengths clamped, verdict range-checked. */
+struct tp_shm_view {
+	const char *out[2]; /* point into the mapping; use at once */
+	size_t len[2];
+	int truncated[2];
+	int tripped;        /* enum tp_kind or 0 */
+	int tripped_limit;  /* enum tp_limit_id or -1 */
+	uint64_t limit_value, limit_used;
+	int syscall_nr;
+	uint64_t instructions, mem_peak;
+};
+
+size_t tp_shm_size(uint32_t area_bytes);
+void tp_shm_init(struct tp_shm *shm, uint32_t area_bytes);
+/* Worker: start an exec whose combined output may not exceed out_limit. */
+void tp_shm_begin(struct tp_shm *shm, uint64_t out_limit);
+/* Worker: appends what fits. Returns 0, or -1 when some bytes did not fit
+ * (the caller then trips output_limit). Async-signal-safe. */
+int tp_shm_write(struct tp_shm *shm, enum tp_stream s, const char *buf, size_t n);
+/* Worker: records the first sticky verdict; later calls are ignored. Async-signal-safe. */
+void tp_shm_trip(struct tp_shm *shm, enum tp_kind kind, int limit_id, uint64_t limit, uint64_t used);
+/* Host: reads the page of a mapping of area_bytes (the host's own value). */
+void tp_shm_snapshot(const struct tp_shm *shm, uint32_t area_bytes, struct tp_shm_view *v);
+
+#endif
