@@ -1,0 +1,17 @@
+/*
+ * lang.c — the table of languages a zygote can host.
+ */
+#include <string.h>
+
+#include "lang.h"
+#include "lsandbox.h"
+
+static const struct tp_lang *const langs[] = {&tp_lang_lua};
+
+const struct tp_lang *tp_lang_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof langs / sizeof langs[0]; i++)
+		if (strcmp(langs[i]->name, name) == 0)
+			return langs[i];
+	return NULL;
+}

@@ -1,0 +1,382 @@
+/*
+ * result.c — checking worker replies and composing exec results.
+ * Nothing from a worker is forwarded unchecked: the reply is re-validated field
+ * by field and re-capped, output is clamped and made valid UTF-8.
+ */
+#include "result.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "lockdown.h"
+
+#define MAX_TEXT (64u << 10) /* message, traceback */
+#define MAX_TYPE 256u
+
+/* ---- UTF-8 ----------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s (RFC 3629), or 0. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0];
+	size_t len;
+	unsigned min;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, min = 0x80;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, min = 0x800;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, min = 0x10000;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	unsigned cp = c & (0x3f >> (len - 1));
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+char *tp_utf8_repair(const char *s, size_t n, size_t *out_len)
+{
+	char *out = malloc(3 * n + 1); /* each bad byte becomes 3 bytes */
+	size_t o = 0;
+	if (out == NULL)
+		return NULL;
+	for (size_t i = 0; i < n;) {
+		size_t k = utf8_seq((const unsigned char *)s + i, n - i);
+		if (k == 0) {
+			memcpy(out + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i++;
+		} else {
+			memcpy(out + o, s + i, k);
+			o += k;
+			i += k;
+		}
+	}
+	out[o] = '\0';
+	*out_len = o;
+	return out;
+}
+
+/* ---- checking a worker reply ---------------------------------------------- */
+
+size_t tp_result_max_frame(const struct tp_limits *lim)
+{
+	return (size_t)lim->result_bytes * 6 + 2 * MAX_TEXT + 65536;
+}
+
+static int depth_ok(const json_t *v, size_t depth, size_t max)
+{
+	size_t i;
+	const char *k;
+	json_t *c;
+	if (!json_is_object(v) && !json_is_array(v))
+		return 1;
+	if (depth >= max)
+		return 0;
+	if (json_is_array(v)) {
+		json_array_foreach(v, i, c)
+			if (!depth_ok(c, depth + 1, max))
+				return 0;
+	} else {
+		json_object_foreach((json_t *)v, k, c)
+			if (!depth_ok(c, depth + 1, max))
+				return 0;
+	}
+	return 1;
+}
+
+static int text_ok(const json_t *v, size_t max)
+{
+	return v == NULL || json_is_null(v) || (json_is_string(v) && json_string_length(v) <= max);
+}
+
+static int nonneg_int(const json_t *v)
+{
+	return json_is_integer(v) && json_integer_value(v) >= 0;
+}
+
+static int check_error(const json_t *e)
+{
+	static const int claimable[] = {TP_KIND_SYNTAX_ERROR,      TP_KIND_RUNTIME_ERROR,
+					TP_KIND_MEMORY_LIMIT,      TP_KIND_INSTRUCTION_LIMIT,
+					TP_KIND_CPU_LIMIT,         TP_KIND_OUTPUT_LIMIT,
+					TP_KIND_POLICY_VIOLATION};
+	const char *kind = json_string_value(json_object_get(e, "kind"));
+	int k = kind ? tp_kind_from_name(kind) : -1, found = 0;
+	for (size_t i = 0; i < sizeof claimable / sizeof claimable[0]; i++)
+		found |= claimable[i] == k;
+	json_t *line = json_object_get(e, "line");
+	json_t *lim = json_object_get(e, "limit");
+	if (!found || !text_ok(json_object_get(e, "type"), MAX_TYPE) ||
+	    !text_ok(json_object_get(e, "message"), MAX_TEXT) ||
+	    !text_ok(json_object_get(e, "traceback"), MAX_TEXT))
+		return -1;
+	if (line != NULL && !json_is_null(line) && !nonneg_int(line))
+		return -1;
+	if (lim != NULL && !json_is_null(lim) &&
+	    (!json_is_object(lim) || !text_ok(json_object_get(lim, "name"), 32) ||
+	     !nonneg_int(json_object_get(lim, "limit")) || !nonneg_int(json_object_get(lim, "used"))))
+		return -1;
+	return 0;
+}
+
+static int check_usage(const json_t *u)
+{
+	json_t *cpu = json_object_get(u, "cpu_ms");
+	return json_is_object(u) && nonneg_int(json_object_get(u, "instructions")) &&
+			       nonneg_int(json_object_get(u, "memory_peak_bytes")) &&
+			       json_is_number(cpu) && json_number_value(cpu) >= 0
+		       ? 0
+		       : -1;
+}
+
+static json_t *copy_error(const json_t *e)
+{
+	static const char *const keys[] = {"kind", "type", "message", "traceback", "line", "limit"};
+	json_t *c = json_object();
+	for (size_t i = 0; c != NULL && i < sizeof keys / sizeof keys[0]; i++) {
+		json_t *v = json_object_get(e, keys[i]);
+		if (v != NULL)
+			json_object_set_new(c, keys[i], json_deep_copy(v));
+	}
+	return c;
+}
+
+int tp_result_check_reply(const char *buf, size_t len, const struct tp_limits *lim,
+			  json_t **out, char *err, size_t errlen)
+{
+	json_error_t jerr;
+	json_t *m = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+	const char *why = NULL;
+	json_t *ok, *value, *error, *usage;
+
+	if (m == NULL) {
+		snprintf(err, errlen, "worker reply is not JSON: %s", jerr.text);
+		return -1;
+	}
+	ok = json_object_get(m, "ok");
+	value = json_object_get(m, "value");
+	error = json_object_get(m, "error");
+	usage = json_object_get(m, "usage");
+	if (!json_is_object(m) || !json_is_boolean(ok))
+		why = "reply is not an object with a boolean ok";
+	else if (usage == NULL || check_usage(usage) != 0)
+		why = "bad usage";
+	else if (json_is_true(ok) && (value == NULL || (error != NULL && !json_is_null(error))))
+		why = "ok reply without value or with an error";
+	else if (json_is_false(ok) && (!json_is_object(error) || check_error(error) != 0))
+		why = "bad error object";
+	else if (value != NULL && !depth_ok(value, 0, lim->result_depth + 1))
+		why = "value nested deeper than result_depth";
+	else if (value != NULL &&
+		 json_dumpb(value, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY) > lim->result_bytes)
+		why = "value larger than result_bytes";
+	if (why != NULL) {
+		snprintf(err, errlen, "worker reply refused: %s", why);
+		json_decref(m);
+		return -1;
+	}
+	json_t *clean = json_pack("{s:O, s:O, s:o, s:O}", "ok", ok, "value",
+				  value ? value : json_null(), "error",
+				  json_is_object(error) ? copy_error(error) : json_null(), "usage", usage);
+	json_decref(m);
+	if (clean == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	*out = clean;
+	return 0;
+}
+
+/* ---- composing the exec result -------------------------------------------- */
+
+static json_t *text_json(const char *s, size_t n)
+{
+	size_t len;
+	char *fixed = tp_utf8_repair(s, n, &len);
+	json_t *j = fixed ? json_stringn(fixed, len) : json_string("");
+	free(fixed);
+	return j;
+}
+
+static json_t *limit_json(const char *name, uint64_t limit, uint64_t used)
+{
+	return json_pack("{s:s, s:I, s:I}", "name", name, "limit", (json_int_t)limit, "used",
+			 (json_int_t)used);
+}
+
+static json_t *new_error(enum tp_kind kind, enum tp_layer layer, const char *msg)
+{
+	return json_pack("{s:s, s:s, s:n, s:s, s:n, s:n}", "kind", tp_kind_name(kind), "layer",
+			 tp_layer_name(layer), "type", "message", msg, "traceback", "line");
+}
+
+static const char *signame(int sig)
+{
+	const char *abbrev = sigabbrev_np(sig);
+	static char buf[32];
+	snprintf(buf, sizeof buf, "SIG%s", abbrev ? abbrev : "UNKNOWN");
+	return buf;
+}
+
+static enum tp_layer layer_of(enum tp_kind k)
+{
+	switch (k) {
+	case TP_KIND_TIMEOUT: return TP_LAYER_HOST;
+	case TP_KIND_SANDBOX_VIOLATION: return TP_LAYER_KERNEL;
+	case TP_KIND_CRASHED: case TP_KIND_INTERNAL: return TP_LAYER_PROCESS;
+	default: return TP_LAYER_LANGUAGE;
+	}
+}
+
+static const char *limit_message(enum tp_kind k)
+{
+	switch (k) {
+	case TP_KIND_MEMORY_LIMIT: return "memory limit exceeded";
+	case TP_KIND_INSTRUCTION_LIMIT: return "instruction limit exceeded";
+	case TP_KIND_CPU_LIMIT: return "CPU time limit exceeded";
+	case TP_KIND_OUTPUT_LIMIT: return "output limit exceeded";
+	default: return "limit exceeded";
+	}
+}
+
+/* The sticky flag in the page decides, whatever the code or its reply did after. */
+static json_t *tripped_error(const struct tp_outcome *o)
+{
+	const struct tp_shm_view *v = o->shm;
+	enum tp_kind k = (enum tp_kind)v->tripped;
+	int self_killed = o->reply == NULL && o->exited && WIFEXITED(o->status) &&
+			  WEXITSTATUS(o->status) == TP_EXIT_LIMIT;
+	json_t *e = new_error(k, self_killed ? TP_LAYER_PROCESS : TP_LAYER_LANGUAGE, limit_message(k));
+	json_t *re = o->reply ? json_object_get(o->reply, "error") : NULL;
+	if (e == NULL)
+		return NULL;
+	json_object_set_new(e, "type", json_string("limit"));
+	if (json_is_object(re) && tp_kind_from_name(json_string_value(json_object_get(re, "kind"))) == (int)k) {
+		json_object_set(e, "traceback", json_object_get(re, "traceback"));
+		json_object_set(e, "line", json_object_get(re, "line"));
+	}
+	if (v->tripped_limit >= 0)
+		json_object_set_new(e, "limit", limit_json(tp_limit_name((enum tp_limit_id)v->tripped_limit),
+							   v->limit_value, v->limit_used));
+	return e;
+}
+
+static int violated(const struct tp_outcome *o)
+{
+	if (!o->exited || o->reply != NULL)
+		return 0;
+	if (WIFSIGNALED(o->status) && WTERMSIG(o->status) == SIGSYS)
+		return 1;
+	return WIFEXITED(o->status) && WEXITSTATUS(o->status) == TP_EXIT_VIOLATION && o->shm &&
+	       o->shm->syscall_nr >= 0;
+}
+
+static json_t *violation_error(const struct tp_outcome *o)
+{
+	char name[64] = "unknown", msg[160];
+	if (o->shm && o->shm->syscall_nr >= 0)
+		tp_syscall_name(o->shm->syscall_nr, name, sizeof name);
+	snprintf(msg, sizeof msg, "the kernel refused the system call '%s'", name);
+	json_t *e = new_error(TP_KIND_SANDBOX_VIOLATION, TP_LAYER_KERNEL, msg);
+	if (e != NULL)
+		json_object_set_new(e, "syscall", json_string(name));
+	return e;
+}
+
+static json_t *death_error(const struct tp_outcome *o)
+{
+	char msg[160];
+	uint64_t cpu = o->cpu_ms > 0 ? (uint64_t)o->cpu_ms : 0;
+	if (!o->exited)
+		return new_error(TP_KIND_INTERNAL, TP_LAYER_HOST, "worker lost");
+	if (WIFSIGNALED(o->status)) {
+		int sig = WTERMSIG(o->status);
+		/* RLIMIT_CPU: SIGXCPU at the soft limit, SIGKILL at the hard one. */
+		if (sig == SIGXCPU || (sig == SIGKILL && cpu >= o->limits->cpu_ms)) {
+			json_t *e = new_error(TP_KIND_CPU_LIMIT, TP_LAYER_KERNEL,
+					      limit_message(TP_KIND_CPU_LIMIT));
+			json_object_set_new(e, "type", json_string("limit"));
+			json_object_set_new(e, "limit", limit_json("cpu_ms", o->limits->cpu_ms, cpu));
+			return e;
+		}
+		snprintf(msg, sizeof msg, "the worker was killed by %s", signame(sig));
+		json_t *e = new_error(TP_KIND_CRASHED, TP_LAYER_PROCESS, msg);
+		json_object_set_new(e, "signal", json_string(signame(sig)));
+		return e;
+	}
+	snprintf(msg, sizeof msg, "the worker exited with status %d before replying",
+		 WEXITSTATUS(o->status));
+	return new_error(TP_KIND_INTERNAL, TP_LAYER_PROCESS, msg);
+}
+
+static json_t *verdict(const struct tp_outcome *o)
+{
+	if (o->host_kind == TP_KIND_TIMEOUT) {
+		json_t *e = new_error(TP_KIND_TIMEOUT, TP_LAYER_HOST, "wall-clock time limit exceeded");
+		json_object_set_new(e, "type", json_string("limit"));
+		json_object_set_new(e, "limit", limit_json("wall_ms", o->limits->wall_ms,
+							   (uint64_t)o->wall_ms));
+		return e;
+	}
+	if (o->host_kind != TP_KIND_NONE)
+		return new_error(o->host_kind, layer_of(o->host_kind),
+				 o->host_msg ? o->host_msg : "internal error");
+	if (o->shm && o->shm->tripped)
+		return tripped_error(o);
+	if (violated(o))
+		return violation_error(o);
+	if (o->reply != NULL) {
+		json_t *re = json_object_get(o->reply, "error");
+		if (!json_is_object(re))
+			return NULL;
+		json_t *e = json_deep_copy(re);
+		enum tp_kind k = (enum tp_kind)tp_kind_from_name(json_string_value(json_object_get(re, "kind")));
+		json_object_set_new(e, "layer", json_string(tp_layer_name(layer_of(k))));
+		return e;
+	}
+	return death_error(o);
+}
+
+static json_t *usage_json(const struct tp_outcome *o)
+{
+	json_t *u = o->reply ? json_object_get(o->reply, "usage") : NULL;
+	json_int_t instr = u ? json_integer_value(json_object_get(u, "instructions"))
+			     : (o->shm ? (json_int_t)o->shm->instructions : 0);
+	json_int_t peak = u ? json_integer_value(json_object_get(u, "memory_peak_bytes"))
+			    : (o->shm ? (json_int_t)o->shm->mem_peak : 0);
+	double cpu = u ? json_number_value(json_object_get(u, "cpu_ms"))
+		       : (o->cpu_ms > 0 ? o->cpu_ms : 0.0);
+	return json_pack("{s:I, s:I, s:f, s:f, s:i}", "instructions", instr, "memory_peak_bytes",
+			 peak, "cpu_ms", round(cpu * 1000) / 1000, "wall_ms",
+			 round(o->wall_ms * 1000) / 1000, "tool_calls", 0);
+}
+
+json_t *tp_result_build(const struct tp_outcome *o)
+{
+	json_t *err = verdict(o);
+	int ok = err == NULL;
+	json_t *value = ok && o->reply ? json_object_get(o->reply, "value") : NULL;
+	const struct tp_shm_view *v = o->shm;
+	json_t *r = json_pack("{s:b, s:O, s:o, s:o, s:{s:b, s:b}, s:o, s:o}", "ok", ok, "value",
+			      value ? value : json_null(), "stdout",
+			      v ? text_json(v->out[0], v->len[0]) : json_string(""), "stderr",
+			      v ? text_json(v->out[1], v->len[1]) : json_string(""), "truncated",
+			      "stdout", v ? v->truncated[0] : 0, "stderr", v ? v->truncated[1] : 0,
+			      "error", err ? err : json_null(), "usage", usage_json(o));
+	return r;
+}

@@ -1,0 +1,42 @@
+/*
+ * result.h — the exec result a client receives, built from what the host knows
+ * about one exec: the worker's reply (checked), its shared page, how it ended.
+ *
+ * Usage:
+ *   1. tp_result_check_reply() validates a worker's reply frame (hostile input)
+ *      and returns a clean copy, or refuses it.
+ *   2. Fill a struct tp_outcome and call tp_result_build(). The verdict order is:
+ *      host verdict (timeout) > sticky limit in the page > seccomp report >
+ *      the worker's reply > the way the worker died.
+ */
+#ifndef TP_RESULT_H
+#define TP_RESULT_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "err.h"
+#include "limits.h"
+#include "shm.h"
+
+struct tp_outcome {
+	json_t *reply;                 /* checked worker reply (borrowed) or NULL */
+	const struct tp_shm_view *shm; /* NULL when the page was never mapped */
+	int exited;                    /* status is valid */
+	int status;                    /* wait status */
+	enum tp_kind host_kind;        /* TP_KIND_TIMEOUT, TP_KIND_INTERNAL, or 0 */
+	const char *host_msg;
+	double wall_ms;
+	double cpu_ms; /* measured by the host (rusage), or < 0 when unknown */
+	const struct tp_limits *limits;
+};
+
+/* Largest reply frame the host accepts from a worker with these limits. */
+size_t tp_result_max_frame(const struct tp_limits *lim);
+int tp_result_check_reply(const char *buf, size_t len, const struct tp_limits *lim,
+			  json_t **out, char *err, size_t errlen);
+json_t *tp_result_build(const struct tp_outcome *o);
+/* Replaces invalid UTF-8 with U+FFFD; returns a malloc'd string of *out_len bytes. */
+char *tp_utf8_repair(const char *s, size_t n, size_t *out_len);
+
+#endif

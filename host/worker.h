@@ -1,0 +1,26 @@
+/*
+ * worker.h — one sandboxed exec: lock down, read the request, run, reply, exit.
+ *
+ * Usage: the zygote calls tp_worker_main() in the freshly cloned child. It never
+ * returns: the worker _exit()s right after its reply so no finalizer runs
+ * outside the limits.
+ */
+#ifndef TP_WORKER_H
+#define TP_WORKER_H
+
+#include <stdint.h>
+
+#include "lang.h"
+
+struct tp_worker_cfg {
+	const struct tp_lang *lang;
+	int chan_fd;
+	int shm_fd;
+	uint32_t area_bytes;
+	uint64_t as_bytes; /* RLIMIT_AS for the worker */
+	struct tp_limits ceiling;
+};
+
+_Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg);
+
+#endif
