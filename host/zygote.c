@@ -44,6 +44,12 @@ static void exec_zygote(int ctl, const char *lang)
 	char *const envp[] = {NULL}; /* empty: the client's environment stays out */
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 
+	sigset_t none;
+	sigemptyset(&none);
+	/* The host blocks SIGCHLD/SIGTERM for its signalfd and ignores SIGPIPE;
+	 * both survive execve, and a worker must start from defaults. */
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0)
 		_exit(127);

@@ -1,0 +1,36 @@
+/*
+ * host.h — the host: one event loop over stdin, stdout, worker channels, the
+ * zygote, child exits and timers. It never runs untrusted code.
+ *
+ * Usage:
+ *   1. tp_host_new(cfg): starts nothing yet; the zygote starts on first use.
+ *   2. Either serve stdin (cfg.use_stdin) or inject lines with tp_host_line().
+ *   3. tp_host_run() loops until stdin is closed (or, without stdin, until
+ *      nothing is in flight) and every reply is written; returns an exit code.
+ *   4. tp_host_free() kills what is left.
+ */
+#ifndef TP_HOST_H
+#define TP_HOST_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+struct tp_host;
+
+struct tp_host_cfg {
+	int use_stdin;
+	size_t max_line;
+	int pool_size;   /* warm workers kept ready */
+	int max_workers; /* live workers at most (warm + running) */
+	/* Where replies go; NULL writes JSON lines to stdout. Steals msg. */
+	void (*emit)(void *ctx, json_t *msg);
+	void *emit_ctx;
+};
+
+void tp_host_default_cfg(struct tp_host_cfg *cfg);
+struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, char *err, size_t errlen);
+void tp_host_line(struct tp_host *h, const char *line, size_t len);
+int tp_host_run(struct tp_host *h);
+void tp_host_free(struct tp_host *h);
+
+#endif
