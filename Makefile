@@ -16,7 +16,7 @@ WARN      := -std=c17 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-proto
 OPT       ?= -O2 -g
 # Recursively expanded: evaluated in recipes, after `deps` has run.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS))
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lm
 CPPFLAGS  := -D_GNU_SOURCE -Ihost -Ilua-sandbox
 CFLAGS     = $(OPT) $(WARN) -MMD -MP $(PKG_CFLAGS) $(SAN_FLAGS)
 LDFLAGS    = $(SAN_FLAGS)

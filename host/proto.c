@@ -141,7 +141,7 @@ int tp_proto_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **re
 	memset(rpc, 0, sizeof *rpc);
 	*reply = NULL;
 	/* Duplicate keys are refused: two readers could disagree on which one wins. */
-	json_t *m = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+	json_t *m = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &jerr);
 	if (m == NULL) {
 		snprintf(msg, sizeof msg, "Parse error: %s at column %d", jerr.text, jerr.column);
 		*reply = tp_proto_error(NULL, TP_RPC_PARSE_ERROR, msg, NULL);

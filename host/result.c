@@ -180,7 +180,7 @@ int tp_result_check_reply(const char *buf, size_t len, const struct tp_limits *l
 		why = "ok reply without value or with an error";
 	else if (json_is_false(ok) && (!json_is_object(error) || check_error(error) != 0))
 		why = "bad error object";
-	else if (value != NULL && !depth_ok(value, 0, lim->result_depth + 1))
+	else if (value != NULL && !depth_ok(value, 0, lim->result_depth))
 		why = "value nested deeper than result_depth";
 	else if (value != NULL &&
 		 json_dumpb(value, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY) > lim->result_bytes)

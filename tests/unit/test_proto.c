@@ -1,0 +1,305 @@
+/*
+ * test_proto.c — the host's pure modules: line framing, JSON-RPC envelopes,
+ * exec parameters and limits, worker frames, reply checking, exec results.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include "frame.h"
+#include "lockdown.h"
+#include "proto.h"
+#include "result.h"
+#include "tap.h"
+
+static void feed(struct tp_linebuf *lb, const char *s)
+{
+	size_t room, n = strlen(s);
+	char *p = tp_linebuf_space(lb, &room);
+	CHECK(p != NULL && room >= n);
+	memcpy(p, s, n);
+	tp_linebuf_commit(lb, n);
+}
+
+static void test_linebuf(void)
+{
+	struct tp_linebuf lb;
+	const char *line;
+	size_t len;
+	tp_linebuf_init(&lb, 10);
+	feed(&lb, "abc\r\n\n  \nde");
+	CHECK_EQ_INT(tp_linebuf_next(&lb, 0, &line, &len), TP_LINE_OK);
+	CHECK_EQ_INT(len, 3);
+	CHECK(memcmp(line, "abc", 3) == 0);
+	CHECK_EQ_INT(tp_linebuf_next(&lb, 0, &line, &len), TP_LINE_NONE); /* blanks skipped */
+	feed(&lb, "f\n0123456789X");
+	CHECK_EQ_INT(tp_linebuf_next(&lb, 0, &line, &len), TP_LINE_OK);
+	CHECK_EQ_INT(len, 3);
+	CHECK(memcmp(line, "def", 3) == 0);
+	CHECK_EQ_INT(tp_linebuf_next(&lb, 0, &line, &len), TP_LINE_TOO_LONG);
+	feed(&lb, "still the long line\nok\n");
+	CHECK_EQ_INT(tp_linebuf_next(&lb, 0, &line, &len), TP_LINE_OK);
+	CHECK_EQ_INT(len, 2);
+	CHECK(memcmp(line, "ok", 2) == 0);
+	/* A long line that arrives whole is dropped too, and only it. */
+	feed(&lb, "0123456789AB\nyes\n");
+	CHECK_EQ_INT(tp_linebuf_next(&lb, 0, &line, &len), TP_LINE_TOO_LONG);
+	CHECK_EQ_INT(tp_linebuf_next(&lb, 0, &line, &len), TP_LINE_OK);
+	CHECK(len == 3 && memcmp(line, "yes", 3) == 0);
+	feed(&lb, "tail");
+	CHECK_EQ_INT(tp_linebuf_next(&lb, 0, &line, &len), TP_LINE_NONE);
+	CHECK_EQ_INT(tp_linebuf_next(&lb, 1, &line, &len), TP_LINE_OK);
+	CHECK(len == 4 && memcmp(line, "tail", 4) == 0);
+	CHECK_EQ_INT(tp_linebuf_next(&lb, 1, &line, &len), TP_LINE_NONE);
+	tp_linebuf_free(&lb);
+}
+
+static int err_code(const json_t *reply)
+{
+	return (int)json_integer_value(json_object_get(json_object_get(reply, "error"), "code"));
+}
+
+static void parse_fails(const char *s, int code, int id_null)
+{
+	struct tp_rpc rpc;
+	json_t *reply;
+	CHECK_EQ_INT(tp_proto_parse(s, strlen(s), &rpc, &reply), -1);
+	if (code == 0) {
+		CHECK(reply == NULL);
+		return;
+	}
+	CHECK(reply != NULL);
+	CHECK_EQ_INT(err_code(reply), code);
+	CHECK_EQ_INT(json_is_null(json_object_get(reply, "id")), id_null);
+	json_decref(reply);
+}
+
+static void test_parse(void)
+{
+	struct tp_rpc rpc;
+	json_t *reply;
+	const char *ok = "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"ping\"}";
+	CHECK_EQ_INT(tp_proto_parse(ok, strlen(ok), &rpc, &reply), 0);
+	CHECK_EQ_STR(rpc.method, "ping");
+	CHECK_EQ_STR(json_string_value(rpc.id), "a");
+	tp_rpc_clear(&rpc);
+
+	parse_fails("{nope", TP_RPC_PARSE_ERROR, 1);
+	parse_fails("[1,2]", TP_RPC_INVALID_REQUEST, 1);
+	parse_fails("42", TP_RPC_INVALID_REQUEST, 1);
+	parse_fails("{\"jsonrpc\":\"1.0\",\"id\":7,\"method\":\"ping\"}", TP_RPC_INVALID_REQUEST, 0);
+	parse_fails("{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}", TP_RPC_INVALID_REQUEST, 1);
+	parse_fails("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":5}", TP_RPC_INVALID_REQUEST, 0);
+	parse_fails("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":3}",
+		    TP_RPC_INVALID_REQUEST, 0);
+	parse_fails("{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"x\"}", TP_RPC_PARSE_ERROR, 1);
+	parse_fails("{\"jsonrpc\":\"2.0\",\"method\":7}", 0, 0); /* bad notification: silence */
+	parse_fails("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}", 0, 0); /* a response */
+	parse_fails("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}", TP_RPC_PARSE_ERROR, 1);
+}
+
+static void test_initialize(void)
+{
+	json_t *p = json_pack("{s:s}", "protocolVersion", "2025-03-26");
+	json_t *r = tp_proto_initialize(p);
+	CHECK_EQ_STR(json_string_value(json_object_get(r, "protocolVersion")), "2025-03-26");
+	json_decref(r);
+	json_decref(p);
+	p = json_pack("{s:s}", "protocolVersion", "1999-01-01");
+	r = tp_proto_initialize(p);
+	CHECK_EQ_STR(json_string_value(json_object_get(r, "protocolVersion")), "2025-11-25");
+	json_decref(r);
+	json_decref(p);
+	r = tp_proto_tools_list();
+	json_t *tool = json_array_get(json_object_get(r, "tools"), 0);
+	CHECK_EQ_STR(json_string_value(json_object_get(tool, "name")), "run_lua");
+	CHECK(json_is_object(json_object_get(tool, "outputSchema")));
+	json_decref(r);
+}
+
+static int exec_params(const char *js, struct tp_exec_params *out, char *err)
+{
+	struct tp_limits ceiling;
+	tp_limits_default(&ceiling);
+	json_t *p = json_loads(js, 0, NULL);
+	CHECK(p != NULL);
+	int r = tp_proto_exec_params(p, &ceiling, out, err, 200);
+	json_decref(p);
+	return r;
+}
+
+static void test_exec_params(void)
+{
+	struct tp_exec_params e;
+	char err[200];
+	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"return 1\",\"limits\":{\"cpu_ms\":10,"
+				 "\"instructions\":5},\"seed\":9}",
+				 &e, err),
+		     0);
+	CHECK_EQ_INT(e.limits.cpu_ms, 10);
+	CHECK_EQ_INT(e.limits.instructions, 5);
+	CHECK_EQ_INT(e.limits.memory_bytes, 64u << 20);
+	CHECK_EQ_INT(e.has_seed, 1);
+	CHECK_EQ_INT(e.seed, 9);
+	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"limits\":{\"cpu_ms\":999999}}",
+				 &e, err),
+		     -1);
+	CHECK(strstr(err, "may only be tightened") != NULL);
+	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"limits\":{\"cpu\":1}}", &e, err), -1);
+	CHECK(strstr(err, "unknown limit 'cpu'") != NULL);
+	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"limits\":{\"cpu_ms\":0}}", &e, err), -1);
+	CHECK_EQ_INT(exec_params("{\"lang\":\"cobol\",\"code\":\"x\"}", &e, err), -1);
+	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":1}", &e, err), -1);
+	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"bogus\":1}", &e, err), -1);
+	CHECK(strstr(err, "unknown parameter 'bogus'") != NULL);
+	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"inputs\":[1]}", &e, err), -1);
+	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"session_id\":\"s\"}", &e, err), -1);
+}
+
+static void test_frames(void)
+{
+	char buf[16];
+	size_t n = 0;
+	tp_frame_header(buf, 3);
+	memcpy(buf + 4, "abc", 3);
+	CHECK_EQ_INT(tp_frame_parse(buf, 3, 100, &n), 0);
+	CHECK_EQ_INT(tp_frame_parse(buf, 6, 100, &n), 0);
+	CHECK_EQ_INT(tp_frame_parse(buf, 7, 100, &n), 1);
+	CHECK_EQ_INT(n, 3);
+	CHECK_EQ_INT(tp_frame_parse(buf, 7, 2, &n), -1);
+	tp_frame_header(buf, 0xffffffffu);
+	CHECK_EQ_INT(tp_frame_parse(buf, 4, 1u << 30, &n), -1);
+}
+
+static json_t *check(const char *js, int expect)
+{
+	struct tp_limits l;
+	char err[200];
+	json_t *out = NULL;
+	tp_limits_default(&l);
+	l.result_depth = 3;
+	l.result_bytes = 20;
+	CHECK_EQ_INT(tp_result_check_reply(js, strlen(js), &l, &out, err, sizeof err), expect);
+	return out;
+}
+
+#define USAGE "\"usage\":{\"instructions\":1,\"memory_peak_bytes\":2,\"cpu_ms\":0.5}"
+
+static void test_check_reply(void)
+{
+	json_t *r = check("{\"ok\":true,\"value\":[1,[2]],\"error\":null,\"junk\":1," USAGE "}", 0);
+	CHECK(r != NULL && json_object_get(r, "junk") == NULL);
+	CHECK_EQ_INT(json_integer_value(json_array_get(json_object_get(r, "value"), 0)), 1);
+	json_decref(r);
+	check("{\"ok\":true,\"value\":[[[[1]]]]," USAGE "}", -1);                  /* depth */
+	check("{\"ok\":true,\"value\":\"0123456789012345678901\"," USAGE "}", -1); /* size */
+	check("{\"ok\":true,\"value\":1}", -1);                                     /* usage */
+	check("{\"ok\":false,\"error\":{\"kind\":\"timeout\"}," USAGE "}", -1);     /* not claimable */
+	check("{\"ok\":false,\"error\":{\"kind\":\"crashed\"}," USAGE "}", -1);
+	check("{\"ok\":false,\"error\":{\"kind\":\"runtime_error\",\"line\":-1}," USAGE "}", -1);
+	check("[]", -1);
+	check("{\"ok\":1}", -1);
+	r = check("{\"ok\":false,\"error\":{\"kind\":\"runtime_error\",\"message\":\"m\",\"line\":3},"
+		  USAGE "}", 0);
+	CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(r, "error"), "line")), 3);
+	json_decref(r);
+}
+
+static const char *err_field(json_t *res, const char *k)
+{
+	return json_string_value(json_object_get(json_object_get(res, "error"), k));
+}
+
+static void test_build(void)
+{
+	struct tp_limits l;
+	struct tp_shm_view v;
+	tp_limits_default(&l);
+	memset(&v, 0, sizeof v);
+	v.syscall_nr = -1;
+	v.tripped_limit = -1;
+	v.out[0] = "part\xff";
+	v.len[0] = 5;
+	v.out[1] = "";
+	struct tp_outcome o = {.shm = &v, .limits = &l, .cpu_ms = -1, .wall_ms = 12.5};
+
+	o.host_kind = TP_KIND_TIMEOUT;
+	json_t *res = tp_result_build(&o);
+	CHECK_EQ_STR(err_field(res, "kind"), "timeout");
+	CHECK_EQ_STR(err_field(res, "layer"), "host");
+	CHECK_EQ_STR(json_string_value(json_object_get(res, "stdout")), "part\xef\xbf\xbd");
+	CHECK(json_is_false(json_object_get(res, "ok")));
+	json_decref(res);
+
+	o.host_kind = TP_KIND_NONE;
+	o.exited = 1;
+	o.status = SIGSEGV; /* a wait status for "killed by SIGSEGV" */
+	res = tp_result_build(&o);
+	CHECK_EQ_STR(err_field(res, "kind"), "crashed");
+	CHECK_EQ_STR(err_field(res, "layer"), "process");
+	CHECK_EQ_STR(err_field(res, "signal"), "SIGSEGV");
+	json_decref(res);
+
+	o.status = TP_EXIT_VIOLATION << 8;
+	v.syscall_nr = 41;
+	res = tp_result_build(&o);
+	CHECK_EQ_STR(err_field(res, "kind"), "sandbox_violation");
+	CHECK_EQ_STR(err_field(res, "layer"), "kernel");
+	CHECK_EQ_STR(err_field(res, "syscall"), "socket");
+	json_decref(res);
+
+	o.status = SIGXCPU;
+	v.syscall_nr = -1;
+	res = tp_result_build(&o);
+	CHECK_EQ_STR(err_field(res, "kind"), "cpu_limit");
+	CHECK_EQ_STR(err_field(res, "layer"), "kernel");
+	json_decref(res);
+
+	/* The sticky flag beats a reply that claims success. */
+	json_t *reply = check("{\"ok\":true,\"value\":1," USAGE "}", 0);
+	o.reply = reply;
+	o.exited = 0;
+	v.tripped = TP_KIND_INSTRUCTION_LIMIT;
+	v.tripped_limit = TP_LIMIT_INSTRUCTIONS;
+	v.limit_value = 1000;
+	v.limit_used = 1000;
+	res = tp_result_build(&o);
+	CHECK_EQ_STR(err_field(res, "kind"), "instruction_limit");
+	CHECK_EQ_STR(err_field(res, "layer"), "language");
+	json_t *lim = json_object_get(json_object_get(res, "error"), "limit");
+	CHECK_EQ_STR(json_string_value(json_object_get(lim, "name")), "instructions");
+	CHECK_EQ_INT(json_integer_value(json_object_get(lim, "used")), 1000);
+	CHECK(json_is_null(json_object_get(res, "value")));
+	json_decref(res);
+
+	v.tripped = 0;
+	res = tp_result_build(&o);
+	CHECK(json_is_true(json_object_get(res, "ok")));
+	CHECK(json_is_null(json_object_get(res, "error")));
+	CHECK_EQ_INT(json_integer_value(json_object_get(res, "value")), 1);
+	CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(res, "usage"), "memory_peak_bytes")), 2);
+	json_decref(res);
+	json_decref(reply);
+}
+
+static void test_utf8(void)
+{
+	size_t n;
+	char *s = tp_utf8_repair("a\xc3\xa9\xed\xa0\x80\xf0\x9f\x98\x80\xc0\xaf", 12, &n);
+	/* é kept, a surrogate (3 bytes) and an overlong (2 bytes) become U+FFFD each byte. */
+	CHECK_EQ_STR(s, "a\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xf0\x9f\x98\x80\xef\xbf\xbd\xef\xbf\xbd");
+	free(s);
+}
+
+int main(void)
+{
+	test_linebuf();
+	test_parse();
+	test_initialize();
+	test_exec_params();
+	test_frames();
+	test_check_reply();
+	test_build();
+	test_utf8();
+	return tp_test_done("test_proto");
+}
