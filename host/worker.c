@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -75,6 +76,7 @@ static void reply(int chan, json_t *r)
 _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 {
 	char err[256];
+	prctl(PR_SET_NAME, "tp-worker"); /* tells workers from the zygote in ps and /proc */
 	struct tp_shm *shm = map_page(cfg->shm_fd, cfg->area_bytes);
 	if (shm == NULL)
 		die("mmap(shared page)", strerror(errno));

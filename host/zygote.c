@@ -174,6 +174,7 @@ int tp_zygote_main(const char *lang_name)
 	struct tp_worker_cfg cfg = {.lang = lang};
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	prctl(PR_SET_NAME, "tp-zygote");
 	if (lang == NULL) {
 		fprintf(stderr, "tidepool zygote: unknown language '%s'\n", lang_name);
 		return 1;

@@ -1,0 +1,119 @@
+"""The process and kernel layers seen from outside: what a worker is, what it
+holds, and that what it was refused did not happen."""
+import os
+import signal
+import time
+
+import pytest
+
+from conftest import Host, assert_healthy, status_field
+
+CANARY = "tidepool-canary-7f3e9a"
+
+
+def wait_warm_workers(h, n=1, timeout=5.0):
+    """Warm workers that finished their lockdown (seccomp is the last step)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        ws = [p for p in h.workers() if status_field(p, "Seccomp") == "2"]
+        if len(ws) >= n:
+            return ws
+        time.sleep(0.02)
+    raise AssertionError(f"no locked-down worker among {h.workers()}")
+
+
+def test_every_worker_is_locked_down(host):
+    assert_healthy(host)
+    ws = wait_warm_workers(host, 2)
+    for pid in ws:
+        assert status_field(pid, "Seccomp") == "2"
+        assert status_field(pid, "NoNewPrivs") == "1"
+        assert status_field(pid, "Uid").split()[:3] == ["65534"] * 3
+        assert status_field(pid, "CapEff") == "0000000000000000"
+        assert status_field(pid, "PPid") == str(host.proc.pid)  # the host reaps them
+
+
+def test_worker_fds_and_stdout(host):
+    pid = wait_warm_workers(host)[0]
+    fds = sorted(int(f) for f in os.listdir(f"/proc/{pid}/fd"))
+    targets = {f: os.readlink(f"/proc/{pid}/fd/{f}") for f in fds}
+    # 0/1/2 are /dev/null: a worker's own stdout cannot reach the client.
+    assert [targets[0], targets[1], targets[2]] == ["/dev/null"] * 3
+    others = [t for f, t in targets.items() if f > 2]
+    assert len(others) == 1 and others[0].startswith("socket:")
+
+
+def test_worker_rlimits(host):
+    pid = wait_warm_workers(host)[0]
+    limits = open(f"/proc/{pid}/limits").read().splitlines()
+    row = {l[:26].strip(): l[26:].split() for l in limits[1:]}
+    assert row["Max file size"][:2] == ["0", "0"]
+    assert row["Max core file size"][:2] == ["0", "0"]
+    assert row["Max open files"][:2] == ["8", "8"]
+    assert row["Max address space"][0] != "unlimited"
+    assert row["Max cpu time"][0] != "unlimited"
+
+
+def test_environment_never_reaches_zygote_or_workers():
+    h = Host(env={"PATH": "/usr/bin:/bin", "SECRET_API_KEY": CANARY})
+    try:
+        assert_healthy(h)
+        z = h.zygote_pid()
+        assert z is not None
+        assert open(f"/proc/{z}/environ", "rb").read() == b""
+        for pid in wait_warm_workers(h):
+            env = open(f"/proc/{pid}/environ", "rb").read()
+            assert CANARY.encode() not in env
+        for code in ["return os.getenv and os.getenv('SECRET_API_KEY')",
+                     "local t = {} for k, v in pairs(_G) do t[#t+1] = tostring(k) .. tostring(v) end return table.concat(t, ' ')",
+                     "return _ENV.SECRET_API_KEY"]:
+            h.exec(code)
+        assert all(CANARY.encode() not in line for line in h.lines)
+    finally:
+        h.close()
+
+
+def test_worker_killed_by_signal_is_crashed(host):
+    host.send({"jsonrpc": "2.0", "id": "spin", "method": "sandbox/exec",
+               "params": {"lang": "lua", "code": "print('partial') while true do end"}})
+    deadline = time.time() + 5
+    victim = None
+    while victim is None and time.time() < deadline:
+        for pid in host.workers():
+            try:
+                if open(f"/proc/{pid}/stat").read().split()[2] == "R":
+                    victim = pid
+            except FileNotFoundError:
+                pass
+        time.sleep(0.02)
+    assert victim is not None
+    time.sleep(0.05)
+    os.kill(victim, signal.SIGSEGV)
+    r = host.reply("spin")["result"]
+    assert r["ok"] is False
+    assert (r["error"]["kind"], r["error"]["layer"]) == ("crashed", "process")
+    assert r["error"]["signal"] == "SIGSEGV"
+    assert r["stdout"] == "partial\n"
+    assert_healthy(host)
+
+
+def test_zygote_death_is_survived(host):
+    assert_healthy(host)
+    z = host.zygote_pid()
+    os.kill(z, signal.SIGKILL)
+    time.sleep(0.1)
+    for _ in range(5):
+        assert_healthy(host)
+    assert host.zygote_pid() not in (None, z)
+
+
+def test_no_stray_processes_after_hostile_load(host):
+    for code in ["while true do end", "return string.rep('x', 1 << 30)", "error('x')"]:
+        host.exec(code, limits={"cpu_ms": 100, "memory_bytes": 1 << 20})
+    assert_healthy(host)
+    time.sleep(0.2)
+    kids = host.children()
+    # The zygote, the warm pool (2) and nothing else.
+    assert len(kids) <= 3, kids
+    for pid in kids:
+        assert open(f"/proc/{pid}/cmdline", "rb").read().startswith(b"tidepool")

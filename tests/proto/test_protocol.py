@@ -1,0 +1,171 @@
+"""JSON-RPC and MCP behaviour of the real binary."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+from conftest import BINARY, Host, assert_healthy
+
+
+def test_issue_example(host):
+    host.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"sandbox/exec","params":{"lang":"lua","code":"print(\'hi\') return 1+1"}}\n')
+    r = host.reply(1)["result"]
+    assert r["ok"] is True
+    assert r["value"] == 2
+    assert r["stdout"] == "hi\n"
+    assert r["stderr"] == ""
+    assert r["error"] is None
+    assert r["truncated"] == {"stdout": False, "stderr": False}
+    assert set(r["usage"]) == {"instructions", "memory_peak_bytes", "cpu_ms", "wall_ms", "tool_calls"}
+    assert r["usage"]["memory_peak_bytes"] > 0
+    assert r["usage"]["wall_ms"] > 0
+
+
+def test_initialize_echoes_supported_version(host):
+    for v in ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]:
+        r = host.call("initialize", {"protocolVersion": v, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+        assert r["result"]["protocolVersion"] == v
+        assert r["result"]["serverInfo"]["name"] == "tidepool"
+        assert r["result"]["capabilities"]["tools"] == {"listChanged": False}
+    r = host.call("initialize", {"protocolVersion": "2023-01-01"})
+    assert r["result"]["protocolVersion"] == "2025-11-25"
+
+
+def test_initialized_notification_gets_no_reply_and_ping_works(host):
+    host.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    r = host.call("ping")
+    assert r["result"] == {}
+    assert len(host.lines) == 1  # nothing was written for the notification
+
+
+def test_tools_list_and_call(host):
+    tools = host.call("tools/list")["result"]["tools"]
+    assert [t["name"] for t in tools] == ["run_lua"]
+    assert tools[0]["inputSchema"]["required"] == ["code"]
+    assert tools[0]["outputSchema"]["type"] == "object"
+    r = host.call("tools/call", {"name": "run_lua", "arguments": {"code": "return x * 2", "inputs": {"x": 21}}})["result"]
+    assert r["isError"] is False
+    assert r["structuredContent"]["value"] == 42
+    assert json.loads(r["content"][0]["text"])["value"] == 42
+    r = host.call("tools/call", {"name": "run_lua", "arguments": {"code": "error('boom')"}})["result"]
+    assert r["isError"] is True
+    assert r["structuredContent"]["error"]["kind"] == "runtime_error"
+
+
+def test_tools_call_unknown_tool_is_invalid_params(host):
+    r = host.call("tools/call", {"name": "run_cobol", "arguments": {"code": "x"}})
+    assert r["error"]["code"] == -32602
+    assert "Unknown tool: run_cobol" in r["error"]["message"]
+
+
+def test_pipelined_requests_match_ids(host):
+    n = 40
+    for i in range(n):
+        host.send({"jsonrpc": "2.0", "id": f"r{i}", "method": "sandbox/exec",
+                   "params": {"lang": "lua", "code": f"return {i} * 3"}})
+    for i in reversed(range(n)):
+        r = host.reply(f"r{i}")
+        assert r["result"]["value"] == i * 3
+
+
+def test_protocol_faults_and_host_keeps_serving(host):
+    cases = [
+        (b"{not json\n", -32700),
+        (b"[1,2,3]\n", -32600),
+        (b"17\n", -32600),
+        (b'{"jsonrpc":"2.0","id":5,"method":"no/such"}\n', -32601),
+        (b'{"jsonrpc":"1.0","id":6,"method":"ping"}\n', -32600),
+        (b'{"jsonrpc":"2.0","id":7,"method":"sandbox/exec","params":{"lang":"lua"}}\n', -32602),
+        (b'{"jsonrpc":"2.0","id":8,"method":"sandbox/exec","params":{"lang":"lua","code":"return 1","limits":{"cpu_ms":99999999}}}\n', -32602),
+        (b'{"jsonrpc":"2.0","id":9,"method":"sandbox/exec","params":{"lang":"lua","code":"return 1","limits":{"bogus":1}}}\n', -32602),
+        (b'{"jsonrpc":"2.0","id":10,"method":"ping","params":"x"}\n', -32600),
+        (b'{"jsonrpc":"2.0","id":11,"method":"p\xffng"}\n', -32700),
+        (b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}\n', -32600),
+    ]
+    for raw, code in cases:
+        host.send_raw(raw)
+        msg = host.read_line()
+        assert msg["error"]["code"] == code, (raw, msg)
+    assert_healthy(host)
+
+
+def test_error_ids_are_echoed(host):
+    host.send_raw(b'{"jsonrpc":"2.0","id":"abc","method":"nope"}\n')
+    assert host.read_line()["id"] == "abc"
+    host.send_raw(b"{broken\n")
+    assert host.read_line()["id"] is None
+
+
+def test_line_too_long_is_refused_then_serving_continues(host):
+    big = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * (9 << 20) + b'"}}\n'
+    host.send_raw(big)
+    msg = host.read_line()
+    assert msg["error"]["code"] == -32600
+    assert "line longer than" in msg["error"]["message"]
+    assert msg["id"] is None
+    assert_healthy(host)
+
+
+def test_duplicate_id_in_flight_is_refused(host):
+    host.send({"jsonrpc": "2.0", "id": 77, "method": "sandbox/exec", "params": {"lang": "lua", "code": "local t=os.clock() while os.clock()-t < 0.3 do end return 1"}})
+    host.send({"jsonrpc": "2.0", "id": 77, "method": "sandbox/exec", "params": {"lang": "lua", "code": "return 2"}})
+    first = host.read_line()
+    assert first["id"] == 77 and first["error"]["code"] == -32600
+    second = host.read_line()
+    assert second["id"] == 77 and second["result"]["value"] == 1
+
+
+def test_cancel_stops_exec_and_sends_no_reply(host):
+    host.send({"jsonrpc": "2.0", "id": "long", "method": "sandbox/exec", "params": {"lang": "lua", "code": "while true do end"}})
+    time.sleep(0.2)
+    host.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "long"}})
+    r = host.call("ping")
+    assert r["result"] == {}
+    time.sleep(0.3)
+    assert_healthy(host)
+    assert "long" not in host.pending
+    assert all(json.loads(l).get("id") != "long" for l in host.lines)
+
+
+def test_eof_finishes_in_flight_then_exits_zero():
+    h = Host()
+    h.send({"jsonrpc": "2.0", "id": 1, "method": "sandbox/exec", "params": {"lang": "lua", "code": "local t=os.clock() while os.clock()-t < 0.2 do end return 'done'"}})
+    h.send({"jsonrpc": "2.0", "id": 2, "method": "sandbox/exec", "params": {"lang": "lua", "code": "return 'two'"}})
+    h.proc.stdin.close()
+    out = h.proc.stdout.read()
+    assert h.proc.wait(timeout=10) == 0
+    replies = {m["id"]: m for m in map(json.loads, out.splitlines())}
+    assert replies[1]["result"]["value"] == "done"
+    assert replies[2]["result"]["value"] == "two"
+
+
+def test_sigterm_kills_workers_and_exits():
+    h = Host()
+    h.send({"jsonrpc": "2.0", "id": 1, "method": "sandbox/exec", "params": {"lang": "lua", "code": "while true do end"}})
+    time.sleep(0.3)
+    kids = h.children()
+    assert len(kids) >= 2  # the zygote and at least the running worker
+    h.proc.send_signal(signal.SIGTERM)
+    assert h.proc.wait(timeout=5) == 128 + signal.SIGTERM
+    deadline = time.time() + 5
+    while time.time() < deadline and any(os.path.exists(f"/proc/{p}") and "Z" not in open(f"/proc/{p}/stat").read().split()[2] for p in kids):
+        time.sleep(0.05)
+    alive = [p for p in kids if os.path.exists(f"/proc/{p}") and open(f"/proc/{p}/stat").read().split()[2] != "Z"]
+    assert alive == []
+
+
+def test_run_command(tmp_path):
+    f = tmp_path / "hello.lua"
+    f.write_text("print('hello from a file')\nreturn {answer = 42}\n")
+    p = subprocess.run([BINARY, "run", str(f)], capture_output=True, text=True, timeout=20)
+    assert p.returncode == 0
+    assert p.stdout == "hello from a file\n"
+    assert 'value: {"answer":42}' in p.stderr
+    f.write_text("local x = nil\nreturn x.y\n")
+    p = subprocess.run([BINARY, "run", str(f)], capture_output=True, text=True, timeout=20)
+    assert p.returncode == 1
+    assert "error: runtime_error (language layer)" in p.stderr
+    p = subprocess.run([BINARY, "run", str(tmp_path / "missing.lua")], capture_output=True, text=True, timeout=20)
+    assert p.returncode == 2
+    assert "No such file" in p.stderr
