@@ -1,0 +1,993 @@
+/*
+ * test_confine.c — confinement tests for host/lockdown.c, against the real kernel.
+ * Each case forks, locks down only the child, lets it try one thing and report
+ * {return value, errno} through a kept pipe; the parent asserts the exact outcome
+ * and, at the end, that it was itself never confined.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lockdown.h"
+#include "shm.h"
+#include "tap.h"
+
+#define AS_BYTES (256ull << 20)
+#define CPU_SEC 5
+#define NOFILE 16
+#define SECRET "tidepool-canary-secret-7f3a"
+#define AUDIT_ARCH_X86_64_ 0xc000003eu
+#define AUDIT_ARCH_I386_ 0x40000003u
+#define AUDIT_ARCH_AARCH64_ 0xc00000b7u
+#define X32_BIT 0x40000000u
+
+struct report {
+	long ret;
+	int err;
+	int pad;
+};
+
+enum mode { FULL, LANDLOCK_ONLY };
+
+struct child {
+	pid_t pid;
+	int rep;  /* parent reads reports */
+	int go;   /* parent writes one byte to let the child go on */
+	long apply_ns;
+};
+
+static struct tp_shm *shm;
+static char canary[64];
+static long apply_ns[32];
+static int napply;
+
+/* ---- child side ---------------------------------------------------------- */
+
+static void send_report(int fd, long ret, int err)
+{
+	struct report r = { .ret = ret, .err = err };
+
+	if (write(fd, &r, sizeof r) != (ssize_t)sizeof r)
+		_exit(90);
+}
+
+/* Report a call's outcome: its return value and errno (0 on success). */
+#define REPORT(fd, call)                                                                 \
+	do {                                                                             \
+		errno = 0;                                                               \
+		long ret_ = (long)(call);                                                \
+		send_report(fd, ret_, ret_ < 0 ? errno : 0);                             \
+	} while (0)
+
+static void wait_go(int go)
+{
+	char c;
+
+	if (read(go, &c, 1) != 1)
+		_exit(91);
+}
+
+typedef void (*child_fn)(int rep, int go);
+
+static void child_main(child_fn fn, enum mode mode, int stdout_fd, int rep, int go)
+{
+	int keep[2] = { rep, go };
+	struct tp_lockdown cfg = { .as_bytes = AS_BYTES, .cpu_sec = CPU_SEC, .nofile = NOFILE,
+				   .keep_fds = keep, .nkeep = 2, .shm = shm };
+	struct timespec t0, t1;
+	char err[256] = "";
+	int rc;
+
+	if (stdout_fd >= 0 && dup2(stdout_fd, 1) < 0)
+		_exit(92);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = mode == FULL ? tp_lockdown_apply(&cfg, err, sizeof err)
+			  : tp_lockdown_landlock_only(err, sizeof err);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (rc < 0) {
+		memcpy(shm->data, err, sizeof err);
+		_exit(TP_EXIT_FATAL);
+	}
+	send_report(rep, (t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec), 0);
+	fn(rep, go);
+	_exit(0);
+}
+
+/* ---- parent side --------------------------------------------------------- */
+
+static int child_start(struct child *c, child_fn fn, enum mode mode, int stdout_fd)
+{
+	int rp[2], gp[2];
+	struct report hdr;
+
+	if (pipe(rp) < 0 || pipe(gp) < 0)
+		return -1;
+	shm->syscall_nr = -1;
+	memset(shm->data, 0, 256);
+	c->pid = fork();
+	if (c->pid < 0)
+		return -1;
+	if (c->pid == 0) {
+		close(rp[0]);
+		close(gp[1]);
+		child_main(fn, mode, stdout_fd, rp[1], gp[0]);
+	}
+	close(rp[1]);
+	close(gp[0]);
+	c->rep = rp[0];
+	c->go = gp[1];
+	c->apply_ns = -1;
+	if (read(c->rep, &hdr, sizeof hdr) != (ssize_t)sizeof hdr) {
+		fprintf(stderr, "# lockdown failed in child: %s\n", shm->data);
+		return -1;
+	}
+	c->apply_ns = hdr.ret;
+	if (mode == FULL && napply < (int)(sizeof apply_ns / sizeof *apply_ns))
+		apply_ns[napply++] = hdr.ret;
+	return 0;
+}
+
+/* Next report from the child; ret = -9999 when the child sent nothing more. */
+static struct report child_report(struct child *c)
+{
+	struct report r = { .ret = -9999, .err = -1 };
+
+	if (read(c->rep, &r, sizeof r) != (ssize_t)sizeof r)
+		r.ret = -9999;
+	return r;
+}
+
+static void child_go(struct child *c)
+{
+	if (write(c->go, "g", 1) != 1)
+		fprintf(stderr, "# go: %s\n", strerror(errno));
+}
+
+/* Close our ends, reap the child and return its wait status. */
+static int child_wait(struct child *c)
+{
+	int st = -1;
+
+	close(c->go);
+	close(c->rep);
+	while (waitpid(c->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	return st;
+}
+
+static int exited_with(int st, int code)
+{
+	return WIFEXITED(st) && WEXITSTATUS(st) == code;
+}
+
+#define CHECK_ERRNO(r, e)                                                                \
+	do {                                                                             \
+		CHECK_EQ_INT((r).ret, -1);                                               \
+		CHECK_EQ_INT((r).err, (e));                                              \
+	} while (0)
+
+static int read_file(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return (int)n;
+}
+
+/* ---- the policy as a program: arch, x32 and each class ------------------- */
+
+#define BPF_BAD 0xdeadbeefu
+
+static uint32_t bpf_run(const struct sock_filter *f, size_t n, const struct seccomp_data *d)
+{
+	uint32_t a = 0, x = 0;
+
+	for (size_t pc = 0; pc < n;) {
+		const struct sock_filter *i = &f[pc++];
+		switch (i->code) {
+		case BPF_LD | BPF_W | BPF_ABS:
+			if (i->k + 4 > sizeof *d)
+				return BPF_BAD;
+			memcpy(&a, (const char *)d + i->k, 4);
+			break;
+		case BPF_LD | BPF_IMM: a = i->k; break;
+		case BPF_LDX | BPF_IMM: x = i->k; break;
+		case BPF_MISC | BPF_TAX: x = a; break;
+		case BPF_MISC | BPF_TXA: a = x; break;
+		case BPF_ALU | BPF_AND | BPF_K: a &= i->k; break;
+		case BPF_ALU | BPF_OR | BPF_K: a |= i->k; break;
+		case BPF_JMP | BPF_JA: pc += i->k; break;
+		case BPF_JMP | BPF_JEQ | BPF_K: pc += a == i->k ? i->jt : i->jf; break;
+		case BPF_JMP | BPF_JGT | BPF_K: pc += a > i->k ? i->jt : i->jf; break;
+		case BPF_JMP | BPF_JGE | BPF_K: pc += a >= i->k ? i->jt : i->jf; break;
+		case BPF_JMP | BPF_JSET | BPF_K: pc += (a & i->k) ? i->jt : i->jf; break;
+		case BPF_RET | BPF_K: return i->k;
+		default: return BPF_BAD;
+		}
+	}
+	return BPF_BAD;
+}
+
+static uint32_t verdict(uint32_t arch, uint32_t nr, uint64_t a0, uint64_t a1, uint64_t a2,
+			uint64_t a3)
+{
+	const void *insns;
+	size_t n = tp_lockdown_program(&insns);
+	struct seccomp_data d = { .nr = (int)nr, .arch = arch, .args = { a0, a1, a2, a3 } };
+
+	return bpf_run(insns, n, &d);
+}
+
+#define X64(nr, a0, a1, a2, a3) verdict(AUDIT_ARCH_X86_64_, (nr), (a0), (a1), (a2), (a3))
+#define RET_ERRNO(e) (SECCOMP_RET_ERRNO | (e))
+
+static void test_program(void)
+{
+	const void *insns;
+	size_t n = tp_lockdown_program(&insns);
+
+	printf("# seccomp program: %zu instructions\n", n);
+	CHECK(n > 0 && n <= BPF_MAXINSNS);
+	/* Any other architecture, and x32 (nr with bit 30) on x86-64: kill the process. */
+	CHECK_EQ_INT(verdict(AUDIT_ARCH_I386_, 20, 0, 0, 0, 0), SECCOMP_RET_KILL_PROCESS);
+	CHECK_EQ_INT(verdict(AUDIT_ARCH_I386_, 0, 0, 0, 0, 0), SECCOMP_RET_KILL_PROCESS);
+	CHECK_EQ_INT(verdict(AUDIT_ARCH_AARCH64_, 63, 0, 0, 0, 0), SECCOMP_RET_KILL_PROCESS);
+	CHECK_EQ_INT(X64(X32_BIT | SYS_read, 0, 0, 0, 0), SECCOMP_RET_KILL_PROCESS);
+	CHECK_EQ_INT(X64(X32_BIT | SYS_socket, 0, 0, 0, 0), SECCOMP_RET_KILL_PROCESS);
+	CHECK_EQ_INT(X64(X32_BIT | 520, 0, 0, 0, 0), SECCOMP_RET_KILL_PROCESS); /* x32 execve */
+	/* Classes. */
+	CHECK_EQ_INT(X64(SYS_read, 0, 0, 0, 0), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(X64(SYS_exit_group, 0, 0, 0, 0), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(X64(SYS_socket, AF_UNIX, 0, 0, 0), RET_ERRNO(EPERM));
+	CHECK_EQ_INT(X64(SYS_openat, 0, 0, 0, 0), RET_ERRNO(EPERM));
+	CHECK_EQ_INT(X64(SYS_execve, 0, 0, 0, 0), RET_ERRNO(EPERM));
+	CHECK_EQ_INT(X64(SYS_landlock_create_ruleset, 0, 0, 0, 0), RET_ERRNO(EPERM));
+	CHECK_EQ_INT(X64(447, 0, 0, 0, 0), RET_ERRNO(EPERM)); /* memfd_secret */
+	CHECK_EQ_INT(X64(SYS_clone3, 0, 0, 0, 0), RET_ERRNO(ENOSYS));
+	CHECK_EQ_INT(X64(452, 0, 0, 0, 0), RET_ERRNO(ENOSYS)); /* fchmodat2 */
+	CHECK_EQ_INT(X64(462, 0, 0, 0, 0), RET_ERRNO(ENOSYS)); /* mseal */
+	CHECK_EQ_INT(X64(599, 0, 0, 0, 0), RET_ERRNO(ENOSYS));
+	CHECK_EQ_INT(X64(SYS_sysinfo, 0, 0, 0, 0), SECCOMP_RET_TRAP);
+	CHECK_EQ_INT(X64(SYS_uname, 0, 0, 0, 0), SECCOMP_RET_TRAP);
+	CHECK_EQ_INT(X64(600, 0, 0, 0, 0), SECCOMP_RET_TRAP);
+	/* Argument checks. */
+	CHECK_EQ_INT(X64(SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE, 0), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(X64(SYS_mmap, 0, 4096, PROT_READ | PROT_EXEC, 0), RET_ERRNO(EPERM));
+	CHECK_EQ_INT(X64(SYS_mmap, 0, 4096, (1ull << 32) | PROT_EXEC, 0), RET_ERRNO(EPERM));
+	CHECK_EQ_INT(X64(SYS_mprotect, 0, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, 0),
+		     RET_ERRNO(EPERM));
+	CHECK_EQ_INT(X64(SYS_rt_sigaction, SIGINT, 0, 0, 0), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(X64(SYS_rt_sigaction, SIGRTMIN + 1, 0, 0, 0), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(X64(SYS_rt_sigaction, SIGSYS, 0, 0, 0), RET_ERRNO(EPERM));
+	CHECK(X64(SYS_rt_sigaction, (1ull << 32) | SIGSYS, 0, 0, 0) != SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(X64(SYS_tgkill, 1, 1, SIGABRT, 0), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(X64(SYS_tgkill, 1, 1, SIGKILL, 0), RET_ERRNO(EPERM));
+	CHECK_EQ_INT(X64(SYS_tkill, 1, SIGTERM, 0, 0), RET_ERRNO(EPERM));
+	CHECK_EQ_INT(X64(SYS_kill, 1, SIGABRT, 0, 0), RET_ERRNO(EPERM));
+	CHECK_EQ_INT(X64(SYS_prlimit64, 0, RLIMIT_CORE, 0, 0x1000), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(X64(SYS_prlimit64, 0, RLIMIT_CORE, 0x1000, 0), RET_ERRNO(EPERM));
+	CHECK_EQ_INT(X64(SYS_prlimit64, 1, RLIMIT_CORE, 0, 0x1000), RET_ERRNO(EPERM));
+	CHECK_EQ_INT(X64(SYS_newfstatat, 1, 0, 0, AT_EMPTY_PATH), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(X64(SYS_newfstatat, AT_FDCWD, 0, 0, 0), RET_ERRNO(EPERM));
+	CHECK_EQ_INT(X64(SYS_ioctl, 1, TCGETS, 0, 0), RET_ERRNO(ENOTTY));
+	CHECK_EQ_INT(X64(SYS_ioctl, 1, TIOCSTI, 0, 0), RET_ERRNO(EPERM));
+	CHECK_EQ_INT(X64(SYS_fcntl, 1, F_GETFL, 0, 0), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(X64(SYS_fcntl, 1, F_DUPFD, 0, 0), RET_ERRNO(EPERM));
+	CHECK_EQ_INT(X64(SYS_fcntl, 1, F_SETLK, 0, 0), RET_ERRNO(EPERM));
+	CHECK_EQ_INT(X64(SYS_madvise, 0, 4096, MADV_DONTNEED, 0), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(X64(SYS_madvise, 0, 4096, MADV_MERGEABLE, 0), SECCOMP_RET_TRAP);
+}
+
+static void test_pfc(void)
+{
+	int fd = memfd_create("pfc", MFD_CLOEXEC);
+	static char pfc[1 << 20];
+	ssize_t n;
+
+	CHECK(fd >= 0);
+	CHECK_EQ_INT(tp_lockdown_export_pfc(fd), 0);
+	n = pread(fd, pfc, sizeof pfc - 1, 0);
+	close(fd);
+	CHECK(n > 0);
+	pfc[n > 0 ? n : 0] = '\0';
+	/* Only x86-64 has rules; any other arch gets KILL_PROCESS; default is TRAP. */
+	CHECK(strstr(pfc, "if ($arch == 3221225534)") != NULL);
+	CHECK(strstr(pfc, "# invalid architecture action\naction KILL_PROCESS;") != NULL);
+	CHECK(strstr(pfc, "  # default action\n  action TRAP;") != NULL);
+	CHECK(strstr(pfc, "$arch == 1073741827") == NULL); /* no i386 section */
+	/* libseccomp 2.5.4's PFC omits the x32 test that its BPF does emit
+	 * (ld nr; jge 0x40000000 -> bad-arch action): test_program() proves that. */
+}
+
+static void test_names(void)
+{
+	char buf[32];
+
+	tp_syscall_name(SYS_read, buf, sizeof buf);
+	CHECK_EQ_STR(buf, "read");
+	tp_syscall_name(SYS_sysinfo, buf, sizeof buf);
+	CHECK_EQ_STR(buf, "sysinfo");
+	tp_syscall_name(9999, buf, sizeof buf);
+	CHECK_EQ_STR(buf, "nr_9999");
+	tp_syscall_name(-1, buf, sizeof buf);
+	CHECK_EQ_STR(buf, "nr_-1");
+}
+
+/* ---- files ----------------------------------------------------------------- */
+
+static void try_canary(int rep, int go)
+{
+	char buf[128];
+	int fd;
+
+	(void)go;
+	fd = open(canary, O_RDONLY);
+	send_report(rep, fd, fd < 0 ? errno : 0);
+	if (fd >= 0 && read(fd, buf, sizeof buf) > 0)
+		(void)!write(rep, buf, sizeof buf); /* a leak the parent would see */
+	fd = openat(AT_FDCWD, canary, O_RDONLY);
+	send_report(rep, fd, fd < 0 ? errno : 0);
+	REPORT(rep, creat("/tmp/tp-confine-created", 0644));
+}
+
+static void try_landlock(int rep, int go)
+{
+	struct sockaddr_in in = { .sin_family = AF_INET, .sin_port = htons(1),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	int s;
+
+	(void)go;
+	REPORT(rep, open(canary, O_RDONLY));
+	REPORT(rep, open("/proc/self/status", O_RDONLY));
+	REPORT(rep, open("/tmp/tp-confine-created", O_WRONLY | O_CREAT, 0644));
+	s = socket(AF_INET, SOCK_STREAM, 0);
+	REPORT(rep, connect(s, (struct sockaddr *)&in, sizeof in));
+	REPORT(rep, kill(getppid(), 0));
+	snprintf(un.sun_path + 1, sizeof un.sun_path - 1, "tp-confine-%d", (int)getppid());
+	s = socket(AF_UNIX, SOCK_STREAM, 0);
+	REPORT(rep, connect(s, (struct sockaddr *)&un,
+			    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+					strlen(un.sun_path + 1))));
+	REPORT(rep, kill(getpid(), 0)); /* own domain: allowed */
+}
+
+static void test_files(void)
+{
+	struct child c;
+	struct report r;
+	char buf[128];
+
+	if (child_start(&c, try_canary, FULL, -1) < 0) {
+		CHECK(!"child_start");
+		return;
+	}
+	r = child_report(&c);
+	CHECK_ERRNO(r, EPERM);
+	r = child_report(&c);
+	CHECK_ERRNO(r, EPERM);
+	r = child_report(&c);
+	CHECK_ERRNO(r, EPERM);
+	CHECK_EQ_INT(read(c.rep, buf, sizeof buf), 0); /* nothing more: no secret */
+	CHECK(exited_with(child_wait(&c), 0));
+	CHECK(access("/tmp/tp-confine-created", F_OK) < 0);
+	CHECK(read_file(canary, buf, sizeof buf) > 0 && strcmp(buf, SECRET) == 0);
+}
+
+static void test_landlock_only(void)
+{
+	int abi = tp_lockdown_landlock_abi(), ls;
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	struct child c;
+	struct report r;
+
+	printf("# landlock ABI %d\n", abi);
+	if (abi <= 0) {
+		printf("# skip landlock: unavailable\n");
+		return;
+	}
+	/* An abstract socket listening in the parent: outside the child's scope. */
+	ls = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	snprintf(un.sun_path + 1, sizeof un.sun_path - 1, "tp-confine-%d", (int)getpid());
+	CHECK(bind(ls, (struct sockaddr *)&un,
+		   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			       strlen(un.sun_path + 1))) == 0);
+	CHECK(listen(ls, 4) == 0);
+	if (child_start(&c, try_landlock, LANDLOCK_ONLY, -1) < 0) {
+		CHECK(!"child_start");
+		close(ls);
+		return;
+	}
+	r = child_report(&c);
+	CHECK_ERRNO(r, EACCES); /* canary, although root and mode 0644 */
+	r = child_report(&c);
+	CHECK_ERRNO(r, EACCES); /* /proc too */
+	r = child_report(&c);
+	CHECK_ERRNO(r, EACCES); /* no file creation */
+	r = child_report(&c);
+	if (abi >= 4)
+		CHECK_ERRNO(r, EACCES); /* TCP connect */
+	r = child_report(&c);
+	if (abi >= 6)
+		CHECK_ERRNO(r, EPERM); /* signal to the parent: out of scope */
+	r = child_report(&c);
+	if (abi >= 6)
+		CHECK_ERRNO(r, EPERM); /* abstract unix socket out of scope */
+	r = child_report(&c);
+	CHECK_EQ_INT(r.ret, 0);
+	CHECK(exited_with(child_wait(&c), 0));
+	close(ls);
+}
+
+/* ---- network, processes, stdout --------------------------------------------- */
+
+static void try_network(int rep, int go)
+{
+	int sv[2];
+
+	REPORT(rep, socket(AF_INET, SOCK_STREAM, 0));
+	REPORT(rep, socket(AF_INET6, SOCK_DGRAM, 0));
+	REPORT(rep, socket(AF_UNIX, SOCK_STREAM, 0));
+	REPORT(rep, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	REPORT(rep, sendto(rep, "x", 1, 0, NULL, 0));
+	wait_go(go); /* the parent lists our fds now */
+}
+
+/* Our fds are exactly 0, 1, 2 and the two kept pipe ends. */
+static void check_fds(pid_t pid)
+{
+	char path[64], link[128];
+	int n = 0;
+
+	for (int fd = 0; fd < 1024; fd++) {
+		snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)pid, fd);
+		ssize_t k = readlink(path, link, sizeof link - 1);
+		if (k < 0)
+			continue;
+		link[k] = '\0';
+		n++;
+		if (fd < 3)
+			CHECK_EQ_STR(link, "/dev/null");
+		else
+			CHECK(strncmp(link, "pipe:", 5) == 0);
+	}
+	CHECK_EQ_INT(n, 5);
+}
+
+static void test_network(void)
+{
+	struct child c;
+	struct report r;
+	int stray = open("/dev/zero", O_RDONLY); /* inherited; the child must close it */
+
+	if (child_start(&c, try_network, FULL, -1) < 0) {
+		CHECK(!"child_start");
+		return;
+	}
+	for (int i = 0; i < 5; i++) {
+		r = child_report(&c);
+		CHECK_ERRNO(r, EPERM);
+	}
+	check_fds(c.pid); /* no socket fd was created, the stray fd is gone */
+	child_go(&c);
+	CHECK(exited_with(child_wait(&c), 0));
+	close(stray);
+}
+
+static void try_process(int rep, int go)
+{
+	struct {
+		uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+	} args = { .exit_signal = SIGCHLD };
+	char *argv[] = { "/bin/true", NULL };
+	char *envp[] = { NULL };
+	pid_t pid;
+
+	(void)go;
+	pid = fork();
+	if (pid == 0)
+		_exit(42);
+	send_report(rep, pid, pid < 0 ? errno : 0);
+	pid = (pid_t)syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+	if (pid == 0)
+		_exit(42);
+	send_report(rep, pid, pid < 0 ? errno : 0);
+	pid = (pid_t)syscall(SYS_clone3, &args, sizeof args);
+	if (pid == 0)
+		_exit(42);
+	send_report(rep, pid, pid < 0 ? errno : 0);
+	REPORT(rep, execve(argv[0], argv, envp));
+	REPORT(rep, syscall(SYS_ptrace, 0 /* PTRACE_TRACEME */, 0, 0, 0));
+	REPORT(rep, syscall(SYS_io_uring_setup, 8, NULL));
+	REPORT(rep, syscall(SYS_unshare, CLONE_NEWUSER));
+	REPORT(rep, syscall(SYS_memfd_create, "x", 0));
+}
+
+static void test_process(void)
+{
+	struct child c;
+	struct report r;
+	int st;
+
+	if (child_start(&c, try_process, FULL, -1) < 0) {
+		CHECK(!"child_start");
+		return;
+	}
+	r = child_report(&c);
+	CHECK_ERRNO(r, EPERM); /* fork */
+	r = child_report(&c);
+	CHECK_ERRNO(r, EPERM); /* clone */
+	r = child_report(&c);
+	CHECK_ERRNO(r, ENOSYS); /* clone3 */
+	r = child_report(&c);
+	CHECK_ERRNO(r, EPERM); /* execve */
+	for (int i = 0; i < 4; i++) {
+		r = child_report(&c);
+		CHECK_ERRNO(r, EPERM); /* ptrace, io_uring, unshare, memfd_create */
+	}
+	CHECK(exited_with(child_wait(&c), 0));
+	/* We are a subreaper: a grandchild would now be ours. There is none. */
+	CHECK_EQ_INT(waitpid(-1, &st, WNOHANG), -1);
+	CHECK_EQ_INT(errno, ECHILD);
+}
+
+static void try_stdout(int rep, int go)
+{
+	(void)go;
+	REPORT(rep, write(1, "LEAK", 4));
+	REPORT(rep, write(2, "LEAK", 4));
+	REPORT(rep, isatty(1) ? 0 : -1); /* TCGETS -> ENOTTY, as for a pipe */
+}
+
+static void test_stdout(void)
+{
+	struct child c;
+	struct report r;
+	int out[2];
+	char buf[16];
+
+	CHECK(pipe(out) == 0);
+	if (child_start(&c, try_stdout, FULL, out[1]) < 0) {
+		CHECK(!"child_start");
+		return;
+	}
+	close(out[1]);
+	r = child_report(&c);
+	CHECK_EQ_INT(r.ret, 4);
+	r = child_report(&c);
+	CHECK_EQ_INT(r.ret, 4);
+	r = child_report(&c);
+	CHECK_ERRNO(r, ENOTTY);
+	CHECK(exited_with(child_wait(&c), 0));
+	CHECK_EQ_INT(read(out[0], buf, sizeof buf), 0); /* it all went to /dev/null */
+	close(out[0]);
+}
+
+/* ---- violations, signals, memory -------------------------------------------- */
+
+static void try_sysinfo(int rep, int go)
+{
+	struct sysinfo si;
+
+	(void)go;
+	REPORT(rep, syscall(SYS_sysinfo, &si)); /* never reported: the worker dies */
+}
+
+static void try_blocked_sigsys(int rep, int go)
+{
+	sigset_t set;
+
+	(void)rep;
+	(void)go;
+	sigemptyset(&set);
+	sigaddset(&set, SIGSYS);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	syscall(SYS_sysinfo, NULL);
+}
+
+static void try_x32(int rep, int go)
+{
+	(void)rep;
+	(void)go;
+	syscall(X32_BIT | SYS_getpid);
+}
+
+static void try_i386(int rep, int go)
+{
+	long ret = 20; /* i386 getpid */
+
+	(void)rep;
+	(void)go;
+	__asm__ volatile("int $0x80" : "+a"(ret) : : "memory");
+}
+
+static void test_violation(void)
+{
+	struct child c;
+	char name[32];
+	int st;
+
+	if (child_start(&c, try_sysinfo, FULL, -1) < 0) {
+		CHECK(!"child_start");
+		return;
+	}
+	CHECK_EQ_INT(child_report(&c).ret, -9999);
+	st = child_wait(&c);
+	CHECK(exited_with(st, TP_EXIT_VIOLATION));
+	CHECK_EQ_INT(shm->syscall_nr, SYS_sysinfo);
+	tp_syscall_name(shm->syscall_nr, name, sizeof name);
+	CHECK_EQ_STR(name, "sysinfo");
+
+	/* With SIGSYS blocked the kernel kills: no report, but WTERMSIG says SIGSYS. */
+	if (child_start(&c, try_blocked_sigsys, FULL, -1) == 0) {
+		st = child_wait(&c);
+		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS);
+		CHECK_EQ_INT(shm->syscall_nr, -1);
+	}
+	/* x32 and i386 entry points: killed by the arch checks, before any rule. */
+	if (child_start(&c, try_x32, FULL, -1) == 0) {
+		st = child_wait(&c);
+		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS);
+		CHECK_EQ_INT(shm->syscall_nr, -1);
+	}
+	if (child_start(&c, try_i386, FULL, -1) == 0) {
+		st = child_wait(&c);
+		if (WIFSIGNALED(st) && WTERMSIG(st) == SIGSEGV)
+			printf("# skip i386: no ia32 emulation in this kernel\n");
+		else
+			CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS);
+	}
+}
+
+static void try_signals_memory(int rep, int go)
+{
+	struct sigaction sa = { .sa_handler = SIG_IGN };
+	void *p;
+
+	(void)go;
+	REPORT(rep, sigaction(SIGSYS, &sa, NULL));
+	REPORT(rep, signal(SIGSYS, SIG_DFL) == SIG_ERR ? -1 : 0);
+	REPORT(rep, sigaction(SIGINT, &sa, NULL));
+	REPORT(rep, kill(getpid(), SIGTERM));
+	p = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	send_report(rep, p == MAP_FAILED ? -1 : 0, p == MAP_FAILED ? errno : 0);
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	send_report(rep, p == MAP_FAILED ? -1 : 0, p == MAP_FAILED ? errno : 0);
+	REPORT(rep, mprotect(p, 4096, PROT_READ | PROT_WRITE | PROT_EXEC));
+	REPORT(rep, madvise(p, 4096, MADV_DONTNEED));
+	REPORT(rep, munmap(p, 4096));
+}
+
+static void test_signals_memory(void)
+{
+	struct child c;
+	struct report r;
+	static const int want[] = { -EPERM, -EPERM, 0, -EPERM, -EPERM, 0, -EPERM, 0, 0 };
+
+	if (child_start(&c, try_signals_memory, FULL, -1) < 0) {
+		CHECK(!"child_start");
+		return;
+	}
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+		r = child_report(&c);
+		if (want[i] == 0)
+			CHECK_EQ_INT(r.ret, 0);
+		else
+			CHECK_ERRNO(r, -want[i]);
+	}
+	CHECK(exited_with(child_wait(&c), 0));
+}
+
+static void try_abort(int rep, int go)
+{
+	(void)rep;
+	(void)go;
+	abort();
+}
+
+static void test_abort(void)
+{
+	struct child c;
+	int st;
+
+	if (child_start(&c, try_abort, FULL, -1) < 0) {
+		CHECK(!"child_start");
+		return;
+	}
+	st = child_wait(&c);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT && !WCOREDUMP(st));
+	CHECK_EQ_INT(shm->syscall_nr, -1);
+}
+
+/* ---- what /proc says about a locked-down worker ------------------------------ */
+
+static void try_wait(int rep, int go)
+{
+	(void)rep;
+	wait_go(go);
+}
+
+static void check_limit(const char *limits, const char *name, const char *soft, const char *hard)
+{
+	const char *line = strstr(limits, name);
+	char s[32] = "", h[32] = "";
+
+	CHECK(line != NULL);
+	if (line && sscanf(line + 26, "%31s %31s", s, h) == 2) {
+		CHECK_EQ_STR(s, soft);
+		CHECK_EQ_STR(h, hard);
+	}
+}
+
+static void test_proc(void)
+{
+	struct child c;
+	char path[64], status[4096], limits[4096], as[32];
+
+	if (child_start(&c, try_wait, FULL, -1) < 0) {
+		CHECK(!"child_start");
+		return;
+	}
+	snprintf(path, sizeof path, "/proc/%d/status", (int)c.pid);
+	CHECK(read_file(path, status, sizeof status) > 0);
+	CHECK(strstr(status, "\nSeccomp:\t2\n") != NULL);
+	CHECK(strstr(status, "\nNoNewPrivs:\t1\n") != NULL);
+	if (geteuid() == 0) {
+		CHECK(strstr(status, "\nUid:\t65534\t65534\t65534\t65534\n") != NULL);
+		CHECK(strstr(status, "\nGid:\t65534\t65534\t65534\t65534\n") != NULL);
+		CHECK(strstr(status, "\nGroups:\t") != NULL &&
+		      strspn(strstr(status, "\nGroups:\t") + 9, " ") ==
+			      strcspn(strstr(status, "\nGroups:\t") + 9, "\n")); /* none */
+		CHECK(strstr(status, "\nCapEff:\t0000000000000000\n") != NULL);
+		CHECK(strstr(status, "\nCapPrm:\t0000000000000000\n") != NULL);
+	}
+	snprintf(path, sizeof path, "/proc/%d/limits", (int)c.pid);
+	CHECK(read_file(path, limits, sizeof limits) > 0);
+	snprintf(as, sizeof as, "%llu", AS_BYTES);
+	check_limit(limits, "Max address space", as, as);
+	check_limit(limits, "Max cpu time", "5", "6");
+	check_limit(limits, "Max file size", "0", "0");
+	check_limit(limits, "Max core file size", "0", "0");
+	check_limit(limits, "Max open files", "16", "16");
+	check_limit(limits, "Max processes", "0", "0");
+	check_fds(c.pid);
+	child_go(&c);
+	CHECK(exited_with(child_wait(&c), 0));
+}
+
+static void try_limits(int rep, int go)
+{
+	struct rlimit lim = { 0, 0 };
+	void *big, *small;
+
+	(void)go;
+	REPORT(rep, getrlimit(RLIMIT_FSIZE, &lim) < 0 ? -1 : (long)(lim.rlim_cur + lim.rlim_max));
+	REPORT(rep, getrlimit(RLIMIT_CORE, &lim) < 0 ? -1 : (long)(lim.rlim_cur + lim.rlim_max));
+	REPORT(rep, setrlimit(RLIMIT_CORE, &lim));
+	big = malloc(AS_BYTES * 2);
+	send_report(rep, big == NULL ? -1 : 0, 0);
+	small = malloc(8 << 20);
+	if (small)
+		memset(small, 1, 8 << 20);
+	send_report(rep, small == NULL ? -1 : 0, 0);
+	small = realloc(small, 64 << 20); /* mremap */
+	send_report(rep, small == NULL ? -1 : 0, 0);
+	free(small);
+}
+
+static void test_limits(void)
+{
+	struct child c;
+	struct report r;
+
+	if (child_start(&c, try_limits, FULL, -1) < 0) {
+		CHECK(!"child_start");
+		return;
+	}
+	r = child_report(&c);
+	CHECK_EQ_INT(r.ret, 0); /* FSIZE 0/0 */
+	r = child_report(&c);
+	CHECK_EQ_INT(r.ret, 0); /* CORE 0/0 */
+	r = child_report(&c);
+	CHECK_ERRNO(r, EPERM); /* setrlimit */
+	r = child_report(&c);
+	CHECK_EQ_INT(r.ret, -1); /* malloc beyond RLIMIT_AS */
+	r = child_report(&c);
+	CHECK_EQ_INT(r.ret, 0); /* small malloc still works */
+	r = child_report(&c);
+	CHECK_EQ_INT(r.ret, 0); /* realloc */
+	CHECK(exited_with(child_wait(&c), 0));
+}
+
+/* What an interpreter needs after lockdown still works. */
+static void try_works(int rep, int go)
+{
+	struct timespec ts = { 0, 1000000 };
+	struct itimerval it = { { 0, 0 }, { 10, 0 } };
+	struct rusage ru;
+	struct stat st;
+	char rnd[16];
+
+	(void)go;
+	REPORT(rep, clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts));
+	ts.tv_sec = 0;
+	ts.tv_nsec = 1000000;
+	REPORT(rep, nanosleep(&ts, NULL));
+	REPORT(rep, syscall(SYS_getrandom, rnd, sizeof rnd, 0));
+	REPORT(rep, setitimer(ITIMER_REAL, &it, NULL));
+	REPORT(rep, getrusage(RUSAGE_SELF, &ru));
+	REPORT(rep, fstat(rep, &st));
+	REPORT(rep, stat("/etc/passwd", &st));
+	REPORT(rep, fcntl(rep, F_GETFL));
+	REPORT(rep, fcntl(rep, F_DUPFD_CLOEXEC, 0));
+	REPORT(rep, getpid() == (pid_t)syscall(SYS_gettid) ? 0 : -1);
+}
+
+static void test_works(void)
+{
+	struct child c;
+	struct report r;
+	static const long want[] = { 0, 0, 16, 0, 0, 0, -EPERM, O_WRONLY, -EPERM, 0 };
+
+	if (child_start(&c, try_works, FULL, -1) < 0) {
+		CHECK(!"child_start");
+		return;
+	}
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+		r = child_report(&c);
+		if (want[i] >= 0)
+			CHECK_EQ_INT(r.ret, want[i]);
+		else
+			CHECK_ERRNO(r, -want[i]);
+	}
+	CHECK(exited_with(child_wait(&c), 0));
+}
+
+/* ---- bad configuration: refused before anything changes ------------------------ */
+
+static void test_bad_cfg(void)
+{
+	int keep_low[1] = { 1 }, keep_closed[1] = { 999 };
+	struct tp_lockdown cfg = { .as_bytes = AS_BYTES, .cpu_sec = CPU_SEC, .nofile = NOFILE,
+				   .shm = shm };
+	char err[256];
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		int bad = 0;
+		cfg.keep_fds = keep_low;
+		cfg.nkeep = 1;
+		bad += tp_lockdown_apply(&cfg, err, sizeof err) == -1 && strstr(err, "keep_fds");
+		cfg.keep_fds = keep_closed;
+		bad += tp_lockdown_apply(&cfg, err, sizeof err) == -1 &&
+		       strstr(err, "Bad file descriptor. Hint: kept fds") != NULL;
+		cfg.nkeep = 0;
+		cfg.as_bytes = 0;
+		bad += tp_lockdown_apply(&cfg, err, sizeof err) == -1 && strstr(err, "limits") != NULL;
+		_exit(bad == 3 ? 0 : 1);
+	}
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && exited_with(st, 0));
+}
+
+/* ---- the parent was never confined ------------------------------------------------ */
+
+static void test_parent(void)
+{
+	char buf[4096];
+	pid_t pid;
+	int st, s;
+
+	CHECK(read_file(canary, buf, sizeof buf) > 0 && strcmp(buf, SECRET) == 0);
+	CHECK(read_file("/proc/self/status", buf, sizeof buf) > 0);
+	CHECK(strstr(buf, "\nSeccomp:\t0\n") != NULL);
+	CHECK(strstr(buf, "\nNoNewPrivs:\t0\n") != NULL);
+	s = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(s >= 0);
+	close(s);
+	pid = fork();
+	if (pid == 0)
+		_exit(7);
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && exited_with(st, 7));
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+	long x = *(const long *)a, y = *(const long *)b;
+	return (x > y) - (x < y);
+}
+
+static void report_timing(void)
+{
+	struct child c;
+
+	while (napply < 24 && child_start(&c, try_wait, FULL, -1) == 0) {
+		child_go(&c);
+		child_wait(&c);
+	}
+	qsort(apply_ns, (size_t)napply, sizeof *apply_ns, cmp_long);
+	if (napply > 0)
+		printf("# tp_lockdown_apply: min %.1f us, median %.1f us, max %.1f us (%d runs)\n",
+		       apply_ns[0] / 1e3, apply_ns[napply / 2] / 1e3, apply_ns[napply - 1] / 1e3,
+		       napply);
+}
+
+int main(void)
+{
+	char err[256];
+	struct timespec t0, t1;
+	int fd;
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	shm = mmap(NULL, tp_shm_size(4096), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (shm == MAP_FAILED)
+		return 1;
+	tp_shm_init(shm, 4096);
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+
+	snprintf(canary, sizeof canary, "/tmp/tp-canary-XXXXXX");
+	fd = mkstemp(canary);
+	if (fd < 0 || write(fd, SECRET, strlen(SECRET)) != (ssize_t)strlen(SECRET))
+		return 1;
+	fchmod(fd, 0644);
+	close(fd);
+	unlink("/tmp/tp-confine-created");
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (tp_lockdown_prepare(err, sizeof err) < 0) {
+		fprintf(stderr, "tp_lockdown_prepare: %s\n", err);
+		return 1;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("# tp_lockdown_prepare: %.1f us\n",
+	       ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 1e3);
+
+	test_names();
+	test_program();
+	test_pfc();
+	test_files();
+	test_landlock_only();
+	test_network();
+	test_process();
+	test_stdout();
+	test_violation();
+	test_signals_memory();
+	test_abort();
+	test_proc();
+	test_limits();
+	test_works();
+	test_bad_cfg();
+	test_parent();
+	report_timing();
+
+	unlink(canary);
+	return tp_test_done("test_confine");
+}
