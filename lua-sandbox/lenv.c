@@ -1,0 +1,509 @@
+/*
+ * lenv.c — the globals a snippet can reach, built from the const allowlist below,
+ * and the functions we replace. Invariant: nothing outside the allowlist is
+ * reachable from _G, from the string metatable, or through a replaced function;
+ * no function prints an address; errors that carry a limit cannot be caught.
+ */
+#include "lenv.h"
+
+#include <lauxlib.h>
+#include <lualib.h>
+#include <string.h>
+
+#define IDS_KEY "tidepool.ids" /* registry: weak-keyed object -> id for tostring */
+
+static lua_Integer next_id;      /* per process: each worker has its own copy */
+static int warn_on, warn_cont;   /* warn(): "@on"/"@off", inside a multi-part message */
+
+/* ---- tostring without addresses ------------------------------------------ */
+
+/* A small per-state number for an object: "table: #3" instead of its address. */
+static lua_Integer object_id(lua_State *L, int idx)
+{
+	lua_Integer id;
+
+	lua_getfield(L, LUA_REGISTRYINDEX, IDS_KEY);
+	lua_pushvalue(L, idx);
+	if (lua_rawget(L, -2) == LUA_TNUMBER) {
+		id = lua_tointeger(L, -1);
+		lua_pop(L, 2);
+		return id;
+	}
+	lua_pop(L, 1);
+	id = ++next_id;
+	lua_pushvalue(L, idx);
+	lua_pushinteger(L, id);
+	lua_rawset(L, -3);
+	lua_pop(L, 1);
+	return id;
+}
+
+const char *tp_lenv_tostring(lua_State *L, int idx, size_t *len)
+{
+	const char *name;
+
+	idx = lua_absindex(L, idx);
+	if (luaL_callmeta(L, idx, "__tostring")) {
+		if (!lua_isstring(L, -1))
+			luaL_error(L, "'__tostring' must return a string");
+		return lua_tolstring(L, -1, len);
+	}
+	switch (lua_type(L, idx)) {
+	case LUA_TNIL:
+	case LUA_TBOOLEAN:
+	case LUA_TNUMBER:
+	case LUA_TSTRING:
+		return luaL_tolstring(L, idx, len);
+	}
+	/* Tables, functions, threads, userdata: luaL_tolstring would print "%p". */
+	int t = luaL_getmetafield(L, idx, "__name"); /* pushes nothing when absent */
+	name = t == LUA_TSTRING ? lua_tostring(L, -1) : luaL_typename(L, idx);
+	lua_pushfstring(L, "%s: #%I", name, (LUAI_UACINT)object_id(L, idx));
+	if (t != LUA_TNIL)
+		lua_remove(L, -2);
+	return lua_tolstring(L, -1, len);
+}
+
+static int l_tostring(lua_State *L)
+{
+	luaL_checkany(L, 1);
+	tp_lenv_tostring(L, 1, NULL);
+	return 1;
+}
+
+/* ---- output ---------------------------------------------------------------- */
+
+/* print: to the capped stdout buffer, never to fd 1 (it carries the protocol). */
+static int l_print(lua_State *L)
+{
+	int n = lua_gettop(L);
+
+	for (int i = 1; i <= n; i++) {
+		size_t len;
+		const char *s = tp_lenv_tostring(L, i, &len);
+		if (i > 1)
+			tp_lua_guard_write(L, TP_STDOUT, "\t", 1);
+		tp_lua_guard_write(L, TP_STDOUT, s, len);
+		lua_pop(L, 1);
+	}
+	tp_lua_guard_write(L, TP_STDOUT, "\n", 1);
+	return 0;
+}
+
+/* io.write: strings and numbers, to the same buffer as print; returns nothing. */
+static int l_io_write(lua_State *L)
+{
+	int n = lua_gettop(L);
+
+	for (int i = 1; i <= n; i++) {
+		size_t len;
+		const char *s = luaL_checklstring(L, i, &len);
+		tp_lua_guard_write(L, TP_STDOUT, s, len);
+	}
+	return 0;
+}
+
+static void warn_out(const char *s)
+{
+	tp_lua_guard_write(NULL, TP_STDERR, s, strlen(s));
+}
+
+/* warn(): off until "@on", like lua.c; may run inside the GC, so it never raises. */
+static void warnf(void *ud, const char *msg, int tocont)
+{
+	(void)ud;
+	if (!warn_cont && msg[0] == '@') {
+		if (strcmp(msg, "@on") == 0)
+			warn_on = 1;
+		else if (strcmp(msg, "@off") == 0)
+			warn_on = 0;
+		return;
+	}
+	if (warn_on) {
+		if (!warn_cont)
+			warn_out("Lua warning: ");
+		warn_out(msg);
+		if (!tocont)
+			warn_out("\n");
+	}
+	warn_cont = tocont;
+}
+
+/* string.format without "%p" (an address); "%s" goes through our tostring. */
+static int l_format(lua_State *L)
+{
+	size_t flen;
+	const char *f = luaL_checklstring(L, 1, &flen);
+	int arg = 1, top = lua_gettop(L);
+
+	for (size_t i = 0; i < flen; i++) {
+		if (f[i] != '%' || ++i >= flen || f[i] == '%')
+			continue;
+		while (i < flen && f[i] != '\0' && strchr("-+ #0123456789.", f[i]))
+			i++;
+		if (i >= flen)
+			break;
+		if (f[i] == 'p')
+			return luaL_error(L, "invalid conversion '%%p' to 'format' (addresses are hidden)");
+		if (f[i] == 's' && ++arg <= top && !lua_isstring(L, arg)) {
+			tp_lenv_tostring(L, arg, NULL);
+			lua_replace(L, arg);
+		} else if (f[i] != 's') {
+			arg++;
+		}
+	}
+	lua_getfield(L, lua_upvalueindex(1), "format");
+	lua_insert(L, 1);
+	lua_call(L, top, 1);
+	return 1;
+}
+
+/* ---- load and the collector ---------------------------------------------- */
+
+#define RESERVED_SLOT 5 /* where the reader keeps the last piece alive */
+
+static const char *load_reader(lua_State *L, void *ud, size_t *size)
+{
+	(void)ud;
+	luaL_checkstack(L, 2, "too many nested functions");
+	lua_pushvalue(L, 1);
+	lua_call(L, 0, 1);
+	if (lua_isnil(L, -1)) {
+		lua_pop(L, 1);
+		*size = 0;
+		return NULL;
+	}
+	if (!lua_isstring(L, -1))
+		luaL_error(L, "reader function must return a string");
+	lua_replace(L, RESERVED_SLOT);
+	return lua_tolstring(L, RESERVED_SLOT, size);
+}
+
+/* load(chunk [, name [, mode [, env]]]): text only, whatever mode says, since
+ * untrusted bytecode breaks memory safety; errors that hold a limit are rethrown. */
+static int l_load(lua_State *L)
+{
+	size_t len;
+	const char *s = lua_tolstring(L, 1, &len);
+	int env = !lua_isnone(L, 4) ? 4 : 0;
+	int status;
+
+	luaL_optstring(L, 3, "t"); /* type-checked like the original, then ignored */
+	if (s != NULL) {
+		status = luaL_loadbufferx(L, s, len, luaL_optstring(L, 2, s), "t");
+	} else {
+		const char *name = luaL_optstring(L, 2, "=(load)");
+		luaL_checktype(L, 1, LUA_TFUNCTION);
+		lua_settop(L, RESERVED_SLOT);
+		status = lua_load(L, load_reader, NULL, name, "t");
+	}
+	tp_lua_guard_status(L, status); /* lua_load swallows errors, limits included */
+	if (status != LUA_OK) {
+		luaL_pushfail(L);
+		lua_insert(L, -2);
+		return 2;
+	}
+	if (env != 0) {
+		lua_pushvalue(L, env);
+		if (!lua_setupvalue(L, -2, 1))
+			lua_pop(L, 1);
+	}
+	return 1;
+}
+
+/* Only "count": the others run finalizers when the snippet likes, or restart a
+ * collector the guard stopped after a limit. */
+static int l_collectgarbage(lua_State *L)
+{
+	const char *opt = luaL_optstring(L, 1, "collect");
+
+	if (strcmp(opt, "count") != 0)
+		return luaL_error(L, "collectgarbage: only \"count\" is allowed, not \"%s\"", opt);
+	lua_pushnumber(L, (lua_Number)lua_gc(L, LUA_GCCOUNT, 0) +
+				  (lua_Number)lua_gc(L, LUA_GCCOUNTB, 0) / 1024);
+	return 1;
+}
+
+/* ---- pcall, xpcall: catch errors, never limits ------------------------------ */
+
+static int finish_pcall(lua_State *L, int status, lua_KContext extra)
+{
+	if (status != LUA_OK && status != LUA_YIELD) {
+		tp_lua_guard_status(L, status);
+		lua_pushboolean(L, 0);
+		lua_pushvalue(L, -2);
+		return 2;
+	}
+	tp_lua_guard_status(L, LUA_OK);
+	return lua_gettop(L) - (int)extra;
+}
+
+static int l_pcall(lua_State *L)
+{
+	luaL_checkany(L, 1);
+	lua_pushboolean(L, 1);
+	lua_insert(L, 1);
+	return finish_pcall(L, lua_pcallk(L, lua_gettop(L) - 2, LUA_MULTRET, 0, 0, finish_pcall), 0);
+}
+
+/* Runs the caller's handler, unless a limit tripped: then no snippet code may run. */
+int tp_lenv_xpcall_msgh(lua_State *L)
+{
+	if (tp_lua_guard_tripped())
+		return 1;
+	lua_pushvalue(L, lua_upvalueindex(1));
+	lua_insert(L, 1);
+	lua_call(L, lua_gettop(L) - 1, 1);
+	return 1;
+}
+
+static int l_xpcall(lua_State *L)
+{
+	int n = lua_gettop(L);
+
+	luaL_checktype(L, 2, LUA_TFUNCTION);
+	lua_pushvalue(L, 2);
+	lua_pushcclosure(L, tp_lenv_xpcall_msgh, 1);
+	lua_replace(L, 2);
+	lua_pushboolean(L, 1);
+	lua_pushvalue(L, 1);
+	lua_rotate(L, 3, 2);
+	return finish_pcall(L, lua_pcallk(L, n - 2, LUA_MULTRET, 2, 2, finish_pcall), 2);
+}
+
+/* ---- coroutines: each thread hooked, the running one tracked ------------------ */
+
+static int co_create(lua_State *L)
+{
+	lua_State *co;
+
+	luaL_checktype(L, 1, LUA_TFUNCTION);
+	co = lua_newthread(L);
+	tp_lua_guard_thread(L, co);
+	lua_pushvalue(L, 1);
+	lua_xmove(L, co, 1);
+	return 1;
+}
+
+/* lcorolib's auxresume, plus thread tracking and the limit check. */
+static int aux_resume(lua_State *L, lua_State *co, int narg)
+{
+	lua_State *prev;
+	int status, nres;
+
+	if (!lua_checkstack(co, narg)) {
+		lua_pushliteral(L, "too many arguments to resume");
+		return -1;
+	}
+	lua_xmove(L, co, narg);
+	prev = tp_lua_guard_enter(co);
+	status = lua_resume(co, L, narg, &nres);
+	tp_lua_guard_leave(prev);
+	if (status == LUA_OK || status == LUA_YIELD) {
+		tp_lua_guard_status(L, LUA_OK);
+		if (!lua_checkstack(L, nres + 1)) {
+			lua_pop(co, nres);
+			lua_pushliteral(L, "too many results to resume");
+			return -1;
+		}
+		lua_xmove(co, L, nres);
+		return nres;
+	}
+	lua_xmove(co, L, 1);
+	tp_lua_guard_status(L, status);
+	return -1;
+}
+
+static int co_resume(lua_State *L)
+{
+	lua_State *co = lua_tothread(L, 1);
+	int r;
+
+	luaL_argexpected(L, co != NULL, 1, "coroutine");
+	r = aux_resume(L, co, lua_gettop(L) - 1);
+	if (r < 0) {
+		lua_pushboolean(L, 0);
+		lua_insert(L, -2);
+		return 2;
+	}
+	lua_pushboolean(L, 1);
+	lua_insert(L, -(r + 1));
+	return r + 1;
+}
+
+/* lcorolib's auxwrap: an error kills the coroutine, closes its variables, propagates. */
+static int co_wrap_call(lua_State *L)
+{
+	lua_State *co = lua_tothread(L, lua_upvalueindex(1));
+	int r = aux_resume(L, co, lua_gettop(L));
+
+	if (r >= 0)
+		return r;
+	int stat = lua_status(co);
+	if (stat != LUA_OK && stat != LUA_YIELD) {
+		lua_State *prev = tp_lua_guard_enter(co);
+		stat = lua_resetthread(co);
+		tp_lua_guard_leave(prev);
+		lua_xmove(co, L, 1);
+		tp_lua_guard_status(L, LUA_OK);
+	}
+	if (stat != LUA_ERRMEM && lua_type(L, -1) == LUA_TSTRING) {
+		luaL_where(L, 1);
+		lua_insert(L, -2);
+		lua_concat(L, 2);
+	}
+	return lua_error(L);
+}
+
+static int co_wrap(lua_State *L)
+{
+	co_create(L);
+	lua_pushcclosure(L, co_wrap_call, 1);
+	return 1;
+}
+
+/* ---- the allowlist ------------------------------------------------------------ */
+
+struct lib {
+	const char *name;        /* global name; "_G" is the globals table itself */
+	lua_CFunction open;      /* the stock library; NULL when we provide it all */
+	const char *const *keep; /* stock functions the snippet gets */
+	const luaL_Reg *ours;    /* our functions (upvalue 1: the stock module) */
+};
+
+static const char *const base_keep[] = {
+	"assert", "error", "getmetatable", "ipairs", "next", "pairs", "rawequal", "rawget",
+	"rawlen", "rawset", "select", "setmetatable", "tonumber", "type", "warn", "_VERSION",
+	/* dofile, loadfile: read files.
+	 * require: there is no package library, and it reaches package.loaded. */
+	NULL
+};
+static const luaL_Reg base_ours[] = {
+	{ "print", l_print },       /* to the capped buffer, not fd 1 */
+	{ "tostring", l_tostring }, /* no addresses */
+	{ "load", l_load },         /* text chunks only */
+	{ "collectgarbage", l_collectgarbage }, /* "count" only */
+	{ "pcall", l_pcall },       /* cannot catch a limit */
+	{ "xpcall", l_xpcall },     /* cannot catch a limit */
+	{ NULL, NULL }
+};
+static const char *const string_keep[] = {
+	"byte", "char", "find", "gmatch", "gsub", "len", "lower", "match", "pack", "packsize",
+	"rep", "reverse", "sub", "unpack", "upper",
+	/* dump: makes bytecode, and loading bytecode breaks memory safety. */
+	NULL
+};
+static const luaL_Reg string_ours[] = {
+	{ "format", l_format }, /* no "%p" */
+	{ NULL, NULL }
+};
+static const char *const table_keep[] = {
+	"concat", "insert", "move", "pack", "remove", "sort", "unpack", NULL
+};
+static const char *const math_keep[] = {
+	"abs", "acos", "asin", "atan", "ceil", "cos", "deg", "exp", "floor", "fmod", "huge",
+	"log", "max", "maxinteger", "min", "mininteger", "modf", "pi", "rad", "random",
+	"randomseed", "sin", "sqrt", "tan", "tointeger", "type", "ult", NULL
+};
+static const char *const utf8_keep[] = {
+	"char", "charpattern", "codepoint", "codes", "len", "offset", NULL
+};
+static const char *const coroutine_keep[] = {
+	"isyieldable", "running", "status", "yield",
+	/* close: crashes Debian's Lua 5.4.4 when nested through __close. */
+	NULL
+};
+static const luaL_Reg coroutine_ours[] = {
+	{ "create", co_create }, /* hooks the new thread */
+	{ "resume", co_resume }, /* tracks the running thread, rethrows limits */
+	{ "wrap", co_wrap },     /* both */
+	{ NULL, NULL }
+};
+static const char *const os_keep[] = {
+	"clock", "date", "difftime", "time",
+	/* execute, exit, getenv, remove, rename, setlocale, tmpname: reach the
+	 * process, the environment or the filesystem. */
+	NULL
+};
+static const luaL_Reg io_ours[] = {
+	{ "write", l_io_write }, /* to the capped buffer; every other io function
+				  * reaches files or fds */
+	{ NULL, NULL }
+};
+
+/* Not installed at all: debug (reaches the registry, upvalues and hooks, so it
+ * undoes every limit) and package (loads C libraries: CVE-2022-0543). */
+static const struct lib libs[] = {
+	{ "_G", luaopen_base, base_keep, base_ours },
+	{ LUA_STRLIBNAME, luaopen_string, string_keep, string_ours },
+	{ LUA_TABLIBNAME, luaopen_table, table_keep, NULL },
+	{ LUA_MATHLIBNAME, luaopen_math, math_keep, NULL },
+	{ LUA_UTF8LIBNAME, luaopen_utf8, utf8_keep, NULL },
+	{ LUA_COLIBNAME, luaopen_coroutine, coroutine_keep, coroutine_ours },
+	{ LUA_OSLIBNAME, luaopen_os, os_keep, NULL },
+	{ LUA_IOLIBNAME, NULL, NULL, io_ours },
+};
+
+/* Fills the table on top with the allowlisted part of one library. */
+static void fill_lib(lua_State *L, const struct lib *lib)
+{
+	if (lib->open != NULL)
+		luaL_requiref(L, lib->name, lib->open, 0);
+	else
+		lua_pushnil(L);
+	for (const char *const *k = lib->keep; k != NULL && *k != NULL; k++) {
+		lua_getfield(L, -1, *k);
+		lua_setfield(L, -3, *k);
+	}
+	if (lib->ours != NULL)
+		luaL_setfuncs(L, lib->ours, 1); /* pops the stock module */
+	else
+		lua_pop(L, 1);
+}
+
+/* The string metatable leads to our string table, and getmetatable("") gets false. */
+static void lock_string_metatable(lua_State *L)
+{
+	lua_pushliteral(L, "");
+	lua_getmetatable(L, -1);
+	lua_getglobal(L, LUA_STRLIBNAME);
+	lua_setfield(L, -2, "__index");
+	lua_pushboolean(L, 0);
+	lua_setfield(L, -2, "__metatable");
+	lua_pop(L, 2);
+}
+
+/* Installs a fresh globals table holding exactly the allowlist. */
+int tp_lenv_open(lua_State *L)
+{
+	lua_newtable(L); /* the snippet's _G */
+	for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
+		const struct lib *lib = &libs[i];
+		int is_base = strcmp(lib->name, "_G") == 0;
+		if (is_base)
+			lua_pushvalue(L, -1);
+		else
+			lua_newtable(L);
+		fill_lib(L, lib);
+		luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+		lua_pushvalue(L, -2);
+		lua_setfield(L, -2, lib->name); /* _LOADED holds what the snippet sees */
+		lua_pop(L, 1);
+		if (is_base)
+			lua_pop(L, 1);
+		else
+			lua_setfield(L, -2, lib->name);
+	}
+	lua_pushvalue(L, -1);
+	lua_setfield(L, -2, "_G");
+	lua_rawseti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+	lock_string_metatable(L);
+	lua_newtable(L); /* object ids, weak keys: ids never keep objects alive */
+	lua_pushliteral(L, "k");
+	lua_setfield(L, -2, "__mode");
+	lua_pushvalue(L, -1);
+	lua_setmetatable(L, -2);
+	lua_setfield(L, LUA_REGISTRYINDEX, IDS_KEY);
+	lua_setwarnf(L, warnf, NULL);
+	return 0;
+}

@@ -1,0 +1,621 @@
+/*
+ * lsandbox.c — the Lua language layer: the pristine state (zygote), the reseed
+ * (worker), and one exec under the memory, instruction, CPU and output limits.
+ * Invariant: once a limit trips (a sticky C flag, first one wins) no more snippet
+ * code runs — the hook raises at every step, the wrappers rethrow, the GC stops —
+ * and the verdict comes from that flag, never from an error value.
+ */
+#include "lsandbox.h"
+
+#include "lenv.h" /* first of the Lua headers: see ljson.h */
+
+#include <errno.h>
+#include <lauxlib.h>
+#include <lualib.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lalloc.h"
+#include "ljson.h"
+#include "lockdown.h"
+
+#define HOOK_ALL (LUA_MASKCOUNT | LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE)
+#define MAIN_CHUNK 1000        /* instructions charged per hook of the main thread */
+#define CO_CHUNK 100           /* per hook of a coroutine (its rest is lost at death) */
+#define RESERVE (64u << 10)    /* heap lent to tracebacks and the result conversion */
+#define SEED_KEY "tidepool.randomseed"
+#define CHUNKNAME "=snippet"
+
+static lua_State *g_L;          /* the pristine state; workers inherit a copy */
+static struct tp_lalloc g_alloc;
+static struct tp_shm *g_shm;    /* NULL outside an exec */
+static struct tp_limits g_lim;
+static volatile sig_atomic_t g_tripped; /* nonzero once any limit tripped */
+static volatile sig_atomic_t g_cpu_fired;
+static lua_State *volatile g_running;   /* the thread the SIGPROF handler hooks */
+static volatile uint64_t g_charged;     /* instructions charged so far */
+static struct timespec g_cpu_start;
+static int g_err_line;          /* snippet line of the first error the handler saw */
+static int g_have_tb;
+static int g_tb_ref;            /* registry ref of that traceback, or LUA_NOREF */
+
+/* ---- the sticky verdict -------------------------------------------------------- */
+
+static void publish_usage(void)
+{
+	g_shm->instructions = g_charged;
+	g_shm->mem_peak = g_alloc.peak;
+}
+
+/* Async-signal-safe; the first trip of the exec wins, here and in the page. */
+static void trip_now(enum tp_kind kind, enum tp_limit_id id, uint64_t limit, uint64_t used)
+{
+	if (g_tripped)
+		return;
+	g_tripped = 1;
+	publish_usage();
+	tp_shm_trip(g_shm, kind, id, limit, used);
+}
+
+/* From normal code: SIGPROF is held so a CPU trip cannot interleave. */
+static void trip(enum tp_kind kind, enum tp_limit_id id, uint64_t limit, uint64_t used)
+{
+	sigset_t set, old;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGPROF);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	trip_now(kind, id, limit, used);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+static void trip_memory(void)
+{
+	uint64_t used = g_alloc.refused_total ? g_alloc.refused_total : g_alloc.current;
+
+	trip(TP_KIND_MEMORY_LIMIT, TP_LIMIT_MEMORY_BYTES, g_lim.memory_bytes, used);
+}
+
+static uint64_t cpu_used_us(void)
+{
+	struct timespec now;
+	int64_t us;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+	us = (int64_t)(now.tv_sec - g_cpu_start.tv_sec) * 1000000 +
+	     (int64_t)(now.tv_nsec - g_cpu_start.tv_nsec) / 1000;
+	return us > 0 ? (uint64_t)us : 0;
+}
+
+/* Lends the heap RESERVE bytes above the limit (on) or takes them back (off). */
+static void lend_reserve(int on)
+{
+	if (g_lim.memory_bytes != 0)
+		tp_lalloc_set_limit(&g_alloc, g_lim.memory_bytes + (on ? RESERVE : 0));
+}
+
+/* ---- instruction hook --------------------------------------------------------- */
+
+static void hook(lua_State *L, lua_Debug *ar);
+static int msgh(lua_State *L);
+
+/* Precharges the next chunk and hooks L for it; 0 when nothing remains. */
+static int charge(lua_State *L, uint64_t chunk)
+{
+	uint64_t left = g_lim.instructions - g_charged;
+
+	if (left == 0)
+		return 0;
+	if (chunk > left)
+		chunk = left;
+	g_charged += chunk;
+	publish_usage();
+	lua_sethook(L, hook, LUA_MASKCOUNT, (int)chunk);
+	return 1;
+}
+
+static void trip_instructions(void)
+{
+	trip(TP_KIND_INSTRUCTION_LIMIT, TP_LIMIT_INSTRUCTIONS, g_lim.instructions, g_charged);
+}
+
+/* Our C message handlers must run after a trip: they only read the stack. */
+static int calls_handler(lua_State *L, lua_Debug *ar)
+{
+	lua_CFunction f;
+
+	if (!lua_getinfo(L, "f", ar))
+		return 0;
+	f = lua_tocfunction(L, -1);
+	lua_pop(L, 1);
+	return f == msgh || f == tp_lenv_xpcall_msgh;
+}
+
+static void hook(lua_State *L, lua_Debug *ar)
+{
+	if (!g_tripped) {
+		if (ar->event != LUA_HOOKCOUNT)
+			return;
+		if (charge(L, L == g_L ? MAIN_CHUNK : CO_CHUNK))
+			return;
+		trip_instructions();
+	}
+	if (ar->event == LUA_HOOKCALL && calls_handler(L, ar))
+		return;
+	tp_lua_guard_raise(L);
+}
+
+/* ---- the guard the environment calls (lenv.h) ------------------------------------ */
+
+static const char *limit_message(enum tp_limit_id id)
+{
+	switch (id) {
+	case TP_LIMIT_MEMORY_BYTES: return "memory limit exceeded";
+	case TP_LIMIT_INSTRUCTIONS: return "instruction limit exceeded";
+	case TP_LIMIT_CPU_MS: return "cpu limit exceeded";
+	case TP_LIMIT_RESULT_BYTES: return "result larger than result_bytes";
+	case TP_LIMIT_RESULT_DEPTH: return "result nested deeper than result_depth";
+	default: return "output limit exceeded";
+	}
+}
+
+int tp_lua_guard_tripped(void)
+{
+	return g_tripped != 0;
+}
+
+int tp_lua_guard_raise(lua_State *L)
+{
+	/* Every further step of this thread raises again, and no finalizer runs. */
+	lua_sethook(L, hook, HOOK_ALL, 1);
+	lua_gc(L, LUA_GCSTOP);
+	lua_pushstring(L, limit_message((enum tp_limit_id)g_shm->tripped_limit));
+	return lua_error(L);
+}
+
+void tp_lua_guard_status(lua_State *L, int status)
+{
+	if (status == LUA_ERRMEM)
+		trip_memory(); /* sticky even when a pcall would have caught it */
+	if (g_tripped)
+		tp_lua_guard_raise(L);
+	if (status == LUA_ERRERR)
+		lua_error(L);
+}
+
+void tp_lua_guard_thread(lua_State *L, lua_State *co)
+{
+	if (g_tripped)
+		tp_lua_guard_raise(L);
+	/* A new thread copies its creator's hook; give it its own precharged chunk
+	 * so the count stays an upper bound whatever the thread leaves unused. */
+	if (g_lim.instructions != 0 && !charge(co, CO_CHUNK)) {
+		trip_instructions();
+		tp_lua_guard_raise(L);
+	}
+}
+
+lua_State *tp_lua_guard_enter(lua_State *co)
+{
+	lua_State *prev = g_running;
+
+	g_running = co;
+	return prev;
+}
+
+void tp_lua_guard_leave(lua_State *prev)
+{
+	g_running = prev;
+}
+
+void tp_lua_guard_write(lua_State *L, enum tp_stream s, const char *buf, size_t n)
+{
+	lua_State *T = g_running;
+
+	if (g_shm == NULL || g_tripped) /* nothing is written after a limit */
+		return;
+	if (tp_shm_write(g_shm, s, buf, n) == 0)
+		return;
+	trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_OUTPUT_BYTES, g_lim.output_bytes, g_shm->wanted);
+	if (L != NULL)
+		tp_lua_guard_raise(L);
+	else if (T != NULL)
+		lua_sethook(T, hook, HOOK_ALL, 1); /* maybe inside the GC: raise at the next step */
+}
+
+/* ---- CPU timer ------------------------------------------------------------------ */
+
+static void set_cpu_timer(uint64_t ms)
+{
+	struct itimerval it = { .it_value = { .tv_sec = (time_t)(ms / 1000),
+					      .tv_usec = (suseconds_t)(ms % 1000) * 1000 } };
+
+	setitimer(ITIMER_PROF, &it, NULL);
+}
+
+/* First expiry: trip and hook the running thread, then allow a grace period.
+ * Second: the thread is stuck in a C call no hook can reach; end the worker. */
+static void on_sigprof(int sig)
+{
+	int saved = errno;
+	lua_State *T = g_running;
+
+	(void)sig;
+	if (g_cpu_fired) {
+		publish_usage();
+		_exit(TP_EXIT_LIMIT);
+	}
+	g_cpu_fired = 1;
+	trip_now(TP_KIND_CPU_LIMIT, TP_LIMIT_CPU_MS, g_lim.cpu_ms, cpu_used_us() / 1000);
+	if (T != NULL)
+		lua_sethook(T, hook, HOOK_ALL, 1); /* lua_sethook is signal-safe */
+	set_cpu_timer(TP_CPU_GRACE_MS);
+	errno = saved;
+}
+
+static void arm_cpu(uint64_t ms)
+{
+	struct sigaction sa = { .sa_handler = on_sigprof, .sa_flags = SA_RESTART };
+	sigset_t set;
+
+	if (ms == 0)
+		return;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGPROF, &sa, NULL);
+	sigemptyset(&set);
+	sigaddset(&set, SIGPROF);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	set_cpu_timer(ms);
+}
+
+/* ---- message handler --------------------------------------------------------------- */
+
+/* The line of the innermost frame of the snippet's own chunk, or -1. */
+static int snippet_line(lua_State *L)
+{
+	lua_Debug ar;
+
+	for (int level = 1; lua_getstack(L, level, &ar); level++)
+		if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0 &&
+		    strcmp(ar.source, CHUNKNAME) == 0)
+			return ar.currentline;
+	return -1;
+}
+
+/* Keeps the first traceback and line; leaves the error value as it is. */
+static int msgh(lua_State *L)
+{
+	if (g_err_line < 0)
+		g_err_line = snippet_line(L);
+	if (!g_have_tb) {
+		g_have_tb = 1;
+		lend_reserve(1);
+		luaL_traceback(L, L, NULL, 1);
+		g_tb_ref = luaL_ref(L, LUA_REGISTRYINDEX); /* read back without allocating */
+		lend_reserve(0);
+	}
+	return 1;
+}
+
+/* ---- one exec ------------------------------------------------------------------------ */
+
+enum stage { ST_INPUTS, ST_LOAD, ST_RUN };
+
+static void reseed(uint64_t seed)
+{
+	lua_getfield(g_L, LUA_REGISTRYINDEX, SEED_KEY);
+	lua_pushinteger(g_L, (lua_Integer)seed);
+	lua_pushinteger(g_L, 0);
+	if (lua_pcall(g_L, 2, 0, 0) != LUA_OK)
+		lua_pop(g_L, 1);
+}
+
+static void begin(const struct tp_exec_req *req, struct tp_shm *shm)
+{
+	g_shm = shm;
+	g_lim = req->limits;
+	g_tripped = 0;
+	g_cpu_fired = 0;
+	g_charged = 0;
+	g_running = g_L;
+	g_err_line = -1;
+	g_have_tb = 0;
+	g_tb_ref = LUA_NOREF;
+	tp_shm_begin(shm, req->limits.output_bytes);
+	if (req->has_seed)
+		reseed(req->seed); /* before the memory limit: it must not fail */
+	tp_lalloc_set_limit(&g_alloc, req->limits.memory_bytes);
+	g_alloc.refusals = 0;
+	g_alloc.refused_total = 0;
+	tp_lalloc_reset_peak(&g_alloc);
+	publish_usage();
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &g_cpu_start);
+	arm_cpu(req->limits.cpu_ms);
+}
+
+/* Protected: [1] = the request. Each key of inputs becomes a global. */
+static int inputs_main(lua_State *L)
+{
+	const struct tp_exec_req *req = lua_touserdata(L, 1);
+	json_t *obj = (json_t *)req->inputs;
+
+	if (obj == NULL || json_is_null(obj))
+		return 0;
+	if (!json_is_object(obj))
+		return luaL_error(L, "inputs must be an object");
+	lua_pushglobaltable(L);
+	for (void *it = json_object_iter(obj); it; it = json_object_iter_next(obj, it)) {
+		lua_pushlstring(L, json_object_iter_key(it), json_object_iter_key_len(it));
+		tp_ljson_push(L, json_object_iter_value(it), g_lim.result_depth);
+		lua_rawset(L, -3);
+	}
+	return 0;
+}
+
+static int set_inputs(lua_State *L, const struct tp_exec_req *req)
+{
+	lua_pushcfunction(L, inputs_main);
+	lua_pushlightuserdata(L, (void *)req);
+	return lua_pcall(L, 1, 0, 0);
+}
+
+static int run(lua_State *L)
+{
+	if (g_lim.instructions != 0)
+		charge(L, MAIN_CHUNK); /* the hook is on before any snippet instruction */
+	return lua_pcall(L, 0, LUA_MULTRET, 1);
+}
+
+/* After the top-level call: no GC, no finalizer, no hook, no timer from here on. */
+static void end_run(lua_State *L, int status)
+{
+	lua_gc(L, LUA_GCSTOP);
+	set_cpu_timer(0);
+	lua_sethook(L, NULL, 0, 0);
+	g_running = NULL;
+	if (status == LUA_ERRMEM)
+		trip_memory();
+}
+
+/* ---- the reply ----------------------------------------------------------------------- */
+
+static json_t *error_obj(const char *kind, const char *type, json_t *message, json_t *traceback,
+			 int line)
+{
+	return json_pack("{s:s,s:s,s:o,s:o,s:o}", "kind", kind, "type", type, "message",
+			 message ? message : json_string("?"), "traceback",
+			 traceback ? traceback : json_null(), "line",
+			 line > 0 ? json_integer(line) : json_null());
+}
+
+static json_t *traceback(lua_State *L)
+{
+	size_t n;
+	const char *s;
+	json_t *v;
+
+	if (g_tb_ref == LUA_NOREF || g_tb_ref == LUA_REFNIL)
+		return NULL;
+	lua_rawgeti(L, LUA_REGISTRYINDEX, g_tb_ref);
+	s = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
+	v = s ? tp_ljson_string(s, n) : NULL;
+	lua_pop(L, 1);
+	return v;
+}
+
+static json_t *limit_error(lua_State *L)
+{
+	enum tp_limit_id id = (enum tp_limit_id)g_shm->tripped_limit;
+	json_t *e = error_obj(tp_kind_name((enum tp_kind)g_shm->tripped), "limit",
+			      json_string(limit_message(id)), traceback(L), g_err_line);
+
+	json_object_set_new(e, "limit",
+			    json_pack("{s:s,s:I,s:I}", "name", tp_limit_name(id), "limit",
+				      (json_int_t)g_shm->limit_value, "used",
+				      (json_int_t)g_shm->limit_used));
+	return e;
+}
+
+/* "snippet:12: msg" -> "msg", line 12; other text is left as it is. */
+static void strip_position(const char **s, size_t *n, int *line)
+{
+	const char *p = *s, *end = *s + *n;
+	size_t pre = strlen(CHUNKNAME) - 1;
+	int v = 0;
+
+	if (*n <= pre || memcmp(p, CHUNKNAME + 1, pre) != 0 || p[pre] != ':')
+		return;
+	for (p += pre + 1; p < end && *p >= '0' && *p <= '9' && v < 100000000; p++)
+		v = v * 10 + (*p - '0');
+	if (p + 1 >= end || p[0] != ':' || p[1] != ' ' || v == 0)
+		return;
+	*line = v;
+	*n = (size_t)(end - (p + 2));
+	*s = p + 2;
+}
+
+/* The error value's text without running any of its metamethods. */
+static json_t *error_message(lua_State *L, int idx, int *line)
+{
+	char buf[64];
+	size_t n;
+	const char *s;
+
+	switch (lua_type(L, idx)) {
+	case LUA_TSTRING:
+		s = lua_tolstring(L, idx, &n);
+		strip_position(&s, &n, line);
+		return tp_ljson_string(s, n);
+	case LUA_TNUMBER:
+		if (lua_isinteger(L, idx))
+			snprintf(buf, sizeof buf, "%lld", (long long)lua_tointeger(L, idx));
+		else
+			snprintf(buf, sizeof buf, "%.14g", (double)lua_tonumber(L, idx));
+		return json_string(buf);
+	default:
+		snprintf(buf, sizeof buf, "(error object is a %s value)",
+			 lua_typename(L, lua_type(L, idx)));
+		return json_string(buf);
+	}
+}
+
+static json_t *lua_error_obj(lua_State *L, enum stage stage)
+{
+	int line = -1;
+	json_t *msg = error_message(L, -1, &line);
+	const char *type = stage == ST_INPUTS ? "input_error" : luaL_typename(L, -1);
+
+	if (stage != ST_RUN)
+		return error_obj(stage == ST_LOAD ? "syntax_error" : "runtime_error", type, msg,
+				 NULL, line);
+	return error_obj("runtime_error", type, msg, traceback(L), line > 0 ? line : g_err_line);
+}
+
+static json_t *result_error(const char *message)
+{
+	return error_obj("runtime_error", "result_error", json_string(message), NULL, -1);
+}
+
+/* The values above the message handler, as JSON; NULL with *err or a trip on failure. */
+static json_t *convert_result(lua_State *L, json_t **err)
+{
+	struct tp_ljson_caps caps = { g_lim.result_depth, g_lim.result_bytes };
+	struct tp_ljson_out out;
+
+	lend_reserve(1);
+	if (!lua_checkstack(L, 4)) {
+		lend_reserve(0);
+		trip_memory();
+		return NULL;
+	}
+	tp_ljson_from_lua(L, lua_gettop(L) - 1, &caps, &out);
+	lend_reserve(0);
+	switch (out.fail) {
+	case TP_LJSON_OK:
+		return out.value;
+	case TP_LJSON_DEPTH:
+		trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_RESULT_DEPTH, caps.depth, out.used);
+		break;
+	case TP_LJSON_BYTES:
+		trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_RESULT_BYTES, caps.bytes, out.used);
+		break;
+	case TP_LJSON_CYCLE:
+		*err = result_error("cycle in returned value");
+		break;
+	case TP_LJSON_LUAERR:
+		if (out.lua_status == LUA_ERRMEM)
+			trip_memory();
+		else
+			*err = result_error("the returned value could not be converted");
+	}
+	return NULL;
+}
+
+static json_t *usage(void)
+{
+	return json_pack("{s:I,s:I,s:f}", "instructions",
+			 (json_int_t)(g_lim.instructions ? g_charged : 0), "memory_peak_bytes",
+			 (json_int_t)g_alloc.peak, "cpu_ms", (double)cpu_used_us() / 1000.0);
+}
+
+static json_t *reply(lua_State *L, enum stage stage, int status)
+{
+	json_t *value = NULL, *err = NULL;
+
+	if (!g_tripped && status == LUA_OK)
+		value = convert_result(L, &err);
+	publish_usage();
+	if (g_tripped) {
+		json_decref(err);
+		err = limit_error(L);
+	} else if (status != LUA_OK) {
+		err = lua_error_obj(L, stage);
+	}
+	if (err != NULL)
+		return json_pack("{s:b,s:o,s:o}", "ok", 0, "error", err, "usage", usage());
+	return json_pack("{s:b,s:o,s:n,s:o}", "ok", 1, "value", value, "error", "usage", usage());
+}
+
+json_t *tp_lua_exec(const struct tp_exec_req *req, struct tp_shm *shm)
+{
+	lua_State *L = g_L;
+	enum stage stage = ST_INPUTS;
+	int status;
+
+	if (L == NULL)
+		return NULL;
+	begin(req, shm);
+	lua_settop(L, 0);
+	lua_pushcfunction(L, msgh); /* index 1 for the whole exec */
+	status = set_inputs(L, req);
+	if (status == LUA_OK) {
+		stage = ST_LOAD;
+		/* Text only: untrusted bytecode breaks the VM's memory safety. */
+		status = luaL_loadbufferx(L, req->code, req->code_len, CHUNKNAME, "t");
+	}
+	if (status == LUA_OK) {
+		stage = ST_RUN;
+		status = run(L);
+	}
+	end_run(L, status);
+	return reply(L, stage, status);
+}
+
+/* ---- zygote and worker --------------------------------------------------------------- */
+
+/* An error outside any protected call is our bug: end the worker, run nothing. */
+static int on_panic(lua_State *L)
+{
+	(void)L;
+	_exit(TP_EXIT_FATAL);
+}
+
+static int zygote_main(lua_State *L)
+{
+	tp_lenv_open(L);
+	lua_getglobal(L, LUA_MATHLIBNAME);
+	lua_getfield(L, -1, "randomseed"); /* kept: the snippet may replace math.randomseed */
+	lua_setfield(L, LUA_REGISTRYINDEX, SEED_KEY);
+	return 0;
+}
+
+int tp_lua_zygote_init(char *err, size_t errlen)
+{
+	if (g_L != NULL)
+		return 0;
+	tzset(); /* reads TZ's zone file now: after lockdown no file can be opened */
+	tp_lalloc_init(&g_alloc, 0);
+	g_L = lua_newstate(tp_lalloc, &g_alloc);
+	if (g_L == NULL) {
+		snprintf(err, errlen, "lua_newstate: out of memory");
+		return -1;
+	}
+	lua_atpanic(g_L, on_panic);
+	lua_pushcfunction(g_L, zygote_main);
+	if (lua_pcall(g_L, 0, 0, 0) != LUA_OK) {
+		snprintf(err, errlen, "building the Lua environment: %s", lua_tostring(g_L, -1));
+		lua_close(g_L);
+		g_L = NULL;
+		return -1;
+	}
+	lua_gc(g_L, LUA_GCCOLLECT);
+	return 0;
+}
+
+void tp_lua_worker_init(uint64_t entropy)
+{
+	if (g_L != NULL)
+		reseed(entropy); /* forked workers must never share a random stream */
+}
+
+const struct tp_lang tp_lang_lua = {
+	.name = "lua",
+	.zygote_init = tp_lua_zygote_init,
+	.worker_init = tp_lua_worker_init,
+	.exec = tp_lua_exec,
+};

@@ -1,0 +1,88 @@
+/*
+ * test_lalloc.c — exact accounting of the counting lua_Alloc, then a real
+ * lua_State on it: a string.rep bomb must end in LUA_ERRMEM with the counters right.
+ */
+#include "ljson.h" /* first: lets luaconf.h build under -Ihost */
+
+#include <lauxlib.h>
+#include <lualib.h>
+
+#include "lalloc.h"
+#include "tap.h"
+
+static void test_accounting(void)
+{
+	struct tp_lalloc a;
+	void *p, *q;
+
+	tp_lalloc_init(&a, 1000);
+	p = tp_lalloc(&a, NULL, LUA_TTABLE, 100); /* osize is a type tag: counts 0 */
+	CHECK(p != NULL);
+	CHECK_EQ_INT(a.current, 100);
+	p = tp_lalloc(&a, p, 100, 300); /* grow by 200 */
+	CHECK_EQ_INT(a.current, 300);
+	p = tp_lalloc(&a, p, 300, 50); /* shrink */
+	CHECK_EQ_INT(a.current, 50);
+	CHECK_EQ_INT(a.peak, 300);
+	q = tp_lalloc(&a, NULL, LUA_TSTRING, 950); /* exactly the limit: allowed */
+	CHECK(q != NULL);
+	CHECK_EQ_INT(a.current, 1000);
+	CHECK(tp_lalloc(&a, NULL, 0, 1) == NULL); /* limit + 1: refused */
+	CHECK_EQ_INT(a.refusals, 1);
+	CHECK_EQ_INT(a.refused_total, 1001);
+	CHECK_EQ_INT(a.current, 1000);
+	CHECK(tp_lalloc(&a, p, 50, 51) == NULL); /* a refused realloc keeps the block */
+	CHECK_EQ_INT(a.refusals, 2);
+	CHECK_EQ_INT(a.refused_total, 1001);
+	p = tp_lalloc(&a, p, 50, 40); /* shrinks always succeed, even over the limit */
+	CHECK(p != NULL);
+	CHECK_EQ_INT(a.current, 990);
+	q = tp_lalloc(&a, q, 950, 0); /* free */
+	CHECK(q == NULL);
+	CHECK_EQ_INT(a.current, 40);
+	CHECK_EQ_INT(a.peak, 1000);
+	tp_lalloc_reset_peak(&a);
+	CHECK_EQ_INT(a.peak, 40);
+	CHECK(tp_lalloc(&a, NULL, LUA_TNIL, 0) == NULL); /* free(NULL) counts nothing */
+	CHECK_EQ_INT(a.current, 40);
+	CHECK(tp_lalloc(&a, NULL, 0, (size_t)-1) == NULL); /* no overflow in the check */
+	CHECK_EQ_INT(a.refused_total, (size_t)-1);
+	tp_lalloc_set_limit(&a, 0); /* 0 = no limit */
+	p = tp_lalloc(&a, NULL, 0, 5000);
+	CHECK(p != NULL);
+	CHECK_EQ_INT(a.current, 5040);
+	tp_lalloc(&a, p, 5000, 0);
+	CHECK_EQ_INT(a.current, 40);
+}
+
+static void test_state(void)
+{
+	struct tp_lalloc a;
+	lua_State *L;
+	int status;
+
+	tp_lalloc_init(&a, 0);
+	L = lua_newstate(tp_lalloc, &a);
+	CHECK(L != NULL);
+	luaL_requiref(L, LUA_STRLIBNAME, luaopen_string, 1);
+	lua_pop(L, 1);
+	CHECK_EQ_INT(a.current, (size_t)lua_gc(L, LUA_GCCOUNT, 0) * 1024 + lua_gc(L, LUA_GCCOUNTB, 0));
+	tp_lalloc_set_limit(&a, a.current + (256u << 10));
+	luaL_loadstring(L, "local parts = {} for i = 1, 100 do parts[i] = string.rep('x', 1 << 20) end");
+	status = lua_pcall(L, 0, 0, 0);
+	CHECK_EQ_INT(status, LUA_ERRMEM);
+	CHECK(a.refusals >= 1);
+	CHECK(a.refused_total > a.limit);
+	CHECK(a.peak <= a.limit);
+	CHECK_EQ_INT(a.current, (size_t)lua_gc(L, LUA_GCCOUNT, 0) * 1024 + lua_gc(L, LUA_GCCOUNTB, 0));
+	tp_lalloc_set_limit(&a, 0);
+	lua_close(L);
+	CHECK_EQ_INT(a.current, 0); /* every byte came back */
+}
+
+int main(void)
+{
+	test_accounting();
+	test_state();
+	return tp_test_done("test_lalloc");
+}
