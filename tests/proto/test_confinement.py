@@ -13,9 +13,16 @@ CANARY = "tidepool-canary-7f3e9a"
 
 def wait_warm_workers(h, n=1, timeout=5.0):
     """Warm workers that finished their lockdown (seccomp is the last step)."""
+    time.sleep(0.1)  # let the host reap a worker it just used and killed
     deadline = time.time() + timeout
     while time.time() < deadline:
-        ws = [p for p in h.workers() if status_field(p, "Seccomp") == "2"]
+        ws = []
+        for p in h.workers():
+            try:  # a worker just used is killed; skip it until it is reaped
+                if status_field(p, "Seccomp") == "2" and not status_field(p, "State").startswith("Z"):
+                    ws.append(p)
+            except FileNotFoundError:
+                pass
         if len(ws) >= n:
             return ws
         time.sleep(0.02)
