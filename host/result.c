@@ -238,7 +238,8 @@ static enum tp_layer layer_of(enum tp_kind k)
 	switch (k) {
 	case TP_KIND_TIMEOUT: return TP_LAYER_HOST;
 	case TP_KIND_SANDBOX_VIOLATION: return TP_LAYER_KERNEL;
-	case TP_KIND_CRASHED: case TP_KIND_INTERNAL: return TP_LAYER_PROCESS;
+	case TP_KIND_CRASHED: return TP_LAYER_PROCESS;
+	case TP_KIND_INTERNAL: return TP_LAYER_HOST;
 	default: return TP_LAYER_LANGUAGE;
 	}
 }

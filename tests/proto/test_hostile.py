@@ -58,13 +58,16 @@ CASES = [
      lambda r: r["stdout"] == "a\x00b\ufffd" and r["value"] == "c\ufffd"),
     ("cycle", "local t = {} t.self = t return t", {}, "runtime_error", lambda r: "cycle" in r["error"]["message"]),
     # -- resource bombs in C (string.rep, pack, concat, unpack) --------------------
-    ("string.rep 2^31", "return #string.rep('x', 2^31)", {"memory_bytes": 16 << 20}, "memory_limit", None),
+    ("string.rep 2^31", "return #string.rep('x', 2^31)", {}, "runtime_error", lambda r: "too large" in r["error"]["message"]),
+    ("string.rep 2^30", "return #string.rep('x', 2^30)", {"memory_bytes": 16 << 20}, "memory_limit", None),
     ("string.pack width", "return #string.pack('c2000000000', '')", {"memory_bytes": 16 << 20}, "memory_limit", None),
     ("table.concat bomb", "local t = {} for i = 1, 64 do t[i] = string.rep('x', 1 << 20) end return #table.concat(t)", {"memory_bytes": 32 << 20}, "memory_limit", None),
     ("unpack bomb", "return select('#', table.unpack({}, 1, 1e8))", {}, "runtime_error", lambda r: "too many results" in r["error"]["message"]),
     ("gsub bomb", "local s = string.rep('x', 1 << 20) for i = 1, 10 do s = s:gsub('x', 'xx') end return #s", {"memory_bytes": 16 << 20}, "memory_limit", None),
     # -- recursion -----------------------------------------------------------------
-    ("lua stack overflow", "local function f() return 1 + f() end return f()", {}, "runtime_error", lambda r: "stack overflow" in r["error"]["message"]),
+    # 64 MiB runs out before Lua's 1M-slot stack does; a smaller depth shows the VM's own guard.
+    ("lua recursion bomb", "local function f() return 1 + f() end return f()", {}, "memory_limit", None),
+    ("lua stack overflow", "local function f(n) if n == 0 then return 0 end return 1 + f(n - 1) end return f(1e6)", {}, "runtime_error", lambda r: "stack overflow" in r["error"]["message"]),
     ("c stack overflow", "local function f() return pcall(f) end return f()", {}, None, None),
     ("parser depth", "local f, e = load(string.rep('(', 100000)) return e", {}, "ok", lambda r: "overflow" in r["value"] or "levels" in r["value"]),
     ("coroutine nesting", "local function nest(n) if n == 0 then return 0 end local co = coroutine.wrap(nest) return co(n - 1) end return nest(100000)", {"memory_bytes": 16 << 20}, None, None),
