@@ -251,7 +251,9 @@ static void on_sigprof(int sig)
 		_exit(TP_EXIT_LIMIT);
 	}
 	g_cpu_fired = 1;
-	trip_now(TP_KIND_CPU_LIMIT, TP_LIMIT_CPU_MS, g_lim.cpu_ms, cpu_used_us() / 1000);
+	uint64_t used = (cpu_used_us() + 999) / 1000;
+	/* The kernel's tick accounting says the budget is spent, whatever our clock says. */
+	trip_now(TP_KIND_CPU_LIMIT, TP_LIMIT_CPU_MS, g_lim.cpu_ms, used > g_lim.cpu_ms ? used : g_lim.cpu_ms);
 	if (T != NULL)
 		lua_sethook(T, hook, HOOK_ALL, 1); /* lua_sethook is signal-safe */
 	set_cpu_timer(TP_CPU_GRACE_MS);
@@ -609,6 +611,9 @@ int tp_lua_zygote_init(char *err, size_t errlen)
 
 void tp_lua_worker_init(uint64_t entropy)
 {
+	/* jansson seeds its hash from /dev/urandom on first use, which lockdown
+	 * forbids; seed it now (a no-op if the zygote already used jansson). */
+	json_object_seed((size_t)(entropy | 1));
 	if (g_L != NULL)
 		reseed(entropy); /* forked workers must never share a random stream */
 }

@@ -397,6 +397,7 @@ int main(void)
 {
 	char err[256];
 
+	setenv("TZ", "UTC", 1); /* as the zygote does */
 	shm = mmap(NULL, tp_shm_size(AREA), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 		   -1, 0);
 	if (shm == MAP_FAILED || tp_lua_zygote_init(err, sizeof err) != 0) {
