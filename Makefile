@@ -17,9 +17,9 @@ OPT       ?= -O2 -g
 # Recursively expanded: evaluated in recipes, after `deps` has run.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS)) -lm
-CPPFLAGS  := -D_GNU_SOURCE -Ihost -Ilua-sandbox
+CPPFLAGS  := -D_GNU_SOURCE -iquote host -iquote lua-sandbox
 CFLAGS     = $(OPT) $(WARN) -MMD -MP $(PKG_CFLAGS) $(SAN_FLAGS)
-LDFLAGS    = $(SAN_FLAGS)
+LDFLAGS    = $(SAN_FLAGS) -Wl,-z,now -Wl,-z,relro
 ifneq ($(SANITIZE),)
 SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -DTP_SANITIZE=1
 BUILD     := build-san

@@ -7,6 +7,7 @@
 #include "zygote.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -188,6 +189,10 @@ int tp_zygote_main(const char *lang_name)
 	}
 	tp_limits_default(&cfg.ceiling);
 	cfg.as_bytes = own_vm_bytes() + cfg.ceiling.memory_bytes + AS_SLACK;
+	/* Purge before forking (Android's zygote lesson): consolidate the free chunks
+	 * init left behind, or every worker's first large malloc does it again and
+	 * takes a copy-on-write fault on each heap page it walks. */
+	malloc_trim(0);
 	for (;;) {
 		int r = recv_spawn(&cfg.chan_fd, &cfg.shm_fd, &cfg.area_bytes);
 		if (r == 0)

@@ -395,6 +395,27 @@ static json_t *error_obj(const char *kind, const char *type, json_t *message, js
 			 line > 0 ? json_integer(line) : json_null());
 }
 
+/* Error text is for people: a multi-megabyte message is cut, so the reply stays
+ * far below the host's frame cap (which refuses the whole reply otherwise). */
+#define MAX_ERROR_TEXT (8u << 10)
+
+static json_t *capped_string(const char *s, size_t n)
+{
+	char tail[64];
+	if (n <= MAX_ERROR_TEXT)
+		return tp_ljson_string(s, n);
+	json_t *j = tp_ljson_string(s, MAX_ERROR_TEXT);
+	snprintf(tail, sizeof tail, "... (%zu bytes cut)", n - MAX_ERROR_TEXT);
+	if (j != NULL) {
+		char *joined = NULL;
+		if (asprintf(&joined, "%s%s", json_string_value(j), tail) >= 0) {
+			json_string_set(j, joined);
+			free(joined);
+		}
+	}
+	return j;
+}
+
 static json_t *traceback(lua_State *L)
 {
 	size_t n;
@@ -405,7 +426,7 @@ static json_t *traceback(lua_State *L)
 		return NULL;
 	lua_rawgeti(L, LUA_REGISTRYINDEX, g_tb_ref);
 	s = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
-	v = s ? tp_ljson_string(s, n) : NULL;
+	v = s ? capped_string(s, n) : NULL;
 	lua_pop(L, 1);
 	return v;
 }
@@ -452,7 +473,7 @@ static json_t *error_message(lua_State *L, int idx, int *line)
 	case LUA_TSTRING:
 		s = lua_tolstring(L, idx, &n);
 		strip_position(&s, &n, line);
-		return tp_ljson_string(s, n);
+		return capped_string(s, n);
 	case LUA_TNUMBER:
 		if (lua_isinteger(L, idx))
 			snprintf(buf, sizeof buf, "%lld", (long long)lua_tointeger(L, idx));
