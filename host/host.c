@@ -364,9 +364,20 @@ static int spawn_worker(struct tp_host *h)
 	close(sv[1]);
 	w->chan = sv[0];
 	fcntl(w->chan, F_SETFL, O_NONBLOCK);
-	w->next = h->workers;
-	h->workers = w;
+	/* Oldest first: dispatch takes the worker most likely done with its lockdown. */
+	struct worker **tail = &h->workers;
+	while (*tail != NULL)
+		tail = &(*tail)->next;
+	*tail = w;
 	h->spawning[h->nspawning++] = w;
+	return 0;
+}
+
+static int running(const struct tp_host *h)
+{
+	for (const struct worker *w = h->workers; w != NULL; w = w->next)
+		if (w->exec != NULL && !w->answered)
+			return 1;
 	return 0;
 }
 
@@ -409,6 +420,10 @@ static void refill(struct tp_host *h)
 	}
 	/* Once stdin is closed no new exec can come: stop keeping workers warm. */
 	int target = (h->stdin_open ? h->cfg.pool_size : 0) + h->queued;
+	/* A fork and a lockdown compete with a running exec for the CPU: while one
+	 * runs and a warm worker is still ready, making more can wait. */
+	if (warm > 0 && h->queued == 0 && running(h))
+		return;
 	while (warm < target && live < h->cfg.max_workers) {
 		if (spawn_worker(h) != 0)
 			break;
@@ -761,12 +776,7 @@ static void read_stdin(struct tp_host *h)
 
 static int busy(const struct tp_host *h)
 {
-	if (h->qhead != NULL)
-		return 1;
-	for (const struct worker *w = h->workers; w != NULL; w = w->next)
-		if (w->exec != NULL && !w->answered)
-			return 1;
-	return 0;
+	return h->qhead != NULL || running(h);
 }
 
 static void handle_signals(struct tp_host *h)

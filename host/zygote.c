@@ -193,6 +193,9 @@ int tp_zygote_main(const char *lang_name)
 	 * init left behind, or every worker's first large malloc does it again and
 	 * takes a copy-on-write fault on each heap page it walks. */
 	malloc_trim(0);
+	/* Trimming leaves the merged chunks unsorted; one large request sorts them
+	 * into bins here, once, instead of in every worker. */
+	free(malloc(96u << 10));
 	for (;;) {
 		int r = recv_spawn(&cfg.chan_fd, &cfg.shm_fd, &cfg.area_bytes);
 		if (r == 0)
