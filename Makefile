@@ -6,9 +6,9 @@
 # ---- settings ---------------------------------------------------------------
 CC        ?= cc
 BUILD     ?= build
-PKGS      := lua5.4 libseccomp jansson
+PKGS      := lua5.4 libseccomp jansson python3-embed
 DEB_PKGS  := gcc make pkg-config liblua5.4-dev lua5.4 libseccomp-dev libjansson-dev \
-             python3 python3-pytest
+             libpython3.11-dev python3.11 python3 python3-pytest
 PYTHON    := /usr/bin/python3
 SANITIZE  ?=
 WARN      := -std=c17 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -18,8 +18,8 @@ OPT       ?= -O2 -g
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 # The three libraries are linked statically: one mapping for all our code makes
 # fork cheaper, and with -z now no worker pays a lazy-binding fault.
-PKG_LIBS   = -Wl,-Bstatic -llua5.4 -ljansson -lseccomp -Wl,-Bdynamic -lm -ldl
-CPPFLAGS  := -D_GNU_SOURCE -iquote host -iquote lua-sandbox
+PKG_LIBS   = -Wl,-Bstatic -llua5.4 -ljansson -lseccomp -Wl,-Bdynamic -lpython3.11 -lm -ldl
+CPPFLAGS  := -D_GNU_SOURCE -iquote host -iquote lua-sandbox -iquote py-sandbox
 CFLAGS     = $(OPT) $(WARN) -MMD -MP $(PKG_CFLAGS) $(SAN_FLAGS)
 LDFLAGS    = $(SAN_FLAGS) -Wl,-z,now -Wl,-z,relro
 ifneq ($(SANITIZE),)
@@ -27,7 +27,7 @@ SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -DTP_SANITIZE=1
 BUILD     := build-san
 endif
 
-CORE_SRCS := $(wildcard host/*.c lua-sandbox/*.c)
+CORE_SRCS := $(wildcard host/*.c lua-sandbox/*.c py-sandbox/*.c)
 CORE_SRCS := $(filter-out host/main.c,$(CORE_SRCS))
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 MAIN_OBJ  := $(BUILD)/obj/host/main.o
