@@ -38,6 +38,7 @@ struct exec {
 	struct exec *next;
 	json_t *msg; /* the request; p borrows from it */
 	json_t *id;
+	int lang;
 	struct tp_exec_params p;
 	double t_start, deadline;
 	struct worker *w;
@@ -47,6 +48,7 @@ struct exec {
 
 struct worker {
 	struct worker *next;
+	int lang; /* index into the host's zygotes */
 	pid_t pid; /* 0 until the zygote answers */
 	int chan;
 	struct tp_shm *shm;
@@ -68,15 +70,25 @@ struct early_exit {
 	double cpu_ms;
 };
 
+/* One zygote per language: a Lua worker never maps an initialized CPython. */
+struct zygote {
+	const char *lang;
+	pid_t pid;
+	int ctl;
+	int failures;
+	int used; /* keep a warm pool only for languages a client has used */
+	struct worker *spawning[64]; /* FIFO awaiting a pid from the zygote */
+	int nspawning;
+};
+
+static const char *const host_langs[] = {"lua", "python"};
+#define NLANGS ((int)(sizeof host_langs / sizeof host_langs[0]))
+
 struct tp_host {
 	struct tp_host_cfg cfg;
 	struct tp_limits ceiling;
-	pid_t zpid;
-	int zctl;
-	int zfailures;
+	struct zygote zyg[NLANGS];
 	struct worker *workers;
-	struct worker *spawning[64]; /* FIFO awaiting a pid from the zygote */
-	int nspawning;
 	struct exec *qhead, *qtail;
 	int queued;
 	struct tp_linebuf lb;
@@ -297,16 +309,24 @@ static void worker_free(struct tp_host *h, struct worker *w)
 	free(w);
 }
 
-static int start_zygote(struct tp_host *h)
+static int lang_index(const char *name)
+{
+	for (int i = 0; i < NLANGS; i++)
+		if (strcmp(host_langs[i], name) == 0)
+			return i;
+	return -1;
+}
+
+static int start_zygote(struct zygote *z)
 {
 	char err[256];
-	if (h->zctl >= 0)
+	if (z->ctl >= 0)
 		return 0;
-	if (h->zfailures >= MAX_SPAWN_FAILURES)
+	if (z->failures >= MAX_SPAWN_FAILURES)
 		return -1;
-	h->zctl = tp_zygote_start("lua", &h->zpid, err, sizeof err);
-	if (h->zctl < 0) {
-		h->zfailures++;
+	z->ctl = tp_zygote_start(z->lang, &z->pid, err, sizeof err);
+	if (z->ctl < 0) {
+		z->failures++;
 		logmsg("%s", err);
 		return -1;
 	}
@@ -335,14 +355,16 @@ static int new_page(struct worker *w)
 	return fd;
 }
 
-static int spawn_worker(struct tp_host *h)
+static int spawn_worker(struct tp_host *h, int lang)
 {
 	int sv[2], page;
-	if (h->nspawning == (int)(sizeof h->spawning / sizeof h->spawning[0]) || start_zygote(h) != 0)
+	struct zygote *z = &h->zyg[lang];
+	if (z->nspawning == (int)(sizeof z->spawning / sizeof z->spawning[0]) || start_zygote(z) != 0)
 		return -1;
 	struct worker *w = calloc(1, sizeof *w);
 	if (w == NULL)
 		return -1;
+	w->lang = lang;
 	w->area = tp_zygote_area_bytes();
 	w->chan = -1;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
@@ -350,7 +372,7 @@ static int spawn_worker(struct tp_host *h)
 		return -1;
 	}
 	page = new_page(w);
-	if (page < 0 || tp_zygote_spawn(h->zctl, sv[1], page, w->area) != 0) {
+	if (page < 0 || tp_zygote_spawn(z->ctl, sv[1], page, w->area) != 0) {
 		if (page >= 0)
 			close(page);
 		close(sv[1]);
@@ -369,7 +391,7 @@ static int spawn_worker(struct tp_host *h)
 	while (*tail != NULL)
 		tail = &(*tail)->next;
 	*tail = w;
-	h->spawning[h->nspawning++] = w;
+	z->spawning[z->nspawning++] = w;
 	return 0;
 }
 
@@ -386,63 +408,103 @@ static int is_warm(const struct worker *w)
 	return w->exec == NULL && !w->exited;
 }
 
-static int count_live(const struct tp_host *h, int *warm)
+/* Live workers in all; warm ones of one language. */
+static int count_live(const struct tp_host *h, int lang, int *warm)
 {
 	int n = 0;
 	*warm = 0;
 	for (const struct worker *w = h->workers; w != NULL; w = w->next) {
 		n++;
-		*warm += is_warm(w);
+		*warm += is_warm(w) && w->lang == lang;
 	}
 	return n;
 }
 
-static void fail_queue(struct tp_host *h, const char *msg)
+static int queued_for(const struct tp_host *h, int lang)
 {
-	while (h->qhead != NULL) {
-		struct exec *e = h->qhead;
-		h->qhead = e->next;
-		if (e->id != NULL && !e->cancelled)
-			emit_error(h, e->id, TP_RPC_INTERNAL_ERROR, msg);
-		exec_free(e);
-	}
-	h->qtail = NULL;
-	h->queued = 0;
+	int n = 0;
+	for (const struct exec *e = h->qhead; e != NULL; e = e->next)
+		n += e->lang == lang;
+	return n;
 }
 
-/* Keeps pool_size warm workers, plus one for each queued exec, within max_workers. */
-static void refill(struct tp_host *h)
+static void unlink_exec(struct tp_host *h, struct exec *e)
 {
-	int warm, live = count_live(h, &warm);
-	if (h->spawn_failures >= MAX_SPAWN_FAILURES || h->zfailures >= MAX_SPAWN_FAILURES) {
-		fail_queue(h, "workers fail to start: see the host's stderr");
+	struct exec **pp = &h->qhead, *prev = NULL;
+	while (*pp != NULL && *pp != e) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	if (*pp == NULL)
+		return;
+	*pp = e->next;
+	if (h->qtail == e)
+		h->qtail = prev;
+	e->next = NULL;
+	h->queued--;
+}
+
+/* Answers every queued exec of one language with an error. */
+static void fail_queue(struct tp_host *h, int lang, const char *msg)
+{
+	struct exec *e = h->qhead;
+	while (e != NULL) {
+		struct exec *next = e->next;
+		if (e->lang == lang) {
+			unlink_exec(h, e);
+			if (e->id != NULL && !e->cancelled)
+				emit_error(h, e->id, TP_RPC_INTERNAL_ERROR, msg);
+			exec_free(e);
+		}
+		e = next;
+	}
+}
+
+/* Keeps pool_size warm workers per used language, plus one for each queued
+ * exec, within max_workers. */
+static void refill_lang(struct tp_host *h, int lang)
+{
+	struct zygote *z = &h->zyg[lang];
+	int warm, live = count_live(h, lang, &warm), queued = queued_for(h, lang);
+	if (h->spawn_failures >= MAX_SPAWN_FAILURES || z->failures >= MAX_SPAWN_FAILURES) {
+		fail_queue(h, lang, "workers fail to start: see the host's stderr");
 		return;
 	}
 	/* Once stdin is closed no new exec can come: stop keeping workers warm. */
-	int target = (h->stdin_open ? h->cfg.pool_size : 0) + h->queued;
+	int target = (h->stdin_open && z->used ? h->cfg.pool_size : 0) + queued;
 	/* A fork and a lockdown compete with a running exec for the CPU: while one
 	 * runs and a warm worker is still ready, making more can wait. */
-	if (warm > 0 && h->queued == 0 && running(h))
+	if (warm > 0 && queued == 0 && running(h))
 		return;
 	while (warm < target && live < h->cfg.max_workers) {
-		if (spawn_worker(h) != 0)
+		if (spawn_worker(h, lang) != 0)
 			break;
 		warm++;
 		live++;
 	}
 }
 
+static void refill(struct tp_host *h)
+{
+	for (int i = 0; i < NLANGS; i++)
+		refill_lang(h, i);
+}
+
+static struct exec *first_queued(struct tp_host *h, int lang)
+{
+	for (struct exec *e = h->qhead; e != NULL; e = e->next)
+		if (e->lang == lang)
+			return e;
+	return NULL;
+}
+
 static void dispatch_queue(struct tp_host *h)
 {
 	for (struct worker *w = h->workers; w != NULL && h->qhead != NULL; w = w->next) {
-		if (!is_warm(w))
+		struct exec *e = is_warm(w) ? first_queued(h, w->lang) : NULL;
+		if (e == NULL)
 			continue;
-		struct exec *e = h->qhead;
-		h->qhead = e->next;
-		if (h->qhead == NULL)
-			h->qtail = NULL;
-		h->queued--;
-		e->next = NULL;
+		unlink_exec(h, e);
 		if (assign(h, e, w) != 0) {
 			w->exec = e;
 			finish(h, w, TP_KIND_INTERNAL, "out of memory sending the request");
@@ -554,16 +616,16 @@ static void worker_exited(struct tp_host *h, struct worker *w, int status, doubl
 
 /* ---- zygote and child exits ------------------------------------------------- */
 
-static void zygote_gone(struct tp_host *h)
+static void zygote_gone(struct tp_host *h, struct zygote *z)
 {
-	if (h->zctl >= 0)
-		close(h->zctl);
-	h->zctl = -1;
-	h->zpid = 0;
-	h->zfailures++;
-	for (int i = 0; i < h->nspawning; i++)
-		drop_unborn(h, h->spawning[i]);
-	h->nspawning = 0;
+	if (z->ctl >= 0)
+		close(z->ctl);
+	z->ctl = -1;
+	z->pid = 0;
+	z->failures++;
+	for (int i = 0; i < z->nspawning; i++)
+		drop_unborn(h, z->spawning[i]);
+	z->nspawning = 0;
 }
 
 static void take_early_exit(struct tp_host *h, struct worker *w)
@@ -578,24 +640,24 @@ static void take_early_exit(struct tp_host *h, struct worker *w)
 	}
 }
 
-static void read_zygote(struct tp_host *h)
+static void read_zygote(struct tp_host *h, struct zygote *z)
 {
 	pid_t pid;
 	int r;
-	while (h->zctl >= 0 && (r = tp_zygote_read_pid(h->zctl, &pid)) != 0) {
-		if (r < 0 || h->nspawning == 0) {
-			kill(h->zpid, SIGKILL); /* reaped below; its spawns are dropped then */
+	while (z->ctl >= 0 && (r = tp_zygote_read_pid(z->ctl, &pid)) != 0) {
+		if (r < 0 || z->nspawning == 0) {
+			kill(z->pid, SIGKILL); /* reaped below; its spawns are dropped then */
 			return;
 		}
-		struct worker *w = h->spawning[0];
-		memmove(h->spawning, h->spawning + 1, (size_t)--h->nspawning * sizeof h->spawning[0]);
+		struct worker *w = z->spawning[0];
+		memmove(z->spawning, z->spawning + 1, (size_t)--z->nspawning * sizeof z->spawning[0]);
 		if (pid <= 0) {
 			logmsg("the zygote could not fork: %s", strerror(-pid));
 			h->spawn_failures++;
 			drop_unborn(h, w);
 			continue;
 		}
-		h->zfailures = 0;
+		z->failures = 0;
 		w->pid = pid;
 		if (w->kill_pending)
 			kill(pid, SIGKILL);
@@ -612,8 +674,12 @@ static void reap(struct tp_host *h)
 		double cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
 			     (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 		struct worker *w = find_pid(h, pid);
-		if (pid == h->zpid)
-			zygote_gone(h);
+		struct zygote *z = NULL;
+		for (int i = 0; i < NLANGS; i++)
+			if (h->zyg[i].pid == pid)
+				z = &h->zyg[i];
+		if (z != NULL)
+			zygote_gone(h, z);
 		else if (w != NULL)
 			worker_exited(h, w, status, cpu);
 		else if (h->nearly < (int)(sizeof h->early / sizeof h->early[0]))
@@ -705,6 +771,13 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 	}
 	e->msg = json_incref(rpc->msg);
 	e->id = rpc->id;
+	e->lang = lang_index(e->p.lang);
+	if (e->lang < 0) { /* the params check knows every language we host */
+		emit_error(h, rpc->id, TP_RPC_INVALID_PARAMS, "unknown language");
+		exec_free(e);
+		return;
+	}
+	h->zyg[e->lang].used = 1;
 	if (h->qtail != NULL)
 		h->qtail->next = e;
 	else
@@ -789,7 +862,7 @@ static void handle_signals(struct tp_host *h)
 	reap(h); /* SIGCHLD coalesces: always reap everything */
 }
 
-enum { P_SIG, P_STDIN, P_STDOUT, P_ZYGOTE, P_FIXED };
+enum { P_SIG, P_STDIN, P_STDOUT, P_ZYGOTE, P_FIXED = P_ZYGOTE + NLANGS };
 
 static void poll_once(struct tp_host *h)
 {
@@ -807,7 +880,8 @@ static void poll_once(struct tp_host *h)
 	fds[P_SIG] = (struct pollfd){h->sigfd, POLLIN, 0};
 	fds[P_STDIN] = (struct pollfd){reading ? 0 : -1, POLLIN, 0};
 	fds[P_STDOUT] = (struct pollfd){h->out_len > 0 ? 1 : -1, POLLOUT, 0};
-	fds[P_ZYGOTE] = (struct pollfd){h->zctl, POLLIN, 0};
+	for (int z = 0; z < NLANGS; z++)
+		fds[P_ZYGOTE + z] = (struct pollfd){h->zyg[z].ctl, POLLIN, 0};
 	int i = 0;
 	for (struct worker *w = h->workers; w != NULL; w = w->next, i++) {
 		ws[i] = w;
@@ -823,8 +897,9 @@ static void poll_once(struct tp_host *h)
 		}
 		if (fds[P_STDOUT].revents)
 			out_flush(h);
-		if (fds[P_ZYGOTE].revents)
-			read_zygote(h);
+		for (int z = 0; z < NLANGS; z++)
+			if (fds[P_ZYGOTE + z].revents)
+				read_zygote(h, &h->zyg[z]);
 		if (fds[P_SIG].revents)
 			handle_signals(h);
 		if (fds[P_STDIN].revents)
@@ -901,7 +976,9 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, char *err, size_t err
 		return NULL;
 	}
 	h->cfg = *cfg;
-	h->zctl = -1;
+	for (int i = 0; i < NLANGS; i++)
+		h->zyg[i] = (struct zygote){.lang = host_langs[i], .ctl = -1};
+	h->zyg[lang_index("lua")].used = 1; /* the default language: warm from the start */
 	h->sigfd = -1;
 	h->stdin_open = cfg->use_stdin;
 	tp_limits_default(&h->ceiling);
@@ -925,8 +1002,9 @@ void tp_host_free(struct tp_host *h)
 	for (struct worker *w = h->workers; w != NULL; w = w->next)
 		if (w->pid > 0 && !w->exited)
 			kill(w->pid, SIGKILL);
-	if (h->zpid > 0)
-		kill(h->zpid, SIGKILL);
+	for (int i = 0; i < NLANGS; i++)
+		if (h->zyg[i].pid > 0)
+			kill(h->zyg[i].pid, SIGKILL);
 	while (h->workers != NULL)
 		worker_free(h, h->workers);
 	while (h->qhead != NULL) {
@@ -934,8 +1012,9 @@ void tp_host_free(struct tp_host *h)
 		h->qhead = e->next;
 		exec_free(e);
 	}
-	if (h->zctl >= 0)
-		close(h->zctl);
+	for (int i = 0; i < NLANGS; i++)
+		if (h->zyg[i].ctl >= 0)
+			close(h->zyg[i].ctl);
 	if (h->sigfd >= 0)
 		close(h->sigfd);
 	/* Reap what we killed, so no zombie outlives a host embedded in a test. */

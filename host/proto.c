@@ -257,36 +257,53 @@ json_t *tp_proto_initialize(const json_t *params)
 			ver = versions[i];
 	return json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", ver,
 			 "capabilities", "tools", "listChanged", 0, "serverInfo", "name", "tidepool",
-			 "title", "tidepool sandbox (Lua 5.4)", "version", TP_VERSION, "instructions",
-			 "Call run_lua with Lua 5.4 code. `return` a value to get it back as JSON; "
-			 "print() output is captured. Each call runs in a fresh, locked-down process.");
+			 "title", "tidepool sandbox (Lua 5.4, Python 3.11)", "version", TP_VERSION,
+			 "instructions",
+			 "Call run_lua with Lua 5.4 code (`return` a value to get it back as JSON) or "
+			 "run_python with Python 3.11 code (the last expression is the value). Output "
+			 "is captured. Each call runs in a fresh, locked-down process.");
 }
 
 static json_t *output_schema(void)
 {
 	return json_pack(
-		"{s:s, s:{s:{s:s}, s:{}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:[s,s]}, s:{s:s}}, s:[s,s,s,s,s,s]}",
-		"type", "object", "properties", "ok", "type", "boolean", "value", "stdout", "type",
+		"{s:s, s:{s:{s:s}, s:{}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:[s,s]}, s:{s:s}}, "
+		"s:[s,s,s,s,s,s]}",
+		"type", "object", "properties", "ok", "type", "boolean", "value", "value_repr",
+		"type", "boolean", "stdout", "type",
 		"string", "stderr", "type", "string", "truncated", "type", "object", "error", "type",
 		"object", "null", "usage", "type", "object", "required", "ok", "stdout", "stderr",
 		"truncated", "error", "usage");
 }
 
+static json_t *tool(const char *name, const char *title, const char *lang_desc,
+		    const char *description)
+{
+	json_t *t = json_pack(
+		"{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}}, s:[s], s:b}}", "name",
+		name, "title", title, "description", description, "inputSchema", "type", "object",
+		"properties", "code", "type", "string", "description", lang_desc, "inputs",
+		"type", "object", "description", "Each key becomes a global variable", "required",
+		"code", "additionalProperties", 0);
+	if (t != NULL)
+		json_object_set_new(t, "outputSchema", output_schema());
+	return t;
+}
+
 json_t *tp_proto_tools_list(void)
 {
-	json_t *tool = json_pack(
-		"{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}}, s:[s], s:b}}", "name",
-		"run_lua", "title", "Run Lua 5.4", "description",
-		"Run a Lua 5.4 snippet in a sandbox. The chunk's return value comes back as JSON in "
-		"`value`; print() and io.write() go to `stdout`. No files, network or processes. "
-		"Limits: memory, CPU and wall time, output size.",
-		"inputSchema", "type", "object", "properties", "code", "type", "string",
-		"description", "Lua 5.4 source code", "inputs", "type", "object", "description",
-		"Each key becomes a global variable", "required", "code", "additionalProperties", 0);
-	if (tool == NULL)
-		return NULL;
-	json_object_set_new(tool, "outputSchema", output_schema());
-	return json_pack("{s:[o]}", "tools", tool);
+	return json_pack(
+		"{s:[o,o]}", "tools",
+		tool("run_lua", "Run Lua 5.4", "Lua 5.4 source code",
+		     "Run a Lua 5.4 snippet in a sandbox. The chunk's return value comes back as "
+		     "JSON in `value`; print() and io.write() go to `stdout`. No files, network or "
+		     "processes. Limits: memory, CPU and wall time, output size."),
+		tool("run_python", "Run Python 3.11", "Python 3.11 source code",
+		     "Run a Python 3.11 snippet in a sandbox. The value of the last expression "
+		     "comes back as JSON in `value` (its repr when it is not JSON, with "
+		     "`value_repr: true`); print() goes to `stdout`. Imports from a short list of "
+		     "pure standard modules only. No files, network or processes. Limits: memory, "
+		     "CPU and wall time, output size."));
 }
 
 /* ---- exec parameters ------------------------------------------------------- */
@@ -353,8 +370,8 @@ int tp_proto_exec_params(const json_t *params, const struct tp_limits *ceiling,
 	if (check_keys(params, keys, err, errlen) != 0)
 		return -1;
 	const char *lang = json_string_value(json_object_get(params, "lang"));
-	if (lang == NULL || strcmp(lang, "lua") != 0) {
-		snprintf(err, errlen, "'lang' must be \"lua\"");
+	if (lang == NULL || (strcmp(lang, "lua") != 0 && strcmp(lang, "python") != 0)) {
+		snprintf(err, errlen, "'lang' must be \"lua\" or \"python\"");
 		return -1;
 	}
 	const char *policy = json_string_value(json_object_get(params, "policy"));
@@ -379,7 +396,11 @@ int tp_proto_tool_params(const json_t *params, const struct tp_limits *ceiling,
 	memset(out, 0, sizeof *out);
 	const char *name = json_string_value(json_object_get(params, "name"));
 	json_t *args = json_object_get(params, "arguments");
-	if (name == NULL || strcmp(name, "run_lua") != 0) {
+	const char *lang = name == NULL                    ? NULL
+			   : strcmp(name, "run_lua") == 0    ? "lua"
+			   : strcmp(name, "run_python") == 0 ? "python"
+							     : NULL;
+	if (lang == NULL) {
 		snprintf(err, errlen, "Unknown tool: %.64s", name ? name : "(none)");
 		return -1;
 	}
@@ -389,7 +410,7 @@ int tp_proto_tool_params(const json_t *params, const struct tp_limits *ceiling,
 	}
 	if (check_keys(args, keys, err, errlen) != 0)
 		return -1;
-	snprintf(out->lang, sizeof out->lang, "lua");
+	snprintf(out->lang, sizeof out->lang, "%s", lang);
 	out->tool_call = 1;
 	return common_params(args, ceiling, out, err, errlen);
 }

@@ -169,11 +169,14 @@ int tp_result_check_reply(const char *buf, size_t len, const struct tp_limits *l
 		return -1;
 	}
 	ok = json_object_get(m, "ok");
+	json_t *repr = json_object_get(m, "value_repr");
 	value = json_object_get(m, "value");
 	error = json_object_get(m, "error");
 	usage = json_object_get(m, "usage");
 	if (!json_is_object(m) || !json_is_boolean(ok))
 		why = "reply is not an object with a boolean ok";
+	else if (repr != NULL && !json_is_boolean(repr))
+		why = "value_repr is not a boolean";
 	else if (usage == NULL || check_usage(usage) != 0)
 		why = "bad usage";
 	else if (json_is_true(ok) && (value == NULL || (error != NULL && !json_is_null(error))))
@@ -193,6 +196,8 @@ int tp_result_check_reply(const char *buf, size_t len, const struct tp_limits *l
 	json_t *clean = json_pack("{s:O, s:O, s:o, s:O}", "ok", ok, "value",
 				  value ? value : json_null(), "error",
 				  json_is_object(error) ? copy_error(error) : json_null(), "usage", usage);
+	if (clean != NULL && json_is_true(repr))
+		json_object_set_new(clean, "value_repr", json_true());
 	json_decref(m);
 	if (clean == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -379,5 +384,8 @@ json_t *tp_result_build(const struct tp_outcome *o)
 			      v ? text_json(v->out[1], v->len[1]) : json_string(""), "truncated",
 			      "stdout", v ? v->truncated[0] : 0, "stderr", v ? v->truncated[1] : 0,
 			      "error", err ? err : json_null(), "usage", usage_json(o));
+	/* A value that is the repr of a non-JSON object says so. */
+	if (r != NULL && value != NULL && json_is_true(json_object_get(o->reply, "value_repr")))
+		json_object_set_new(r, "value_repr", json_true());
 	return r;
 }
