@@ -1,0 +1,315 @@
+/*
+ * pyjson.c — conversion between Python objects and jansson values.
+ * Invariants: Python -> JSON never calls back into Python code (exact C-level
+ * reads of builtin containers and scalars only), and every json_t is attached
+ * to the result tree as soon as it exists, so a failure frees one tree.
+ */
+#include <Python.h>
+
+#include "pyjson.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_PATH 256 /* containers on the current path; depth caps are <= 200 */
+
+/* ---- strings ---------------------------------------------------------------- */
+
+static size_t put_utf8(char *o, Py_UCS4 c)
+{
+	if (c >= 0xD800 && c <= 0xDFFF)
+		c = 0xFFFD; /* a lone surrogate is not UTF-8 */
+	if (c < 0x80) {
+		o[0] = (char)c;
+		return 1;
+	}
+	if (c < 0x800) {
+		o[0] = (char)(0xC0 | c >> 6), o[1] = (char)(0x80 | (c & 0x3F));
+		return 2;
+	}
+	if (c < 0x10000) {
+		o[0] = (char)(0xE0 | c >> 12), o[1] = (char)(0x80 | (c >> 6 & 0x3F));
+		o[2] = (char)(0x80 | (c & 0x3F));
+		return 3;
+	}
+	o[0] = (char)(0xF0 | c >> 18), o[1] = (char)(0x80 | (c >> 12 & 0x3F));
+	o[2] = (char)(0x80 | (c >> 6 & 0x3F)), o[3] = (char)(0x80 | (c & 0x3F));
+	return 4;
+}
+
+json_t *tp_pyjson_str(PyObject *s)
+{
+	Py_ssize_t n, len;
+	const char *u = PyUnicode_AsUTF8AndSize(s, &n);
+	json_t *v;
+	char *buf;
+	size_t o = 0;
+
+	if (u != NULL)
+		return json_stringn(u, (size_t)n);
+	PyErr_Clear(); /* lone surrogates: encode by hand */
+	len = PyUnicode_GET_LENGTH(s);
+	buf = malloc((size_t)len * 4 + 1);
+	if (buf == NULL)
+		return NULL;
+	for (Py_ssize_t i = 0; i < len; i++)
+		o += put_utf8(buf + o, PyUnicode_READ_CHAR(s, i));
+	v = json_stringn(buf, o);
+	free(buf);
+	return v;
+}
+
+uint64_t tp_pyjson_size(const json_t *v)
+{
+	return json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
+}
+
+/* ---- Python -> JSON ---------------------------------------------------------- */
+
+struct conv {
+	const struct tp_pyjson_caps *caps;
+	uint64_t bytes;
+	enum tp_pyjson_fail fail;
+	uint64_t used;
+	int npath;
+	PyObject *path[MAX_PATH];
+};
+
+static int stop(struct conv *c, enum tp_pyjson_fail why, uint64_t used)
+{
+	c->fail = why;
+	c->used = used;
+	return -1;
+}
+
+static int add_bytes(struct conv *c, uint64_t n)
+{
+	c->bytes += n;
+	return c->bytes <= c->caps->bytes ? 0 : stop(c, TP_PYJSON_BYTES, c->bytes);
+}
+
+/* A dict key as JSON text, the way the json module spells it; NULL if none. */
+static json_t *key_string(PyObject *k)
+{
+	PyObject *s;
+	json_t *v;
+
+	if (PyUnicode_Check(k))
+		return tp_pyjson_str(k);
+	if (k == Py_None)
+		return json_string("null");
+	if (PyBool_Check(k))
+		return json_string(k == Py_True ? "true" : "false");
+	if (PyLong_Check(k))
+		s = PyLong_Type.tp_repr(k); /* the int's own repr, never a subclass's */
+	else if (PyFloat_Check(k))
+		s = PyFloat_Type.tp_repr(k);
+	else
+		return NULL;
+	if (s == NULL) {
+		PyErr_Clear();
+		return NULL;
+	}
+	v = tp_pyjson_str(s);
+	Py_DECREF(s);
+	return v;
+}
+
+static json_t *conv_value(struct conv *c, PyObject *v, uint64_t depth);
+
+static json_t *scalar(struct conv *c, PyObject *v)
+{
+	json_t *j;
+
+	if (v == Py_None)
+		j = json_null();
+	else if (PyBool_Check(v))
+		j = json_boolean(v == Py_True);
+	else if (PyLong_Check(v)) {
+		int overflow;
+		long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+		if (overflow || (x == -1 && PyErr_Occurred())) {
+			PyErr_Clear();
+			stop(c, TP_PYJSON_NOTJSON, 0);
+			return NULL;
+		}
+		j = json_integer(x);
+	} else if (PyFloat_Check(v)) {
+		double d = PyFloat_AS_DOUBLE(v);
+		if (!isfinite(d)) {
+			stop(c, TP_PYJSON_NOTJSON, 0);
+			return NULL;
+		}
+		j = json_real(d);
+	} else if (PyUnicode_Check(v))
+		j = tp_pyjson_str(v);
+	else {
+		stop(c, TP_PYJSON_NOTJSON, 0);
+		return NULL;
+	}
+	if (j == NULL) {
+		stop(c, TP_PYJSON_NOMEM, 0);
+		return NULL;
+	}
+	if (add_bytes(c, tp_pyjson_size(j)) != 0) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
+}
+
+static int enter(struct conv *c, PyObject *v, uint64_t depth)
+{
+	if (depth > c->caps->depth || c->npath >= MAX_PATH)
+		return stop(c, TP_PYJSON_DEPTH, depth);
+	for (int i = 0; i < c->npath; i++)
+		if (c->path[i] == v)
+			return stop(c, TP_PYJSON_CYCLE, 0);
+	c->path[c->npath++] = v;
+	return add_bytes(c, 2); /* the brackets */
+}
+
+static json_t *conv_seq(struct conv *c, PyObject *v, uint64_t depth)
+{
+	int is_list = PyList_Check(v);
+	Py_ssize_t n = is_list ? PyList_GET_SIZE(v) : PyTuple_GET_SIZE(v);
+	json_t *a = json_array();
+
+	if (a == NULL) {
+		stop(c, TP_PYJSON_NOMEM, 0);
+		return NULL;
+	}
+	for (Py_ssize_t i = 0; i < n; i++) {
+		PyObject *item = is_list ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i);
+		json_t *j;
+		if (i > 0 && add_bytes(c, 1) != 0)
+			goto fail;
+		j = conv_value(c, item, depth + 1);
+		if (j == NULL)
+			goto fail;
+		if (json_array_append_new(a, j) != 0) {
+			stop(c, TP_PYJSON_NOMEM, 0);
+			goto fail;
+		}
+	}
+	return a;
+fail:
+	json_decref(a);
+	return NULL;
+}
+
+static json_t *conv_dict(struct conv *c, PyObject *v, uint64_t depth)
+{
+	Py_ssize_t pos = 0;
+	PyObject *k, *item;
+	json_t *o = json_object(), *jk, *j;
+	int first = 1;
+
+	if (o == NULL) {
+		stop(c, TP_PYJSON_NOMEM, 0);
+		return NULL;
+	}
+	while (PyDict_Next(v, &pos, &k, &item)) {
+		if (!first && add_bytes(c, 1) != 0)
+			goto fail;
+		first = 0;
+		jk = key_string(k);
+		if (jk == NULL) {
+			stop(c, TP_PYJSON_NOTJSON, 0);
+			goto fail;
+		}
+		if (add_bytes(c, tp_pyjson_size(jk) + 1) != 0) {
+			json_decref(jk);
+			goto fail;
+		}
+		j = conv_value(c, item, depth + 1);
+		if (j == NULL) {
+			json_decref(jk);
+			goto fail;
+		}
+		int rc = json_object_setn_new(o, json_string_value(jk), json_string_length(jk), j);
+		json_decref(jk);
+		if (rc != 0) {
+			stop(c, TP_PYJSON_NOMEM, 0);
+			goto fail;
+		}
+	}
+	return o;
+fail:
+	json_decref(o);
+	return NULL;
+}
+
+static json_t *conv_value(struct conv *c, PyObject *v, uint64_t depth)
+{
+	json_t *j;
+
+	if (!PyList_Check(v) && !PyTuple_Check(v) && !PyDict_Check(v))
+		return scalar(c, v);
+	if (enter(c, v, depth) != 0)
+		return NULL;
+	j = PyDict_Check(v) ? conv_dict(c, v, depth) : conv_seq(c, v, depth);
+	c->npath--;
+	return j;
+}
+
+void tp_pyjson_from_py(PyObject *v, const struct tp_pyjson_caps *caps, struct tp_pyjson_out *out)
+{
+	struct conv c = { .caps = caps };
+
+	out->value = conv_value(&c, v, 1);
+	out->fail = out->value ? TP_PYJSON_OK : c.fail;
+	out->used = c.used;
+}
+
+/* ---- JSON -> Python ------------------------------------------------------------ */
+
+static PyObject *to_py(const json_t *v, uint64_t depth, uint64_t max_depth)
+{
+	PyObject *r, *item;
+
+	switch (json_typeof(v)) {
+	case JSON_NULL: Py_RETURN_NONE;
+	case JSON_TRUE: Py_RETURN_TRUE;
+	case JSON_FALSE: Py_RETURN_FALSE;
+	case JSON_INTEGER: return PyLong_FromLongLong(json_integer_value(v));
+	case JSON_REAL: return PyFloat_FromDouble(json_real_value(v));
+	case JSON_STRING:
+		return PyUnicode_DecodeUTF8(json_string_value(v), (Py_ssize_t)json_string_length(v),
+					    "replace");
+	default: break;
+	}
+	if (depth > max_depth)
+		return PyErr_Format(PyExc_ValueError, "input nested deeper than %llu",
+				    (unsigned long long)max_depth);
+	if (json_is_array(v)) {
+		r = PyList_New((Py_ssize_t)json_array_size(v));
+		for (size_t i = 0; r != NULL && i < json_array_size(v); i++) {
+			item = to_py(json_array_get(v, i), depth + 1, max_depth);
+			if (item == NULL)
+				Py_CLEAR(r);
+			else
+				PyList_SET_ITEM(r, (Py_ssize_t)i, item);
+		}
+		return r;
+	}
+	r = PyDict_New();
+	for (void *it = json_object_iter((json_t *)v); r != NULL && it;
+	     it = json_object_iter_next((json_t *)v, it)) {
+		PyObject *k = PyUnicode_DecodeUTF8(json_object_iter_key(it),
+						   (Py_ssize_t)json_object_iter_key_len(it), "replace");
+		item = k ? to_py(json_object_iter_value(it), depth + 1, max_depth) : NULL;
+		if (item == NULL || PyDict_SetItem(r, k, item) != 0)
+			Py_CLEAR(r);
+		Py_XDECREF(k);
+		Py_XDECREF(item);
+	}
+	return r;
+}
+
+PyObject *tp_pyjson_to_py(const json_t *v, uint64_t max_depth)
+{
+	return to_py(v, 1, max_depth);
+}

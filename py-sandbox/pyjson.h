@@ -1,0 +1,49 @@
+/*
+ * pyjson.h — Python values to JSON (the last expression's value) and JSON to
+ * Python (inputs), under the same depth and byte caps as the Lua layer.
+ * Python -> JSON uses raw access only (PyDict_Next, PyList_GET_ITEM): no
+ * snippet code runs, so a value cannot change or loop while it is converted.
+ *
+ * Usage:
+ *   1. tp_pyjson_from_py(v, &caps, &out): out.fail says why it stopped. A value
+ *      that JSON cannot hold (a set, a big int, NaN, an object) gives
+ *      TP_PYJSON_NOTJSON: the caller then sends its repr, marked value_repr.
+ *   2. tp_pyjson_to_py(v, max_depth): new reference, or NULL with a Python
+ *      error set (ValueError "input nested deeper than N", or MemoryError).
+ *   3. tp_pyjson_str(s): a JSON string of a Python str; lone surrogates -> U+FFFD.
+ */
+#ifndef TP_PYJSON_H
+#define TP_PYJSON_H
+
+#include <Python.h>
+
+#include <jansson.h>
+#include <stdint.h>
+
+struct tp_pyjson_caps {
+	uint64_t depth; /* containers nested deeper than this are refused; the top one is depth 1 */
+	uint64_t bytes; /* compact JSON text longer than this is refused */
+};
+
+enum tp_pyjson_fail {
+	TP_PYJSON_OK = 0,
+	TP_PYJSON_DEPTH,   /* used = depth reached (cap + 1) */
+	TP_PYJSON_BYTES,   /* used = JSON bytes counted when the conversion stopped */
+	TP_PYJSON_CYCLE,   /* a container contains itself */
+	TP_PYJSON_NOTJSON, /* a value or a dict key JSON cannot represent */
+	TP_PYJSON_NOMEM    /* out of C memory */
+};
+
+struct tp_pyjson_out {
+	json_t *value; /* new reference, set only when fail == TP_PYJSON_OK */
+	enum tp_pyjson_fail fail;
+	uint64_t used;
+};
+
+void tp_pyjson_from_py(PyObject *v, const struct tp_pyjson_caps *caps, struct tp_pyjson_out *out);
+PyObject *tp_pyjson_to_py(const json_t *v, uint64_t max_depth);
+json_t *tp_pyjson_str(PyObject *s);
+/* Compact JSON size of a scalar or a finished tree. */
+uint64_t tp_pyjson_size(const json_t *v);
+
+#endif

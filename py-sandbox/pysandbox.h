@@ -1,0 +1,25 @@
+/*
+ * pysandbox.h — the Python 3.11 language layer (Debian's libpython3.11).
+ *
+ * Usage:
+ *   1. tp_py_zygote_init(): initialize CPython once (isolated, counting
+ *      allocators, audit hook), pre-import the allowed modules, build the
+ *      facades and the trimmed builtins, then gc.collect() + gc.freeze().
+ *   2. tp_py_worker_init(entropy): in a fresh worker, before lockdown: CPython's
+ *      after-fork step and a reseed of random.
+ *   3. tp_py_exec(req, shm): run one snippet under the memory, instruction, CPU
+ *      and output limits; return the worker reply object. A non-JSON value is
+ *      sent as its repr with "value_repr": true next to "value".
+ */
+#ifndef TP_PYSANDBOX_H
+#define TP_PYSANDBOX_H
+
+#include "../host/lang.h"
+
+int tp_py_zygote_init(char *err, size_t errlen);
+void tp_py_worker_init(uint64_t entropy);
+json_t *tp_py_exec(const struct tp_exec_req *req, struct tp_shm *shm);
+
+extern const struct tp_lang tp_lang_python;
+
+#endif

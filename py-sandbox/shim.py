@@ -1,0 +1,326 @@
+# shim.py -- the Python side of the tidepool language layer, run once in the
+# zygote (filename "<tidepool>"). Source of pyshim.c: regenerate with
+# `/usr/bin/python3 py-sandbox/gen_shim.py` after an edit. What a snippet can
+# reach is decided here: the module allowlist, the facades, the AST check, the
+# guarded builtins. None of this is the security boundary (docs/python.md).
+# The C layer injects before running this: _write, _refuse, _settype, _gate,
+# _print, PolicyViolation, LimitExceeded.
+import ast
+import builtins
+import sys
+import types
+import _string
+
+# -- what a snippet may import, and why each omission ----------------------------
+ALLOWED = ('math', 'json', 're', 'random', 'datetime', 'collections', 'itertools',
+           'functools', 'statistics', 'decimal', 'fractions', 'string', 'textwrap',
+           'heapq', 'bisect', 'dataclasses', 'typing', 'enum', 'operator', 'copy',
+           'pprint', 'collections.abc')
+# Loaded now because the allowed modules import them lazily: a worker cannot
+# open a file, and a real import there trips the audit hook.
+PRELOAD = ('_strptime', 'encodings.ascii', 'encodings.latin_1', 'encodings.utf_16',
+           'encodings.utf_32', 'encodings.unicode_escape', 'encodings.raw_unicode_escape',
+           'encodings.utf_8_sig', 'unicodedata')
+
+# -- introspection: names a snippet may not read -----------------------------------
+# Dunder attributes are refused unless listed here: the object protocol and the
+# names ordinary classes use. Everything else (__globals__, __subclasses__,
+# __dict__, __self__, __code__, __builtins__, __mro__, __base__, __traceback__,
+# __getattribute__, __reduce__, __loader__, __spec__ ...) leads back into the
+# interpreter's object graph.
+DUNDER_OK = frozenset('''
+__init__ __new__ __del__ __repr__ __str__ __bytes__ __format__ __hash__ __bool__
+__lt__ __le__ __eq__ __ne__ __gt__ __ge__ __len__ __length_hint__ __iter__
+__next__ __reversed__ __contains__ __getitem__ __setitem__ __delitem__
+__missing__ __call__ __enter__ __exit__ __setattr__ __delattr__
+__add__ __sub__ __mul__ __matmul__ __truediv__ __floordiv__ __mod__ __divmod__
+__pow__ __lshift__ __rshift__ __and__ __xor__ __or__
+__radd__ __rsub__ __rmul__ __rmatmul__ __rtruediv__ __rfloordiv__ __rmod__
+__rdivmod__ __rpow__ __rlshift__ __rrshift__ __rand__ __rxor__ __ror__
+__iadd__ __isub__ __imul__ __imatmul__ __itruediv__ __ifloordiv__ __imod__
+__ipow__ __ilshift__ __irshift__ __iand__ __ixor__ __ior__
+__neg__ __pos__ __abs__ __invert__ __complex__ __int__ __float__ __index__
+__round__ __trunc__ __floor__ __ceil__
+__name__ __qualname__ __doc__ __module__ __class__ __slots__ __post_init__
+__annotations__ __members__ __match_args__ __dataclass_fields__ __set_name__
+__init_subclass__ __class_getitem__ __cause__ __context__ __version__ __all__
+'''.split())
+# Plain names that are frames, code and tracebacks: the routes to f_globals.
+ATTR_DENY = frozenset('''
+f_back f_globals f_locals f_builtins f_code f_trace gi_frame gi_code gi_yieldfrom
+cr_frame cr_code cr_await cr_origin ag_frame ag_code ag_await tb_frame tb_next
+co_code co_consts co_names
+'''.split())
+NAME_DUNDER_OK = frozenset(('__name__', '__doc__', '__class__', '__debug__', '__annotations__'))
+
+
+def _attr_bad(name):
+    if name.startswith('__') and name.endswith('__'):
+        return name not in DUNDER_OK
+    return name in ATTR_DENY
+
+
+def _field_bad(field):
+    """The first attribute a str.format field reads that we refuse, or None."""
+    try:
+        first, rest = _string.formatter_field_name_split(field)
+        for is_attr, key in rest:
+            if is_attr and (key.startswith('_') or key in ATTR_DENY):
+                return key
+    except (ValueError, TypeError):
+        pass
+    return None
+
+
+def _format_bad(s, depth=0):
+    try:
+        for _lit, field, spec, _conv in _string.formatter_parser(s):
+            if field:
+                bad = _field_bad(field)
+                if bad:
+                    return bad
+            if spec and '{' in spec and depth < 2:
+                bad = _format_bad(spec, depth + 1)
+                if bad:
+                    return bad
+    except (ValueError, TypeError):
+        pass
+    return None
+
+
+def _check(tree):
+    for node in ast.walk(tree):
+        line = getattr(node, 'lineno', -1)
+        if isinstance(node, ast.Attribute):
+            if _attr_bad(node.attr):
+                _refuse("attribute '%s' is not allowed" % node.attr, line)
+        elif isinstance(node, ast.Name):
+            if node.id.startswith('__') and node.id.endswith('__') \
+                    and node.id not in NAME_DUNDER_OK:
+                _refuse("name '%s' is not allowed" % node.id, line)
+        elif isinstance(node, ast.MatchClass):
+            for a in node.kwd_attrs:
+                if _attr_bad(a):
+                    _refuse("attribute '%s' is not allowed" % a, line)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            bad = _format_bad(node.value) if '{' in node.value else None
+            if bad:
+                _refuse("format string reads attribute '%s', which is not allowed" % bad, line)
+
+
+_compile = compile
+
+
+def prepare(src):
+    """Parse, check and compile a snippet: (body, last expression or None)."""
+    tree = ast.parse(src, '<snippet>', 'exec')
+    _check(tree)
+    expr = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = tree.body.pop()
+        expr = _compile(ast.Expression(last.value), '<snippet>', 'eval')
+    return _compile(tree, '<snippet>', 'exec'), expr
+
+
+# -- guarded builtins ----------------------------------------------------------------
+_getattr, _hasattr, _setattr, _delattr = getattr, hasattr, setattr, delattr
+
+
+def _plain(name):
+    if isinstance(name, str) and type(name) is not str:
+        name = str.__str__(name)  # a str subclass cannot fake its value
+    if type(name) is str and _attr_bad(name):
+        _refuse("attribute '%s' is not allowed" % name)
+    return name
+
+
+def getattr(obj, name, *default):
+    return _getattr(obj, _plain(name), *default)
+
+
+def hasattr(obj, name):
+    return _hasattr(obj, _plain(name))
+
+
+def setattr(obj, name, value):
+    return _setattr(obj, _plain(name), value)
+
+
+def delattr(obj, name):
+    return _delattr(obj, _plain(name))
+
+
+FACADES = {}
+
+
+def __import__(name, globals=None, locals=None, fromlist=(), level=0):
+    if level != 0:
+        _refuse('relative imports are not allowed')
+    if type(name) is not str:
+        raise TypeError('module name must be str')
+    f = FACADES.get(name)
+    if f is None:
+        _refuse("import of module '%s' is not allowed (allowed: %s)"
+                % (name, ', '.join(ALLOWED)))
+    if fromlist or '.' not in name:
+        return f
+    return FACADES[name.partition('.')[0]]
+
+
+# -- facades -------------------------------------------------------------------------
+def _facade(name, real):
+    """A new module with only the public, non-module names of real."""
+    f = types.ModuleType(name, real.__doc__)
+    for k, v in list(vars(real).items()):
+        if k.startswith('_') or isinstance(v, types.ModuleType):
+            continue
+        f.__dict__[k] = v
+    return f
+
+
+def _patch_string(f, real):
+    class Formatter(real.Formatter):
+        def get_field(self, field_name, args, kwargs):
+            bad = _field_bad(field_name)
+            if bad:
+                _refuse("format string reads attribute '%s', which is not allowed" % bad)
+            return real.Formatter.get_field(self, field_name, args, kwargs)
+    Formatter.__module__ = 'string'
+    f.Formatter = Formatter
+
+
+def _patch_operator(f, real):
+    def attrgetter(*names):
+        for n in names:
+            for part in str(n).split('.'):
+                _plain(part)
+        return real.attrgetter(*names)
+
+    def methodcaller(name, *args, **kwargs):
+        return real.methodcaller(_plain(name), *args, **kwargs)
+    f.attrgetter, f.methodcaller = attrgetter, methodcaller
+
+
+def _build_facades():
+    import importlib
+    for name in PRELOAD:
+        importlib.import_module(name)
+    for name in ALLOWED:
+        real = importlib.import_module(name)
+        FACADES[name] = _facade(name, real)
+    FACADES['collections'].abc = FACADES['collections.abc']
+    _patch_string(FACADES['string'], sys.modules['string'])
+    _patch_operator(FACADES['operator'], sys.modules['operator'])
+
+
+# -- output --------------------------------------------------------------------------
+class _Stream:
+    encoding = 'utf-8'
+    errors = 'replace'
+
+    def __init__(self, n):
+        self._n = n
+
+    def write(self, s):
+        if not isinstance(s, str):
+            raise TypeError('write() argument must be str, not %s' % type(s).__name__)
+        _write(self._n, s)
+        return len(s)
+
+    def writelines(self, lines):
+        for s in lines:
+            self.write(s)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+
+# -- the builtins a snippet sees, and the real module -----------------------------------
+# Omitted from the snippet's builtins, and why:
+#   open: files; exec eval compile: code that skips the AST check;
+#   input breakpoint help exit quit: the terminal and the process;
+#   globals locals vars: dicts of the object graph; memoryview: buffer tricks
+#   (the bytearray use-after-free family); __loader__ __spec__: BuiltinImporter.
+OMIT = ('open', 'exec', 'eval', 'compile', 'input', 'breakpoint', 'help', 'exit', 'quit',
+        'globals', 'locals', 'vars', 'memoryview', 'copyright', 'credits', 'license',
+        '__loader__', '__spec__', '__import__')
+# In the real builtins module (which stdlib code uses) these are removed ...
+REAL_REMOVE = ('open', 'input', 'breakpoint', 'help', 'exit', 'quit', 'copyright',
+               'credits', 'license')
+# ... and these only answer callers whose code is the stdlib (a C gate): namedtuple
+# needs eval, dataclasses exec, typing compile, and stdlib imports resolve lazily.
+REAL_GATE = ('exec', 'eval', 'compile', '__import__', 'globals', 'locals', 'vars', 'memoryview')
+
+
+def _snippet_builtins():
+    b = dict(vars(builtins))
+    for k in OMIT:
+        b.pop(k, None)
+    b.update(print=_print, getattr=getattr, hasattr=hasattr, setattr=setattr,
+             delattr=delattr, __import__=__import__, __name__='builtins')
+    return b
+
+
+def _lock_types():
+    # Descriptors removed from the core types, in the zygote after every import,
+    # so the routes exist for no code at all in a worker (defence in depth).
+    frame = sys._getframe()
+    def gen():
+        yield
+    async def co():
+        pass
+    async def agen():
+        yield
+    c = co()
+    try:
+        raise ValueError
+    except ValueError as e:
+        tb = e.__traceback__
+    for t, names in ((types.FunctionType, ('__globals__', '__builtins__', '__closure__')),
+                     (type(frame), ('f_back', 'f_globals', 'f_builtins', 'f_locals')),
+                     (type(gen()), ('gi_frame',)), (type(c), ('cr_frame',)),
+                     (type(agen()), ('ag_frame',)), (type(tb), ('tb_frame',)),
+                     (types.BuiltinFunctionType, ('__self__',))):
+        for n in names:
+            _settype(t, n)
+    c.close()
+    _fmt, _fmt_map = str.format, str.format_map
+
+    def format(self, /, *args, **kwargs):
+        bad = _format_bad(str.__str__(self))
+        if bad:
+            _refuse("format string reads attribute '%s', which is not allowed" % bad)
+        return _fmt(self, *args, **kwargs)
+
+    def format_map(self, mapping, /):
+        bad = _format_bad(str.__str__(self))
+        if bad:
+            _refuse("format string reads attribute '%s', which is not allowed" % bad)
+        return _fmt_map(self, mapping)
+    _settype(str, 'format', format)
+    _settype(str, 'format_map', format_map)
+    for k in REAL_REMOVE:
+        builtins.__dict__.pop(k, None)
+    for k in REAL_GATE:
+        builtins.__dict__[k] = _gate(builtins.__dict__[k], k)
+
+
+def init():
+    global _seed
+    _build_facades()
+    _seed = sys.modules['random'].seed
+    sys.stdout, sys.stderr = _Stream(0), _Stream(1)
+    sys.__stdout__, sys.__stderr__, sys.stdin = sys.stdout, sys.stderr, None
+    b = _snippet_builtins()
+    _lock_types()
+    return b
+
+
+_seed = None
+
+
+def reseed(n):
+    _seed(n)
