@@ -13,63 +13,10 @@
 #include <sys/wait.h>
 
 #include "lockdown.h"
+#include "utf8.h"
 
 #define MAX_TEXT (64u << 10) /* message, traceback */
 #define MAX_TYPE 256u
-
-/* ---- UTF-8 ----------------------------------------------------------------- */
-
-/* Length of the valid UTF-8 sequence at s (RFC 3629), or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	unsigned c = s[0];
-	size_t len;
-	unsigned min;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4, min = 0x10000;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	unsigned cp = c & (0x3f >> (len - 1));
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
-char *tp_utf8_repair(const char *s, size_t n, size_t *out_len)
-{
-	char *out = malloc(3 * n + 1); /* each bad byte becomes 3 bytes */
-	size_t o = 0;
-	if (out == NULL)
-		return NULL;
-	for (size_t i = 0; i < n;) {
-		size_t k = utf8_seq((const unsigned char *)s + i, n - i);
-		if (k == 0) {
-			memcpy(out + o, "\xef\xbf\xbd", 3);
-			o += 3;
-			i++;
-		} else {
-			memcpy(out + o, s + i, k);
-			o += k;
-			i += k;
-		}
-	}
-	out[o] = '\0';
-	*out_len = o;
-	return out;
-}
 
 /* ---- checking a worker reply ---------------------------------------------- */
 
@@ -211,11 +158,8 @@ int tp_result_check_reply(const char *buf, size_t len, const struct tp_limits *l
 
 static json_t *text_json(const char *s, size_t n)
 {
-	size_t len;
-	char *fixed = tp_utf8_repair(s, n, &len);
-	json_t *j = fixed ? json_stringn(fixed, len) : json_string("");
-	free(fixed);
-	return j;
+	json_t *j = tp_utf8_json(s, n);
+	return j ? j : json_string("");
 }
 
 static json_t *limit_json(const char *name, uint64_t limit, uint64_t used)

@@ -36,7 +36,5 @@ size_t tp_result_max_frame(const struct tp_limits *lim);
 int tp_result_check_reply(const char *buf, size_t len, const struct tp_limits *lim,
 			  json_t **out, char *err, size_t errlen);
 json_t *tp_result_build(const struct tp_outcome *o);
-/* Replaces invalid UTF-8 with U+FFFD; returns a malloc'd string of *out_len bytes. */
-char *tp_utf8_repair(const char *s, size_t n, size_t *out_len);
 
 #endif

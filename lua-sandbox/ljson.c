@@ -6,6 +6,8 @@
  */
 #include "ljson.h"
 
+#include "utf8.h"
+
 #include <lauxlib.h>
 #include <math.h>
 #include <stdio.h>
@@ -14,81 +16,6 @@
 
 #define MAX_PATH 256 /* tables on the current path; caps->depth is clamped below it */
 
-/* ---- UTF-8 ----------------------------------------------------------------- */
-
-/* Length of the valid UTF-8 sequence at s, or 0 when s[0] does not begin one. */
-static size_t seq_len(const unsigned char *s, size_t n)
-{
-	unsigned c = s[0];
-	size_t len;
-	uint32_t cp, min;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xC2 && c <= 0xDF)
-		len = 2, cp = c & 0x1F, min = 0x80;
-	else if ((c & 0xF0) == 0xE0)
-		len = 3, cp = c & 0x0F, min = 0x800;
-	else if (c >= 0xF0 && c <= 0xF4)
-		len = 4, cp = c & 0x07, min = 0x10000;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3F);
-	}
-	/* Overlong forms, surrogates and values past U+10FFFF are not UTF-8. */
-	if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-		return 0;
-	return len;
-}
-
-static int utf8_valid(const char *s, size_t n)
-{
-	const unsigned char *p = (const unsigned char *)s;
-
-	for (size_t i = 0, k; i < n; i += k)
-		if ((k = seq_len(p + i, n - i)) == 0)
-			return 0;
-	return 1;
-}
-
-size_t tp_ljson_utf8_fix(const char *s, size_t n, char *out)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t o = 0;
-
-	for (size_t i = 0; i < n;) {
-		size_t k = seq_len(p + i, n - i);
-		if (k == 0) {
-			memcpy(out + o, "\xEF\xBF\xBD", 3); /* U+FFFD */
-			o += 3, i += 1;
-		} else {
-			memcpy(out + o, s + i, k);
-			o += k, i += k;
-		}
-	}
-	return o;
-}
-
-json_t *tp_ljson_string(const char *s, size_t n)
-{
-	json_t *v;
-	char *buf;
-
-	if (utf8_valid(s, n))
-		return json_stringn(s, n);
-	buf = malloc(3 * n);
-	if (buf == NULL)
-		return NULL;
-	v = json_stringn(buf, tp_ljson_utf8_fix(s, n, buf));
-	free(buf);
-	return v;
-}
-
 /* Bytes of the compact JSON text of s once repaired, quotes included. */
 static uint64_t string_bytes(const char *s, size_t n)
 {
@@ -96,7 +23,7 @@ static uint64_t string_bytes(const char *s, size_t n)
 	uint64_t b = 2;
 
 	for (size_t i = 0, k; i < n; i += k) {
-		k = seq_len(p + i, n - i);
+		k = tp_utf8_seq_len(p + i, n - i);
 		if (k == 0)
 			b += 3, k = 1;
 		else if (p[i] == '"' || p[i] == '\\')
@@ -141,14 +68,14 @@ static int set_key(json_t *obj, const char *key, size_t klen, json_t *v)
 	char *buf;
 	int rc;
 
-	if (utf8_valid(key, klen))
+	if (tp_utf8_valid(key, klen))
 		return json_object_setn_new(obj, key, klen, v);
 	buf = malloc(3 * klen);
 	if (buf == NULL) {
 		json_decref(v);
 		return -1;
 	}
-	rc = json_object_setn_new(obj, buf, tp_ljson_utf8_fix(key, klen, buf), v);
+	rc = json_object_setn_new(obj, buf, tp_utf8_fix(key, klen, buf), v);
 	free(buf);
 	return rc;
 }
@@ -322,7 +249,7 @@ static int conv_value(lua_State *L, struct conv *c, int idx, uint64_t depth, jso
 		s = lua_tolstring(L, idx, &n);
 		if (add_bytes(c, string_bytes(s, n)))
 			return -1;
-		attach(L, c, parent, key, klen, tp_ljson_string(s, n));
+		attach(L, c, parent, key, klen, tp_utf8_json(s, n));
 		return 0;
 	default: /* functions, threads, userdata: their type name, never an address */
 		snprintf(buf, sizeof buf, "<%s>", lua_typename(L, lua_type(L, idx)));

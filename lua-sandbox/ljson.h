@@ -7,21 +7,11 @@
  *      It pops them, converts inside a protected call and fills out.
  *   2. JSON -> Lua: tp_ljson_push(L, v, max_depth) inside a protected call; it
  *      raises a Lua error ("input nested deeper than N") or a memory error.
- *   3. tp_ljson_string() makes a JSON string of any bytes (invalid UTF-8 -> U+FFFD).
+ *   3. Strings go through host/utf8.h: invalid UTF-8 becomes U+FFFD.
  */
 #ifndef TP_LJSON_H
 #define TP_LJSON_H
 
-/* The Makefile's -Ihost makes <limits.h> name host/limits.h, hiding the C
- * library's from luaconf.h (it then refuses to build). Until the Makefile uses
- * -iquote, give luaconf.h the limits it reads, from the compiler's own macros. */
-#ifndef INT_MAX
-#define INT_MAX __INT_MAX__
-#define UINT_MAX (INT_MAX * 2U + 1U)
-#define LLONG_MAX __LONG_LONG_MAX__
-#define LLONG_MIN (-LLONG_MAX - 1LL)
-#define ULLONG_MAX (LLONG_MAX * 2ULL + 1ULL)
-#endif
 #include <jansson.h>
 #include <lua.h>
 #include <stddef.h>
@@ -54,11 +44,5 @@ void tp_ljson_from_lua(lua_State *L, int n, const struct tp_ljson_caps *caps, st
 /* Pushes the Lua form of v: null -> nil, arrays -> tables 1..n, objects -> tables. */
 void tp_ljson_push(lua_State *L, const json_t *v, uint64_t max_depth);
 
-/* A JSON string of n bytes (NUL allowed); each byte that does not begin a valid
- * UTF-8 sequence becomes U+FFFD. NULL only when out of C memory. */
-json_t *tp_ljson_string(const char *s, size_t n);
-
-/* Bytes s[0..n) repaired into out (room for 3*n bytes); returns the new length. */
-size_t tp_ljson_utf8_fix(const char *s, size_t n, char *out);
 
 #endif

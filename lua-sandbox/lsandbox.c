@@ -7,7 +7,7 @@
  */
 #include "lsandbox.h"
 
-#include "lenv.h" /* first of the Lua headers: see ljson.h */
+#include "lenv.h"
 
 #include <errno.h>
 #include <lauxlib.h>
@@ -22,6 +22,7 @@
 
 #include "lalloc.h"
 #include "ljson.h"
+#include "utf8.h"
 #include "lockdown.h"
 
 #define HOOK_ALL (LUA_MASKCOUNT | LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE)
@@ -403,8 +404,8 @@ static json_t *capped_string(const char *s, size_t n)
 {
 	char tail[64];
 	if (n <= MAX_ERROR_TEXT)
-		return tp_ljson_string(s, n);
-	json_t *j = tp_ljson_string(s, MAX_ERROR_TEXT);
+		return tp_utf8_json(s, n);
+	json_t *j = tp_utf8_json(s, MAX_ERROR_TEXT);
 	snprintf(tail, sizeof tail, "... (%zu bytes cut)", n - MAX_ERROR_TEXT);
 	if (j != NULL) {
 		char *joined = NULL;

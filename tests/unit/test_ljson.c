@@ -2,7 +2,8 @@
  * test_ljson.c — every conversion rule between Lua values and JSON, both ways,
  * with the depth and size caps, cycles, UTF-8 repair and NUL bytes.
  */
-#include "ljson.h" /* first: lets luaconf.h build under -Ihost */
+#include "ljson.h"
+#include "utf8.h" /* first: lets luaconf.h build under -Ihost */
 
 #include <lauxlib.h>
 #include <lualib.h>
@@ -169,12 +170,12 @@ static void test_strings(void)
 {
 	char buf[32];
 
-	CHECK_EQ_INT(tp_ljson_utf8_fix("ab", 2, buf), 2);
-	CHECK_EQ_INT(tp_ljson_utf8_fix("\xc0\xaf", 2, buf), 6); /* overlong: two bytes, two U+FFFD */
+	CHECK_EQ_INT(tp_utf8_fix("ab", 2, buf), 2);
+	CHECK_EQ_INT(tp_utf8_fix("\xc0\xaf", 2, buf), 6); /* overlong: two bytes, two U+FFFD */
 	CHECK(memcmp(buf, "\xef\xbf\xbd\xef\xbf\xbd", 6) == 0);
-	CHECK_EQ_INT(tp_ljson_utf8_fix("\xf4\x90\x80\x80", 4, buf), 12); /* past U+10FFFF */
-	CHECK_EQ_INT(tp_ljson_utf8_fix("\xf0\x9f\x98\x80", 4, buf), 4);  /* U+1F600 is fine */
-	json_t *s = tp_ljson_string("\xff", 1);
+	CHECK_EQ_INT(tp_utf8_fix("\xf4\x90\x80\x80", 4, buf), 12); /* past U+10FFFF */
+	CHECK_EQ_INT(tp_utf8_fix("\xf0\x9f\x98\x80", 4, buf), 4);  /* U+1F600 is fine */
+	json_t *s = tp_utf8_json("\xff", 1);
 	CHECK_EQ_STR(json_string_value(s), "\xef\xbf\xbd");
 	json_decref(s);
 }

@@ -10,6 +10,7 @@
 #include "lockdown.h"
 #include "proto.h"
 #include "result.h"
+#include "utf8.h"
 #include "tap.h"
 
 static void feed(struct tp_linebuf *lb, const char *s)
@@ -284,11 +285,11 @@ static void test_build(void)
 
 static void test_utf8(void)
 {
-	size_t n;
-	char *s = tp_utf8_repair("a\xc3\xa9\xed\xa0\x80\xf0\x9f\x98\x80\xc0\xaf", 12, &n);
+	json_t *j = tp_utf8_json("a\xc3\xa9\xed\xa0\x80\xf0\x9f\x98\x80\xc0\xaf", 12);
+	const char *s = json_string_value(j);
 	/* é kept, a surrogate (3 bytes) and an overlong (2 bytes) become U+FFFD each byte. */
 	CHECK_EQ_STR(s, "a\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xf0\x9f\x98\x80\xef\xbf\xbd\xef\xbf\xbd");
-	free(s);
+	json_decref(j);
 }
 
 int main(void)

@@ -1,0 +1,76 @@
+/*
+ * utf8.c — the one UTF-8 decoder: stdout/stderr text, returned strings, table
+ * keys and error messages all go through it before they become JSON.
+ */
+#include "utf8.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t tp_utf8_seq_len(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0];
+	size_t len;
+	uint32_t cp, min;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		len = 2, cp = c & 0x1F, min = 0x80;
+	else if ((c & 0xF0) == 0xE0)
+		len = 3, cp = c & 0x0F, min = 0x800;
+	else if (c >= 0xF0 && c <= 0xF4)
+		len = 4, cp = c & 0x07, min = 0x10000;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3F);
+	}
+	/* Overlong forms, surrogates and values past U+10FFFF are not UTF-8. */
+	if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return len;
+}
+
+int tp_utf8_valid(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	for (size_t i = 0, k; i < n; i += k)
+		if ((k = tp_utf8_seq_len(p + i, n - i)) == 0)
+			return 0;
+	return 1;
+}
+
+size_t tp_utf8_fix(const char *s, size_t n, char *out)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t o = 0;
+	for (size_t i = 0; i < n;) {
+		size_t k = tp_utf8_seq_len(p + i, n - i);
+		if (k == 0) {
+			memcpy(out + o, "\xEF\xBF\xBD", 3); /* U+FFFD */
+			o += 3, i += 1;
+		} else {
+			memcpy(out + o, s + i, k);
+			o += k, i += k;
+		}
+	}
+	return o;
+}
+
+json_t *tp_utf8_json(const char *s, size_t n)
+{
+	if (tp_utf8_valid(s, n))
+		return json_stringn(s, n);
+	char *buf = malloc(3 * n);
+	if (buf == NULL)
+		return NULL;
+	json_t *v = json_stringn(buf, tp_utf8_fix(s, n, buf));
+	free(buf);
+	return v;
+}

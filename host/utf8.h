@@ -1,0 +1,20 @@
+/*
+ * utf8.h — UTF-8 validation and repair (RFC 3629), shared by every layer that
+ * turns untrusted bytes into JSON text. Each byte that does not begin a valid
+ * sequence (overlong forms, surrogates, past U+10FFFF, truncated) becomes U+FFFD.
+ */
+#ifndef TP_UTF8_H
+#define TP_UTF8_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* Length of the valid sequence at s, or 0 when s[0] does not begin one. */
+size_t tp_utf8_seq_len(const unsigned char *s, size_t n);
+int tp_utf8_valid(const char *s, size_t n);
+/* Writes the repaired bytes to out (room for 3 * n); returns their length. */
+size_t tp_utf8_fix(const char *s, size_t n, char *out);
+/* A JSON string of n bytes (NUL allowed), repaired; NULL when out of memory. */
+json_t *tp_utf8_json(const char *s, size_t n);
+
+#endif
