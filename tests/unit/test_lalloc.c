@@ -2,7 +2,7 @@
  * test_lalloc.c — exact accounting of the counting lua_Alloc, then a real
  * lua_State on it: a string.rep bomb must end in LUA_ERRMEM with the counters right.
  */
-#include "ljson.h" /* first: lets luaconf.h build under -Ihost */
+#include "ljson.h"
 
 #include <lauxlib.h>
 #include <lualib.h>
