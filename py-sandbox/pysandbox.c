@@ -174,8 +174,10 @@ static int pending_raise(void *arg)
 static int trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
 	(void)obj, (void)frame, (void)arg;
+	/* Not on exception or return events: an error is already unwinding, and
+	 * replacing it there would drop its traceback. */
 	if (g_verdict)
-		return g_running ? raise_verdict() : 0;
+		return g_running && (what == PyTrace_LINE || what == PyTrace_CALL) ? raise_verdict() : 0;
 	if (what != PyTrace_LINE || g_lim.instructions == 0)
 		return 0;
 	if (g_count >= g_lim.instructions) {

@@ -98,6 +98,9 @@ def _check(tree):
             if node.id.startswith('__') and node.id.endswith('__') \
                     and node.id not in NAME_DUNDER_OK:
                 _refuse("name '%s' is not allowed" % node.id, line)
+        elif isinstance(node, ast.alias):
+            if node.name.startswith('__') or (node.asname or '').startswith('__'):
+                _refuse("import name '%s' is not allowed" % node.name, line)
         elif isinstance(node, ast.MatchClass):
             for a in node.kwd_attrs:
                 if _attr_bad(a):
@@ -159,6 +162,11 @@ def __import__(name, globals=None, locals=None, fromlist=(), level=0):
     if type(name) is not str:
         raise TypeError('module name must be str')
     f = FACADES.get(name)
+    if f is None and type(fromlist) is list and name in sys.modules:
+        # PyImport_Import() from C (datetime's strptime) passes a list; the
+        # import statement passes None or a tuple, and the name __import__ is
+        # refused by the AST check, so a snippet cannot take this path.
+        return sys.modules[name]
     if f is None:
         _refuse("import of module '%s' is not allowed (allowed: %s)"
                 % (name, ', '.join(ALLOWED)))
