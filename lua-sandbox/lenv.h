@@ -11,7 +11,7 @@
 #ifndef TP_LENV_H
 #define TP_LENV_H
 
-#include "ljson.h" /* first: it lets luaconf.h build under -Ihost */
+#include "ljson.h"
 
 #include <lua.h>
 

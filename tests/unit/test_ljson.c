@@ -3,7 +3,7 @@
  * with the depth and size caps, cycles, UTF-8 repair and NUL bytes.
  */
 #include "ljson.h"
-#include "utf8.h" /* first: lets luaconf.h build under -Ihost */
+#include "utf8.h"
 
 #include <lauxlib.h>
 #include <lualib.h>
