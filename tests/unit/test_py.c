@@ -1,0 +1,439 @@
+/*
+ * test_py.c — the Python layer end to end: each case forks a worker from a state
+ * built once by tp_py_zygote_init(), runs one exec, and sends the reply back as
+ * JSON text through a pipe; output and the sticky verdict come through shared memory.
+ */
+#include "pysandbox.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tap.h"
+
+#define AREA (64u << 10)
+
+static struct tp_shm *shm;
+
+struct run {
+	json_t *reply; /* NULL when the worker sent none */
+	int exit_code; /* -1 when killed by a signal */
+	char out[AREA + 1], err[AREA + 1];
+};
+
+static struct tp_limits limits(void)
+{
+	return (struct tp_limits){ .memory_bytes = 16u << 20, .instructions = 0, .cpu_ms = 5000,
+				   .wall_ms = 0, .output_bytes = 32u << 10, .result_bytes = 1u << 20,
+				   .result_depth = 64 };
+}
+
+static void child(const struct tp_exec_req *req, uint64_t entropy, int fd)
+{
+	tp_py_worker_init(entropy);
+	json_t *r = tp_py_exec(req, shm);
+	char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
+	for (size_t off = 0, n = s ? strlen(s) : 0; off < n;) {
+		ssize_t k = write(fd, s + off, n - off);
+		if (k <= 0)
+			break;
+		off += (size_t)k;
+	}
+	_exit(0);
+}
+
+static char buf[4u << 20];
+
+static void run_req(struct run *r, const struct tp_exec_req *req, uint64_t entropy)
+{
+	int fds[2], st;
+	size_t len = 0;
+	ssize_t k;
+
+	tp_shm_init(shm, AREA);
+	if (pipe(fds) != 0)
+		abort();
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		child(req, entropy, fds[1]);
+	}
+	close(fds[1]);
+	while ((k = read(fds[0], buf + len, sizeof buf - 1 - len)) > 0)
+		len += (size_t)k;
+	close(fds[0]);
+	waitpid(pid, &st, 0);
+	buf[len] = '\0';
+	r->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	r->reply = len ? json_loads(buf, 0, NULL) : NULL;
+	struct tp_shm_view v;
+	tp_shm_snapshot(shm, AREA, &v);
+	memcpy(r->out, v.out[0], v.len[0]);
+	r->out[v.len[0]] = '\0';
+	memcpy(r->err, v.out[1], v.len[1]);
+	r->err[v.len[1]] = '\0';
+}
+
+static struct run R;
+
+static json_t *run_lim(const char *code, struct tp_limits lim)
+{
+	struct tp_exec_req req = { .code = code, .code_len = strlen(code), .limits = lim };
+
+	json_decref(R.reply);
+	run_req(&R, &req, 12345);
+	if (R.reply == NULL)
+		fprintf(stderr, "no reply for: %s (exit %d)\n", code, R.exit_code);
+	return R.reply;
+}
+
+static json_t *run(const char *code)
+{
+	return run_lim(code, limits());
+}
+
+static const char *err_s(const char *field)
+{
+	return json_string_value(json_object_get(json_object_get(R.reply, "error"), field));
+}
+
+static long long err_i(const char *field)
+{
+	return json_integer_value(json_object_get(json_object_get(R.reply, "error"), field));
+}
+
+static const char *lim_s(const char *field)
+{
+	json_t *l = json_object_get(json_object_get(R.reply, "error"), "limit");
+	return json_string_value(json_object_get(l, field));
+}
+
+static long long lim_i(const char *field)
+{
+	json_t *l = json_object_get(json_object_get(R.reply, "error"), "limit");
+	return json_integer_value(json_object_get(l, field));
+}
+
+static json_t *value(void)
+{
+	return json_object_get(R.reply, "value");
+}
+
+static char *value_text(void)
+{
+	static char text[4096];
+	char *s = json_dumps(value(), JSON_COMPACT | JSON_ENCODE_ANY);
+	snprintf(text, sizeof text, "%s", s ? s : "(none)");
+	free(s);
+	return text;
+}
+
+static long long usage_i(const char *field)
+{
+	return json_integer_value(json_object_get(json_object_get(R.reply, "usage"), field));
+}
+
+static void test_ok(void)
+{
+	run("print('hi')\n1+1");
+	CHECK(json_is_true(json_object_get(R.reply, "ok")));
+	CHECK_EQ_INT(json_integer_value(value()), 2);
+	CHECK_EQ_STR(R.out, "hi\n");
+	CHECK(json_is_null(json_object_get(R.reply, "error")));
+	run("x = 5");
+	CHECK(json_is_null(value()));
+	run("x"); /* a new worker: x from the last exec is gone */
+	CHECK_EQ_STR(err_s("kind"), "runtime_error");
+	CHECK_EQ_STR(err_s("type"), "NameError");
+	run("print(1, 'a', None, True, sep='-', end='!')\n[1, 'a', None, (2.5,)]");
+	CHECK_EQ_STR(R.out, "1-a-None-True!");
+	CHECK_EQ_STR(value_text(), "[1,\"a\",null,[2.5]]");
+	run("{'a': 1, 2: 'b', None: 3, True: 4}");
+	CHECK_EQ_STR(value_text(), "{\"a\":1,\"2\":\"b\",\"null\":3,\"true\":4}");
+	run("'c\\udcff'");
+	CHECK_EQ_STR(value_text(), "\"c\xef\xbf\xbd\"");
+	run("import sys");
+	CHECK_EQ_STR(err_s("kind"), "policy_violation");
+	run("from dataclasses import dataclass\nimport collections, json\n@dataclass\nclass P:\n"
+	    "    x: int\n    y: int = 2\nQ = collections.namedtuple('Q', 'a b')\n"
+	    "json.dumps([P(1).y, Q(1, 2)])");
+	CHECK_EQ_STR(json_string_value(value()), "[2, [1, 2]]");
+	run("import datetime\ndatetime.datetime.strptime('2020', '%Y').year");
+	CHECK_EQ_INT(json_integer_value(value()), 2020);
+}
+
+static void test_repr(void)
+{
+	run("{1, 2}");
+	CHECK_EQ_STR(json_string_value(value()), "{1, 2}");
+	CHECK(json_is_true(json_object_get(R.reply, "value_repr")));
+	run("2**100");
+	CHECK_EQ_STR(json_string_value(value()), "1267650600228229401496703205376");
+	CHECK(json_is_true(json_object_get(R.reply, "value_repr")));
+	run("[1]");
+	CHECK(json_object_get(R.reply, "value_repr") == NULL);
+	struct tp_limits l = limits();
+	l.result_bytes = 50;
+	run_lim("set(range(1000))", l);
+	CHECK(json_is_true(json_object_get(R.reply, "value_repr")));
+	CHECK(strlen(json_string_value(value())) <= 48);
+	run("class A:\n    def __repr__(self):\n        raise ValueError('no')\nA()");
+	CHECK_EQ_STR(err_s("kind"), "runtime_error");
+	CHECK_EQ_STR(err_s("type"), "ValueError");
+}
+
+static void test_errors(void)
+{
+	run("x = = 1");
+	CHECK_EQ_STR(err_s("kind"), "syntax_error");
+	CHECK_EQ_STR(err_s("type"), "SyntaxError");
+	CHECK_EQ_INT(err_i("line"), 1);
+	run("\n\nif x\n");
+	CHECK_EQ_STR(err_s("kind"), "syntax_error");
+	CHECK_EQ_INT(err_i("line"), 3);
+	run("def f():\n    return 1 / 0\n\nf()");
+	CHECK_EQ_STR(err_s("kind"), "runtime_error");
+	CHECK_EQ_STR(err_s("type"), "ZeroDivisionError");
+	CHECK_EQ_STR(err_s("message"), "division by zero");
+	CHECK_EQ_INT(err_i("line"), 2);
+	CHECK_EQ_STR(err_s("traceback"),
+		     "Traceback (most recent call last):\n  File \"<snippet>\", line 4, in <module>\n"
+		     "    f()\n  File \"<snippet>\", line 2, in f\n    return 1 / 0\n"
+		     "ZeroDivisionError: division by zero");
+	run("import json\njson.loads('{')");
+	CHECK_EQ_STR(err_s("type"), "JSONDecodeError");
+	CHECK(strstr(err_s("traceback"), "json/") == NULL); /* the snippet's frames only */
+	run("raise MemoryError('memory_limit')");
+	CHECK_EQ_STR(err_s("kind"), "runtime_error"); /* the C flag decides, not the type */
+	CHECK_EQ_STR(err_s("type"), "MemoryError");
+	run("def f(): f()\nf()");
+	CHECK_EQ_STR(err_s("type"), "RecursionError");
+	CHECK(strlen(err_s("traceback")) < 10000);
+}
+
+static const char *const refused[][2] = {
+	{ "import os", "import of module 'os' is not allowed" },
+	{ "().__class__.__base__.__subclasses__()", "attribute '__subclasses__' is not allowed" },
+	{ "(lambda: 0).__globals__", "attribute '__globals__' is not allowed" },
+	{ "print.__self__", "attribute '__self__' is not allowed" },
+	{ "getattr(print, '__se' + 'lf__')", "attribute '__self__' is not allowed" },
+	{ "'{0.__class__}'.format(1)", "format string reads attribute '__class__', which is not allowed" },
+	{ "f = '{0._' + '_class__}'\nf.format(1)", "format string reads attribute '__class__', which is not allowed" },
+	{ "def g(): yield\ng().gi_frame", "attribute 'gi_frame' is not allowed" },
+	{ "__builtins__", "name '__builtins__' is not allowed" },
+	{ "import operator\noperator.attrgetter('__globals__')", "attribute '__globals__' is not allowed" },
+};
+
+static void test_policy(void)
+{
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		run(refused[i][0]);
+		CHECK_EQ_STR(err_s("kind"), "policy_violation");
+		CHECK_EQ_STR(err_s("type"), "PolicyViolation");
+		if (strcmp(err_s("kind") ? err_s("kind") : "", "policy_violation") != 0)
+			fprintf(stderr, "  case: %s\n", refused[i][0]);
+		else if (i + 1 < sizeof refused / sizeof refused[0])
+			CHECK(strncmp(err_s("message"), refused[i][1], strlen(refused[i][1])) == 0);
+	}
+	/* Refusals are sticky: catching them does not help. */
+	run("try:\n    import os\nexcept BaseException:\n    pass\n1");
+	CHECK_EQ_STR(err_s("kind"), "policy_violation");
+	run("import random\nrandom._os");
+	CHECK_EQ_STR(err_s("type"), "AttributeError");
+	run("import json\njson.codecs");
+	CHECK_EQ_STR(err_s("type"), "AttributeError"); /* facades carry no modules */
+	run("ｏｐｅｎ('/etc/passwd')");
+	CHECK_EQ_STR(err_s("type"), "NameError");
+	run("exec('1')");
+	CHECK_EQ_STR(err_s("type"), "NameError");
+}
+
+static void test_memory(void)
+{
+	struct tp_limits l = limits();
+
+	l.memory_bytes = 4u << 20;
+	run_lim("s = 'x' * (1 << 30)", l);
+	CHECK_EQ_STR(err_s("kind"), "memory_limit");
+	CHECK_EQ_STR(err_s("type"), "limit");
+	CHECK_EQ_STR(err_s("message"), "memory limit exceeded");
+	CHECK_EQ_STR(lim_s("name"), "memory_bytes");
+	CHECK_EQ_INT(lim_i("limit"), 4u << 20);
+	CHECK(lim_i("used") > (1 << 30));
+	run_lim("t = []\nwhile True: t.append(str(len(t)))", l);
+	CHECK_EQ_STR(err_s("kind"), "memory_limit");
+	CHECK(usage_i("memory_peak_bytes") <= (4 << 20));
+	CHECK(usage_i("memory_peak_bytes") > (3 << 20));
+	run_lim("try:\n    s = 'x' * (1 << 30)\nexcept MemoryError:\n    pass\n1", l);
+	CHECK_EQ_STR(err_s("kind"), "memory_limit");
+}
+
+static const char *const swallow[] = {
+	"x = 0\nwhile True: x += 1",
+	"x = 0\nwhile True:\n    try:\n        while True: x += 1\n    except BaseException: pass",
+	"def f():\n    x = 0\n    while True: x += 1\nwhile True:\n    try: f()\n    except BaseException: pass",
+	"class C:\n    def __enter__(self): return self\n    def __exit__(self, *a): return True\n"
+	"x = 0\nwhile True:\n    with C():\n        while True: x += 1",
+};
+
+static void test_instructions(void)
+{
+	struct tp_limits l = limits();
+
+	l.instructions = 1000;
+	run_lim("x = 0\nwhile True: x += 1", l);
+	CHECK_EQ_STR(err_s("kind"), "instruction_limit");
+	CHECK_EQ_STR(lim_s("name"), "instructions");
+	CHECK_EQ_INT(lim_i("limit"), 1000);
+	CHECK_EQ_INT(lim_i("used"), 1000);
+	CHECK_EQ_INT(usage_i("instructions"), 1000);
+	CHECK_EQ_INT(err_i("line"), 2);
+	l.instructions = 100000;
+	for (size_t i = 0; i < sizeof swallow / sizeof swallow[0]; i++) {
+		run_lim(swallow[i], l);
+		CHECK_EQ_STR(err_s("kind"), "instruction_limit");
+		CHECK_EQ_INT(lim_i("used"), 100000);
+	}
+	run_lim("n = 0\nfor i in range(10):\n    n += i\nn", l);
+	CHECK_EQ_INT(json_integer_value(value()), 45);
+	CHECK_EQ_INT(usage_i("instructions"), 23);
+}
+
+static void test_cpu(void)
+{
+	struct tp_limits l = limits();
+
+	l.cpu_ms = 100;
+	run_lim("while True:\n    try:\n        while True: pass\n    except BaseException: pass", l);
+	CHECK_EQ_STR(err_s("kind"), "cpu_limit");
+	CHECK_EQ_STR(lim_s("name"), "cpu_ms");
+	CHECK(lim_i("used") >= 100);
+	for (size_t i = 0; i < sizeof swallow / sizeof swallow[0]; i++) {
+		run_lim(swallow[i], l);
+		CHECK_EQ_STR(err_s("kind"), "cpu_limit");
+	}
+	/* Stuck inside one C call: the grace period ends the worker, output kept. */
+	run_lim("print('before')\n10**10**8", l);
+	CHECK(R.reply == NULL);
+	CHECK_EQ_INT(R.exit_code, 158);
+	CHECK_EQ_INT(shm->tripped, TP_KIND_CPU_LIMIT);
+	CHECK_EQ_STR(R.out, "before\n");
+	run_lim("import re\nre.match('(a+)+$', 'a' * 40 + 'b')", l);
+	CHECK_EQ_INT(R.exit_code, 158);
+}
+
+static void test_output(void)
+{
+	struct tp_limits l = limits();
+
+	l.output_bytes = 100;
+	run_lim("while True: print('abcdefg', end='')", l);
+	CHECK_EQ_STR(err_s("kind"), "output_limit");
+	CHECK_EQ_STR(lim_s("name"), "output_bytes");
+	CHECK_EQ_INT(lim_i("limit"), 100);
+	CHECK_EQ_INT(lim_i("used"), 105);
+	CHECK_EQ_INT(strlen(R.out), 100);
+	run_lim("while True:\n    try: print('flood')\n    except BaseException: pass", l);
+	CHECK_EQ_STR(err_s("kind"), "output_limit");
+	run("import pprint\npprint.pprint({'a': 1})");
+	CHECK_EQ_STR(R.out, "{'a': 1}\n");
+}
+
+static void test_result(void)
+{
+	struct tp_limits l = limits();
+
+	l.result_depth = 5;
+	run_lim("t = []\nc = t\nfor i in range(10):\n    c.append([])\n    c = c[0]\nt", l);
+	CHECK_EQ_STR(err_s("kind"), "output_limit");
+	CHECK_EQ_STR(lim_s("name"), "result_depth");
+	CHECK_EQ_INT(lim_i("limit"), 5);
+	CHECK_EQ_INT(lim_i("used"), 6);
+	run_lim("[[[[[1]]]]]", l);
+	CHECK_EQ_STR(value_text(), "[[[[[1]]]]]");
+	l = limits();
+	l.result_bytes = 100;
+	run_lim("'x' * 1000", l);
+	CHECK_EQ_STR(err_s("kind"), "output_limit");
+	CHECK_EQ_STR(lim_s("name"), "result_bytes");
+	CHECK_EQ_INT(lim_i("used"), 1002);
+	run("t = []\nt.append(t)\nt");
+	CHECK_EQ_STR(err_s("type"), "result_error");
+	CHECK_EQ_STR(err_s("message"), "cycle in returned value");
+}
+
+static void test_crash(void)
+{
+	run("class X:\n    def __index__(self):\n        ba.clear()\n        return 0\n"
+	    "ba = bytearray(2 ** 22)\nba.count(X())");
+	CHECK(R.reply == NULL);
+	CHECK_EQ_INT(R.exit_code, -1); /* SIGSEGV reaches the host as a signal */
+}
+
+static void test_inputs_and_seed(void)
+{
+	struct tp_exec_req req = { .code = "[x, y[2]['z'], n is None]", .limits = limits() };
+	json_t *in = json_loads("{\"x\": 1.5, \"y\": [1, null, {\"z\": \"w\"}], \"n\": null}", 0,
+				NULL);
+
+	req.code_len = strlen(req.code);
+	req.inputs = in;
+	json_decref(R.reply);
+	run_req(&R, &req, 1);
+	CHECK_EQ_STR(value_text(), "[1.5,\"w\",true]");
+	req.limits.result_depth = 1;
+	json_decref(R.reply);
+	run_req(&R, &req, 1);
+	CHECK_EQ_STR(err_s("kind"), "runtime_error");
+	CHECK_EQ_STR(err_s("type"), "input_error");
+	json_decref(in);
+
+	char a[256], b[256];
+	req = (struct tp_exec_req){ .code = "import random\n[random.random(), random.randrange(10**9)]",
+				    .limits = limits(), .has_seed = 1, .seed = 42 };
+	req.code_len = strlen(req.code);
+	json_decref(R.reply);
+	run_req(&R, &req, 1);
+	snprintf(a, sizeof a, "%s", value_text());
+	json_decref(R.reply);
+	run_req(&R, &req, 2);
+	snprintf(b, sizeof b, "%s", value_text());
+	CHECK_EQ_STR(a, b);
+	req.has_seed = 0;
+	json_decref(R.reply);
+	run_req(&R, &req, 1);
+	snprintf(a, sizeof a, "%s", value_text());
+	json_decref(R.reply);
+	run_req(&R, &req, 2);
+	snprintf(b, sizeof b, "%s", value_text());
+	CHECK(strcmp(a, b) != 0);
+}
+
+int main(void)
+{
+	char err[256];
+
+	setenv("TZ", "UTC", 1); /* as the zygote does */
+	shm = mmap(NULL, tp_shm_size(AREA), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		   -1, 0);
+	if (shm == MAP_FAILED || tp_py_zygote_init(err, sizeof err) != 0) {
+		fprintf(stderr, "setup failed: %s\n", err);
+		return 1;
+	}
+	CHECK_EQ_STR(tp_lang_python.name, "python");
+	test_ok();
+	test_repr();
+	test_errors();
+	test_policy();
+	test_memory();
+	test_instructions();
+	test_cpu();
+	test_output();
+	test_result();
+	test_crash();
+	test_inputs_and_seed();
+	json_decref(R.reply);
+	return tp_test_done("test_py");
+}
