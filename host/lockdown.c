@@ -1,8 +1,9 @@
 /*
  * lockdown.c — the kernel layer: rlimits, fds, uid, no_new_privs, Landlock, seccomp.
- * Invariant: the seccomp program is compiled once (tp_lockdown_prepare, with
- * libseccomp) and only loaded in the worker; the worker never calls libseccomp.
- * The allowlist below is the whole policy: anything not in a table traps.
+ * Invariant: the worker policy is two stacked seccomp programs compiled once from
+ * the same tables (tp_lockdown_prepare): the zygote filter Z, inherited by every
+ * worker, and the seal W each worker loads last; the kernel's strictest-wins rule
+ * makes Z+W the worker allowlist below. Anything not in a table traps.
  */
 #include "lockdown.h"
 
@@ -11,12 +12,14 @@
 #include <grp.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -121,7 +124,7 @@ struct arg_rule {
 	int nr;
 	uint32_t action;
 	unsigned ncmp;
-	struct scmp_arg_cmp cmp[2];
+	struct scmp_arg_cmp cmp[3];
 };
 
 #define ARG(n, cmp_op, a, b) { .arg = (n), .op = (cmp_op), .datum_a = (a), .datum_b = (b) }
@@ -173,13 +176,77 @@ static const struct arg_rule arg_rules[] = {
 	{ SYS_madvise, SCMP_ACT_ALLOW, 1, { ARG(2, SCMP_CMP_EQ, MADV_PAGEOUT, 0), NOARG } },
 };
 
+/* The zygote extras: what the zygote's spawn loop and a worker's own lockdown
+ * steps still need once the zygote filter Z is installed. Z takes these rules
+ * instead of the worker's rules for the same syscalls; the seal W takes the
+ * worker's rules for exactly these syscalls and allows the rest. So Z+W is the
+ * worker policy as long as every rule here is at most as strict as the worker's
+ * (test_confine's equivalence sweep checks that). Each syscall's rules are
+ * disjoint; libseccomp takes one comparison per argument per rule. */
+#define EQ(n, v) ARG(n, SCMP_CMP_EQ, (v), 0)
+#define NE(n, v) ARG(n, SCMP_CMP_NE, (v), 0)
+#define MASKED(n, m, v) ARG(n, SCMP_CMP_MASKED_EQ, (m), (v))
+static const struct arg_rule zygote_rules[] = {
+	/* zygote: a spawn request carries two fds; the reply is the new pid. */
+	{ SYS_recvmsg, SCMP_ACT_ALLOW, 1, { EQ(2, MSG_CMSG_CLOEXEC) } },
+	{ SYS_recvmsg, EPERM_ACT, 1, { NE(2, MSG_CMSG_CLOEXEC) } },
+	{ SYS_sendto, SCMP_ACT_ALLOW, 2, { EQ(3, MSG_NOSIGNAL), EQ(4, 0) } },
+	{ SYS_sendto, EPERM_ACT, 1, { NE(3, MSG_NOSIGNAL) } },
+	{ SYS_sendto, EPERM_ACT, 1, { NE(4, 0) } },
+	/* zygote: a worker is the host's child and shares nothing (no thread, no VM). */
+	{ SYS_clone, SCMP_ACT_ALLOW, 1, { EQ(0, CLONE_PARENT | SIGCHLD) } },
+	{ SYS_clone, EPERM_ACT, 1, { NE(0, CLONE_PARENT | SIGCHLD) } },
+	/* worker: parent-death signal (again after the uid drop) and its name only. */
+	{ SYS_prctl, SCMP_ACT_ALLOW, 1, { EQ(0, PR_SET_PDEATHSIG) } },
+	{ SYS_prctl, SCMP_ACT_ALLOW, 1, { EQ(0, PR_SET_NAME) } },
+	{ SYS_prctl, EPERM_ACT, 1, { ARG(0, SCMP_CMP_LT, PR_SET_PDEATHSIG, 0) } }, /* 0 */
+	{ SYS_prctl, EPERM_ACT, 1, { MASKED(0, ~1ull, 2) } },                      /* 2..3 */
+	{ SYS_prctl, EPERM_ACT, 1, { MASKED(0, ~3ull, 4) } },                      /* 4..7 */
+	{ SYS_prctl, EPERM_ACT, 1, { MASKED(0, ~3ull, 8) } },                      /* 8..11 */
+	{ SYS_prctl, EPERM_ACT, 1, { MASKED(0, ~1ull, 12) } },                     /* 12..13 */
+	{ SYS_prctl, EPERM_ACT, 1, { EQ(0, 14) } },
+	{ SYS_prctl, EPERM_ACT, 1, { ARG(0, SCMP_CMP_GT, PR_SET_NAME, 0) } },
+	/* worker: loads the seal (another filter can only add restrictions). */
+	{ SYS_seccomp, SCMP_ACT_ALLOW, 2, { EQ(0, SECCOMP_SET_MODE_FILTER), EQ(1, 0) } },
+	{ SYS_seccomp, EPERM_ACT, 1, { NE(0, SECCOMP_SET_MODE_FILTER) } },
+	{ SYS_seccomp, EPERM_ACT, 1, { NE(1, 0) } },
+	/* worker: 0/1/2 onto the zygote's /dev/null, then every other fd closed. */
+	{ SYS_dup2, SCMP_ACT_ALLOW, 1, { ARG(1, SCMP_CMP_LE, 2, 0) } },
+	{ SYS_dup2, EPERM_ACT, 1, { ARG(1, SCMP_CMP_GT, 2, 0) } },
+	{ SYS_close_range, SCMP_ACT_ALLOW, 0, { NOARG } },
+	/* worker: its own rlimits, never another process's. */
+	{ SYS_prlimit64, SCMP_ACT_ALLOW, 1, { EQ(0, 0) } },
+	{ SYS_prlimit64, EPERM_ACT, 1, { NE(0, 0) } },
+	/* worker of a root host: down to nobody and nothing else. */
+	{ SYS_setgroups, SCMP_ACT_ALLOW, 1, { EQ(0, 0) } },
+	{ SYS_setgroups, EPERM_ACT, 1, { NE(0, 0) } },
+	{ SYS_setresgid, SCMP_ACT_ALLOW, 3, { EQ(0, NOBODY), EQ(1, NOBODY), EQ(2, NOBODY) } },
+	{ SYS_setresgid, EPERM_ACT, 1, { NE(0, NOBODY) } },
+	{ SYS_setresgid, EPERM_ACT, 1, { NE(1, NOBODY) } },
+	{ SYS_setresgid, EPERM_ACT, 1, { NE(2, NOBODY) } },
+	{ SYS_setresuid, SCMP_ACT_ALLOW, 3, { EQ(0, NOBODY), EQ(1, NOBODY), EQ(2, NOBODY) } },
+	{ SYS_setresuid, EPERM_ACT, 1, { NE(0, NOBODY) } },
+	{ SYS_setresuid, EPERM_ACT, 1, { NE(1, NOBODY) } },
+	{ SYS_setresuid, EPERM_ACT, 1, { NE(2, NOBODY) } },
+	/* worker: its own deny-all Landlock domain (no rules are ever added). */
+	{ SYS_landlock_create_ruleset, SCMP_ACT_ALLOW, 1, { EQ(2, 0) } },
+	{ SYS_landlock_create_ruleset, EPERM_ACT, 1, { NE(2, 0) } },
+	{ SYS_landlock_restrict_self, SCMP_ACT_ALLOW, 1, { EQ(1, 0) } },
+	{ SYS_landlock_restrict_self, EPERM_ACT, 1, { NE(1, 0) } },
+};
+
 /* ---- state kept from prepare to apply (and for the SIGSYS handler) ------- */
 
-static struct sock_filter bpf_insns[BPF_MAXINSNS];
-static unsigned short bpf_len;
+#define SEAL_MAX 512 /* the seal is 34 instructions today */
+
+static struct sock_filter zygote_insns[BPF_MAXINSNS];
+static struct sock_filter seal_insns[SEAL_MAX];
+static unsigned short zygote_len, seal_len;
 static int landlock_abi = -ENOSYS;
 static int prepared;
-static struct tp_shm *volatile report_shm;
+static int entered;       /* Z installed here or in an ancestor (inherited through clone) */
+static int null_fd = -1;  /* opened before Z: workers dup2 it onto 0/1/2 */
+static struct tp_shm *volatile report_shm; /* set by each worker for the handler */
 
 static int fail(char *err, size_t errlen, const char *what, int e, const char *hint)
 {
@@ -192,6 +259,20 @@ static int fail(char *err, size_t errlen, const char *what, int e, const char *h
 
 /* ---- prepare (zygote, once) ---------------------------------------------- */
 
+static const char *const filter_names[] = {
+	[TP_FILTER_WORKER] = "worker policy",
+	[TP_FILTER_ZYGOTE] = "zygote filter",
+	[TP_FILTER_SEAL] = "worker seal",
+};
+
+/* Which filter is being built; omit >= 0 leaves that syscall out of the seal (tests). */
+struct build {
+	enum tp_filter which;
+	int omit;
+	uint32_t deflt;
+	int bad;
+};
+
 static int listed(const int *nrs, size_t n, int nr)
 {
 	for (size_t i = 0; i < n; i++)
@@ -200,70 +281,120 @@ static int listed(const int *nrs, size_t n, int nr)
 	return 0;
 }
 
-static int classified(int nr)
+static int has_rule(const struct arg_rule *rules, size_t n, int nr)
 {
-	if (listed(allow_nrs, sizeof allow_nrs / sizeof *allow_nrs, nr) ||
-	    listed(eperm_nrs, sizeof eperm_nrs / sizeof *eperm_nrs, nr) ||
-	    listed(enosys_nrs, sizeof enosys_nrs / sizeof *enosys_nrs, nr))
-		return 1;
-	for (size_t i = 0; i < sizeof arg_rules / sizeof *arg_rules; i++)
-		if (arg_rules[i].nr == nr)
+	for (size_t i = 0; i < n; i++)
+		if (rules[i].nr == nr)
 			return 1;
 	return 0;
 }
 
-static int add_all(scmp_filter_ctx ctx, const int *nrs, size_t n, uint32_t action, int *bad)
+static int zygote_extra(int nr)
 {
-	for (size_t i = 0; i < n; i++) {
-		int rc = seccomp_rule_add(ctx, action, nrs[i], 0);
-		if (rc < 0) {
-			*bad = nrs[i];
-			return rc;
-		}
-	}
-	return 0;
+	return has_rule(zygote_rules, sizeof zygote_rules / sizeof *zygote_rules, nr);
 }
 
-static int add_rules(scmp_filter_ctx ctx, int *bad)
+/* Named in a worker table (not the ENOSYS sweep, not the default TRAP). */
+static int classified(int nr)
 {
-	int rc = add_all(ctx, allow_nrs, sizeof allow_nrs / sizeof *allow_nrs, SCMP_ACT_ALLOW, bad);
-	if (rc == 0)
-		rc = add_all(ctx, eperm_nrs, sizeof eperm_nrs / sizeof *eperm_nrs, EPERM_ACT, bad);
-	if (rc == 0)
-		rc = add_all(ctx, enosys_nrs, sizeof enosys_nrs / sizeof *enosys_nrs,
-			     SCMP_ACT_ERRNO(ENOSYS), bad);
-	for (size_t i = 0; rc == 0 && i < sizeof arg_rules / sizeof *arg_rules; i++) {
-		const struct arg_rule *r = &arg_rules[i];
-		rc = seccomp_rule_add_array(ctx, r->action, r->nr, r->ncmp, r->cmp);
-		if (rc < 0)
-			*bad = r->nr;
+	return listed(allow_nrs, sizeof allow_nrs / sizeof *allow_nrs, nr) ||
+	       listed(eperm_nrs, sizeof eperm_nrs / sizeof *eperm_nrs, nr) ||
+	       listed(enosys_nrs, sizeof enosys_nrs / sizeof *enosys_nrs, nr) ||
+	       has_rule(arg_rules, sizeof arg_rules / sizeof *arg_rules, nr);
+}
+
+/* Does this filter carry the worker's own rules for nr? The worker policy does for
+ * all, Z for all but the extras (which get zygote_rules), W for the extras only. */
+static int takes_worker_rules(const struct build *b, int nr)
+{
+	switch (b->which) {
+	case TP_FILTER_ZYGOTE:
+		return !zygote_extra(nr);
+	case TP_FILTER_SEAL:
+		return zygote_extra(nr) && nr != b->omit;
+	default:
+		return 1;
 	}
+}
+
+/* A rule whose action is the filter's default is left out: libseccomp refuses it,
+ * and an unmatched call gets that action anyway. */
+static int add(scmp_filter_ctx ctx, struct build *b, uint32_t action, int nr, unsigned ncmp,
+	       const struct scmp_arg_cmp *cmp)
+{
+	int rc;
+
+	if (action == b->deflt)
+		return 0;
+	rc = seccomp_rule_add_array(ctx, action, nr, ncmp, cmp);
+	if (rc < 0)
+		b->bad = nr;
+	return rc;
+}
+
+static int add_list(scmp_filter_ctx ctx, struct build *b, const int *nrs, size_t n,
+		    uint32_t action)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (takes_worker_rules(b, nrs[i]))
+			rc = add(ctx, b, action, nrs[i], 0, NULL);
+	return rc;
+}
+
+static int add_arg_rules(scmp_filter_ctx ctx, struct build *b, const struct arg_rule *rules,
+			 size_t n, int worker)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (!worker || takes_worker_rules(b, rules[i].nr))
+			rc = add(ctx, b, rules[i].action, rules[i].nr, rules[i].ncmp, rules[i].cmp);
+	return rc;
+}
+
+/* The worker policy, restricted to the syscalls this filter takes it for. */
+static int add_worker_rules(scmp_filter_ctx ctx, struct build *b)
+{
+	int rc = add_list(ctx, b, allow_nrs, sizeof allow_nrs / sizeof *allow_nrs, SCMP_ACT_ALLOW);
+
+	if (rc == 0)
+		rc = add_list(ctx, b, eperm_nrs, sizeof eperm_nrs / sizeof *eperm_nrs, EPERM_ACT);
+	if (rc == 0)
+		rc = add_list(ctx, b, enosys_nrs, sizeof enosys_nrs / sizeof *enosys_nrs,
+			      SCMP_ACT_ERRNO(ENOSYS));
+	if (rc == 0)
+		rc = add_arg_rules(ctx, b, arg_rules, sizeof arg_rules / sizeof *arg_rules, 1);
 	for (uint64_t sig = SIGSYS + 1; rc == 0 && sig <= 64; sig++) {
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SYS_rt_sigaction, 1,
-				      SCMP_A0(SCMP_CMP_EQ, sig));
-		if (rc < 0)
-			*bad = SYS_rt_sigaction;
+		struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_EQ, sig);
+		if (takes_worker_rules(b, SYS_rt_sigaction))
+			rc = add(ctx, b, SCMP_ACT_ALLOW, SYS_rt_sigaction, 1, &c);
 	}
-	/* Unknown or future numbers: ENOSYS, so runtimes take their fallback path. */
-	for (int nr = SWEEP_FIRST; rc == 0 && nr < SWEEP_END; nr++) {
-		if (classified(nr))
+	/* Unknown or future numbers: ENOSYS, so runtimes take their fallback path;
+	 * anything else the tables do not name traps, also in a default-allow seal. */
+	for (int nr = 0; rc == 0 && nr < SWEEP_END; nr++) {
+		if (classified(nr) || !takes_worker_rules(b, nr))
 			continue;
-		rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
-		if (rc < 0)
-			*bad = nr;
+		if (nr >= SWEEP_FIRST)
+			rc = add(ctx, b, SCMP_ACT_ERRNO(ENOSYS), nr, 0, NULL);
+		else
+			rc = add(ctx, b, SCMP_ACT_TRAP, nr, 0, NULL);
 	}
 	return rc;
 }
 
-/* The filter as a libseccomp context: native x86-64 only, default TRAP. */
-static scmp_filter_ctx build_filter(char *err, size_t errlen)
+/* One of the three programs as a libseccomp context: native x86-64 only. */
+static scmp_filter_ctx build_filter(enum tp_filter which, int omit, char *err, size_t errlen)
 {
 	char what[64];
-	int bad = -1, rc;
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_TRAP);
+	struct build b = { .which = which, .omit = omit, .bad = -1,
+			   .deflt = which == TP_FILTER_SEAL ? SCMP_ACT_ALLOW : SCMP_ACT_TRAP };
+	scmp_filter_ctx ctx = seccomp_init(b.deflt);
+	int rc;
 
 	if (!ctx) {
-		fail(err, errlen, "seccomp_init(TRAP)", ENOMEM, NULL);
+		fail(err, errlen, "seccomp_init", ENOMEM, NULL);
 		return NULL;
 	}
 	/* i386 and x32 calls would bypass a native table: kill the process outright. */
@@ -275,9 +406,11 @@ static scmp_filter_ctx build_filter(char *err, size_t errlen)
 		     "libseccomp older than 2.5");
 		goto out_release;
 	}
-	rc = add_rules(ctx, &bad);
+	rc = add_worker_rules(ctx, &b);
+	if (rc == 0 && which == TP_FILTER_ZYGOTE)
+		rc = add_arg_rules(ctx, &b, zygote_rules, sizeof zygote_rules / sizeof *zygote_rules, 0);
 	if (rc < 0) {
-		snprintf(what, sizeof what, "seccomp_rule_add(nr %d)", bad);
+		snprintf(what, sizeof what, "seccomp_rule_add(%s, nr %d)", filter_names[which], b.bad);
 		fail(err, errlen, what, -rc, "a rule in host/lockdown.c conflicts or is malformed");
 		goto out_release;
 	}
@@ -287,47 +420,60 @@ out_release:
 	return NULL;
 }
 
-static int export_program(scmp_filter_ctx ctx, char *err, size_t errlen)
+/* The context as BPF, into out (max instructions); the length, or 0 on error. */
+static size_t export_program(scmp_filter_ctx ctx, struct sock_filter *out, size_t max, char *err,
+			     size_t errlen)
 {
-	int fd = memfd_create("tp-seccomp", MFD_CLOEXEC), rc, e;
+	const char *what = "seccomp_export_bpf(memfd)", *hint = NULL;
+	int fd = memfd_create("tp-seccomp", MFD_CLOEXEC), e;
 	off_t size;
 
-	if (fd < 0)
-		return fail(err, errlen, "memfd_create(tp-seccomp)", errno, NULL);
-	rc = seccomp_export_bpf(ctx, fd);
-	if (rc < 0) {
-		e = -rc;
-		close(fd);
-		return fail(err, errlen, "seccomp_export_bpf(memfd)", e, NULL);
+	if (fd < 0) {
+		fail(err, errlen, "memfd_create(tp-seccomp)", errno, NULL);
+		return 0;
 	}
-	size = lseek(fd, 0, SEEK_END);
-	if (size <= 0 || size % sizeof(struct sock_filter) != 0 ||
-	    (size_t)size > sizeof bpf_insns) {
-		close(fd);
-		return fail(err, errlen, "seccomp_export_bpf(memfd)", E2BIG,
-			    "the program exceeds BPF_MAXINSNS; shrink the ENOSYS sweep");
+	e = -seccomp_export_bpf(ctx, fd);
+	size = e ? 0 : lseek(fd, 0, SEEK_END);
+	if (e == 0 && (size <= 0 || size % sizeof *out != 0 || (size_t)size > max * sizeof *out)) {
+		e = E2BIG;
+		hint = "the program exceeds its buffer; shrink the ENOSYS sweep";
 	}
-	if (pread(fd, bpf_insns, (size_t)size, 0) != size) {
-		e = errno ? errno : EIO;
-		close(fd);
-		return fail(err, errlen, "pread(tp-seccomp memfd)", e, NULL);
+	errno = EIO; /* a short read sets none */
+	if (e == 0 && pread(fd, out, (size_t)size, 0) != size) {
+		e = errno;
+		what = "pread(tp-seccomp memfd)";
 	}
 	close(fd);
-	bpf_len = (unsigned short)(size / sizeof(struct sock_filter));
-	return 0;
+	if (e) {
+		fail(err, errlen, what, e, hint);
+		return 0;
+	}
+	return (size_t)size / sizeof *out;
+}
+
+static size_t compile(enum tp_filter which, int omit, struct sock_filter *out, size_t max,
+		      char *err, size_t errlen)
+{
+	scmp_filter_ctx ctx = build_filter(which, omit, err, errlen);
+	size_t n;
+
+	if (!ctx)
+		return 0;
+	n = export_program(ctx, out, max, err, errlen);
+	seccomp_release(ctx);
+	return n;
 }
 
 int tp_lockdown_prepare(char *err, size_t errlen)
 {
-	scmp_filter_ctx ctx = build_filter(err, errlen);
+	size_t nz = compile(TP_FILTER_ZYGOTE, -1, zygote_insns, BPF_MAXINSNS, err, errlen);
+	size_t nw = nz ? compile(TP_FILTER_SEAL, -1, seal_insns, SEAL_MAX, err, errlen) : 0;
 	int rc;
 
-	if (!ctx)
+	if (nz == 0 || nw == 0)
 		return -1;
-	rc = export_program(ctx, err, errlen);
-	seccomp_release(ctx);
-	if (rc < 0)
-		return -1;
+	zygote_len = (unsigned short)nz;
+	seal_len = (unsigned short)nw;
 	rc = (int)syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
 	landlock_abi = rc > 0 ? rc : -errno;
 	prepared = 1;
@@ -341,7 +487,7 @@ int tp_lockdown_landlock_abi(void)
 
 int tp_lockdown_export_pfc(int fd)
 {
-	scmp_filter_ctx ctx = build_filter(NULL, 0);
+	scmp_filter_ctx ctx = build_filter(TP_FILTER_WORKER, -1, NULL, 0);
 	int rc;
 
 	if (!ctx)
@@ -351,10 +497,17 @@ int tp_lockdown_export_pfc(int fd)
 	return rc < 0 ? -1 : 0;
 }
 
-size_t tp_lockdown_program(const void **insns)
+size_t tp_lockdown_program(enum tp_filter which, const void **insns)
 {
-	*insns = bpf_insns;
-	return prepared ? bpf_len : 0;
+	*insns = which == TP_FILTER_SEAL ? seal_insns : zygote_insns;
+	if (!prepared || which == TP_FILTER_WORKER)
+		return 0;
+	return which == TP_FILTER_SEAL ? seal_len : zygote_len;
+}
+
+size_t tp_lockdown_compile(enum tp_filter which, int omit_nr, void *insns, size_t max)
+{
+	return compile(which, omit_nr, insns, max, NULL, 0);
 }
 
 void tp_syscall_name(int nr, char *buf, size_t len)
@@ -445,18 +598,15 @@ static int close_from(unsigned first, unsigned last, unsigned loop_max)
 	return 0;
 }
 
-/* 0/1/2 on /dev/null; every fd other than the kept ones closed. */
+/* 0/1/2 on the zygote's /dev/null; every fd other than the kept ones closed. */
 static int reset_fds(const int *keep, int nkeep, unsigned loop_max, char *err, size_t errlen)
 {
-	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	unsigned next = 3;
 
-	if (null < 0)
-		return fail(err, errlen, "open(/dev/null)", errno, NULL);
 	for (int fd = 0; fd < 3; fd++)
-		if (null != fd && dup2(null, fd) < 0)
+		if (null_fd != fd && dup2(null_fd, fd) < 0)
 			return fail(err, errlen, "dup2(/dev/null)", errno, NULL);
-	/* null itself is >= 3 here (or one of 0..2) and not kept: the sweep closes it. */
+	/* null_fd is >= 3 here (or one of 0..2) and not kept: the sweep closes it. */
 	for (int i = 0; i < nkeep; i++) {
 		if (close_from(next, (unsigned)keep[i] - 1, loop_max) < 0)
 			return fail(err, errlen, "close_range(fds)", errno, NULL);
@@ -524,26 +674,42 @@ static void on_sigsys(int sig, siginfo_t *info, void *uctx)
 	_exit(TP_EXIT_VIOLATION);
 }
 
-static int load_seccomp(struct tp_shm *shm, char *err, size_t errlen)
+/* The reporter is installed once, before Z (which refuses rt_sigaction(SIGSYS));
+ * every worker inherits it through clone. */
+static int install_reporter(char *err, size_t errlen)
 {
-	struct sock_fprog prog = { .len = bpf_len, .filter = bpf_insns };
 	struct sigaction sa;
-	sigset_t sys;
 
-	report_shm = shm;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = on_sigsys;
 	sa.sa_flags = SA_SIGINFO;
 	sigfillset(&sa.sa_mask);
 	if (sigaction(SIGSYS, &sa, NULL) < 0)
 		return fail(err, errlen, "sigaction(SIGSYS)", errno, NULL);
+	return 0;
+}
+
+/* Per worker: where to report, and SIGSYS deliverable. */
+static int arm_reporter(struct tp_shm *shm, char *err, size_t errlen)
+{
+	sigset_t sys;
+
+	report_shm = shm;
 	/* A blocked SIGSYS would make the kernel kill without a report. */
 	sigemptyset(&sys);
 	sigaddset(&sys, SIGSYS);
 	if (sigprocmask(SIG_UNBLOCK, &sys, NULL) < 0)
 		return fail(err, errlen, "sigprocmask(SIGSYS)", errno, NULL);
-	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) < 0)
-		return fail(err, errlen, "prctl(PR_SET_SECCOMP)", errno,
+	return 0;
+}
+
+static int load_filter(const struct sock_filter *insns, unsigned short len, const char *what,
+		       char *err, size_t errlen)
+{
+	struct sock_fprog prog = { .len = len, .filter = (struct sock_filter *)insns };
+
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+		return fail(err, errlen, what, errno,
 			    "no_new_privs must be set first; the kernel needs CONFIG_SECCOMP_FILTER");
 	return 0;
 }
@@ -563,6 +729,33 @@ int tp_lockdown_landlock_only(char *err, size_t errlen)
 	return apply_landlock(err, errlen);
 }
 
+int tp_lockdown_enter_zygote(char *err, size_t errlen)
+{
+	if (entered)
+		return 0;
+	if (!prepared)
+		return fail(err, errlen, "tp_lockdown_enter_zygote()", EINVAL,
+			    "call tp_lockdown_prepare() first");
+	/* Z refuses open: workers dup2 this one onto 0/1/2. */
+	null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null_fd < 0)
+		return fail(err, errlen, "open(/dev/null)", errno, NULL);
+	/* NNP is inherited by every worker, which then never needs prctl for it. */
+	if (install_reporter(err, errlen) < 0 || set_nnp(err, errlen) < 0 ||
+	    load_filter(zygote_insns, zygote_len, "seccomp(zygote filter)", err, errlen) < 0)
+		return -1;
+	entered = 1;
+	return 0;
+}
+
+/*
+ * Order. Z is in force from the start (inherited from the zygote, or installed
+ * here by a process that never entered one), and it allows exactly the calls the
+ * steps below make, with the arguments they use. fds before rlimits: /dev/null
+ * must dup whatever the new fd limit, and the close loop fallback must reach fds
+ * opened under the old, larger limit. Every step is done before the seal W, which
+ * refuses those calls again (Z+W is the worker policy): seccomp is still last.
+ */
 int tp_lockdown_apply(const struct tp_lockdown *cfg, char *err, size_t errlen)
 {
 	int keep[MAX_KEEP];
@@ -572,16 +765,13 @@ int tp_lockdown_apply(const struct tp_lockdown *cfg, char *err, size_t errlen)
 	/* The worker must not outlive the host, even before it is locked down. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		return fail(err, errlen, "prctl(PR_SET_PDEATHSIG)", errno, NULL);
-	if (check_cfg(cfg, keep, err, errlen) < 0)
+	if (check_cfg(cfg, keep, err, errlen) < 0 || tp_lockdown_enter_zygote(err, errlen) < 0)
 		return -1;
-	/* fds before rlimits: /dev/null must open whatever the new fd limit, and the
-	 * close loop fallback must reach fds opened under the old, larger limit. */
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_max < loop_max)
 		loop_max = (unsigned)nofile.rlim_max;
 	if (reset_fds(keep, cfg->nkeep, loop_max, err, errlen) < 0 ||
 	    set_rlimits(cfg, err, errlen) < 0 || drop_root(err, errlen) < 0 ||
-	    set_nnp(err, errlen) < 0 || apply_landlock(err, errlen) < 0 ||
-	    load_seccomp(cfg->shm, err, errlen) < 0)
+	    apply_landlock(err, errlen) < 0 || arm_reporter(cfg->shm, err, errlen) < 0)
 		return -1;
-	return 0;
+	return load_filter(seal_insns, seal_len, "seccomp(worker seal)", err, errlen);
 }

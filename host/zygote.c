@@ -196,6 +196,10 @@ int tp_zygote_main(const char *lang_name)
 	/* Trimming leaves the merged chunks unsorted; one large request sorts them
 	 * into bins here, once, instead of in every worker. */
 	free(malloc(96u << 10));
+	if (tp_lockdown_enter_zygote(err, sizeof err) != 0) { /* Z: no open from here on */
+		fprintf(stderr, "tidepool zygote: %s\n", err);
+		return 1;
+	}
 	for (;;) {
 		int r = recv_spawn(&cfg.chan_fd, &cfg.shm_fd, &cfg.area_bytes);
 		if (r == 0)

@@ -1,8 +1,11 @@
 /*
  * test_confine.c — confinement tests for host/lockdown.c, against the real kernel.
- * Each case forks, locks down only the child, lets it try one thing and report
- * {return value, errno} through a kept pipe; the parent asserts the exact outcome
- * and, at the end, that it was itself never confined.
+ * Each case gets a worker from a test zygote (forked once, under the zygote filter,
+ * cloning workers with CLONE_PARENT as host/zygote.c does), locks down only that
+ * worker, lets it try one thing and report {return value, errno} through a kept
+ * pipe; the parent asserts the exact outcome and, at the end, that it was itself
+ * never confined. The stacked filters are also proved equal to the one-program
+ * worker policy, syscall by syscall, in a small BPF interpreter.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +51,10 @@ struct report {
 	int pad;
 };
 
-enum mode { FULL, LANDLOCK_ONLY };
+/* FULL: cloned by the test zygote, as in production (Z inherited, apply loads W).
+ * FULL_DIRECT: forked from this process, so apply installs Z itself first.
+ * LANDLOCK_ONLY: forked, no_new_privs and Landlock alone. */
+enum mode { FULL, FULL_DIRECT, LANDLOCK_ONLY };
 
 struct child {
 	pid_t pid;
@@ -59,8 +65,10 @@ struct child {
 
 static struct tp_shm *shm;
 static char canary[64];
-static long apply_ns[32];
-static int napply;
+static long apply_ns[32], direct_ns[32];
+static int napply, ndirect;
+static int zygote_ctl = -1; /* our end of the test zygote's control socket */
+static pid_t zygote_pid = -1;
 
 /* ---- child side ---------------------------------------------------------- */
 
@@ -102,8 +110,8 @@ static void child_main(child_fn fn, enum mode mode, int stdout_fd, int rep, int 
 	if (stdout_fd >= 0 && dup2(stdout_fd, 1) < 0)
 		_exit(92);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	rc = mode == FULL ? tp_lockdown_apply(&cfg, err, sizeof err)
-			  : tp_lockdown_landlock_only(err, sizeof err);
+	rc = mode == LANDLOCK_ONLY ? tp_lockdown_landlock_only(err, sizeof err)
+				   : tp_lockdown_apply(&cfg, err, sizeof err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (rc < 0) {
 		memcpy(shm->data, err, sizeof err);
@@ -112,6 +120,111 @@ static void child_main(child_fn fn, enum mode mode, int stdout_fd, int rep, int 
 	send_report(rep, (t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec), 0);
 	fn(rep, go);
 	_exit(0);
+}
+
+/* ---- the test zygote ------------------------------------------------------ */
+
+/* A spawn request: which child function, and fds rep, go (and stdout) attached. */
+struct spawn {
+	child_fn fn;
+	int nfds;
+};
+
+union fd_cmsg {
+	char buf[CMSG_SPACE(3 * sizeof(int))];
+	struct cmsghdr align;
+};
+
+static int send_spawn(int ctl, const struct spawn *sp, const int *fds)
+{
+	union fd_cmsg u;
+	struct iovec iov = { (void *)sp, sizeof *sp };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			     .msg_controllen = CMSG_SPACE((size_t)sp->nfds * sizeof(int)) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+
+	memset(&u, 0, sizeof u);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN((size_t)sp->nfds * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, (size_t)sp->nfds * sizeof(int));
+	return sendmsg(ctl, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof *sp ? 0 : -1;
+}
+
+/* Under the zygote filter: recvmsg with MSG_CMSG_CLOEXEC, as host/zygote.c does. */
+static int recv_spawn(int ctl, struct spawn *sp, int *fds)
+{
+	union fd_cmsg u;
+	struct iovec iov = { sp, sizeof *sp };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+			     .msg_controllen = sizeof u.buf };
+	struct cmsghdr *c;
+
+	if (recvmsg(ctl, &mh, MSG_CMSG_CLOEXEC) != (ssize_t)sizeof *sp)
+		return -1;
+	c = CMSG_FIRSTHDR(&mh);
+	if (c == NULL || c->cmsg_type != SCM_RIGHTS || sp->nfds < 2 || sp->nfds > 3 ||
+	    c->cmsg_len != CMSG_LEN((size_t)sp->nfds * sizeof(int)))
+		return -1;
+	memcpy(fds, CMSG_DATA(c), (size_t)sp->nfds * sizeof(int));
+	return 0;
+}
+
+static _Noreturn void zygote_main(int ctl)
+{
+	char err[256] = "open(/dev/zero) failed";
+	/* A stray fd every worker inherits and must close (the real zygote has CTL_FD). */
+	int stray = open("/dev/zero", O_RDONLY);
+
+	if (stray < 0 || tp_lockdown_enter_zygote(err, sizeof err) < 0) {
+		fprintf(stderr, "# tp_lockdown_enter_zygote: %s\n", err);
+		_exit(1);
+	}
+	for (;;) {
+		struct spawn sp;
+		int fds[3];
+		int32_t v;
+		pid_t pid;
+
+		if (recv_spawn(ctl, &sp, fds) < 0)
+			_exit(0); /* EOF: the tests are done */
+		pid = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
+		if (pid == 0)
+			child_main(sp.fn, FULL, sp.nfds == 3 ? fds[2] : -1, fds[0], fds[1]);
+		for (int i = 0; i < sp.nfds; i++)
+			close(fds[i]);
+		v = pid < 0 ? -errno : pid;
+		if (send(ctl, &v, sizeof v, MSG_NOSIGNAL) != (ssize_t)sizeof v)
+			_exit(1);
+	}
+}
+
+static int zygote_start(void)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -1;
+	zygote_pid = fork();
+	if (zygote_pid == 0) {
+		close(sv[0]);
+		zygote_main(sv[1]);
+	}
+	close(sv[1]);
+	zygote_ctl = sv[0];
+	return zygote_pid < 0 ? -1 : 0;
+}
+
+/* A worker cloned by the test zygote: our child, thanks to CLONE_PARENT. */
+static pid_t zygote_spawn(child_fn fn, int rep, int go, int stdout_fd)
+{
+	struct spawn sp = { .fn = fn, .nfds = stdout_fd >= 0 ? 3 : 2 };
+	int fds[3] = { rep, go, stdout_fd };
+	int32_t v = -1;
+
+	if (send_spawn(zygote_ctl, &sp, fds) < 0 || recv(zygote_ctl, &v, sizeof v, 0) != sizeof v)
+		return -1;
+	return v;
 }
 
 /* ---- parent side --------------------------------------------------------- */
@@ -125,26 +238,32 @@ static int child_start(struct child *c, child_fn fn, enum mode mode, int stdout_
 		return -1;
 	shm->syscall_nr = -1;
 	memset(shm->data, 0, 256);
-	c->pid = fork();
-	if (c->pid < 0)
-		return -1;
-	if (c->pid == 0) {
-		close(rp[0]);
-		close(gp[1]);
-		child_main(fn, mode, stdout_fd, rp[1], gp[0]);
+	if (mode == FULL) {
+		c->pid = zygote_spawn(fn, rp[1], gp[0], stdout_fd);
+	} else {
+		c->pid = fork();
+		if (c->pid == 0) {
+			close(rp[0]);
+			close(gp[1]);
+			child_main(fn, mode, stdout_fd, rp[1], gp[0]);
+		}
 	}
 	close(rp[1]);
 	close(gp[0]);
 	c->rep = rp[0];
 	c->go = gp[1];
 	c->apply_ns = -1;
-	if (read(c->rep, &hdr, sizeof hdr) != (ssize_t)sizeof hdr) {
+	if (c->pid < 0 || read(c->rep, &hdr, sizeof hdr) != (ssize_t)sizeof hdr) {
 		fprintf(stderr, "# lockdown failed in child: %s\n", shm->data);
+		if (c->pid > 0)
+			waitpid(c->pid, NULL, 0);
 		return -1;
 	}
 	c->apply_ns = hdr.ret;
 	if (mode == FULL && napply < (int)(sizeof apply_ns / sizeof *apply_ns))
 		apply_ns[napply++] = hdr.ret;
+	if (mode == FULL_DIRECT && ndirect < (int)(sizeof direct_ns / sizeof *direct_ns))
+		direct_ns[ndirect++] = hdr.ret;
 	return 0;
 }
 
@@ -236,14 +355,54 @@ static uint32_t bpf_run(const struct sock_filter *f, size_t n, const struct secc
 	return BPF_BAD;
 }
 
+struct prog {
+	const struct sock_filter *f;
+	size_t n;
+};
+
+static struct prog zygote_prog, seal_prog, worker_prog;
+static struct sock_filter worker_insns[BPF_MAXINSNS];
+
+/* What the kernel returns for a stack: it runs the newest filter (the seal) first
+ * and takes an older one's verdict only when its action is strictly more
+ * restrictive (compared as signed: KILL_PROCESS < KILL_THREAD < TRAP < ERRNO < ALLOW). */
+static uint32_t stacked(const struct prog *older, const struct prog *newer,
+			const struct seccomp_data *d)
+{
+	uint32_t ret = bpf_run(newer->f, newer->n, d), old = bpf_run(older->f, older->n, d);
+
+	if ((int32_t)(old & SECCOMP_RET_ACTION_FULL) < (int32_t)(ret & SECCOMP_RET_ACTION_FULL))
+		ret = old;
+	return ret;
+}
+
+/* A worker's verdict: the zygote filter with the seal on top. */
 static uint32_t verdict(uint32_t arch, uint32_t nr, uint64_t a0, uint64_t a1, uint64_t a2,
 			uint64_t a3)
 {
-	const void *insns;
-	size_t n = tp_lockdown_program(&insns);
 	struct seccomp_data d = { .nr = (int)nr, .arch = arch, .args = { a0, a1, a2, a3 } };
 
-	return bpf_run(insns, n, &d);
+	return stacked(&zygote_prog, &seal_prog, &d);
+}
+
+static int load_programs(void)
+{
+	const void *z, *w;
+
+	zygote_prog.n = tp_lockdown_program(TP_FILTER_ZYGOTE, &z);
+	seal_prog.n = tp_lockdown_program(TP_FILTER_SEAL, &w);
+	zygote_prog.f = z;
+	seal_prog.f = w;
+	worker_prog.f = worker_insns;
+	worker_prog.n = tp_lockdown_compile(TP_FILTER_WORKER, -1, worker_insns, BPF_MAXINSNS);
+	return zygote_prog.n && seal_prog.n && worker_prog.n ? 0 : -1;
+}
+
+static uint32_t run1(const struct prog *p, uint32_t nr, uint64_t a0, uint64_t a1, uint64_t a2)
+{
+	struct seccomp_data d = { .nr = (int)nr, .arch = AUDIT_ARCH_X86_64_, .args = { a0, a1, a2 } };
+
+	return bpf_run(p->f, p->n, &d);
 }
 
 #define X64(nr, a0, a1, a2, a3) verdict(AUDIT_ARCH_X86_64_, (nr), (a0), (a1), (a2), (a3))
@@ -251,11 +410,22 @@ static uint32_t verdict(uint32_t arch, uint32_t nr, uint64_t a0, uint64_t a1, ui
 
 static void test_program(void)
 {
-	const void *insns;
-	size_t n = tp_lockdown_program(&insns);
-
-	printf("# seccomp program: %zu instructions\n", n);
-	CHECK(n > 0 && n <= BPF_MAXINSNS);
+	printf("# seccomp: zygote filter %zu + worker seal %zu instructions "
+	       "(the worker policy as one program: %zu)\n",
+	       zygote_prog.n, seal_prog.n, worker_prog.n);
+	CHECK(zygote_prog.n > 0 && zygote_prog.n <= BPF_MAXINSNS);
+	CHECK(seal_prog.n > 0 && seal_prog.n < 128);
+	/* Each filter alone: Z lets the zygote clone a worker, W refuses it again. */
+	CHECK_EQ_INT(run1(&zygote_prog, SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(run1(&zygote_prog, SYS_clone, SIGCHLD, 0, 0), RET_ERRNO(EPERM));
+	CHECK_EQ_INT(run1(&zygote_prog, SYS_clone, CLONE_PARENT | SIGCHLD | CLONE_VM, 0, 0),
+		     RET_ERRNO(EPERM));
+	CHECK_EQ_INT(run1(&zygote_prog, SYS_openat, 0, 0, 0), RET_ERRNO(EPERM));
+	CHECK_EQ_INT(run1(&zygote_prog, SYS_sysinfo, 0, 0, 0), SECCOMP_RET_TRAP);
+	CHECK_EQ_INT(run1(&seal_prog, SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0), RET_ERRNO(EPERM));
+	CHECK_EQ_INT(run1(&seal_prog, SYS_close_range, 3, ~0u, 0), RET_ERRNO(ENOSYS));
+	CHECK_EQ_INT(run1(&seal_prog, SYS_sysinfo, 0, 0, 0), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(run1(&seal_prog, X32_BIT | SYS_read, 0, 0, 0), SECCOMP_RET_KILL_PROCESS);
 	/* Any other architecture, and x32 (nr with bit 30) on x86-64: kill the process. */
 	CHECK_EQ_INT(verdict(AUDIT_ARCH_I386_, 20, 0, 0, 0, 0), SECCOMP_RET_KILL_PROCESS);
 	CHECK_EQ_INT(verdict(AUDIT_ARCH_I386_, 0, 0, 0, 0, 0), SECCOMP_RET_KILL_PROCESS);
@@ -304,6 +474,116 @@ static void test_program(void)
 	CHECK_EQ_INT(X64(SYS_fcntl, 1, F_SETLK, 0, 0), RET_ERRNO(EPERM));
 	CHECK_EQ_INT(X64(SYS_madvise, 0, 4096, MADV_DONTNEED, 0), SECCOMP_RET_ALLOW);
 	CHECK_EQ_INT(X64(SYS_madvise, 0, 4096, MADV_MERGEABLE, 0), SECCOMP_RET_TRAP);
+}
+
+/* ---- the stack equals the worker policy ------------------------------------- */
+
+#define NARGS 6
+#define NSMALL 72 /* 0..71: prctl options, signals, fcntl commands, madvise advice */
+
+/* Argument values the rules compare with, and the 64-bit traps around them. */
+static const uint64_t probe_values[] = {
+	0xff, 0x100, 0x1000, 65533, 65534, 65535, CLONE_PARENT, CLONE_PARENT | SIGCHLD,
+	CLONE_PARENT | SIGCHLD | CLONE_VM, CLONE_PARENT | SIGCHLD | (1ull << 32),
+	MSG_CMSG_CLOEXEC, MSG_CMSG_CLOEXEC | MSG_DONTWAIT, MSG_NOSIGNAL,
+	MSG_NOSIGNAL | MSG_DONTWAIT, TCGETS, TIOCSTI, AT_EMPTY_PATH, AT_EMPTY_PATH | 0x100,
+	F_DUPFD_CLOEXEC, 0x7fffffff, 0x80000000, 0xffffffff, 1ull << 32, (1ull << 32) | 1,
+	(1ull << 32) | 15, (1ull << 32) | SIGSYS, (1ull << 32) | 65534, ~0ull,
+};
+
+/* Argument vectors; each argument of each is also swept through every value above. */
+static const uint64_t probe_bases[][NARGS] = {
+	{ 0, 0, 0, 0, 0, 0 },
+	{ 1, 1, 1, 1, 1, 1 },
+	{ 65534, 65534, 65534, 0, 0, 0 },             /* setres[ug]id to nobody */
+	{ 1, 1, SIGABRT, 0, 0, 0 },                   /* tgkill(SIGABRT) */
+	{ 0, RLIMIT_CORE, 0, 0x1000, 0, 0 },          /* getrlimit */
+	{ 3, 0x1000, 4, MSG_NOSIGNAL, 0, 0 },         /* send(MSG_NOSIGNAL) */
+	{ 3, 0x1000, MSG_CMSG_CLOEXEC, 0, 0, 0 },     /* recvmsg(MSG_CMSG_CLOEXEC) */
+	{ CLONE_PARENT | SIGCHLD, 0, 0, 0, 0, 0 },    /* clone a worker */
+	{ 1, 0x1000, 0, AT_EMPTY_PATH, 0, 0 },        /* fstat */
+	{ 0x1000, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, 3, 0 }, /* mmap */
+};
+
+#define NVALUES (NSMALL + sizeof probe_values / sizeof *probe_values)
+#define NBASES (sizeof probe_bases / sizeof *probe_bases)
+
+static uint64_t probe_value(size_t i)
+{
+	return i < NSMALL ? i : probe_values[i - NSMALL];
+}
+
+/* How many probes of syscall nr get a different verdict from Z+seal than from the
+ * one-program worker policy; the first few are printed when print is set. */
+static long mismatches(uint32_t arch, uint32_t nr, const struct prog *seal, int print)
+{
+	struct seccomp_data d = { .nr = (int)nr, .arch = arch };
+	long bad = 0;
+
+	for (size_t b = 0; b < NBASES; b++)
+		for (int i = 0; i < NARGS; i++)
+			for (size_t v = 0; v < NVALUES; v++) {
+				memcpy(d.args, probe_bases[b], sizeof d.args);
+				d.args[i] = probe_value(v);
+				uint32_t got = stacked(&zygote_prog, seal, &d);
+				uint32_t want = bpf_run(worker_prog.f, worker_prog.n, &d);
+				if (got == want)
+					continue;
+				if (print && bad < 3)
+					printf("# mismatch: nr %u a%d=%#llx (base %zu): "
+					       "stack %#x, worker policy %#x\n",
+					       nr, i, (unsigned long long)d.args[i], b, got, want);
+				bad++;
+			}
+	return bad;
+}
+
+static void test_equivalence(void)
+{
+	long bad = 0, probes = 0;
+
+	for (uint32_t nr = 0; nr <= 620; nr++) {
+		bad += mismatches(AUDIT_ARCH_X86_64_, nr, &seal_prog, 1);
+		probes += (long)(NBASES * NARGS * NVALUES);
+	}
+	/* Other entry points die in both (a sample: the arch test comes first). */
+	for (uint32_t nr = 0; nr <= 600; nr += 25) {
+		bad += mismatches(AUDIT_ARCH_X86_64_, X32_BIT | nr, &seal_prog, 1);
+		bad += mismatches(AUDIT_ARCH_I386_, nr, &seal_prog, 1);
+		probes += (long)(2 * NBASES * NARGS * NVALUES);
+	}
+	printf("# zygote filter + seal == worker policy: %ld probes, %ld differ\n", probes, bad);
+	CHECK_EQ_INT(bad, 0);
+}
+
+/* Leaving any syscall out of the seal breaks the equivalence: the seal holds no
+ * entry too many, and the sweep above would notice one too few. */
+static void test_seal_needed(void)
+{
+	static struct sock_filter buf[512];
+	int sealed = 0, broken = 0;
+	struct prog w = { buf, 0 };
+
+	for (int nr = 0; nr < 600; nr++) {
+		w.n = tp_lockdown_compile(TP_FILTER_SEAL, nr, buf, sizeof buf / sizeof *buf);
+		CHECK(w.n > 0);
+		if (w.n == seal_prog.n && memcmp(buf, seal_prog.f, w.n * sizeof *buf) == 0)
+			continue; /* not in the seal */
+		sealed++;
+		broken += mismatches(AUDIT_ARCH_X86_64_, (uint32_t)nr, &w, 0) > 0;
+	}
+	printf("# the seal covers %d syscalls; without any one of them the stack differs "
+	       "from the worker policy: %d of %d\n", sealed, broken, sealed);
+	CHECK(sealed >= 13);
+	CHECK_EQ_INT(broken, sealed);
+	/* The zygote's clone, for instance, would become a worker's. */
+	w.n = tp_lockdown_compile(TP_FILTER_SEAL, SYS_clone, buf, sizeof buf / sizeof *buf);
+	{
+		struct seccomp_data d = { .nr = SYS_clone, .arch = AUDIT_ARCH_X86_64_,
+					  .args = { CLONE_PARENT | SIGCHLD } };
+		CHECK_EQ_INT(stacked(&zygote_prog, &w, &d), SECCOMP_RET_ALLOW);
+		CHECK_EQ_INT(stacked(&zygote_prog, &seal_prog, &d), RET_ERRNO(EPERM));
+	}
 }
 
 static void test_pfc(void)
@@ -486,8 +766,8 @@ static void test_network(void)
 {
 	struct child c;
 	struct report r;
-	int stray = open("/dev/zero", O_RDONLY); /* inherited; the child must close it */
 
+	/* The test zygote's stray /dev/zero and control socket are inherited too. */
 	if (child_start(&c, try_network, FULL, -1) < 0) {
 		CHECK(!"child_start");
 		return;
@@ -499,7 +779,6 @@ static void test_network(void)
 	check_fds(c.pid); /* no socket fd was created, the stray fd is gone */
 	child_go(&c);
 	CHECK(exited_with(child_wait(&c), 0));
-	close(stray);
 }
 
 static void try_process(int rep, int go)
@@ -531,6 +810,16 @@ static void try_process(int rep, int go)
 	REPORT(rep, syscall(SYS_memfd_create, "x", 0));
 }
 
+static void only_child_is_zygote(void)
+{
+	char path[64], buf[256], want[32];
+
+	snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+	snprintf(want, sizeof want, "%d ", (int)zygote_pid);
+	if (read_file(path, buf, sizeof buf) >= 0)
+		CHECK_EQ_STR(buf, want);
+}
+
 static void test_process(void)
 {
 	struct child c;
@@ -554,9 +843,10 @@ static void test_process(void)
 		CHECK_ERRNO(r, EPERM); /* ptrace, io_uring, unshare, memfd_create */
 	}
 	CHECK(exited_with(child_wait(&c), 0));
-	/* We are a subreaper: a grandchild would now be ours. There is none. */
-	CHECK_EQ_INT(waitpid(-1, &st, WNOHANG), -1);
-	CHECK_EQ_INT(errno, ECHILD);
+	/* We are a subreaper: a grandchild would now be ours. There is none: nothing
+	 * to reap, and our only child is the test zygote. */
+	CHECK_EQ_INT(waitpid(-1, &st, WNOHANG), 0);
+	only_child_is_zygote();
 }
 
 static void try_stdout(int rep, int go)
@@ -759,6 +1049,7 @@ static void test_proc(void)
 	snprintf(path, sizeof path, "/proc/%d/status", (int)c.pid);
 	CHECK(read_file(path, status, sizeof status) > 0);
 	CHECK(strstr(status, "\nSeccomp:\t2\n") != NULL);
+	CHECK(strstr(status, "\nSeccomp_filters:\t2\n") != NULL); /* Z and the seal */
 	CHECK(strstr(status, "\nNoNewPrivs:\t1\n") != NULL);
 	if (geteuid() == 0) {
 		CHECK(strstr(status, "\nUid:\t65534\t65534\t65534\t65534\n") != NULL);
@@ -871,6 +1162,102 @@ static void test_works(void)
 	CHECK(exited_with(child_wait(&c), 0));
 }
 
+/* ---- the zygote under its own filter ------------------------------------------- */
+
+static void zygote_side_child(int ctl, int rep)
+{
+	char err[256] = "";
+	char *argv[] = { "/bin/true", NULL };
+	char *envp[] = { NULL };
+	struct spawn sp;
+	int fds[3];
+	pid_t pid;
+	char c;
+	struct iovec iov = { &c, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (tp_lockdown_enter_zygote(err, sizeof err) < 0) {
+		memcpy(shm->data, err, sizeof err);
+		_exit(TP_EXIT_FATAL);
+	}
+	REPORT(rep, recv_spawn(ctl, &sp, fds));
+	REPORT(rep, fcntl(fds[0], F_GETFD)); /* the fd arrived, close-on-exec */
+	REPORT(rep, recvmsg(ctl, &mh, MSG_DONTWAIT));
+	REPORT(rep, send(ctl, "pid!", 4, MSG_NOSIGNAL));
+	REPORT(rep, send(ctl, "pid!", 4, 0));
+	pid = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
+	if (pid == 0)
+		_exit(42);
+	send_report(rep, pid, pid < 0 ? errno : 0);
+	pid = (pid_t)syscall(SYS_clone, SIGCHLD, NULL, NULL, NULL, 0);
+	if (pid == 0)
+		_exit(43);
+	send_report(rep, pid, pid < 0 ? errno : 0);
+	REPORT(rep, execve(argv[0], argv, envp));
+	REPORT(rep, open(canary, O_RDONLY));
+	REPORT(rep, open("/dev/null", O_RDWR));
+	REPORT(rep, socket(AF_UNIX, SOCK_STREAM, 0));
+	if (read(ctl, &c, 1) != 1) /* the parent has looked at /proc */
+		_exit(91);
+	syscall(SYS_sysinfo, NULL); /* traps: the inherited reporter exits 159 */
+	_exit(0);
+}
+
+/* The zygote can still take spawn requests, answer and clone workers; nothing else. */
+static void test_zygote_side(void)
+{
+	struct spawn sp = { .fn = NULL, .nfds = 2 };
+	int sv[2], rp[2], st;
+	char path[64], status[4096], buf[8];
+	struct report r;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0 || pipe(rp) < 0) {
+		CHECK(!"socketpair");
+		return;
+	}
+	shm->syscall_nr = -1;
+	pid = fork();
+	if (pid == 0) {
+		close(sv[0]);
+		close(rp[0]);
+		zygote_side_child(sv[1], rp[1]);
+	}
+	close(sv[1]);
+	close(rp[1]);
+	CHECK_EQ_INT(send_spawn(sv[0], &sp, (int[]){ rp[0], rp[0] }), 0); /* any two fds */
+	r = (struct report){ -9999, -1, 0 };
+	CHECK(read(rp[0], &r, sizeof r) == (ssize_t)sizeof r);
+	CHECK_EQ_INT(r.ret, 0); /* recvmsg(MSG_CMSG_CLOEXEC) with SCM_RIGHTS */
+	CHECK(read(rp[0], &r, sizeof r) == (ssize_t)sizeof r);
+	CHECK_EQ_INT(r.ret, FD_CLOEXEC);
+	CHECK(read(rp[0], &r, sizeof r) == (ssize_t)sizeof r);
+	CHECK_ERRNO(r, EPERM); /* recvmsg without MSG_CMSG_CLOEXEC */
+	CHECK(read(rp[0], &r, sizeof r) == (ssize_t)sizeof r);
+	CHECK_EQ_INT(r.ret, 4); /* send(MSG_NOSIGNAL) */
+	CHECK_EQ_INT(recv(sv[0], buf, sizeof buf, 0), 4);
+	CHECK(read(rp[0], &r, sizeof r) == (ssize_t)sizeof r);
+	CHECK_ERRNO(r, EPERM); /* send without MSG_NOSIGNAL */
+	CHECK(read(rp[0], &r, sizeof r) == (ssize_t)sizeof r);
+	CHECK(r.ret > 0); /* clone(CLONE_PARENT | SIGCHLD): our child */
+	if (r.ret > 0)
+		CHECK(waitpid((pid_t)r.ret, &st, 0) == r.ret && exited_with(st, 42));
+	for (int i = 0; i < 5; i++) { /* clone(SIGCHLD), execve, open x2, socket */
+		CHECK(read(rp[0], &r, sizeof r) == (ssize_t)sizeof r);
+		CHECK_ERRNO(r, EPERM);
+	}
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	CHECK(read_file(path, status, sizeof status) > 0);
+	CHECK(strstr(status, "\nSeccomp:\t2\n") != NULL);
+	CHECK(strstr(status, "\nSeccomp_filters:\t1\n") != NULL);
+	CHECK(strstr(status, "\nNoNewPrivs:\t1\n") != NULL);
+	CHECK_EQ_INT(write(sv[0], "g", 1), 1);
+	CHECK(waitpid(pid, &st, 0) == pid && exited_with(st, TP_EXIT_VIOLATION));
+	CHECK_EQ_INT(shm->syscall_nr, -1); /* a zygote has no page to report to */
+	close(sv[0]);
+	close(rp[0]);
+}
+
 /* ---- bad configuration: refused before anything changes ------------------------ */
 
 static void test_bad_cfg(void)
@@ -925,6 +1312,14 @@ static int cmp_long(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+static void print_times(const char *what, long *ns, int n)
+{
+	qsort(ns, (size_t)n, sizeof *ns, cmp_long);
+	if (n > 0)
+		printf("# tp_lockdown_apply %s: min %.1f us, median %.1f us, max %.1f us (%d runs)\n",
+		       what, ns[0] / 1e3, ns[n / 2] / 1e3, ns[n - 1] / 1e3, n);
+}
+
 static void report_timing(void)
 {
 	struct child c;
@@ -933,11 +1328,42 @@ static void report_timing(void)
 		child_go(&c);
 		child_wait(&c);
 	}
-	qsort(apply_ns, (size_t)napply, sizeof *apply_ns, cmp_long);
-	if (napply > 0)
-		printf("# tp_lockdown_apply: min %.1f us, median %.1f us, max %.1f us (%d runs)\n",
-		       apply_ns[0] / 1e3, apply_ns[napply / 2] / 1e3, apply_ns[napply - 1] / 1e3,
-		       napply);
+	while (ndirect < 12 && child_start(&c, try_wait, FULL_DIRECT, -1) == 0) {
+		child_go(&c);
+		child_wait(&c);
+	}
+	print_times("in a zygote's worker (loads the seal)", apply_ns, napply);
+	print_times("without a zygote (loads Z, then the seal)", direct_ns, ndirect);
+}
+
+/* A worker forked straight from this process installs Z itself: same verdicts. */
+static void test_direct(void)
+{
+	struct child c;
+
+	if (child_start(&c, try_sysinfo, FULL_DIRECT, -1) < 0) {
+		CHECK(!"child_start");
+		return;
+	}
+	CHECK(exited_with(child_wait(&c), TP_EXIT_VIOLATION));
+	CHECK_EQ_INT(shm->syscall_nr, SYS_sysinfo);
+	if (child_start(&c, try_canary, FULL_DIRECT, -1) < 0) {
+		CHECK(!"child_start");
+		return;
+	}
+	for (int i = 0; i < 3; i++) {
+		struct report r = child_report(&c);
+		CHECK_ERRNO(r, EPERM);
+	}
+	CHECK(exited_with(child_wait(&c), 0));
+}
+
+static void zygote_stop(void)
+{
+	int st;
+
+	close(zygote_ctl);
+	CHECK(waitpid(zygote_pid, &st, 0) == zygote_pid && exited_with(st, 0));
 }
 
 int main(void)
@@ -969,10 +1395,17 @@ int main(void)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	printf("# tp_lockdown_prepare: %.1f us\n",
 	       ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 1e3);
+	if (load_programs() < 0 || zygote_start() < 0) {
+		fprintf(stderr, "compiling the programs or starting the test zygote failed\n");
+		return 1;
+	}
 
 	test_names();
 	test_program();
+	test_equivalence();
+	test_seal_needed();
 	test_pfc();
+	test_zygote_side();
 	test_files();
 	test_landlock_only();
 	test_network();
@@ -984,9 +1417,11 @@ int main(void)
 	test_proc();
 	test_limits();
 	test_works();
+	test_direct();
 	test_bad_cfg();
 	test_parent();
 	report_timing();
+	zygote_stop();
 
 	unlink(canary);
 	return tp_test_done("test_confine");
