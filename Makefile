@@ -22,14 +22,39 @@ PKG_LIBS   = -Wl,-Bstatic -llua5.4 -ljansson -lseccomp -Wl,-Bdynamic -lpython3.1
 CPPFLAGS  := -D_GNU_SOURCE -iquote host -iquote lua-sandbox -iquote py-sandbox
 CFLAGS     = $(OPT) $(WARN) -MMD -MP $(PKG_CFLAGS) $(SAN_FLAGS)
 LDFLAGS    = $(SAN_FLAGS) -Wl,-z,now -Wl,-z,relro
+# ---- SANITIZE settings (owner: hardening, docs/hardening.md) ----------------
+# `make SANITIZE=address,undefined` builds into build-san/. UB is fatal (no
+# recovery), so a test that triggers it fails. Sanitizer options are compiled in
+# (tests/sanitize/san_options.c): the zygote is exec'd with an empty environment.
 ifneq ($(SANITIZE),)
-SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -DTP_SANITIZE=1
+SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
+             -DTP_SANITIZE=1
 BUILD     := build-san
 endif
+# ---- end SANITIZE settings ---------------------------------------------------
+
+# ---- FAILALLOC settings (owner: tests/faults, tests/soak) --------------------
+# `make FAILALLOC=1` builds into $(BUILD)-failalloc/: every malloc, calloc and
+# realloc reference (ours and the static jansson's) goes through the counter in
+# host/failalloc.c, which only the host process arms (TIDEPOOL_FAILALLOC=N).
+ifneq ($(FAILALLOC),)
+FA_FLAGS  := -DTP_FAILALLOC=1 -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
+BUILD     := $(BUILD)-failalloc
+CFLAGS    += $(FA_FLAGS)
+LDFLAGS   += $(FA_FLAGS)
+endif
+# ---- end FAILALLOC settings ---------------------------------------------------
 
 CORE_SRCS := $(wildcard host/*.c lua-sandbox/*.c py-sandbox/*.c)
 CORE_SRCS := $(filter-out host/main.c,$(CORE_SRCS))
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
+# ---- SANITIZE objects (owner: hardening) -------------------------------------
+ifneq ($(SANITIZE),)
+CORE_OBJS += $(BUILD)/obj/tests/sanitize/san_options.o
+# Not instrumented: it runs inside the sanitizer's init, before shadow memory exists.
+$(BUILD)/obj/tests/sanitize/san_options.o: SAN_FLAGS := -DTP_SANITIZE=1
+endif
+# ---- end SANITIZE objects ----------------------------------------------------
 MAIN_OBJ  := $(BUILD)/obj/host/main.o
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
@@ -85,5 +110,43 @@ format-check:
 
 clean:
 	rm -rf build build-san
+
+# ---- FAILALLOC, faults and soak (owner: tests/faults, tests/soak) -------------
+# `make faults` runs tests/faults: fault injection against the real binary, a
+# fake zygote whose workers misbehave (tests/faults/fake_tidepool.c, a test-only
+# binary), and the allocation-failure replay against the FAILALLOC build.
+# `make soak` runs SOAK_N mixed execs through one host (SOAK_N=10000 in CI).
+# `make test QUICK=1` skips both.
+SOAK_N    ?= 100000
+SOAK_CI_N ?= 10000
+FA_BIN    := $(if $(FAILALLOC),$(BUILD),$(BUILD)-failalloc)/tidepool
+FAULT_ENV  = TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool TIDEPOOL_FAKE=$(CURDIR)/$(BUILD)/tests/fake_tidepool \
+             TIDEPOOL_FAILALLOC_BIN=$(CURDIR)/$(FA_BIN)
+.PHONY: faults failalloc soak soak-ci clean-failalloc
+
+$(BUILD)/tests/fake_tidepool: tests/faults/fake_tidepool.c $(CORE_OBJS) | $(BUILD)/.deps
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(CORE_OBJS) $(PKG_LIBS)
+
+failalloc:
+	$(MAKE) FAILALLOC=1 all
+
+faults: $(BUILD)/tidepool $(BUILD)/tests/fake_tidepool failalloc
+	$(FAULT_ENV) $(PYTHON) -m pytest -q tests/faults
+
+soak: $(BUILD)/tidepool
+	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) tests/soak/soak.py -n $(SOAK_N)
+
+soak-ci: $(BUILD)/tidepool
+	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) tests/soak/soak.py -n $(SOAK_CI_N)
+
+ifeq ($(QUICK),)
+test: faults soak-ci
+endif
+
+clean: clean-failalloc
+clean-failalloc:
+	rm -rf build-failalloc build-san-failalloc
+# ---- end FAILALLOC, faults and soak ------------------------------------------
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "failalloc.h"
 #include "host.h"
 #include "proto.h"
 #include "zygote.h"
@@ -127,6 +128,7 @@ int main(int argc, char **argv)
 	char err[256];
 	if (argc >= 3 && strcmp(argv[1], "--zygote") == 0)
 		return tp_zygote_main(argv[2]);
+	tp_failalloc_arm(); /* test builds only; before the host allocates anything */
 	if (argc >= 2 && strcmp(argv[1], "run") == 0)
 		return run_file(argc - 2, argv + 2);
 	if (argc >= 2 && strcmp(argv[1], "--version") == 0) {

@@ -1,0 +1,114 @@
+"""Workers that break the host⇄worker protocol.
+
+The real workers never write garbage, so these run against build/tests/fake_tidepool:
+the real host objects with a fake zygote whose workers read the real request frame and
+then do what its `code` names (tests/faults/fake_tidepool.c). The fake is a separate
+test-only binary: no snippet can reach these behaviours in build/tidepool.
+"""
+import json
+
+import pytest
+
+from faultlib import FAKE, Host
+
+SHORT = {"wall_ms": 700}
+
+# scenario -> (limits, check(result))
+def internal(msg_part, layer="host"):
+    def check(r):
+        assert r["ok"] is False, r
+        assert r["error"]["kind"] == "internal_error", r
+        assert r["error"]["layer"] == layer, r
+        assert msg_part in r["error"]["message"], r
+    return check
+
+
+def timeout(r):
+    assert r["ok"] is False and r["error"]["kind"] == "timeout", r
+    assert r["error"]["layer"] == "host"
+
+
+def ok(r):
+    assert r["ok"] is True and r["value"] == 1, r
+
+
+def crashed(sig):
+    def check(r):
+        assert r["ok"] is False and r["error"]["kind"] == "crashed", r
+        assert r["error"]["signal"] == sig
+    return check
+
+
+def scribbled(r):
+    # Every page field lied: lengths are clamped, output is valid UTF-8, the
+    # verdict stays within the protocol's vocabulary.
+    assert isinstance(r["ok"], bool)
+    assert len(r["stdout"].encode()) <= 4 * (1 << 20)
+    assert r["truncated"]["stdout"] in (True, False)
+    if not r["ok"]:
+        assert r["error"]["kind"] in ("internal_error", "crashed", "memory_limit", "instruction_limit",
+                                      "cpu_limit", "output_limit", "policy_violation", "runtime_error")
+
+
+SCENARIOS = {
+    "ok": (None, ok),
+    "garbage": (None, internal("not JSON")),
+    "raw_bytes": (None, internal("framing")),
+    "truncated": (None, internal("before replying", layer="process")),
+    "truncated_hang": (SHORT, timeout),
+    "header_only_hang": (SHORT, timeout),
+    "oversize": (None, internal("framing")),
+    "big_value": (None, internal("larger than result_bytes")),
+    "twice": (None, ok),
+    "reply_then_hang": (None, ok),
+    "bad_kind": (None, internal("bad error object")),
+    "bad_utf8": (None, internal("not JSON")),
+    "deep": (None, internal("not JSON")),
+    "silent_exit": (None, internal("before replying", layer="process")),
+    "exit3": (None, internal("status 3", layer="process")),
+    "segv": (None, crashed("SIGSEGV")),
+    "scribble": (None, scribbled),
+    "slow": (None, ok),
+    "close_then_live": (None, internal("before replying", layer="process")),
+    "no_such_scenario": (None, internal("status 5", layer="process")),
+}
+
+
+@pytest.fixture
+def fake():
+    h = Host(binary=FAKE)
+    yield h
+    h.close()
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_each_misbehaviour_gets_one_error_reply(fake, name):
+    limits, check = SCENARIOS[name]
+    params = {"limits": limits} if limits else {}
+    id = fake.exec_req(name, **params)
+    r = fake.reply(id, timeout=20)
+    assert "result" in r, r
+    check(r["result"])
+    if name == "segv":
+        assert r["result"]["stdout"] == "before the crash\n"
+    # The host goes on serving, and nothing else was said about that id.
+    assert fake.exec("ok")["value"] == 1
+    assert fake.seen[json.dumps(id)] == 1
+
+
+def test_all_misbehaviours_pipelined(fake):
+    ids = {}
+    for round in range(3):
+        for name, (limits, _) in SCENARIOS.items():
+            params = {"limits": limits} if limits else {}
+            ids[fake.exec_req(name, id=f"{name}-{round}", **params)] = name
+    for id, name in ids.items():
+        r = fake.reply(id, timeout=60)
+        assert "result" in r, r
+        SCENARIOS[name][1](r["result"])
+    assert fake.exec("ok")["value"] == 1
+    assert fake.proc.poll() is None
+    fake.proc.stdin.close()
+    fake.read_to_eof()
+    assert fake.proc.wait(timeout=10) == 0
+    assert fake.null_id == []
