@@ -5,8 +5,9 @@
 
 #include "lang.h"
 #include "lsandbox.h"
+#include "pysandbox.h"
 
-static const struct tp_lang *const langs[] = {&tp_lang_lua};
+static const struct tp_lang *const langs[] = {&tp_lang_lua, &tp_lang_python};
 
 const struct tp_lang *tp_lang_find(const char *name)
 {

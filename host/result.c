@@ -211,14 +211,21 @@ static json_t *tripped_error(const struct tp_outcome *o)
 	enum tp_kind k = (enum tp_kind)v->tripped;
 	int self_killed = o->reply == NULL && o->exited && WIFEXITED(o->status) &&
 			  WEXITSTATUS(o->status) == TP_EXIT_LIMIT;
-	json_t *e = new_error(k, self_killed ? TP_LAYER_PROCESS : TP_LAYER_LANGUAGE, limit_message(k));
+	int policy = k == TP_KIND_POLICY_VIOLATION;
 	json_t *re = o->reply ? json_object_get(o->reply, "error") : NULL;
+	/* A policy kill is the language layer's verdict, even when it ended the process. */
+	json_t *e = new_error(k, self_killed && !policy ? TP_LAYER_PROCESS : TP_LAYER_LANGUAGE,
+			      policy ? "refused by the language layer" : limit_message(k));
 	if (e == NULL)
 		return NULL;
-	json_object_set_new(e, "type", json_string("limit"));
+	json_object_set_new(e, "type", json_string(policy ? "PolicyViolation" : "limit"));
+	if (policy && v->note[0] != '\0')
+		json_object_set_new(e, "message", tp_utf8_json(v->note, strlen(v->note)));
 	if (json_is_object(re) && tp_kind_from_name(json_string_value(json_object_get(re, "kind"))) == (int)k) {
 		json_object_set(e, "traceback", json_object_get(re, "traceback"));
 		json_object_set(e, "line", json_object_get(re, "line"));
+		if (policy) /* the reply names what was refused */
+			json_object_set(e, "message", json_object_get(re, "message"));
 	}
 	if (v->tripped_limit >= 0)
 		json_object_set_new(e, "limit", limit_json(tp_limit_name((enum tp_limit_id)v->tripped_limit),

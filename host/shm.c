@@ -60,6 +60,14 @@ void tp_shm_trip(struct tp_shm *shm, enum tp_kind kind, int limit_id, uint64_t l
 	__atomic_store_n(&shm->tripped, (uint32_t)kind, __ATOMIC_RELEASE);
 }
 
+void tp_shm_note(struct tp_shm *shm, const char *text)
+{
+	size_t n = strlen(text);
+	n = n < sizeof shm->note - 1 ? n : sizeof shm->note - 1;
+	memcpy(shm->note, text, n);
+	shm->note[n] = '\0';
+}
+
 void tp_shm_snapshot(const struct tp_shm *shm, uint32_t area_bytes, struct tp_shm_view *v)
 {
 	memset(v, 0, sizeof *v);
@@ -70,9 +78,10 @@ void tp_shm_snapshot(const struct tp_shm *shm, uint32_t area_bytes, struct tp_sh
 		v->truncated[s] = shm->truncated[s] != 0;
 	}
 	uint32_t kind = __atomic_load_n(&shm->tripped, __ATOMIC_ACQUIRE);
-	/* Only limit kinds may be claimed through the page. */
+	/* Only sticky language verdicts may be claimed through the page. */
 	if (kind == TP_KIND_MEMORY_LIMIT || kind == TP_KIND_INSTRUCTION_LIMIT ||
-	    kind == TP_KIND_CPU_LIMIT || kind == TP_KIND_OUTPUT_LIMIT)
+	    kind == TP_KIND_CPU_LIMIT || kind == TP_KIND_OUTPUT_LIMIT ||
+	    kind == TP_KIND_POLICY_VIOLATION)
 		v->tripped = (int)kind;
 	uint32_t lim = shm->tripped_limit;
 	v->tripped_limit = v->tripped && lim < TP_LIMIT__COUNT ? (int)lim : -1;
@@ -82,4 +91,6 @@ void tp_shm_snapshot(const struct tp_shm *shm, uint32_t area_bytes, struct tp_sh
 	v->syscall_nr = nr >= 0 && nr < 4096 ? nr : -1;
 	v->instructions = shm->instructions;
 	v->mem_peak = shm->mem_peak;
+	memcpy(v->note, shm->note, sizeof v->note);
+	v->note[sizeof v->note - 1] = '\0'; /* the worker may have left no NUL */
 }

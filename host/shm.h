@@ -40,7 +40,8 @@ struct tp_shm {
 	volatile uint32_t pad;
 	volatile uint64_t instructions;
 	volatile uint64_t mem_peak;
-	char data[]; /* stdout area, then stderr area */
+	char note[128]; /* why a worker stopped itself (policy kills), NUL-terminated */
+	char data[];    /* stdout area, then stderr area */
 };
 
 /* A copy the host can trust: lengths clamped, verdict range-checked. */
@@ -53,6 +54,7 @@ struct tp_shm_view {
 	uint64_t limit_value, limit_used;
 	int syscall_nr;
 	uint64_t instructions, mem_peak;
+	char note[128]; /* a copy, always NUL-terminated */
 };
 
 size_t tp_shm_size(uint32_t area_bytes);
@@ -64,6 +66,8 @@ void tp_shm_begin(struct tp_shm *shm, uint64_t out_limit);
 int tp_shm_write(struct tp_shm *shm, enum tp_stream s, const char *buf, size_t n);
 /* Worker: records the first sticky verdict; later calls are ignored. Async-signal-safe. */
 void tp_shm_trip(struct tp_shm *shm, enum tp_kind kind, int limit_id, uint64_t limit, uint64_t used);
+/* Worker: says why it is about to stop itself (before tp_shm_trip). */
+void tp_shm_note(struct tp_shm *shm, const char *text);
 /* Host: reads the page of a mapping of area_bytes (the host's own value). */
 void tp_shm_snapshot(const struct tp_shm *shm, uint32_t area_bytes, struct tp_shm_view *v);
 

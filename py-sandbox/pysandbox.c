@@ -284,6 +284,7 @@ static int audit_hook(const char *event, PyObject *args, void *ud)
 		tp_shm_write(g_shm, TP_STDERR, note, (size_t)n);
 		if (!g_verdict) {
 			snprintf(g_policy_msg, sizeof g_policy_msg, "audit event '%s' is not allowed", event);
+			tp_shm_note(g_shm, g_policy_msg);
 			trip(TP_KIND_POLICY_VIOLATION, -1, 0, 0);
 		}
 		publish_usage();

@@ -64,7 +64,7 @@ CASES = [
     ("format computed", "f = '{0._' + '_class__}'\nf.format(1)", {}, PV, None),
     ("format_map", "'{x.__class__.__base__}'.format_map({'x': 1})", {}, PV, None),
     ("string.Formatter", "import string\nstring.Formatter().format('{0._' + '_globals__}', print)", {}, PV, None),
-    ("fstring dunder", "x = 1\nf'{x.__class__}'", {}, PV, None),
+    ("fstring dunder", "x = 1\nf'{x.__class__.__base__}'", {}, PV, None),
     # -- code objects and crashers ---------------------------------------------------------
     ("code object", "(lambda: 0).__code__.replace(co_consts=())", {}, PV, None),
     ("bytearray uaf", "class X:\n def __index__(self):\n  ba.clear()\n  return 0\nba = bytearray(2 ** 22)\nba.count(X())", {}, "crashed", None),

@@ -273,6 +273,22 @@ static void test_build(void)
 	CHECK(json_is_null(json_object_get(res, "value")));
 	json_decref(res);
 
+	/* A policy kill through the page (an audit tripwire) carries its note. */
+	o.reply = NULL;
+	o.exited = 1;
+	o.status = TP_EXIT_LIMIT << 8;
+	v.tripped = TP_KIND_POLICY_VIOLATION;
+	v.tripped_limit = -1;
+	snprintf(v.note, sizeof v.note, "audit event 'os.system' is not allowed");
+	res = tp_result_build(&o);
+	CHECK_EQ_STR(err_field(res, "kind"), "policy_violation");
+	CHECK_EQ_STR(err_field(res, "layer"), "language");
+	CHECK_EQ_STR(err_field(res, "message"), "audit event 'os.system' is not allowed");
+	CHECK(json_object_get(json_object_get(res, "error"), "limit") == NULL);
+	json_decref(res);
+	o.reply = reply;
+	o.exited = 0;
+
 	v.tripped = 0;
 	res = tp_result_build(&o);
 	CHECK(json_is_true(json_object_get(res, "ok")));
