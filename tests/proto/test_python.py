@@ -125,7 +125,8 @@ def healthy(h):
 
 
 @pytest.mark.parametrize("name,code,limits,kind,check", CASES, ids=[c[0] for c in CASES])
-def test_hostile(host, name, code, limits, kind, check):
+def test_hostile(shared_host, name, code, limits, kind, check):
+    host = shared_host  # one host for every case: each must leave it serving
     params = {"lang": "python", "code": code}
     if limits:
         params["limits"] = limits
@@ -152,3 +153,38 @@ def test_state_does_not_leak(host):
 
 def test_at_least_fifty():
     assert len(CASES) >= 50
+
+
+CANARY = "tidepool-py-canary-41c9"
+
+
+def test_client_environment_is_never_visible():
+    from conftest import Host
+    h = Host(env={"PATH": "/usr/bin:/bin", "OPENAI_API_KEY": CANARY})
+    try:
+        for code in ["import os", "__import__('os').environ",
+                     "import json\njson.dumps(dict(__builtins__) if isinstance(__builtins__, dict) else 0)",
+                     "[].__class__.__mro__[-1].__subclasses__()",
+                     "import collections\ncollections._sys.modules['os'].environ",
+                     "import random\nrandom._os.environ",
+                     "print(open('/proc/self/environ').read())"]:
+            h.call("sandbox/exec", {"lang": "python", "code": code})
+        healthy(h)
+        assert all(CANARY.encode() not in line for line in h.lines)
+        z = [p for p in h.children() if open(f"/proc/{p}/comm").read().strip() == "tp-zygote"]
+        assert z and all(open(f"/proc/{p}/environ", "rb").read() == b"" for p in z)
+    finally:
+        h.close()
+
+
+def test_tools_call_run_python_and_repr(host):
+    r = host.call("tools/call", {"name": "run_python", "arguments": {"code": "n * 2", "inputs": {"n": 21}}})["result"]
+    assert r["isError"] is False
+    assert r["structuredContent"]["value"] == 42
+    r = host.call("sandbox/exec", {"lang": "python", "code": "class P:\n    def __repr__(self):\n        return 'P()'\nP()"})["result"]
+    assert r["ok"] is True
+    assert r["value"] == "P()"
+    assert r["value_repr"] is True
+    r = host.call("sandbox/exec", {"lang": "python", "code": "[1, 'a', None]"})["result"]
+    assert r["value"] == [1, "a", None]
+    assert "value_repr" not in r
