@@ -1,0 +1,187 @@
+"""Allocation failure in the host: replay one session failing the Nth allocation,
+for every N from 1 to the number of allocations the session makes.
+
+Needs the FAILALLOC build (`make FAILALLOC=1`, build-failalloc/tidepool): its host
+counts malloc/calloc/realloc (ours and jansson's) and fails the one numbered by
+TIDEPOOL_FAILALLOC. Each run must end with an exit status that is not a signal,
+print only valid JSON-RPC responses, answer no id twice, leave no worker or
+zygote alive, and still answer whatever it answers correctly.
+"""
+import json
+import os
+import signal
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from faultlib import ENV, FAILALLOC_BIN, ProtocolViolation, alive, check_response
+
+pytestmark = pytest.mark.skipif(not os.path.exists(FAILALLOC_BIN), reason="build with `make FAILALLOC=1` first")
+
+
+def rq(id, method, params=None):
+    m = {"jsonrpc": "2.0", "id": id, "method": method}
+    if params is not None:
+        m["params"] = params
+    return json.dumps(m).encode()
+
+
+def ex(id, code, **params):
+    return rq(id, "sandbox/exec", {"lang": "lua", "code": code, **params})
+
+
+# The session: each line and, for requests, what a correct answer looks like.
+SESSION = [
+    (rq(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}}),
+     lambda m: m["result"]["protocolVersion"] == "2025-06-18"),
+    (b'{"jsonrpc":"2.0","method":"notifications/initialized"}', None),
+    (rq(2, "tools/list"), lambda m: [t["name"] for t in m["result"]["tools"]] == ["run_lua", "run_python"]
+     and all("outputSchema" in t for t in m["result"]["tools"])),
+    (rq(3, "ping"), lambda m: m["result"] == {}),
+    (ex(4, "print('hi') return 1+1"),
+     lambda m: m["result"]["ok"] is True and m["result"]["value"] == 2 and m["result"]["stdout"] == "hi\n"),
+    (ex(5, "error('boom')"), lambda m: m["result"]["error"]["kind"] == "runtime_error"),
+    (ex(6, "return +"), lambda m: m["result"]["error"]["kind"] == "syntax_error"),
+    (ex(7, "while true do end", limits={"instructions": 10000}),
+     lambda m: m["result"]["error"]["kind"] == "instruction_limit" and m["result"]["error"]["limit"]["limit"] == 10000),
+    (ex(8, "return {a = {1, 2, x}}", inputs={"x": "y"}),
+     lambda m: m["result"]["value"] == {"a": [1, 2, "y"]}),
+    (rq(9, "tools/call", {"name": "run_lua", "arguments": {"code": "return 6*7"}}),
+     lambda m: m["result"]["isError"] is False and m["result"]["structuredContent"]["value"] == 42
+     and json.loads(m["result"]["content"][0]["text"])["value"] == 42),
+    (b"{not json", lambda m: m["error"]["code"] == -32700),
+    (b'{"jsonrpc":"2.0","id":10,"method":"p\xffng"}', lambda m: m["error"]["code"] == -32700),
+    (b"[1,2]", lambda m: m["error"]["code"] == -32600),
+    (rq(11, "no/such"), lambda m: m["error"]["code"] == -32601),
+    (ex(12, "return 1", limits={"cpu_ms": 10 ** 9}), lambda m: m["error"]["code"] == -32602),
+    (rq(13, "tools/call", {"name": "run_cobol", "arguments": {}}), lambda m: m["error"]["code"] == -32602),
+]
+def _id_of(line):
+    try:
+        m = json.loads(line)
+    except ValueError:
+        return None
+    return m.get("id") if isinstance(m, dict) else None
+
+
+CHECKS = {_id_of(line): check for line, check in SESSION if check is not None and _id_of(line) is not None}
+# Lines whose id cannot be read get id null: bad JSON, invalid UTF-8, a batch.
+NULL_ID_REPLIES = 3
+EXPECTED = len(CHECKS) + NULL_ID_REPLIES
+
+
+def null_id_ok(m):
+    return m["error"]["code"] in (-32700, -32600)
+
+
+def host_refused(m):
+    """An exec answered with the host's own error (out of memory, worker lost)."""
+    r = m.get("result")
+    if isinstance(r, dict) and "structuredContent" in r:
+        r = r["structuredContent"]
+    try:
+        return r["ok"] is False and r["error"]["kind"] == "internal_error" and r["error"]["layer"] in ("host", "process")
+    except (KeyError, TypeError):
+        return False
+
+
+def session_bytes():
+    return b"\n".join(line for line, _ in SESSION) + b"\n"
+
+
+def run_session(fail_at):
+    """Runs one session; returns (exit status, replies, stderr, problems)."""
+    env = dict(ENV, TIDEPOOL_FAILALLOC=str(fail_at))
+    p = subprocess.Popen([FAILALLOC_BIN], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env)
+    try:
+        out, err = p.communicate(session_bytes(), timeout=60)
+    except subprocess.TimeoutExpired:
+        kids = children_of_tree(p.pid)
+        p.kill()
+        out, err = p.communicate()
+        return None, [], err.decode(errors="replace"), [f"N={fail_at}: hung (killed after 60 s)"], kids
+    lines = out.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()  # the last line's newline
+    else:
+        problems = [f"N={fail_at}: unterminated last line on stdout: {lines[-1][:200]!r}"]
+        return p.returncode, lines, err.decode(errors="replace"), problems, []
+    return p.returncode, lines, err.decode(errors="replace"), [], []
+
+
+def children_of_tree(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+def judge(fail_at):
+    rc, lines, err, problems, _ = run_session(fail_at)
+    if rc is None:
+        return problems, 0, None
+    if rc < 0 or rc >= 128:
+        problems.append(f"N={fail_at}: exit status {rc} (signal)")
+    seen = {}
+    answered = 0
+    for line in lines:
+        if not line:
+            problems.append(f"N={fail_at}: empty line on stdout")
+            continue
+        try:
+            m = check_response(line)
+        except ProtocolViolation as e:
+            problems.append(f"N={fail_at}: {e}")
+            continue
+        key = json.dumps(m["id"])
+        seen[key] = seen.get(key, 0) + 1
+        if m["id"] is not None and seen[key] > 1:
+            problems.append(f"N={fail_at}: two replies for id {key}")
+        check = CHECKS.get(m["id"], null_id_ok if m["id"] is None else None)
+        if m["id"] is not None and m["id"] not in CHECKS:
+            problems.append(f"N={fail_at}: reply for an id never sent: {line[:200]!r}")
+        elif "error" in m and m["error"]["code"] == -32603 or host_refused(m):
+            answered += 1  # out of memory in the host: the documented errors
+        elif check is not None:
+            try:
+                good = check(m)
+            except (KeyError, TypeError, IndexError, ValueError):
+                good = False
+            if not good:
+                problems.append(f"N={fail_at}: wrong answer: {line[:300]!r}")
+            answered += 1
+    count = None
+    for l in err.splitlines():
+        if l.startswith("tidepool: failalloc: "):
+            count = int(l.split()[2])
+    if count is None:
+        problems.append(f"N={fail_at}: no allocation count on stderr (exit {rc})")
+    return problems, answered, count
+
+
+def test_session_passes_unarmed_and_counts_allocations():
+    problems, answered, count = judge(0)
+    assert problems == []
+    # Every request was answered correctly; the bad lines with id null too.
+    assert answered == EXPECTED
+    assert count and count > 100
+
+
+def test_every_allocation_failure_is_survived():
+    _, _, total = judge(0)
+    # Timing changes how often the loop polls; cover some slack past the count.
+    last = total + total // 4
+    jobs = int(os.environ.get("FAILALLOC_JOBS", os.cpu_count() or 2))
+    problems, dropped = [], 0
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for probs, answered, _ in pool.map(judge, range(1, last + 1)):
+            problems += probs
+            dropped += answered < EXPECTED
+    elapsed = time.monotonic() - t0
+    print(f"\nfailalloc: {last} runs in {elapsed:.1f} s; {dropped} runs lost at least one reply")
+    assert problems == [], "\n".join(problems[:40]) + f"\n({len(problems)} problems)"
