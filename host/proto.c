@@ -81,7 +81,10 @@ enum tp_line_status tp_linebuf_next(struct tp_linebuf *lb, int at_eof, const cha
 			lb->taken = 0;
 			shrink(lb);
 		}
-		char *nl = memchr(lb->buf + lb->scanned, '\n', lb->len - lb->scanned);
+		/* Nothing unscanned (buf may still be NULL): no memchr on a null pointer. */
+		char *nl = lb->len > lb->scanned
+				   ? memchr(lb->buf + lb->scanned, '\n', lb->len - lb->scanned)
+				   : NULL;
 		if (lb->discarding) {
 			if (nl == NULL) {
 				lb->len = lb->scanned = 0;
