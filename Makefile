@@ -149,4 +149,76 @@ clean-failalloc:
 	rm -rf build-failalloc build-san-failalloc
 # ---- end FAILALLOC, faults and soak ------------------------------------------
 
+# ---- SANITIZE and fuzz targets (owner: hardening, docs/hardening.md) ---------
+# `make test-sanitize` runs the C unit tests and the protocol suites against
+# build-san/ (ASan + UBSan; LeakSanitizer in the host). `make fuzz` builds the
+# libFuzzer harnesses of tests/fuzz/ with clang into build-fuzz/ and runs each
+# for FUZZ_SECONDS; `make fuzz-regress` replays the checked-in corpora once.
+# `make test` runs both after the normal tests; `make test QUICK=1` skips them.
+SAN_DEFAULT   := address,undefined
+FUZZ_CC       ?= clang
+FUZZ_SECONDS  ?= 60
+FUZZ_BUILD    := build-fuzz
+FUZZ_NAMES    := proto worker_reply ljson
+FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS    = -O1 -g $(filter-out -Werror,$(WARN)) -Wno-missing-field-initializers $(PKG_CFLAGS) \
+                 $(FUZZ_SAN) -DTP_FUZZ=1
+# The pure host modules (not the loop, the zygote or the worker) and the Lua JSON layer.
+FUZZ_LIB_SRCS  = $(filter-out host/main.c host/host.c host/zygote.c host/worker.c host/lang.c, \
+                   $(wildcard host/*.c)) lua-sandbox/ljson.c lua-sandbox/lalloc.c
+FUZZ_LIB_OBJS  = $(FUZZ_LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_BINS     := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
+# libFuzzer flags: small inputs (the parsers are line/frame-sized), a hang or
+# 2 GiB of RSS is a finding too.
+FUZZ_RUN_FLAGS = -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+                 -print_final_stats=1
+.PHONY: test-sanitize fuzz fuzz-build fuzz-regress clean-hardening \
+        hardening-tests
+
+test-sanitize:
+	$(MAKE) --no-print-directory SANITIZE=$(SAN_DEFAULT) unit build-san/tidepool
+	TIDEPOOL=$(CURDIR)/build-san/tidepool PYTHONPATH=$(CURDIR)/tests/sanitize \
+	  $(PYTHON) -m pytest -q -p pytest_sanitize tests/proto
+
+$(FUZZ_BUILD)/obj/%.o: %.c | $(BUILD)/.deps
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJS) | $(BUILD)/.deps
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJS) \
+	  -Wl,-Bstatic -llua5.4 -ljansson -lseccomp -Wl,-Bdynamic -lm -ldl
+
+fuzz-build: $(FUZZ_BINS)
+.SECONDARY: $(FUZZ_LIB_OBJS)
+
+# One target per harness, so `make -j2 fuzz` runs two at a time. New inputs go
+# to build-fuzz/corpus/<name>; crashes to build-fuzz/artifacts/<name>/.
+fuzz-run-%: $(FUZZ_BUILD)/fuzz_%
+	@mkdir -p $(FUZZ_BUILD)/corpus/$* $(FUZZ_BUILD)/artifacts/$*
+	@echo "== fuzz $* for $(FUZZ_SECONDS) s"
+	@$< $(FUZZ_RUN_FLAGS) $(if $(wildcard tests/fuzz/$*.dict),-dict=tests/fuzz/$*.dict) \
+	  -artifact_prefix=$(FUZZ_BUILD)/artifacts/$*/ $(FUZZ_BUILD)/corpus/$* tests/fuzz/corpus/$* \
+	  > $(FUZZ_BUILD)/fuzz-$*.log 2>&1 || { tail -60 $(FUZZ_BUILD)/fuzz-$*.log; exit 1; }
+	@grep -E '^(stat::number_of_executed_units|stat::peak_rss_mb)|DONE' $(FUZZ_BUILD)/fuzz-$*.log || true
+
+fuzz: $(FUZZ_NAMES:%=fuzz-run-%)
+
+fuzz-regress: $(FUZZ_BINS)
+	@set -e; for n in $(FUZZ_NAMES); do echo "== replay tests/fuzz/corpus/$$n"; \
+	  $(FUZZ_BUILD)/fuzz_$$n -runs=0 tests/fuzz/corpus/$$n 2>&1 | tail -1; done
+
+# After the normal tests (also under -j): sanitizers, then the fuzz smoke run.
+hardening-tests: unit proto
+	$(MAKE) --no-print-directory test-sanitize
+	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
+ifeq ($(QUICK)$(SANITIZE),)
+test: hardening-tests
+endif
+
+clean: clean-hardening
+clean-hardening:
+	rm -rf $(FUZZ_BUILD)
+-include $(shell find $(FUZZ_BUILD) -name '*.d' 2>/dev/null)
+# ---- end SANITIZE and fuzz targets -------------------------------------------
+
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

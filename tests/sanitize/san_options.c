@@ -28,11 +28,16 @@ const char *__lsan_default_options(void);
 
 /* The zygote and its workers. No leak check (see above). Fatal signals keep
  * their meaning: a worker killed by SIGSEGV must still be `crashed` with
- * SIGSEGV, not an ASan report and exit(1). A worker's report goes to its
- * stderr, /dev/null after lockdown: it shows as a worker exiting with status 1. */
+ * SIGSEGV, not an ASan report and exit(1). A small quarantine (1 MiB): freed
+ * memory must leave the worker's address space as it does without ASan, or
+ * RLIMIT_AS (256 MiB of slack) and crash verdicts would depend on the
+ * sanitizer (a use-after-free of a 4 MiB buffer in uninstrumented libpython
+ * must still fault). A worker's report goes to its stderr, /dev/null after
+ * lockdown: it shows as a worker exiting with status 1 before replying. */
 #define ZYGOTE_OPTS                                                                  \
 	COMMON "detect_leaks=0:handle_segv=0:handle_sigbus=0:handle_sigfpe=0:"       \
-	       "handle_sigill=0:handle_abort=0:use_sigaltstack=0:symbolize=0"
+	       "handle_sigill=0:handle_abort=0:use_sigaltstack=0:symbolize=0:"       \
+	       "quarantine_size_mb=1"
 
 /* argv[1] == "--zygote", read with raw syscalls: this runs inside the
  * sanitizer's own initialization, before libc's interceptors are ready. */

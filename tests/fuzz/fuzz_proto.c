@@ -1,0 +1,139 @@
+/*
+ * fuzz_proto.c — libFuzzer harness for the client side of the host: bytes from
+ * stdin through tp_linebuf, tp_proto_parse and the param parsers, as the host
+ * loop would dispatch them, without starting a zygote. Invariants checked:
+ * every fault has an encodable reply, accepted limits never exceed the ceiling.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "limits.h"
+#include "proto.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CHECK(c) ((c) ? (void)0 : abort())
+
+static void send_reply(json_t *reply)
+{
+	size_t len = 0;
+	char *line;
+
+	if (reply == NULL)
+		return;
+	line = tp_proto_encode(reply, &len);
+	CHECK(line != NULL);
+	CHECK(len > 0 && line[len - 1] == '\n' && memchr(line, '\n', len - 1) == NULL);
+	free(line);
+	json_decref(reply);
+}
+
+static void check_exec(const struct tp_exec_params *p, const struct tp_limits *ceiling)
+{
+	CHECK(strcmp(p->lang, "lua") == 0 || strcmp(p->lang, "python") == 0);
+	CHECK(p->code != NULL);
+	CHECK(p->inputs == NULL || json_is_object(p->inputs));
+	for (int i = 0; i < TP_LIMIT__COUNT; i++) {
+		uint64_t want = tp_limit_get(&p->limits, (enum tp_limit_id)i);
+		uint64_t cap = tp_limit_get(ceiling, (enum tp_limit_id)i);
+		CHECK(cap == 0 || (want > 0 && want <= cap)); /* a request only tightens */
+	}
+	/* What the host sends a worker must come back identical. */
+	json_t *lj = tp_limits_to_json(&p->limits);
+	struct tp_limits back;
+	CHECK(lj != NULL && tp_limits_from_json(&back, lj) == 0);
+	CHECK(memcmp(&back, &p->limits, sizeof back) == 0);
+	json_decref(lj);
+}
+
+/* Dispatch like the host: each params parser sees the params of every method,
+ * so all of them are reached from any seed. */
+static void dispatch(const struct tp_rpc *rpc, const struct tp_limits *ceiling)
+{
+	struct tp_exec_params p;
+	char err[256];
+
+	if (tp_proto_exec_params(rpc->params, ceiling, &p, err, sizeof err) == 0)
+		check_exec(&p, ceiling);
+	else
+		send_reply(tp_proto_error(rpc->id, TP_RPC_INVALID_PARAMS, err, NULL));
+	if (tp_proto_tool_params(rpc->params, ceiling, &p, err, sizeof err) == 0) {
+		check_exec(&p, ceiling);
+		CHECK(p.tool_call == 1);
+	} else {
+		send_reply(tp_proto_error(rpc->id, TP_RPC_INVALID_PARAMS, err, NULL));
+	}
+	if (strcmp(rpc->method, "initialize") == 0 || json_is_object(rpc->params)) {
+		json_t *r = tp_proto_initialize(rpc->params);
+		CHECK(r != NULL);
+		send_reply(tp_proto_result(rpc->id, r));
+	}
+	if (strcmp(rpc->method, "tools/list") == 0)
+		send_reply(tp_proto_result(rpc->id, tp_proto_tools_list()));
+	if (strcmp(rpc->method, "tools/call") == 0 && json_is_object(rpc->params))
+		send_reply(tp_proto_result(rpc->id, tp_proto_tool_result(json_deep_copy(rpc->params))));
+}
+
+static void handle_line(const char *line, size_t len, const struct tp_limits *ceiling)
+{
+	struct tp_rpc rpc;
+	json_t *reply;
+
+	if (tp_proto_parse(line, len, &rpc, &reply) != 0) {
+		CHECK(rpc.msg == NULL);
+		send_reply(reply);
+		return;
+	}
+	CHECK(reply == NULL && rpc.method != NULL && json_is_object(rpc.msg));
+	dispatch(&rpc, ceiling);
+	tp_rpc_clear(&rpc);
+}
+
+static void drain(struct tp_linebuf *lb, int at_eof, const struct tp_limits *ceiling)
+{
+	const char *line;
+	size_t len;
+	enum tp_line_status st;
+
+	while ((st = tp_linebuf_next(lb, at_eof, &line, &len)) != TP_LINE_NONE) {
+		if (st == TP_LINE_TOO_LONG) {
+			send_reply(tp_proto_error(NULL, TP_RPC_INVALID_REQUEST, "line too long", NULL));
+			continue;
+		}
+		CHECK(len <= lb->max && memchr(line, '\n', len) == NULL);
+		handle_line(line, len, ceiling);
+	}
+}
+
+/* data[0]: the line cap (small caps reach the overlong-line paths) and the size
+ * of the reads the bytes arrive in; the rest is stdin. */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct tp_limits ceiling;
+	struct tp_linebuf lb;
+
+	if (size < 1)
+		return 0;
+	tp_limits_default(&ceiling);
+	if (data[0] & 0x80)
+		ceiling.instructions = 100000; /* a ceiling that is not "off" */
+	size_t max = (data[0] & 0x40) ? 16 + (data[0] & 0x3f) * 8 : TP_MAX_LINE_DEFAULT;
+	size_t chunk = 1 + (data[0] & 0x0f) * 37;
+	data++, size--;
+	tp_linebuf_init(&lb, max);
+	for (size_t off = 0; off < size;) {
+		size_t room, n;
+		char *p = tp_linebuf_space(&lb, &room);
+		CHECK(p != NULL && room > 0);
+		n = size - off < chunk ? size - off : chunk;
+		n = n < room ? n : room;
+		memcpy(p, data + off, n);
+		tp_linebuf_commit(&lb, n);
+		off += n;
+		drain(&lb, 0, &ceiling);
+	}
+	drain(&lb, 1, &ceiling);
+	tp_linebuf_free(&lb);
+	return 0;
+}

@@ -1,0 +1,179 @@
+/*
+ * fuzz_worker_reply.c — libFuzzer harness for everything the host reads from a
+ * worker: the framed channel bytes (tp_frame_parse, tp_frame_rx_*), each reply
+ * frame (tp_result_check_reply), a shared page the worker scribbled over
+ * (tp_shm_snapshot) and how it died (wait status), composed by tp_result_build.
+ * Invariant: whatever the worker sends, the client gets a well-formed result.
+ *
+ * Input: a 16-byte header (limits, wait status, host verdict, flags), PAGE bytes
+ * laid over the start of struct tp_shm (the rest of its header, e.g. the note,
+ * filled with the byte data[9]), AREA*2 bytes of output, then the channel bytes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "frame.h"
+#include "limits.h"
+#include "result.h"
+#include "shm.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CHECK(c) ((c) ? (void)0 : abort())
+#define AREA 64u
+#define HDR 16u
+#define PAGE 96u /* covers every counter; stable while the struct grows at its end */
+
+struct ctx {
+	struct tp_limits lim;
+	int status, exited, host_kind, use_shm;
+	struct tp_shm_view view;
+};
+
+static const char *const kinds[] = {"syntax_error",       "runtime_error",  "memory_limit",
+				    "instruction_limit",  "cpu_limit",      "timeout",
+				    "output_limit",       "policy_violation", "sandbox_violation",
+				    "crashed",            "internal_error", "cancelled"};
+
+static int known_kind(const char *k)
+{
+	for (size_t i = 0; k != NULL && i < sizeof kinds / sizeof kinds[0]; i++)
+		if (strcmp(k, kinds[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* What a client may rely on in every exec result. */
+static void check_result(const json_t *r, const struct ctx *c)
+{
+	CHECK(r != NULL && json_is_object(r));
+	json_t *ok = json_object_get(r, "ok"), *err = json_object_get(r, "error");
+	CHECK(json_is_boolean(ok));
+	CHECK(json_is_string(json_object_get(r, "stdout")));
+	CHECK(json_is_string(json_object_get(r, "stderr")));
+	CHECK(json_is_object(json_object_get(r, "usage")));
+	if (json_is_true(ok)) {
+		CHECK(json_is_null(err));
+	} else {
+		CHECK(json_is_object(err));
+		CHECK(known_kind(json_string_value(json_object_get(err, "kind"))));
+		CHECK(json_is_string(json_object_get(err, "layer")));
+	}
+	if (c->use_shm)
+		for (int s = 0; s < 2; s++)
+			CHECK(json_string_length(json_object_get(r, s ? "stderr" : "stdout")) <=
+			      3 * c->view.len[s]);
+	char *text = json_dumps(r, JSON_COMPACT);
+	CHECK(text != NULL);
+	free(text);
+}
+
+static void outcome(struct ctx *c, json_t *reply)
+{
+	struct tp_outcome o = {
+		.reply = reply,
+		.shm = c->use_shm ? &c->view : NULL,
+		.exited = c->exited,
+		.status = c->status,
+		.host_kind = (enum tp_kind)c->host_kind,
+		.host_msg = c->host_kind ? "host verdict" : NULL,
+		.wall_ms = 12.5,
+		.cpu_ms = (c->status & 1) ? 3.25 : -1,
+		.limits = &c->lim,
+	};
+	json_t *r = tp_result_build(&o);
+	check_result(r, c);
+	json_decref(r);
+}
+
+static void on_frame(struct ctx *c, const char *buf, size_t len)
+{
+	char err[256];
+	json_t *clean = NULL;
+
+	CHECK(buf[len] == '\0');
+	if (tp_result_check_reply(buf, len, &c->lim, &clean, err, sizeof err) != 0) {
+		CHECK(clean == NULL && err[0] != '\0');
+		outcome(c, NULL); /* a refused reply: the worker is killed, its death decides */
+		return;
+	}
+	CHECK(json_is_boolean(json_object_get(clean, "ok")));
+	char *v = json_dumps(json_object_get(clean, "value"), JSON_COMPACT | JSON_ENCODE_ANY);
+	CHECK(v != NULL && strlen(v) <= c->lim.result_bytes);
+	free(v);
+	outcome(c, clean);
+	json_decref(clean);
+}
+
+/* The channel: a pipe, read as the host reads a worker's socket. */
+static void channel(struct ctx *c, const uint8_t *bytes, size_t n)
+{
+	struct tp_frame_rx rx;
+	int fds[2];
+	size_t plen;
+
+	/* The pure core on the raw bytes first. */
+	int r = tp_frame_parse((const char *)bytes, n, tp_result_max_frame(&c->lim), &plen);
+	CHECK(r != 1 || plen + TP_FRAME_HDR <= n);
+	if (n > 60000 || pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0)
+		return;
+	CHECK(write(fds[1], bytes, n) == (ssize_t)n);
+	close(fds[1]);
+	tp_frame_rx_init(&rx, c->lim.result_bytes < 4096 ? c->lim.result_bytes * 8 : tp_result_max_frame(&c->lim));
+	for (int frames = 0; frames < 64;) {
+		long got = tp_frame_rx_read(&rx, fds[0]);
+		char *p;
+		size_t len;
+		int t;
+		while ((t = tp_frame_rx_take(&rx, &p, &len)) == 1) {
+			CHECK(len <= rx.max);
+			on_frame(c, p, len);
+			free(p);
+			frames++;
+		}
+		if (t < 0 || got <= 0)
+			break; /* broken framing: the host kills the worker */
+	}
+	tp_frame_rx_free(&rx);
+	close(fds[0]);
+	outcome(c, NULL); /* and the worker's death with no (more) reply */
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct ctx c;
+	size_t page = tp_shm_size(AREA), hdr = sizeof(struct tp_shm);
+
+	if (size < HDR + PAGE + 2 * AREA)
+		return 0;
+	memset(&c, 0, sizeof c);
+	tp_limits_default(&c.lim);
+	c.lim.result_depth = 1 + data[0] % 70;
+	c.lim.result_bytes = data[1] & 0x80 ? (1u << 20) : 1 + (uint64_t)data[1] * 4;
+	c.lim.cpu_ms = 1 + data[2] * 40u;
+	memcpy(&c.status, data + 4, sizeof c.status);
+	c.exited = data[3] & 1;
+	c.use_shm = (data[3] & 2) != 0;
+	c.host_kind = data[3] & 4 ? data[8] % TP_KIND__COUNT : 0;
+	/* A page the worker owned: every field forged. */
+	struct tp_shm *shm = aligned_alloc(64, (page + 63) & ~(size_t)63);
+	CHECK(shm != NULL);
+	memset(shm, data[9], hdr);
+	memcpy(shm, data + HDR, PAGE < hdr ? PAGE : hdr);
+	memcpy(shm->data, data + HDR + PAGE, 2 * AREA);
+	tp_shm_snapshot(shm, AREA, &c.view);
+	for (int s = 0; s < 2; s++) {
+		CHECK(c.view.len[s] <= AREA);
+		CHECK(c.view.out[s] == shm->data + (size_t)s * AREA);
+	}
+	CHECK(c.view.tripped_limit < TP_LIMIT__COUNT);
+	CHECK(c.view.syscall_nr >= -1 && c.view.syscall_nr < 4096);
+	channel(&c, data + HDR + PAGE + 2 * AREA, size - HDR - PAGE - 2 * AREA);
+	free(shm);
+	return 0;
+}

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Writes the checked-in seed corpora of tests/fuzz/corpus/<harness>/ (run from
+the repository root; existing seeds, including regression cases, are kept).
+Each seed is named for what it exercises."""
+import json
+import os
+import struct
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def put(harness, name, data):
+    d = os.path.join(ROOT, harness)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+# ---- proto: byte 0 = line cap / read size selector, then stdin -------------
+def rpc(method, params=None, id=1):
+    m = {"jsonrpc": "2.0", "id": id, "method": method}
+    if params is not None:
+        m["params"] = params
+    return json.dumps(m).encode()
+
+
+P = {
+    "exec_lua": rpc("sandbox/exec", {"lang": "lua", "code": "return 1+1"}),
+    "exec_full": rpc("sandbox/exec", {"lang": "python", "code": "print('hi')\n1+1", "inputs": {"x": [1, {"y": None}]},
+                                      "seed": 42, "policy": "standard", "stream": False,
+                                      "limits": {"memory_bytes": 1000000, "instructions": 1000, "cpu_ms": 100,
+                                                 "wall_ms": 200, "output_bytes": 10, "result_bytes": 10,
+                                                 "result_depth": 3}}),
+    "initialize": rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}}),
+    "initialize_unknown_version": rpc("initialize", {"protocolVersion": "1999-01-01"}),
+    "initialized_notification": b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+    "ping_string_id": rpc("ping", id="abc"),
+    "tools_list": rpc("tools/list"),
+    "tools_call": rpc("tools/call", {"name": "run_lua", "arguments": {"code": "return {1,2}", "inputs": {"a": 1}}}),
+    "tools_call_python": rpc("tools/call", {"name": "run_python", "arguments": {"code": "1"}}),
+    "cancel": b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}',
+    # protocol faults
+    "fault_bad_json": b'{"jsonrpc":"2.0","id":1,"method":',
+    "fault_invalid_utf8": b'{"jsonrpc":"2.0","id":1,"method":"ping\xff\xfe"}',
+    "fault_duplicate_keys": b'{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}',
+    "fault_not_object": b'[1,2,3]',
+    "fault_scalar": b'"just a string"',
+    "fault_batch": b'[' + rpc("ping") + b',' + rpc("ping", id=2) + b']',
+    "fault_bad_version": b'{"jsonrpc":"1.0","id":1,"method":"ping"}',
+    "fault_bad_id": b'{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}',
+    "fault_float_id": b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}',
+    "fault_method_not_string": b'{"jsonrpc":"2.0","id":1,"method":7}',
+    "fault_params_scalar": b'{"jsonrpc":"2.0","id":1,"method":"ping","params":3}',
+    "fault_response_from_client": b'{"jsonrpc":"2.0","id":1,"result":{}}',
+    "fault_unknown_method": rpc("no/such/method"),
+    "fault_unknown_param": rpc("sandbox/exec", {"lang": "lua", "code": "", "bogus": 1}),
+    "fault_bad_lang": rpc("sandbox/exec", {"lang": "ruby", "code": ""}),
+    "fault_code_not_string": rpc("sandbox/exec", {"lang": "lua", "code": 5}),
+    "fault_limit_raised": rpc("sandbox/exec", {"lang": "lua", "code": "", "limits": {"memory_bytes": 1 << 40}}),
+    "fault_limit_zero": rpc("sandbox/exec", {"lang": "lua", "code": "", "limits": {"cpu_ms": 0}}),
+    "fault_limit_negative": rpc("sandbox/exec", {"lang": "lua", "code": "", "limits": {"wall_ms": -1}}),
+    "fault_limit_huge": b'{"jsonrpc":"2.0","id":1,"method":"sandbox/exec","params":{"lang":"lua","code":"","limits":{"instructions":18446744073709551615}}}',
+    "fault_unknown_limit": rpc("sandbox/exec", {"lang": "lua", "code": "", "limits": {"disk": 1}}),
+    "fault_session": rpc("sandbox/exec", {"lang": "lua", "code": "", "session_id": "s"}),
+    "fault_stream": rpc("sandbox/exec", {"lang": "lua", "code": "", "stream": True}),
+    "fault_policy": rpc("sandbox/exec", {"lang": "lua", "code": "", "policy": "lax"}),
+    "fault_seed_float": rpc("sandbox/exec", {"lang": "lua", "code": "", "seed": 1.5}),
+    "fault_inputs_array": rpc("sandbox/exec", {"lang": "lua", "code": "", "inputs": [1]}),
+    "fault_unknown_tool": rpc("tools/call", {"name": "run_ruby", "arguments": {}}),
+    "fault_tool_args": rpc("tools/call", {"name": "run_lua", "arguments": {"code": "", "limits": {}}}),
+    "nul_in_code": b'{"jsonrpc":"2.0","id":1,"method":"sandbox/exec","params":{"lang":"lua","code":"a\\u0000b"}}',
+}
+for name, line in P.items():
+    put("proto", name, b"\x00" + line + b"\n")
+# framing: several lines, CRLF, blank lines, no final newline, small read chunks
+put("proto", "pipelined_crlf", b"\x05" + P["exec_lua"] + b"\r\n\r\n  \t\n" + P["tools_list"] + b"\n" + P["ping_string_id"])
+put("proto", "overlong_line_small_cap", b"\x41" + b'{"jsonrpc":"2.0","id":1,"method":"' + b"x" * 300 + b'"}\n' + P["tools_list"] + b"\n")
+put("proto", "overlong_then_split", b"\x4f" + b"y" * 200 + b"\n" + P["exec_lua"][:20] + b"\n" + P["exec_lua"] + b"\n")
+put("proto", "deep_inputs", b"\x00" + b'{"jsonrpc":"2.0","id":1,"method":"sandbox/exec","params":{"lang":"lua","code":"","inputs":{"a":' + b"[" * 100 + b"]" * 100 + b"}}}\n")
+
+# ---- worker_reply: 16-byte header, 96 page bytes, 128 output bytes, channel --
+def frame(payload):
+    return struct.pack("<I", len(payload)) + payload
+
+
+def page(out_len=(5, 0), tripped=0, tripped_limit=0, limit=0, used=0, syscall=-1, instr=7, peak=1000):
+    p = struct.pack("<IIQ", 0x7470736d, 64, 1 << 20)
+    p += struct.pack("<II", *out_len) + struct.pack("<II", 0, 0) + struct.pack("<Q", 5)
+    p += struct.pack("<IIQQ", tripped, tripped_limit, limit, used)
+    p += struct.pack("<iIQQ", syscall, 0, instr, peak)
+    return p.ljust(96, b"\x00")
+
+
+def header(depth=64, rbytes=0x80, cpu=100, flags=3, status=0, host_kind=0, fill=0):
+    return bytes([depth, rbytes, cpu, flags]) + struct.pack("<i", status) + bytes([host_kind, fill]) + b"\x00" * 6
+
+
+OUT = (b"hello" + b"\x00" * 59 + b"err\xff\xfe" + b"\x00" * 59)
+OK = json.dumps({"ok": True, "value": {"a": [1, 2.5, "x"]}, "error": None,
+                 "usage": {"instructions": 10, "memory_peak_bytes": 100, "cpu_ms": 0.5}}).encode()
+ERR = json.dumps({"ok": False, "error": {"kind": "runtime_error", "type": "string", "message": "boom",
+                                         "traceback": "tb", "line": 3},
+                  "usage": {"instructions": 1, "memory_peak_bytes": 1, "cpu_ms": 0}}).encode()
+LIM = json.dumps({"ok": False, "error": {"kind": "memory_limit", "type": "limit", "message": "m",
+                                         "limit": {"name": "memory_bytes", "limit": 1, "used": 2}},
+                  "usage": {"instructions": 1, "memory_peak_bytes": 1, "cpu_ms": 0}}).encode()
+W = {
+    "ok_reply": (header(), page(), frame(OK)),
+    "ok_repr": (header(), page(), frame(OK[:-1] + b',"value_repr":true}')),
+    "error_reply": (header(), page(), frame(ERR)),
+    "limit_reply": (header(), page(), frame(LIM)),
+    "sticky_trip_overrides_reply": (header(), page(tripped=4, tripped_limit=1, limit=1000, used=1000), frame(OK)),
+    "sticky_trip_self_kill": (header(status=158 << 8), page(tripped=5, tripped_limit=2, limit=100, used=300), b""),
+    "seccomp_report": (header(status=159 << 8), page(syscall=99), b""),
+    "seccomp_blocked_sigsys": (header(status=31), page(), b""),
+    "killed_sigsegv": (header(status=11), page(), b""),
+    "killed_sigkill_cpu": (header(status=9, cpu=1), page(), b""),
+    "sigxcpu": (header(status=24), page(), b""),
+    "exit_status_before_reply": (header(status=3 << 8), page(), b""),
+    "host_timeout": (header(host_kind=6, flags=7), page(), frame(OK)),
+    "host_internal_no_page": (header(host_kind=12, flags=5), page(), b""),
+    "worker_lost": (header(flags=2), page(), b""),
+    # hostile replies
+    "hostile_claims_sandbox_violation": (header(), page(), frame(ERR.replace(b"runtime_error", b"sandbox_violation"))),
+    "hostile_unknown_kind": (header(), page(), frame(ERR.replace(b"runtime_error", b"pwned"))),
+    "hostile_too_deep": (header(depth=3), page(), frame(b'{"ok":true,"value":[[[[1]]]],"usage":{"instructions":0,"memory_peak_bytes":0,"cpu_ms":0}}')),
+    "hostile_too_big": (header(rbytes=2), page(), frame(OK)),
+    "hostile_negative_usage": (header(), page(), frame(OK.replace(b'"instructions": 10', b'"instructions": -10'))),
+    "hostile_dup_keys": (header(), page(), frame(b'{"ok":true,"ok":false,"value":1,"usage":{"instructions":0,"memory_peak_bytes":0,"cpu_ms":0}}')),
+    "hostile_not_json": (header(), page(), frame(b"\xff\xfe not json")),
+    "hostile_nul_in_text": (header(), page(), frame(ERR.replace(b"boom", b"bo\\u0000om"))),
+    "hostile_huge_declared_len": (header(), page(), b"\xff\xff\xff\x7f" + OK),
+    "hostile_truncated_frame": (header(), page(), frame(OK)[:-10]),
+    "hostile_two_frames": (header(), page(), frame(OK) + frame(ERR)),
+    "hostile_forged_lengths": (header(), page(out_len=(0xffffffff, 0x80000000), tripped=99, tripped_limit=77, syscall=1 << 20), frame(OK)),
+    "hostile_bad_trip_limit": (header(), page(tripped=3, tripped_limit=0xffffffff), b""),
+    "hostile_note_unterminated": (header(fill=0x41, status=159 << 8), page(), b""),
+    "hostile_ok_with_error": (header(), page(), frame(OK.replace(b'"error": null', b'"error": {"kind": "runtime_error"}'))),
+    "hostile_text_too_long": (header(), page(), frame(ERR.replace(b'"type": "string"', b'"type": "' + b"t" * 300 + b'"'))),
+}
+for name, (h, pg, ch) in W.items():
+    put("worker_reply", name, h + pg + OUT + ch)
+
+# ---- ljson: byte 0 mode ('L' chunk, 'J' JSON, else program), depth, bytes cap --
+L = {
+    "lua_nested": b"return {1, 2, {a = 'x', b = {true, false}}, 'str'}",
+    "lua_multi": b"return 1, 'two', {3}, nil, 2^53, 0/0, 1/0, -0.0",
+    "lua_cycle": b"local t = {} t.self = t return t",
+    "lua_shared": b"local s = {1} return {s, s, {s}}",
+    "lua_sparse": b"return {[1]=1, [3]=3}, {[0]=0}, {[-1]=1}, {[1.5]=1}, {[2^63]=1}",
+    "lua_mixed_keys": b"return {1, 2, x = 3, [true] = 4, [print or 1] = 5}",
+    "lua_metatables": b"local mt = {__index = function() error('ran') end, __pairs = function() error('ran') end,"
+                      b" __len = function() error('ran') end}"
+                      b" return setmetatable({1, 2, 3}, mt), setmetatable({}, {__index = {a = 1}})",
+    "lua_invalid_utf8": b"return {['\\xff\\xfe'] = '\\xc0\\x80', s = '\\xed\\xa0\\x80', ok = '\\u{10FFFF}'}",
+    "lua_escapes": b"return '\\\"\\\\\\b\\f\\n\\r\\t\\1\\31\\127', {['\\0'] = '\\0'}",
+    "lua_types": b"return print or type, coroutine.create(function() end), io",
+    "lua_deep": b"local t = 1 for i = 1, 300 do t = {t} end return t",
+    "lua_big_string": b"return string.rep('ab', 5000)",
+    "lua_numbers": b"return {1e308, -1e308, 5e-324, 0.1, 1e16, 123456789012345678, math.mininteger, 3.0}",
+    "lua_gc": b"local t = setmetatable({}, {__gc = function() error('gc') end}) t = nil return {1}",
+    "lua_error": b"error('boom')",
+    "lua_loop": b"while true do end",
+    "lua_memory": b"local t = {} for i = 1, 1e7 do t[i] = i end return t",
+}
+for name, code in L.items():
+    put("ljson", name, b"L\x40\x80" + code)
+    if name in ("lua_nested", "lua_big_string", "lua_escapes"):
+        put("ljson", name + "_small_caps", b"L\x02\x05" + code)
+J = {
+    "json_object": b'{"a":[1,2,{"b":null}],"c":"\\u00e9","d":1.5e300,"e":true}',
+    "json_nulls": b'[null, 1, null]',
+    "json_deep": b"[" * 90 + b"]" * 90,
+    "json_nul_key": b'{"a\\u0000b": "\\u0000"}',
+    "json_scalar": b'"x"',
+    "json_numbers": b'[9223372036854775807, -9223372036854775808, 1e-320, 0.0]',
+}
+for name, text in J.items():
+    put("ljson", name, b"J\x40\x80" + text)
+# programs: see step() in fuzz_ljson.c (op % 16)
+put("ljson", "prog_table_kv", b"P\x40\x80" + bytes([5, 14, 4, 3]) + b"abc" + bytes([7, 5, 2]) + struct.pack("<q", 7) + bytes([8, 7]))
+put("ljson", "prog_cycle", b"P\x40\x80" + bytes([5, 0x1e, 6, 0, 7]))
+put("ljson", "prog_metatable", b"P\x40\x80" + bytes([5, 1, 8, 0x11, 8, 11, 10, 11, 0x1a, 0x2a]))
+put("ljson", "prog_nested", b"P\x05\x80" + bytes([2]) + struct.pack("<q", 1) + bytes([12, 70]))
+put("ljson", "prog_floats", b"P\x40\x80" + bytes([3]) + struct.pack("<d", float("nan")) + bytes([3]) + struct.pack("<d", float("inf")) + bytes([3]) + struct.pack("<d", -0.0))
+put("ljson", "prog_holes", b"P\x40\x80" + bytes([5, 1, 9, 3, 1, 9, 0, 1, 9, 0xff]))
