@@ -32,7 +32,7 @@ static const char *const layer_names[TP_LAYER__COUNT] = {
 
 static int lookup(const char *const *names, int count, const char *name)
 {
-	for (int i = 0; i < count; i++)
+	for (int i = 0; name != NULL && i < count; i++)
 		if (strcmp(names[i], name) == 0)
 			return i;
 	return -1;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonio.h"
+
 /* ---- line framing ---------------------------------------------------------- */
 
 #define READ_CHUNK 65536
@@ -140,11 +142,17 @@ int tp_proto_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **re
 {
 	json_error_t jerr;
 	char msg[256];
+	int oom;
 
 	memset(rpc, 0, sizeof *rpc);
 	*reply = NULL;
 	/* Duplicate keys are refused: two readers could disagree on which one wins. */
-	json_t *m = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &jerr);
+	json_t *m = tp_json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY,
+				  &jerr, &oom);
+	if (m == NULL && oom) { /* the id is unknown: the client gets the error with id null */
+		*reply = tp_proto_error(NULL, TP_RPC_INTERNAL_ERROR, "out of memory reading the request", NULL);
+		return -1;
+	}
 	if (m == NULL) {
 		snprintf(msg, sizeof msg, "Parse error: %s at column %d", jerr.text, jerr.column);
 		*reply = tp_proto_error(NULL, TP_RPC_PARSE_ERROR, msg, NULL);
@@ -190,25 +198,27 @@ int tp_proto_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **re
 	return 0;
 }
 
+/* A reply missing a member is not a reply: every set is checked. */
 static json_t *envelope(json_t *id)
 {
 	json_t *r = json_object();
-	if (r == NULL)
+	if (r == NULL || json_object_set_new(r, "jsonrpc", json_string("2.0")) != 0 ||
+	    json_object_set(r, "id", id ? id : json_null()) != 0) {
+		json_decref(r);
 		return NULL;
-	json_object_set_new(r, "jsonrpc", json_string("2.0"));
-	json_object_set(r, "id", id ? id : json_null());
+	}
 	return r;
 }
 
 json_t *tp_proto_result(json_t *id, json_t *result)
 {
+	if (result == NULL) /* building the result ran out of memory: say so */
+		return tp_proto_error(id, TP_RPC_INTERNAL_ERROR, "out of memory", NULL);
 	json_t *r = envelope(id);
-	if (r == NULL || result == NULL) {
+	if (r == NULL || json_object_set_new(r, "result", result) != 0) {
 		json_decref(r);
-		json_decref(result);
 		return NULL;
 	}
-	json_object_set_new(r, "result", result);
 	return r;
 }
 
@@ -216,23 +226,23 @@ json_t *tp_proto_error(json_t *id, int code, const char *msg, json_t *data)
 {
 	json_t *r = envelope(id);
 	json_t *e = json_object();
-	if (r == NULL || e == NULL) {
+	if (r == NULL || e == NULL || json_object_set_new(e, "code", json_integer(code)) != 0 ||
+	    json_object_set_new(e, "message", json_string(msg)) != 0 ||
+	    (data != NULL && json_object_set(e, "data", data) != 0) ||
+	    json_object_set(r, "error", e) != 0) {
 		json_decref(r);
 		json_decref(e);
 		json_decref(data);
 		return NULL;
 	}
-	json_object_set_new(e, "code", json_integer(code));
-	json_object_set_new(e, "message", json_string(msg));
-	if (data != NULL)
-		json_object_set_new(e, "data", data);
-	json_object_set_new(r, "error", e);
+	json_decref(e);
+	json_decref(data);
 	return r;
 }
 
 char *tp_proto_encode(const json_t *msg, size_t *len)
 {
-	char *s = json_dumps(msg, JSON_COMPACT);
+	char *s = tp_json_dumps(msg, JSON_COMPACT);
 	if (s == NULL)
 		return NULL;
 	size_t n = strlen(s);
@@ -288,8 +298,10 @@ static json_t *tool(const char *name, const char *title, const char *lang_desc,
 		"properties", "code", "type", "string", "description", lang_desc, "inputs",
 		"type", "object", "description", "Each key becomes a global variable", "required",
 		"code", "additionalProperties", 0);
-	if (t != NULL)
-		json_object_set_new(t, "outputSchema", output_schema());
+	if (t != NULL && json_object_set_new(t, "outputSchema", output_schema()) != 0) {
+		json_decref(t);
+		return NULL;
+	}
 	return t;
 }
 
@@ -422,10 +434,14 @@ json_t *tp_proto_tool_result(json_t *exec_result)
 {
 	if (exec_result == NULL)
 		return NULL;
-	char *text = json_dumps(exec_result, JSON_COMPACT);
+	char *text = tp_json_dumps(exec_result, JSON_COMPACT);
 	int ok = json_is_true(json_object_get(exec_result, "ok"));
-	json_t *r = json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text",
-			      text ? text : "", "structuredContent", exec_result, "isError", !ok);
+	if (text == NULL) { /* content and structuredContent must agree */
+		json_decref(exec_result);
+		return NULL;
+	}
+	json_t *r = json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", text,
+			      "structuredContent", exec_result, "isError", !ok);
 	free(text);
 	return r;
 }

@@ -62,7 +62,9 @@ struct tp_rpc {
 int tp_proto_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **reply);
 void tp_rpc_clear(struct tp_rpc *rpc);
 
-/* Steal result / data. id may be NULL (encoded as null). */
+/* Steal result / data. id may be NULL (encoded as null). A NULL result (its
+ * construction ran out of memory) becomes an internal-error reply. Both return
+ * NULL only when even that cannot be built. */
 json_t *tp_proto_result(json_t *id, json_t *result);
 json_t *tp_proto_error(json_t *id, int code, const char *msg, json_t *data);
 /* Returns a malloc'd line ending in '\n'; NULL on allocation failure. */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "jsonio.h"
 #include "lockdown.h"
 #include "utf8.h"
 
@@ -91,14 +92,17 @@ static int check_usage(const json_t *u)
 		       : -1;
 }
 
+/* All or nothing: a copy without its kind would pass for another verdict. */
 static json_t *copy_error(const json_t *e)
 {
 	static const char *const keys[] = {"kind", "type", "message", "traceback", "line", "limit"};
 	json_t *c = json_object();
 	for (size_t i = 0; c != NULL && i < sizeof keys / sizeof keys[0]; i++) {
 		json_t *v = json_object_get(e, keys[i]);
-		if (v != NULL)
-			json_object_set_new(c, keys[i], json_deep_copy(v));
+		if (v != NULL && json_object_set_new(c, keys[i], json_deep_copy(v)) != 0) {
+			json_decref(c);
+			return NULL;
+		}
 	}
 	return c;
 }
@@ -107,10 +111,15 @@ int tp_result_check_reply(const char *buf, size_t len, const struct tp_limits *l
 			  json_t **out, char *err, size_t errlen)
 {
 	json_error_t jerr;
-	json_t *m = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
+	int oom;
+	json_t *m = tp_json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr, &oom);
 	const char *why = NULL;
 	json_t *ok, *value, *error, *usage;
 
+	if (m == NULL && oom) {
+		snprintf(err, errlen, "out of memory reading the worker reply");
+		return -1;
+	}
 	if (m == NULL) {
 		snprintf(err, errlen, "worker reply is not JSON: %s", jerr.text);
 		return -1;
@@ -133,8 +142,8 @@ int tp_result_check_reply(const char *buf, size_t len, const struct tp_limits *l
 	else if (value != NULL && !depth_ok(value, 0, lim->result_depth))
 		why = "value nested deeper than result_depth";
 	else if (value != NULL &&
-		 json_dumpb(value, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY) > lim->result_bytes)
-		why = "value larger than result_bytes";
+		 tp_json_size(value, JSON_COMPACT | JSON_ENCODE_ANY) > lim->result_bytes)
+		why = "value larger than result_bytes"; /* or not measurable: out of memory */
 	if (why != NULL) {
 		snprintf(err, errlen, "worker reply refused: %s", why);
 		json_decref(m);
@@ -143,8 +152,11 @@ int tp_result_check_reply(const char *buf, size_t len, const struct tp_limits *l
 	json_t *clean = json_pack("{s:O, s:O, s:o, s:O}", "ok", ok, "value",
 				  value ? value : json_null(), "error",
 				  json_is_object(error) ? copy_error(error) : json_null(), "usage", usage);
-	if (clean != NULL && json_is_true(repr))
-		json_object_set_new(clean, "value_repr", json_true());
+	if (clean != NULL && json_is_true(repr) &&
+	    json_object_set_new(clean, "value_repr", json_true()) != 0) {
+		json_decref(clean);
+		clean = NULL;
+	}
 	json_decref(m);
 	if (clean == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -156,10 +168,27 @@ int tp_result_check_reply(const char *buf, size_t len, const struct tp_limits *l
 
 /* ---- composing the exec result -------------------------------------------- */
 
+/* NULL when out of memory: output is never silently replaced by "". */
 static json_t *text_json(const char *s, size_t n)
 {
-	json_t *j = tp_utf8_json(s, n);
-	return j ? j : json_string("");
+	return tp_utf8_json(s, n);
+}
+
+/* Steals v. A member that cannot be added drops the whole object: an error
+ * without its limit or layer must not pass for a complete one. */
+static void put(json_t **obj, const char *key, json_t *v)
+{
+	if (json_object_set_new(*obj, key, v) != 0) {
+		json_decref(*obj);
+		*obj = NULL;
+	}
+}
+
+/* Borrows v; absent members stay absent. */
+static void put_opt(json_t **obj, const char *key, json_t *v)
+{
+	if (v != NULL)
+		put(obj, key, json_incref(v));
 }
 
 static json_t *limit_json(const char *name, uint64_t limit, uint64_t used)
@@ -216,20 +245,18 @@ static json_t *tripped_error(const struct tp_outcome *o)
 	/* A policy kill is the language layer's verdict, even when it ended the process. */
 	json_t *e = new_error(k, self_killed && !policy ? TP_LAYER_PROCESS : TP_LAYER_LANGUAGE,
 			      policy ? "refused by the language layer" : limit_message(k));
-	if (e == NULL)
-		return NULL;
-	json_object_set_new(e, "type", json_string(policy ? "PolicyViolation" : "limit"));
+	put(&e, "type", json_string(policy ? "PolicyViolation" : "limit"));
 	if (policy && v->note[0] != '\0')
-		json_object_set_new(e, "message", tp_utf8_json(v->note, strlen(v->note)));
+		put(&e, "message", tp_utf8_json(v->note, strlen(v->note)));
 	if (json_is_object(re) && tp_kind_from_name(json_string_value(json_object_get(re, "kind"))) == (int)k) {
-		json_object_set(e, "traceback", json_object_get(re, "traceback"));
-		json_object_set(e, "line", json_object_get(re, "line"));
+		put_opt(&e, "traceback", json_object_get(re, "traceback"));
+		put_opt(&e, "line", json_object_get(re, "line"));
 		if (policy) /* the reply names what was refused */
-			json_object_set(e, "message", json_object_get(re, "message"));
+			put_opt(&e, "message", json_object_get(re, "message"));
 	}
 	if (v->tripped_limit >= 0)
-		json_object_set_new(e, "limit", limit_json(tp_limit_name((enum tp_limit_id)v->tripped_limit),
-							   v->limit_value, v->limit_used));
+		put(&e, "limit", limit_json(tp_limit_name((enum tp_limit_id)v->tripped_limit),
+					    v->limit_value, v->limit_used));
 	return e;
 }
 
@@ -250,8 +277,7 @@ static json_t *violation_error(const struct tp_outcome *o)
 		tp_syscall_name(o->shm->syscall_nr, name, sizeof name);
 	snprintf(msg, sizeof msg, "the kernel refused the system call '%s'", name);
 	json_t *e = new_error(TP_KIND_SANDBOX_VIOLATION, TP_LAYER_KERNEL, msg);
-	if (e != NULL)
-		json_object_set_new(e, "syscall", json_string(name));
+	put(&e, "syscall", json_string(name));
 	return e;
 }
 
@@ -267,13 +293,13 @@ static json_t *death_error(const struct tp_outcome *o)
 		if (sig == SIGXCPU || (sig == SIGKILL && cpu >= o->limits->cpu_ms)) {
 			json_t *e = new_error(TP_KIND_CPU_LIMIT, TP_LAYER_KERNEL,
 					      limit_message(TP_KIND_CPU_LIMIT));
-			json_object_set_new(e, "type", json_string("limit"));
-			json_object_set_new(e, "limit", limit_json("cpu_ms", o->limits->cpu_ms, cpu));
+			put(&e, "type", json_string("limit"));
+			put(&e, "limit", limit_json("cpu_ms", o->limits->cpu_ms, cpu));
 			return e;
 		}
 		snprintf(msg, sizeof msg, "the worker was killed by %s", signame(sig));
 		json_t *e = new_error(TP_KIND_CRASHED, TP_LAYER_PROCESS, msg);
-		json_object_set_new(e, "signal", json_string(signame(sig)));
+		put(&e, "signal", json_string(signame(sig)));
 		return e;
 	}
 	snprintf(msg, sizeof msg, "the worker exited with status %d before replying",
@@ -281,13 +307,15 @@ static json_t *death_error(const struct tp_outcome *o)
 	return new_error(TP_KIND_INTERNAL, TP_LAYER_PROCESS, msg);
 }
 
-static json_t *verdict(const struct tp_outcome *o)
+/* The error object, or NULL with *ok set when the exec succeeded. NULL with
+ * *ok clear means memory ran out: the caller must not report success. */
+static json_t *verdict(const struct tp_outcome *o, int *ok)
 {
+	*ok = 0;
 	if (o->host_kind == TP_KIND_TIMEOUT) {
 		json_t *e = new_error(TP_KIND_TIMEOUT, TP_LAYER_HOST, "wall-clock time limit exceeded");
-		json_object_set_new(e, "type", json_string("limit"));
-		json_object_set_new(e, "limit", limit_json("wall_ms", o->limits->wall_ms,
-							   (uint64_t)o->wall_ms));
+		put(&e, "type", json_string("limit"));
+		put(&e, "limit", limit_json("wall_ms", o->limits->wall_ms, (uint64_t)o->wall_ms));
 		return e;
 	}
 	if (o->host_kind != TP_KIND_NONE)
@@ -299,11 +327,13 @@ static json_t *verdict(const struct tp_outcome *o)
 		return violation_error(o);
 	if (o->reply != NULL) {
 		json_t *re = json_object_get(o->reply, "error");
-		if (!json_is_object(re))
+		if (!json_is_object(re)) {
+			*ok = 1;
 			return NULL;
+		}
 		json_t *e = json_deep_copy(re);
 		enum tp_kind k = (enum tp_kind)tp_kind_from_name(json_string_value(json_object_get(re, "kind")));
-		json_object_set_new(e, "layer", json_string(tp_layer_name(layer_of(k))));
+		put(&e, "layer", json_string(tp_layer_name(layer_of(k))));
 		return e;
 	}
 	return death_error(o);
@@ -325,8 +355,10 @@ static json_t *usage_json(const struct tp_outcome *o)
 
 json_t *tp_result_build(const struct tp_outcome *o)
 {
-	json_t *err = verdict(o);
-	int ok = err == NULL;
+	int ok;
+	json_t *err = verdict(o, &ok);
+	if (err == NULL && !ok)
+		return NULL; /* out of memory: an error must never read as success */
 	json_t *value = ok && o->reply ? json_object_get(o->reply, "value") : NULL;
 	const struct tp_shm_view *v = o->shm;
 	json_t *r = json_pack("{s:b, s:O, s:o, s:o, s:{s:b, s:b}, s:o, s:o}", "ok", ok, "value",
@@ -337,6 +369,6 @@ json_t *tp_result_build(const struct tp_outcome *o)
 			      "error", err ? err : json_null(), "usage", usage_json(o));
 	/* A value that is the repr of a non-JSON object says so. */
 	if (r != NULL && value != NULL && json_is_true(json_object_get(o->reply, "value_repr")))
-		json_object_set_new(r, "value_repr", json_true());
+		put(&r, "value_repr", json_true());
 	return r;
 }

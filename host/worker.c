@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "jsonio.h"
 #include "lockdown.h"
 
 /* Largest request frame: the code, inputs and limits; the host caps lines lower. */
@@ -45,7 +46,9 @@ static uint64_t entropy(void)
 static int parse_request(const char *buf, size_t len, json_t **msg, struct tp_exec_req *req)
 {
 	json_error_t jerr;
-	json_t *m = json_loadb(buf, len, JSON_ALLOW_NUL, &jerr);
+	int oom;
+	/* Not json_loadb: short of memory it can drop bytes from the code. */
+	json_t *m = tp_json_loadb(buf, len, JSON_ALLOW_NUL, &jerr, &oom);
 	json_t *code = json_object_get(m, "code");
 	json_t *inputs = json_object_get(m, "inputs");
 	json_t *seed = json_object_get(m, "seed");
@@ -66,7 +69,7 @@ static int parse_request(const char *buf, size_t len, json_t **msg, struct tp_ex
 
 static void reply(int chan, json_t *r)
 {
-	char *s = r ? json_dumps(r, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+	char *s = r ? tp_json_dumps(r, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
 	if (s == NULL)
 		_exit(TP_EXIT_FATAL);
 	if (tp_frame_send(chan, s, strlen(s)) != 0)
