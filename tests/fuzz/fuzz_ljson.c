@@ -134,8 +134,8 @@ static int step(lua_State *L, struct reader *r, int base)
 	uint8_t op, b = 0;
 	int top = lua_gettop(L) - base;
 
-	if (take(r, &op, 1) != 0)
-		return -1;
+	if (take(r, &op, 1) != 0 || !lua_checkstack(L, 4))
+		return -1; /* a C function owns only LUA_MINSTACK slots unless it asks */
 	if (top >= MAX_STACK && (op % 16) <= 6)
 		op = 7;
 	switch (op % 16) {
@@ -279,7 +279,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			lua_pushcfunction(L, push_json);
 			lua_pushlightuserdata(L, v);
 			lua_pushinteger(L, (lua_Integer)caps.depth);
-			if (lua_pcall(L, 2, 1, 0) == LUA_OK) {
+			if (lua_pcall(L, 2, 1, 0) == LUA_OK && lua_checkstack(L, 4)) {
 				CHECK(depth_of(v) <= caps.depth);
 				convert(L, 1, &caps);
 			}
@@ -289,7 +289,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct reader r = {data + 3, size - 3};
 		lua_pushcfunction(L, run_program);
 		lua_pushlightuserdata(L, &r);
-		if (lua_pcall(L, 1, LUA_MULTRET, 0) == LUA_OK) {
+		if (lua_pcall(L, 1, LUA_MULTRET, 0) == LUA_OK && lua_checkstack(L, 4)) {
 			int n = lua_gettop(L);
 			convert(L, n > 8 ? 8 : n, &caps);
 		}
