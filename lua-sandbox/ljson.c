@@ -294,6 +294,13 @@ void tp_ljson_from_lua(lua_State *L, int n, const struct tp_ljson_caps *caps, st
 	int status;
 
 	c.max_depth = caps->depth < MAX_PATH - 1 ? caps->depth : MAX_PATH - 1;
+	/* Two pushes below: after a call that returned all its results there may be
+	 * no free slot (API rule: the caller reserves). */
+	if (!lua_checkstack(L, 2)) {
+		lua_pop(L, n);
+		*out = (struct tp_ljson_out){ .lua_status = LUA_ERRMEM, .fail = TP_LJSON_LUAERR };
+		return;
+	}
 	lua_pushcfunction(L, conv_main);
 	lua_insert(L, -(n + 1));
 	lua_pushlightuserdata(L, &c);

@@ -48,11 +48,13 @@ static void test_accounting(void)
 	CHECK(tp_lalloc(&a, NULL, 0, (size_t)-1) == NULL); /* no overflow in the check */
 	CHECK_EQ_INT(a.refused_total, (size_t)-1);
 	tp_lalloc_set_limit(&a, 0); /* 0 = no limit */
-	p = tp_lalloc(&a, NULL, 0, 5000);
-	CHECK(p != NULL);
+	q = tp_lalloc(&a, NULL, 0, 5000);
+	CHECK(q != NULL);
 	CHECK_EQ_INT(a.current, 5040);
-	tp_lalloc(&a, p, 5000, 0);
+	tp_lalloc(&a, q, 5000, 0);
 	CHECK_EQ_INT(a.current, 40);
+	CHECK(tp_lalloc(&a, p, 40, 0) == NULL); /* the last block: nothing leaks */
+	CHECK_EQ_INT(a.current, 0);
 }
 
 static void test_state(void)
