@@ -8,7 +8,7 @@ CC        ?= cc
 BUILD     ?= build
 PKGS      := lua5.4 libseccomp jansson python3-embed
 DEB_PKGS  := gcc make pkg-config liblua5.4-dev lua5.4 libseccomp-dev libjansson-dev \
-             libpython3.11-dev python3.11 python3 python3-pytest
+             libpython3.11-dev python3.11 python3 python3-pytest clang libclang-rt-14-dev
 PYTHON    := /usr/bin/python3
 SANITIZE  ?=
 WARN      := -std=c17 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
