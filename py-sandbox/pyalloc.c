@@ -1,7 +1,14 @@
 /*
- * pyalloc.c — the counting allocators behind every CPython domain and arena.
- * Invariant: current == sum of malloc_usable_size() of the live blocks plus the
- * live arena bytes, and a request that would take current above a nonzero
+ * pyalloc.c — the counting allocators under every CPython domain and the arena
+ * allocator. MEM and OBJ stay pymalloc; every byte pymalloc holds comes from
+ * one of the two counted sources below it, so each byte is counted once:
+ *   - arenas (PyObject_SetArenaAllocator): pymalloc's 1 MiB arenas, which hold
+ *     every block of 512 bytes or less, and the frames' data-stack chunks;
+ *   - RAW (malloc): RAW's own blocks and every MEM/OBJ block above 512 bytes,
+ *     which pymalloc hands to PyMem_RawMalloc (and the small blocks it hands
+ *     there when no arena may be added: near the limit, counted to the byte).
+ * Invariant: current == sum of malloc_usable_size() of the live RAW blocks plus
+ * the live arena bytes, and a request that would take current above a nonzero
  * limit is refused before the underlying allocator is called.
  * The worker is single-threaded, so plain counters suffice (RAW runs without
  * the GIL only when threads exist, and none do after lockdown).
@@ -16,6 +23,7 @@
 static struct tp_pyalloc g_a;
 static void (*g_on_refuse)(void);
 static PyObjectArenaAllocator g_arena_base; /* CPython's own (mmap) */
+static PyMemAllocatorEx g_mem_base, g_obj_base; /* pymalloc, as pre-initialization set it */
 
 static void *refuse(size_t grow)
 {
@@ -46,6 +54,8 @@ static void sub(size_t n)
 {
 	g_a.current = n < g_a.current ? g_a.current - n : 0;
 }
+
+/* ---- RAW: malloc, sized by malloc_usable_size() ------------------------------ */
 
 static void *c_malloc(void *ctx, size_t n)
 {
@@ -109,17 +119,71 @@ static void c_free(void *ctx, void *ptr)
 	free(ptr);
 }
 
-/* Arenas: with OBJ on malloc, only the frames' data stack chunks come here. */
+/* ---- MEM and OBJ: pymalloc, counted below it --------------------------------------
+ * A small block comes out of an arena (counted when the arena is taken), a large
+ * one out of PyMem_RawMalloc (counted by RAW): counting here too would count a
+ * block twice. These wrappers only mark "inside pymalloc", so an arena that
+ * does not fit is refused quietly: pymalloc then serves the small block from
+ * PyMem_RawMalloc, which is counted to the byte and trips the limit itself. */
+
+static int g_in_pymalloc;
+
+static void *p_malloc(void *ctx, size_t n)
+{
+	const PyMemAllocatorEx *b = ctx;
+	int was = g_in_pymalloc;
+	void *p;
+
+	g_in_pymalloc = 1;
+	p = b->malloc(b->ctx, n);
+	g_in_pymalloc = was;
+	return p;
+}
+
+static void *p_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+	const PyMemAllocatorEx *b = ctx;
+	int was = g_in_pymalloc;
+	void *p;
+
+	g_in_pymalloc = 1;
+	p = b->calloc(b->ctx, nelem, elsize);
+	g_in_pymalloc = was;
+	return p;
+}
+
+static void *p_realloc(void *ctx, void *ptr, size_t n)
+{
+	const PyMemAllocatorEx *b = ctx;
+	int was = g_in_pymalloc;
+	void *p;
+
+	g_in_pymalloc = 1;
+	p = b->realloc(b->ctx, ptr, n);
+	g_in_pymalloc = was;
+	return p;
+}
+
+static void p_free(void *ctx, void *ptr)
+{
+	const PyMemAllocatorEx *b = ctx;
+	b->free(b->ctx, ptr);
+}
+
+/* ---- arenas: pymalloc's and the frames' data stack (mmap) ---------------------------- */
+
+/* From pymalloc a refusal is quiet (its fallback is RAW, which judges the block
+ * itself); anything else (a data-stack chunk) has no fallback and trips. */
 static void *a_alloc(void *ctx, size_t n)
 {
 	void *p;
 
 	(void)ctx;
 	if (over_limit(n))
-		return refuse(n);
+		return g_in_pymalloc ? NULL : refuse(n);
 	p = g_arena_base.alloc(g_arena_base.ctx, n);
 	if (p == NULL)
-		return refuse(n);
+		return g_in_pymalloc ? NULL : refuse(n);
 	add(n);
 	return p;
 }
@@ -133,15 +197,18 @@ static void a_free(void *ctx, void *ptr, size_t n)
 
 void tp_pyalloc_install(void)
 {
-	static PyMemAllocatorEx alloc = { NULL, c_malloc, c_calloc, c_realloc, c_free };
+	static PyMemAllocatorEx raw = { NULL, c_malloc, c_calloc, c_realloc, c_free };
+	static PyMemAllocatorEx mem = { &g_mem_base, p_malloc, p_calloc, p_realloc, p_free };
+	static PyMemAllocatorEx obj = { &g_obj_base, p_malloc, p_calloc, p_realloc, p_free };
 	static PyObjectArenaAllocator arena = { NULL, a_alloc, a_free };
 
-	/* OBJ on malloc, not pymalloc: pymalloc would carve objects out of arenas
-	 * we also count, and a block would be counted twice. */
-	PyMem_SetAllocator(PYMEM_DOMAIN_RAW, &alloc);
-	PyMem_SetAllocator(PYMEM_DOMAIN_MEM, &alloc);
-	PyMem_SetAllocator(PYMEM_DOMAIN_OBJ, &alloc);
+	PyMem_GetAllocator(PYMEM_DOMAIN_MEM, &g_mem_base);
+	PyMem_GetAllocator(PYMEM_DOMAIN_OBJ, &g_obj_base);
 	PyObject_GetArenaAllocator(&g_arena_base);
+	/* RAW first: pymalloc's large blocks reach it through PyMem_RawMalloc. */
+	PyMem_SetAllocator(PYMEM_DOMAIN_RAW, &raw);
+	PyMem_SetAllocator(PYMEM_DOMAIN_MEM, &mem);
+	PyMem_SetAllocator(PYMEM_DOMAIN_OBJ, &obj);
 	PyObject_SetArenaAllocator(&arena);
 }
 

@@ -1053,7 +1053,7 @@ static int start_interpreter(char *err, size_t errlen)
 
 	PyPreConfig_InitIsolatedConfig(&pre);
 	pre.utf8_mode = 1;
-	pre.allocator = PYMEM_ALLOCATOR_MALLOC; /* what pre-init allocates, our wrappers can free */
+	pre.allocator = PYMEM_ALLOCATOR_PYMALLOC; /* MEM, OBJ: pymalloc, wrapped; RAW: malloc */
 	if (status_err(Py_PreInitialize(&pre), "Py_PreInitialize", err, errlen))
 		return -1;
 	tp_pyalloc_install(); /* before any object exists: every block is counted */

@@ -265,7 +265,9 @@ static void test_memory(void)
 	run_lim("t = []\nwhile True: t.append(str(len(t)))", l);
 	CHECK_EQ_STR(err_s("kind"), "memory_limit");
 	CHECK(usage_i("memory_peak_bytes") <= (4 << 20));
-	CHECK(usage_i("memory_peak_bytes") > (3 << 20));
+	/* Near the limit pymalloc's small blocks come from counted RAW blocks, not
+	 * whole arenas: the peak gets within a block or a list resize of the limit. */
+	CHECK(usage_i("memory_peak_bytes") > (4 << 20) - (64 << 10));
 	run_lim("try:\n    s = 'x' * (1 << 30)\nexcept MemoryError:\n    pass\n1", l);
 	CHECK_EQ_STR(err_s("kind"), "memory_limit");
 }
