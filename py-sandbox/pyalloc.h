@@ -10,7 +10,9 @@
  *      tp_pyalloc_reset_peak() makes the peak count from the exec's start.
  *   3. tp_pyalloc_on_refuse() names a function called once per refused request
  *      (the layer trips memory_limit from there).
- * Sizes come from malloc_usable_size(), not a header: see docs/python.md.
+ * MEM and OBJ stay pymalloc and are counted through the arenas and RAW below
+ * them (each byte once); RAW sizes come from malloc_usable_size(), not a
+ * header: see docs/python.md.
  */
 #ifndef TP_PYALLOC_H
 #define TP_PYALLOC_H
@@ -19,7 +21,7 @@
 
 struct tp_pyalloc {
 	size_t limit;         /* 0 = no limit */
-	size_t current;       /* bytes held now: usable sizes of live blocks + arenas */
+	size_t current;       /* bytes held now: usable sizes of live RAW blocks + arenas */
 	size_t peak;          /* highest current since tp_pyalloc_reset_peak() */
 	size_t refusals;      /* requests refused */
 	size_t refused_total; /* current + requested at the last refusal (saturated) */

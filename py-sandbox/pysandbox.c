@@ -37,6 +37,8 @@ static PyObject *g_sbuiltins;  /* the builtins dict every snippet gets */
 static PyObject *g_prepare, *g_reseed;
 static PyObject *g_exc_limit, *g_exc_policy;
 static PyObject *g_main;       /* this exec's __main__ module */
+static char **g_deny;          /* the shim's ATTR_DENY, for the fast path's text check */
+static size_t g_ndeny;
 
 static struct tp_shm *g_shm;   /* NULL outside an exec */
 static struct tp_limits g_lim;
@@ -760,7 +762,9 @@ static json_t *error_obj(const char *kind, const char *type, json_t *message, js
 
 /* ---- one exec ------------------------------------------------------------------------------ */
 
-static PyObject *new_globals(void)
+static int g_main_fresh;        /* g_main was made in the zygote and no exec has used it */
+
+static PyObject *make_main(void)
 {
 	PyObject *m = PyModule_New("__main__"), *d;
 
@@ -776,6 +780,19 @@ static PyObject *new_globals(void)
 	}
 	Py_XSETREF(g_main, m);
 	return d;
+}
+
+/* The exec's globals. A worker runs one exec: it takes the module the zygote
+ * made (in the frozen heap, already in sys.modules), so an exec creates and
+ * registers nothing; a second exec in the same process gets a new one. */
+static PyObject *new_globals(void)
+{
+	if (g_main_fresh && g_main != NULL) {
+		g_main_fresh = 0;
+		return PyModule_GetDict(g_main);
+	}
+	g_main_fresh = 0;
+	return make_main();
 }
 
 static int set_inputs(PyObject *globals, const struct tp_exec_req *req)
@@ -936,7 +953,7 @@ static void run(PyObject *globals, PyObject *prepared, struct result *res, struc
 	Py_SetRecursionLimit(RECURSION_LIMIT);
 	if (g_lim.instructions != 0)
 		trace_on(); /* before the first line of the snippet */
-	r = PyEval_EvalCode(body, globals, globals);
+	r = body == Py_None ? (Py_INCREF(Py_None), Py_None) : PyEval_EvalCode(body, globals, globals);
 	if (r != NULL && expr != Py_None) {
 		Py_DECREF(r);
 		r = PyEval_EvalCode(expr, globals, globals);
@@ -1004,6 +1021,55 @@ static json_t *reply(const struct failure *f, struct result *res)
 	return r;
 }
 
+/* ---- the fast path: a plain expression, no AST check needed ------------------------------- */
+
+#define FAST_MAX 4096 /* longer sources take the shim's path */
+
+/* True when the shim's AST check cannot refuse anything in this source, read as
+ * text: ASCII (NFKC changes nothing, every identifier is spelled out), no "__"
+ * (no dunder name, attribute or import alias), no ATTR_DENY name anywhere, no
+ * '{' and no backslash (no string constant can hold a '{', so no format string
+ * reads an attribute), no NUL. Anything else is not refused here: it only takes
+ * the full path. */
+static int text_is_plain(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == 0 || c >= 0x80 || c == '{' || c == '\\' ||
+		    (c == '_' && i + 1 < n && s[i + 1] == '_'))
+			return 0;
+	}
+	for (size_t i = 0; i < g_ndeny; i++)
+		if (memmem(s, n, g_deny[i], strlen(g_deny[i])) != NULL)
+			return 0;
+	return 1;
+}
+
+/* A source that is one expression, compiled straight from the text in "eval"
+ * mode: the same code object prepare() makes for its last expression (the body
+ * it leaves is empty), without building or walking a Python AST, whose objects
+ * and code would be copied into the worker page by page. NULL with no error
+ * set: take the full path. */
+static PyObject *prepare_fast(const struct tp_exec_req *req)
+{
+	char text[FAST_MAX + 1];
+	PyCompilerFlags flags = _PyCompilerFlags_INIT;
+	PyObject *code, *t;
+
+	if (req->code_len > FAST_MAX || !text_is_plain(req->code, req->code_len))
+		return NULL;
+	memcpy(text, req->code, req->code_len);
+	text[req->code_len] = '\0';
+	code = Py_CompileStringExFlags(text, SNIPPET, Py_eval_input, &flags, -1);
+	if (code == NULL) {
+		PyErr_Clear(); /* a statement, or an error the full path reports */
+		return NULL;
+	}
+	t = PyTuple_Pack(2, Py_None, code);
+	Py_DECREF(code);
+	return t;
+}
+
 json_t *tp_py_exec(const struct tp_exec_req *req, struct tp_shm *shm)
 {
 	struct failure f = { 0 };
@@ -1019,8 +1085,11 @@ json_t *tp_py_exec(const struct tp_exec_req *req, struct tp_shm *shm)
 		capture(&f, ST_INPUTS, req);
 		goto out;
 	}
-	src = PyUnicode_DecodeUTF8(req->code, (Py_ssize_t)req->code_len, "strict");
-	prepared = src ? PyObject_CallOneArg(g_prepare, src) : NULL;
+	prepared = prepare_fast(req);
+	if (prepared == NULL && !PyErr_Occurred()) {
+		src = PyUnicode_DecodeUTF8(req->code, (Py_ssize_t)req->code_len, "strict");
+		prepared = src ? PyObject_CallOneArg(g_prepare, src) : NULL;
+	}
 	if (prepared == NULL) {
 		capture(&f, ST_LOAD, req);
 		goto out;
@@ -1096,6 +1165,51 @@ static int py_fail(const char *what, char *err, size_t errlen)
 	return -1;
 }
 
+/* One fast-path compile and eval in the zygote, so what the first one writes
+ * once (lazy symbol bindings, caches, interned names) is in the shared heap,
+ * not copied into every worker. */
+static void warm_up(void)
+{
+	static const char text[] = "1+1";
+	struct tp_exec_req req = { .code = text, .code_len = sizeof text - 1 };
+	PyObject *p = prepare_fast(&req);
+	PyObject *d = PyDict_New();
+	PyObject *r = p && d && PyDict_SetItemString(d, "__builtins__", g_sbuiltins) == 0
+		? PyEval_EvalCode(PyTuple_GET_ITEM(p, 1), d, d) : NULL;
+
+	Py_XDECREF(r), Py_XDECREF(d), Py_XDECREF(p);
+	PyErr_Clear();
+}
+
+/* The shim's ATTR_DENY as C strings, for text_is_plain(). */
+static int load_deny(void)
+{
+	PyObject *set = PyDict_GetItemString(g_shim, "ATTR_DENY"), *it, *name;
+
+	if (set == NULL || !PyAnySet_Check(set) || (it = PyObject_GetIter(set)) == NULL) {
+		if (!PyErr_Occurred())
+			PyErr_SetString(PyExc_RuntimeError, "the shim has no ATTR_DENY set");
+		return -1;
+	}
+	g_deny = calloc((size_t)PySet_GET_SIZE(set), sizeof *g_deny);
+	while (g_deny != NULL && (name = PyIter_Next(it)) != NULL) {
+		const char *u = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+		char *copy = u ? strdup(u) : NULL;
+		Py_DECREF(name);
+		if (copy == NULL) {
+			Py_DECREF(it);
+			if (!PyErr_Occurred())
+				PyErr_NoMemory();
+			return -1;
+		}
+		g_deny[g_ndeny++] = copy;
+	}
+	Py_DECREF(it);
+	if (g_deny == NULL)
+		PyErr_NoMemory();
+	return PyErr_Occurred() ? -1 : 0;
+}
+
 static int load_shim(char *err, size_t errlen)
 {
 	PyObject *code, *r, *gc;
@@ -1125,6 +1239,12 @@ static int load_shim(char *err, size_t errlen)
 	g_sbuiltins = PyObject_CallNoArgs(PyDict_GetItemString(g_shim, "init"));
 	if (g_sbuiltins == NULL)
 		return py_fail("shim init", err, errlen);
+	if (load_deny() != 0)
+		return py_fail("ATTR_DENY", err, errlen);
+	if (make_main() == NULL)
+		return py_fail("__main__", err, errlen);
+	warm_up();
+	g_main_fresh = 1;
 	g_prepare = PyDict_GetItemString(g_shim, "prepare");
 	g_reseed = PyDict_GetItemString(g_shim, "reseed");
 	/* Workers share the zygote's heap copy-on-write: collect once, then keep

@@ -250,6 +250,48 @@ static void test_policy(void)
 	CHECK_EQ_STR(err_s("type"), "NameError");
 }
 
+/* One-expression sources compiled straight from the text (no Python AST):
+ * the same values, errors, lines and limits as the full path. */
+static void test_fast_path(void)
+{
+	struct tp_limits l = limits();
+
+	run("(x := 3) * 2");
+	CHECK_EQ_INT(json_integer_value(value()), 6);
+	run("[i * i for i in range(4)]  # a comment\n\n");
+	CHECK_EQ_STR(value_text(), "[0,1,4,9]");
+	run("1 / 0");
+	CHECK_EQ_STR(err_s("type"), "ZeroDivisionError");
+	CHECK_EQ_INT(err_i("line"), 1);
+	CHECK_EQ_STR(err_s("traceback"), "Traceback (most recent call last):\n  File \"<snippet>\", "
+		     "line 1, in <module>\n    1 / 0\nZeroDivisionError: division by zero");
+	run("1 +");
+	CHECK_EQ_STR(err_s("kind"), "syntax_error");
+	CHECK_EQ_INT(err_i("line"), 1);
+	run(" 1");
+	CHECK_EQ_STR(err_s("kind"), "syntax_error"); /* as in exec mode: unexpected indent */
+	run("'1\\x7b0.__class__}'.format(1)"); /* an escape spells '{': the full path checks it */
+	CHECK_EQ_STR(err_s("kind"), "policy_violation");
+	run("(lambda: 0).f_globals");
+	CHECK_EQ_STR(err_s("kind"), "policy_violation");
+	run("open");
+	CHECK_EQ_STR(err_s("type"), "NameError");
+	l.instructions = 1;
+	run_lim("1 + 1", l);
+	CHECK_EQ_INT(json_integer_value(value()), 2);
+	CHECK_EQ_INT(usage_i("instructions"), 1);
+	run_lim("[i for i in range(10)]", l);
+	CHECK_EQ_STR(err_s("kind"), "instruction_limit");
+	l = limits();
+	l.memory_bytes = 1u << 20;
+	run_lim("'x' * (1 << 22)", l);
+	CHECK_EQ_STR(err_s("kind"), "memory_limit");
+	l = limits();
+	l.cpu_ms = 100;
+	run_lim("sum(1 for _ in iter(int, 1))", l);
+	CHECK_EQ_STR(err_s("kind"), "cpu_limit");
+}
+
 static void test_memory(void)
 {
 	struct tp_limits l = limits();
@@ -429,6 +471,7 @@ int main(void)
 	test_repr();
 	test_errors();
 	test_policy();
+	test_fast_path();
 	test_memory();
 	test_instructions();
 	test_cpu();
