@@ -410,6 +410,12 @@ static void test_result(void)
 
 static void test_crash(void)
 {
+#ifdef TP_SANITIZE
+	/* ASan's quarantine keeps the freed buffer mapped in this test process, so
+	 * the use-after-free does not fault here; the protocol suite checks the same
+	 * crash through real workers, which run with a small quarantine. */
+	return;
+#endif
 	run("class X:\n    def __index__(self):\n        ba.clear()\n        return 0\n"
 	    "ba = bytearray(2 ** 22)\nba.count(X())");
 	CHECK(R.reply == NULL);
