@@ -98,6 +98,8 @@ struct tp_host {
 	int out_blocking;
 	int sigfd;
 	int terminated;
+	struct pollfd *pfds; /* P_FIXED + max_workers entries */
+	struct worker **pws; /* max_workers entries */
 	struct early_exit early[32];
 	int nearly;
 	int spawn_failures;
@@ -198,10 +200,21 @@ static void kill_worker(struct worker *w)
 {
 	if (w->exited)
 		return;
-	if (w->pid > 0)
+	if (w->pid > 0) {
+		/* Its exit (unmapping everything) is cleanup: nobody waits for it. */
+		setpriority(PRIO_PROCESS, (id_t)w->pid, 19);
 		kill(w->pid, SIGKILL);
-	else
+	} else {
 		w->kill_pending = 1;
+	}
+}
+
+/* Warm workers wait at the zygote's background priority; the one that runs an
+ * exec gets the normal one (setpriority fails harmlessly when not root). */
+static void boost(struct worker *w)
+{
+	if (w->pid > 0)
+		setpriority(PRIO_PROCESS, (id_t)w->pid, 0);
 }
 
 /* Sends the exec's one reply, built from everything known about the worker. */
@@ -280,6 +293,7 @@ static int assign(struct tp_host *h, struct exec *e, struct worker *w)
 	w->tx_off = 0;
 	w->exec = e;
 	e->w = w;
+	boost(w);
 	e->t_start = now_ms();
 	e->deadline = e->t_start + (double)e->p.limits.wall_ms;
 	tp_frame_rx_free(&w->rx);
@@ -659,6 +673,8 @@ static void read_zygote(struct tp_host *h, struct zygote *z)
 		}
 		z->failures = 0;
 		w->pid = pid;
+		if (w->exec != NULL)
+			boost(w);
 		if (w->kill_pending)
 			kill(pid, SIGKILL);
 		take_early_exit(h, w);
@@ -866,27 +882,23 @@ enum { P_SIG, P_STDIN, P_STDOUT, P_ZYGOTE, P_FIXED = P_ZYGOTE + NLANGS };
 
 static void poll_once(struct tp_host *h)
 {
+	/* Arrays sized once for max_workers: the loop allocates nothing to wait, so
+	 * it cannot spin when memory runs out. */
+	struct pollfd *fds = h->pfds;
+	struct worker **ws = h->pws;
 	int nw = 0;
-	for (struct worker *w = h->workers; w != NULL; w = w->next)
-		nw++;
-	struct pollfd *fds = calloc((size_t)(P_FIXED + nw), sizeof *fds);
-	struct worker **ws = calloc((size_t)nw + 1, sizeof *ws);
-	if (fds == NULL || ws == NULL) {
-		free(fds);
-		free(ws);
-		return;
-	}
+	for (struct worker *w = h->workers; w != NULL && nw < h->cfg.max_workers; w = w->next)
+		ws[nw++] = w;
 	int reading = h->stdin_open && h->queued < MAX_QUEUED && h->out_len < MAX_OUT_PENDING;
 	fds[P_SIG] = (struct pollfd){h->sigfd, POLLIN, 0};
 	fds[P_STDIN] = (struct pollfd){reading ? 0 : -1, POLLIN, 0};
 	fds[P_STDOUT] = (struct pollfd){h->out_len > 0 ? 1 : -1, POLLOUT, 0};
 	for (int z = 0; z < NLANGS; z++)
 		fds[P_ZYGOTE + z] = (struct pollfd){h->zyg[z].ctl, POLLIN, 0};
-	int i = 0;
-	for (struct worker *w = h->workers; w != NULL; w = w->next, i++) {
-		ws[i] = w;
-		fds[P_FIXED + i] = (struct pollfd){w->chan, (short)(POLLIN | (w->tx ? POLLOUT : 0)), 0};
-	}
+	int i;
+	for (i = 0; i < nw; i++)
+		fds[P_FIXED + i] = (struct pollfd){ws[i]->chan,
+						   (short)(POLLIN | (ws[i]->tx ? POLLOUT : 0)), 0};
 	int r = poll(fds, (nfds_t)(P_FIXED + nw), next_timeout(h, now_ms()));
 	if (r > 0) {
 		for (i = 0; i < nw; i++) {
@@ -905,8 +917,6 @@ static void poll_once(struct tp_host *h)
 		if (fds[P_STDIN].revents)
 			read_stdin(h);
 	}
-	free(fds);
-	free(ws);
 	check_timeouts(h, now_ms());
 	dispatch_queue(h);
 }
@@ -976,6 +986,15 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, char *err, size_t err
 		return NULL;
 	}
 	h->cfg = *cfg;
+	h->pfds = calloc((size_t)(P_FIXED + cfg->max_workers), sizeof *h->pfds);
+	h->pws = calloc((size_t)cfg->max_workers, sizeof *h->pws);
+	if (h->pfds == NULL || h->pws == NULL) {
+		snprintf(err, errlen, "out of memory");
+		free(h->pfds);
+		free(h->pws);
+		free(h);
+		return NULL;
+	}
 	for (int i = 0; i < NLANGS; i++)
 		h->zyg[i] = (struct zygote){.lang = host_langs[i], .ctl = -1};
 	h->zyg[lang_index("lua")].used = 1; /* the default language: warm from the start */
@@ -987,6 +1006,8 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, char *err, size_t err
 	 * grandchild, should one ever exist. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	if (setup_signals(h, err, errlen) != 0) {
+		free(h->pfds);
+		free(h->pws);
 		free(h);
 		return NULL;
 	}
@@ -1022,5 +1043,7 @@ void tp_host_free(struct tp_host *h)
 		;
 	tp_linebuf_free(&h->lb);
 	free(h->out);
+	free(h->pfds);
+	free(h->pws);
 	free(h);
 }

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -193,6 +194,12 @@ int tp_zygote_main(const char *lang_name)
 	 * init left behind, or every worker's first large malloc does it again and
 	 * takes a copy-on-write fault on each heap page it walks. */
 	malloc_trim(0);
+	/* Making workers is background work: at a lower priority, the fork and the
+	 * lockdown give way to the host, its client and the exec that is running.
+	 * The host raises each worker back to normal when it hands it an exec (it
+	 * can only do that as root, so only then is the zygote lowered). */
+	if (geteuid() == 0)
+		setpriority(PRIO_PROCESS, 0, TP_BACKGROUND_NICE);
 	/* Trimming leaves the merged chunks unsorted; one large request sorts them
 	 * into bins here, once, instead of in every worker. */
 	free(malloc(96u << 10));

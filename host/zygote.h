@@ -15,6 +15,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* Nice value of the zygote and of the warm workers it makes. */
+#define TP_BACKGROUND_NICE 10
+
 /* Returns the control fd (host end) and sets *pid, or -1 with err. */
 int tp_zygote_start(const char *lang, pid_t *pid, char *err, size_t errlen);
 int tp_zygote_spawn(int ctl, int chan_fd, int shm_fd, uint32_t area_bytes);
