@@ -215,7 +215,11 @@ json_t *tp_proto_result(json_t *id, json_t *result)
 	if (result == NULL) /* building the result ran out of memory: say so */
 		return tp_proto_error(id, TP_RPC_INTERNAL_ERROR, "out of memory", NULL);
 	json_t *r = envelope(id);
-	if (r == NULL || json_object_set_new(r, "result", result) != 0) {
+	if (r == NULL) {
+		json_decref(result);
+		return NULL;
+	}
+	if (json_object_set_new(r, "result", result) != 0) { /* it took result either way */
 		json_decref(r);
 		return NULL;
 	}

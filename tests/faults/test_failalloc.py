@@ -154,6 +154,10 @@ def judge(fail_at):
             if not good:
                 problems.append(f"N={fail_at}: wrong answer: {line[:300]!r}")
             answered += 1
+    for l in err.splitlines():  # a SANITIZE build's reports: leaks, overflows, UB
+        if "Sanitizer" in l and ("ERROR" in l or "SUMMARY" in l) or "runtime error:" in l:
+            problems.append(f"N={fail_at}: {l.strip()[:200]}")
+            break
     count = None
     for l in err.splitlines():
         if l.startswith("tidepool: failalloc: "):
