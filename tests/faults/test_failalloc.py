@@ -197,3 +197,16 @@ def test_every_allocation_failure_is_survived():
     if known:
         pytest.xfail(f"{len(known)} runs blame the host's own out-of-memory on the snippet (SIGPIPE): "
                      + known[0][:200])
+
+
+def test_memory_that_stays_exhausted_is_survived():
+    """From the Nth allocation on, every one fails: the host may answer little,
+    but it must not spin, crash or write a broken line, and it exits at EOF."""
+    _, _, total = judge(0)
+    problems = []
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        for probs, _, _ in pool.map(judge, [f"{n}+" for n in range(1, total, max(1, total // 40))]):
+            problems += probs
+    known = [p for p in problems if '"signal":"SIGPIPE"' in p]
+    other = [p for p in problems if p not in known]
+    assert other == [], "\n".join(other[:40]) + f"\n({len(other)} problems)"
