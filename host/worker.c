@@ -6,6 +6,7 @@
 #include "worker.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,13 @@ static void reply(int chan, json_t *r)
 _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 {
 	char err[256];
+	/* Die with the host from the first instruction: a host that exits before it
+	 * learns our pid cannot kill us, and its request may already be in the
+	 * channel. Parent-death signals are not inherited through clone, and a host
+	 * that died before the prctl shows as another parent. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != cfg->host_pid)
+		_exit(0);
 	prctl(PR_SET_NAME, "tp-worker"); /* tells workers from the zygote in ps and /proc */
 	struct tp_shm *shm = map_page(cfg->shm_fd, cfg->area_bytes);
 	if (shm == NULL)

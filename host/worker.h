@@ -9,6 +9,7 @@
 #define TP_WORKER_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "lang.h"
 
@@ -19,6 +20,7 @@ struct tp_worker_cfg {
 	uint32_t area_bytes;
 	uint64_t as_bytes; /* RLIMIT_AS for the worker */
 	struct tp_limits ceiling;
+	pid_t host_pid; /* the worker's parent (CLONE_PARENT): it must die with it */
 };
 
 _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg);

@@ -189,6 +189,7 @@ int tp_zygote_main(const char *lang_name)
 		return 1;
 	}
 	tp_limits_default(&cfg.ceiling);
+	cfg.host_pid = getppid();
 	cfg.as_bytes = own_vm_bytes() + cfg.ceiling.memory_bytes + AS_SLACK;
 	/* Purge before forking (Android's zygote lesson): consolidate the free chunks
 	 * init left behind, or every worker's first large malloc does it again and
