@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "jsonio.h"
 #include "proto.h"
 #include "result.h"
 #include "zygote.h"
@@ -98,6 +99,7 @@ struct tp_host {
 	int out_blocking;
 	int sigfd;
 	int terminated;
+	int open_line; /* a partial write left a reply line unfinished on stdout */
 	struct pollfd *pfds; /* P_FIXED + max_workers entries */
 	struct worker **pws; /* max_workers entries */
 	struct early_exit early[32];
@@ -121,22 +123,29 @@ static void logmsg(const char *fmt, const char *detail)
 
 /* ---- replies ---------------------------------------------------------------- */
 
-static void out_append(struct tp_host *h, const char *s, size_t n)
+/* The last OUT_RESERVE bytes of the output buffer are kept for out-of-memory
+ * replies, so a request still gets its one answer when nothing can be allocated. */
+#define OUT_RESERVE 512
+#define OUT_INITIAL (64u << 10)
+
+static int out_append(struct tp_host *h, const char *s, size_t n, int use_reserve)
 {
-	if (h->out_len + n > h->out_cap) {
-		size_t cap = h->out_cap ? h->out_cap : 65536;
-		while (cap < h->out_len + n)
+	size_t room = h->out_cap - h->out_len;
+	if (n > room || (!use_reserve && n > room - (room < OUT_RESERVE ? room : OUT_RESERVE))) {
+		size_t cap = h->out_cap ? h->out_cap : OUT_INITIAL;
+		while (cap < h->out_len + n + OUT_RESERVE)
 			cap *= 2;
 		char *p = realloc(h->out, cap);
-		if (p == NULL) {
-			logmsg("%s", "out of memory: reply dropped");
-			return;
+		if (p != NULL) {
+			h->out = p;
+			h->out_cap = cap;
+		} else if (!use_reserve || n > room) {
+			return -1;
 		}
-		h->out = p;
-		h->out_cap = cap;
 	}
 	memcpy(h->out + h->out_len, s, n);
 	h->out_len += n;
+	return 0;
 }
 
 static void out_flush(struct tp_host *h)
@@ -155,36 +164,84 @@ static void out_flush(struct tp_host *h)
 		}
 		off += (size_t)n;
 	}
+	/* Every buffered reply ends with '\n': only a partial write leaves one open. */
+	if (off > 0)
+		h->open_line = h->out[off - 1] != '\n';
 	memmove(h->out, h->out + off, h->out_len - off);
 	h->out_len -= off;
 }
 
-static void emit(struct tp_host *h, json_t *msg)
+/* On SIGTERM: a reading client must not see half a line. Finish the one a
+ * partial write left open (waiting up to 1 s for the client), drop the rest. */
+static void finish_open_line(struct tp_host *h)
 {
-	if (msg == NULL) {
-		logmsg("%s", "out of memory: reply dropped");
+	char *nl = h->open_line ? memchr(h->out, '\n', h->out_len) : NULL;
+	if (nl == NULL)
 		return;
+	h->out_len = (size_t)(nl - h->out) + 1;
+	for (int tries = 0; h->out_len > 0 && tries < 100; tries++) {
+		out_flush(h);
+		if (h->out_len > 0)
+			poll(&(struct pollfd){1, POLLOUT, 0}, 1, 10);
 	}
+}
+
+/* Appends a JSON text for a request id, written by hand: no allocation. */
+static size_t id_text(const json_t *id, char *buf, size_t len)
+{
+	const char *s = json_string_value(id);
+	size_t o = 0;
+	if (json_is_integer(id))
+		return (size_t)snprintf(buf, len, "%lld", (long long)json_integer_value(id));
+	if (s == NULL || strlen(s) > 200)
+		return (size_t)snprintf(buf, len, "null");
+	buf[o++] = '"';
+	for (; *s != '\0' && o + 8 < len; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			o += (size_t)snprintf(buf + o, len - o, "\\%c", c);
+		else if (c < 0x20)
+			o += (size_t)snprintf(buf + o, len - o, "\\u%04x", c);
+		else
+			buf[o++] = (char)c; /* already valid UTF-8: jansson checked the line */
+	}
+	buf[o++] = '"';
+	return o;
+}
+
+/* The one answer a request gets when its real reply could not be built. */
+static void emit_oom(struct tp_host *h, const json_t *id)
+{
+	char idbuf[256], line[OUT_RESERVE];
+	id_text(id, idbuf, sizeof idbuf);
+	int n = snprintf(line, sizeof line,
+			 "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":%d,"
+			 "\"message\":\"out of memory\"}}\n",
+			 idbuf, TP_RPC_INTERNAL_ERROR);
+	if (out_append(h, line, (size_t)n, 1) != 0)
+		logmsg("%s", "out of memory: reply dropped");
+}
+
+/* Sends msg (stolen), the reply to request id (borrowed; NULL for null). */
+static void emit(struct tp_host *h, const json_t *id, json_t *msg)
+{
 	if (h->cfg.emit != NULL) {
-		h->cfg.emit(h->cfg.emit_ctx, msg);
+		if (msg != NULL)
+			h->cfg.emit(h->cfg.emit_ctx, msg);
 		return;
 	}
 	size_t len;
-	char *line = tp_proto_encode(msg, &len);
+	char *line = msg ? tp_proto_encode(msg, &len) : NULL;
+	if (line == NULL || out_append(h, line, len, 0) != 0)
+		emit_oom(h, id); /* id may live in msg: before it is released */
 	json_decref(msg);
-	if (line == NULL) {
-		logmsg("%s", "out of memory: reply dropped");
-		return;
-	}
-	out_append(h, line, len);
 	free(line);
-	if (h->out_blocking)
-		out_flush(h);
+	out_flush(h); /* at once: non-blocking on a pipe, so it never stalls the loop */
 }
 
 static void emit_error(struct tp_host *h, json_t *id, int code, const char *msg)
 {
-	emit(h, tp_proto_error(id, code, msg, NULL));
+	emit(h, id, tp_proto_error(id, code, msg, NULL));
 }
 
 /* ---- execs ------------------------------------------------------------------ */
@@ -245,7 +302,7 @@ static void finish(struct tp_host *h, struct worker *w, enum tp_kind host_kind, 
 	if (res == NULL)
 		emit_error(h, e->id, TP_RPC_INTERNAL_ERROR, "out of memory building the result");
 	else
-		emit(h, tp_proto_result(e->id, res));
+		emit(h, e->id, tp_proto_result(e->id, res));
 }
 
 static json_t *request_json(const struct exec *e)
@@ -276,7 +333,7 @@ static void flush_tx(struct worker *w)
 static int assign(struct tp_host *h, struct exec *e, struct worker *w)
 {
 	json_t *req = request_json(e);
-	char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	char *body = req ? tp_json_dumps(req, JSON_COMPACT) : NULL;
 	json_decref(req);
 	if (body == NULL)
 		return -1;
@@ -589,6 +646,10 @@ static void read_chan(struct tp_host *h, struct worker *w)
 			finish(h, w, TP_KIND_INTERNAL, "worker reply larger than the frame cap");
 			kill_worker(w);
 		}
+		if (n < 0 && errno == ENOMEM) { /* our failure, not the snippet's */
+			finish(h, w, TP_KIND_INTERNAL, "out of memory reading the worker reply");
+			kill_worker(w);
+		}
 		if (n <= 0) {
 			if (n == 0 || errno != EAGAIN) {
 				close(w->chan);
@@ -815,11 +876,11 @@ static void handle(struct tp_host *h, struct tp_rpc *rpc)
 	else if (rpc->id == NULL)
 		return; /* other notifications (initialized, unknown) need nothing */
 	else if (strcmp(m, "initialize") == 0)
-		emit(h, tp_proto_result(rpc->id, tp_proto_initialize(rpc->params)));
+		emit(h, rpc->id, tp_proto_result(rpc->id, tp_proto_initialize(rpc->params)));
 	else if (strcmp(m, "ping") == 0)
-		emit(h, tp_proto_result(rpc->id, json_object()));
+		emit(h, rpc->id, tp_proto_result(rpc->id, json_object()));
 	else if (strcmp(m, "tools/list") == 0)
-		emit(h, tp_proto_result(rpc->id, tp_proto_tools_list()));
+		emit(h, rpc->id, tp_proto_result(rpc->id, tp_proto_tools_list()));
 	else
 		emit_error(h, rpc->id, TP_RPC_METHOD_NOT_FOUND, "Method not found");
 }
@@ -830,7 +891,7 @@ void tp_host_line(struct tp_host *h, const char *line, size_t len)
 	json_t *reply;
 	if (tp_proto_parse(line, len, &rpc, &reply) != 0) {
 		if (reply != NULL)
-			emit(h, reply);
+			emit(h, json_object_get(reply, "id"), reply);
 		return;
 	}
 	handle(h, &rpc);
@@ -925,8 +986,10 @@ int tp_host_run(struct tp_host *h)
 {
 	dispatch_queue(h); /* warm the pool before the first request */
 	for (;;) {
-		if (h->terminated)
+		if (h->terminated) {
+			finish_open_line(h);
 			return 128 + h->terminated;
+		}
 		int more_input = h->cfg.use_stdin && h->stdin_open;
 		if (!more_input && !busy(h) && h->out_len == 0)
 			return 0;
@@ -988,7 +1051,10 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, char *err, size_t err
 	h->cfg = *cfg;
 	h->pfds = calloc((size_t)(P_FIXED + cfg->max_workers), sizeof *h->pfds);
 	h->pws = calloc((size_t)cfg->max_workers, sizeof *h->pws);
-	if (h->pfds == NULL || h->pws == NULL) {
+	h->out = malloc(OUT_INITIAL); /* with its reserve for out-of-memory replies */
+	h->out_cap = h->out ? OUT_INITIAL : 0;
+	if (h->pfds == NULL || h->pws == NULL || h->out == NULL) {
+		free(h->out);
 		snprintf(err, errlen, "out of memory");
 		free(h->pfds);
 		free(h->pws);
@@ -1006,6 +1072,7 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, char *err, size_t err
 	 * grandchild, should one ever exist. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	if (setup_signals(h, err, errlen) != 0) {
+		free(h->out);
 		free(h->pfds);
 		free(h->pws);
 		free(h);
@@ -1023,9 +1090,19 @@ void tp_host_free(struct tp_host *h)
 	for (struct worker *w = h->workers; w != NULL; w = w->next)
 		if (w->pid > 0 && !w->exited)
 			kill(w->pid, SIGKILL);
-	for (int i = 0; i < NLANGS; i++)
-		if (h->zyg[i].pid > 0)
-			kill(h->zyg[i].pid, SIGKILL);
+	/* A worker whose pid the zygote had not told us yet: stop the zygote, then
+	 * read the pids it already sent and kill those workers too. */
+	for (int i = 0; i < NLANGS; i++) {
+		struct zygote *z = &h->zyg[i];
+		pid_t pid;
+		if (z->pid > 0) {
+			kill(z->pid, SIGKILL);
+			waitpid(z->pid, NULL, 0);
+		}
+		while (z->ctl >= 0 && tp_zygote_read_pid(z->ctl, &pid) == 1)
+			if (pid > 0)
+				kill(pid, SIGKILL);
+	}
 	while (h->workers != NULL)
 		worker_free(h, h->workers);
 	while (h->qhead != NULL) {
