@@ -38,10 +38,14 @@
 
 /* The address-space limit workers get. Under ASan the process already reserves
  * terabytes of shadow: the limit is then the current size plus the same room,
- * as the zygote computes it. */
-#ifdef TP_SANITIZE
-static unsigned long long as_bytes_now(void)
+ * as the zygote computes it. Computed once in main(): children run under the
+ * zygote filter, which refuses to open /proc/self/statm. */
+static unsigned long long g_as_bytes = 256ull << 20;
+#define AS_BYTES g_as_bytes
+
+static void init_as_bytes(void)
 {
+#ifdef TP_SANITIZE
 	unsigned long long pages = 0;
 	FILE *f = fopen("/proc/self/statm", "r");
 	if (f != NULL) {
@@ -49,12 +53,9 @@ static unsigned long long as_bytes_now(void)
 			pages = 0;
 		fclose(f);
 	}
-	return pages * (unsigned long long)sysconf(_SC_PAGESIZE) + (256ull << 20);
-}
-#define AS_BYTES as_bytes_now()
-#else
-#define AS_BYTES (256ull << 20)
+	g_as_bytes = pages * (unsigned long long)sysconf(_SC_PAGESIZE) + (256ull << 20);
 #endif
+}
 #define CPU_SEC 5
 #define NOFILE 16
 #define SECRET "tidepool-canary-secret-7f3a"
@@ -1386,6 +1387,7 @@ static void zygote_stop(void)
 
 int main(void)
 {
+	init_as_bytes();
 	char err[256];
 	struct timespec t0, t1;
 	int fd;
