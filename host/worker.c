@@ -91,7 +91,11 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 	struct tp_shm *shm = map_page(cfg->shm_fd, cfg->area_bytes);
 	if (shm == NULL)
 		die("mmap(shared page)", strerror(errno));
-	cfg->lang->worker_init(entropy());
+	uint64_t e = entropy();
+	/* jansson seeds its hash from /dev/urandom on first use, which lockdown
+	 * forbids: seed it now (a no-op if the zygote already used jansson). */
+	json_object_seed((size_t)(e | 1));
+	cfg->lang->worker_init(e);
 
 	int keep[1] = {cfg->chan_fd};
 	struct tp_lockdown ld = {

@@ -23,6 +23,7 @@
 #include "lalloc.h"
 #include "ljson.h"
 #include "utf8.h"
+#include "verdict.h"
 #include "lockdown.h"
 
 #define HOOK_ALL (LUA_MASKCOUNT | LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE)
@@ -36,43 +37,41 @@ static lua_State *g_L;          /* the pristine state; workers inherit a copy */
 static struct tp_lalloc g_alloc;
 static struct tp_shm *g_shm;    /* NULL outside an exec */
 static struct tp_limits g_lim;
-static volatile sig_atomic_t g_tripped; /* nonzero once any limit tripped */
-static volatile sig_atomic_t g_cpu_fired;
 static lua_State *volatile g_running;   /* the thread the SIGPROF handler hooks */
 static volatile uint64_t g_charged;     /* instructions charged so far */
-static struct timespec g_cpu_start;
 static int g_err_line;          /* snippet line of the first error the handler saw */
 static int g_have_tb;
 static int g_tb_ref;            /* registry ref of that traceback, or LUA_NOREF */
 
 /* ---- the sticky verdict -------------------------------------------------------- */
 
-static void publish_usage(void)
+static void hook(lua_State *L, lua_Debug *ar);
+
+/* Async-signal-safe (tp_verdict calls it from the CPU timer's handler). */
+static void publish_usage(struct tp_shm *shm)
 {
-	g_shm->instructions = g_charged;
-	g_shm->mem_peak = g_alloc.peak;
+	shm->instructions = g_charged;
+	shm->mem_peak = g_alloc.peak;
 }
 
-/* Async-signal-safe; the first trip of the exec wins, here and in the page. */
-static void trip_now(enum tp_kind kind, enum tp_limit_id id, uint64_t limit, uint64_t used)
+/* Async-signal-safe: every further step of the running thread raises. */
+static void interrupt(void)
 {
-	if (g_tripped)
-		return;
-	g_tripped = 1;
-	publish_usage();
-	tp_shm_trip(g_shm, kind, id, limit, used);
+	lua_State *T = g_running;
+	if (T != NULL)
+		lua_sethook(T, hook, HOOK_ALL, 1); /* lua_sethook is signal-safe */
 }
 
-/* From normal code: SIGPROF is held so a CPU trip cannot interleave. */
+static const struct tp_verdict_ops verdict_ops = {publish_usage, interrupt};
+
+static int tripped(void)
+{
+	return tp_verdict_kind() != TP_KIND_NONE;
+}
+
 static void trip(enum tp_kind kind, enum tp_limit_id id, uint64_t limit, uint64_t used)
 {
-	sigset_t set, old;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGPROF);
-	sigprocmask(SIG_BLOCK, &set, &old);
-	trip_now(kind, id, limit, used);
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	tp_verdict_trip(kind, (int)id, limit, used);
 }
 
 static void trip_memory(void)
@@ -80,17 +79,6 @@ static void trip_memory(void)
 	uint64_t used = g_alloc.refused_total ? g_alloc.refused_total : g_alloc.current;
 
 	trip(TP_KIND_MEMORY_LIMIT, TP_LIMIT_MEMORY_BYTES, g_lim.memory_bytes, used);
-}
-
-static uint64_t cpu_used_us(void)
-{
-	struct timespec now;
-	int64_t us;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
-	us = (int64_t)(now.tv_sec - g_cpu_start.tv_sec) * 1000000 +
-	     (int64_t)(now.tv_nsec - g_cpu_start.tv_nsec) / 1000;
-	return us > 0 ? (uint64_t)us : 0;
 }
 
 /* Lends the heap RESERVE bytes above the limit (on) or takes them back (off). */
@@ -102,7 +90,6 @@ static void lend_reserve(int on)
 
 /* ---- instruction hook --------------------------------------------------------- */
 
-static void hook(lua_State *L, lua_Debug *ar);
 static int msgh(lua_State *L);
 
 /* Precharges the next chunk and hooks L for it; 0 when nothing remains. */
@@ -115,7 +102,7 @@ static int charge(lua_State *L, uint64_t chunk)
 	if (chunk > left)
 		chunk = left;
 	g_charged += chunk;
-	publish_usage();
+	publish_usage(g_shm);
 	lua_sethook(L, hook, LUA_MASKCOUNT, (int)chunk);
 	return 1;
 }
@@ -139,7 +126,7 @@ static int calls_handler(lua_State *L, lua_Debug *ar)
 
 static void hook(lua_State *L, lua_Debug *ar)
 {
-	if (!g_tripped) {
+	if (!tripped()) {
 		if (ar->event != LUA_HOOKCOUNT)
 			return;
 		if (charge(L, L == g_L ? MAIN_CHUNK : CO_CHUNK))
@@ -167,7 +154,7 @@ static const char *limit_message(enum tp_limit_id id)
 
 int tp_lua_guard_tripped(void)
 {
-	return g_tripped != 0;
+	return tripped();
 }
 
 int tp_lua_guard_raise(lua_State *L)
@@ -183,7 +170,7 @@ void tp_lua_guard_status(lua_State *L, int status)
 {
 	if (status == LUA_ERRMEM)
 		trip_memory(); /* sticky even when a pcall would have caught it */
-	if (g_tripped)
+	if (tripped())
 		tp_lua_guard_raise(L);
 	if (status == LUA_ERRERR)
 		lua_error(L);
@@ -191,7 +178,7 @@ void tp_lua_guard_status(lua_State *L, int status)
 
 void tp_lua_guard_thread(lua_State *L, lua_State *co)
 {
-	if (g_tripped)
+	if (tripped())
 		tp_lua_guard_raise(L);
 	/* A new thread copies its creator's hook; give it its own precharged chunk
 	 * so the count stays an upper bound whatever the thread leaves unused. */
@@ -218,7 +205,7 @@ void tp_lua_guard_write(lua_State *L, enum tp_stream s, const char *buf, size_t 
 {
 	lua_State *T = g_running;
 
-	if (g_shm == NULL || g_tripped) /* nothing is written after a limit */
+	if (g_shm == NULL || tripped()) /* nothing is written after a limit */
 		return;
 	if (tp_shm_write(g_shm, s, buf, n) == 0)
 		return;
@@ -227,53 +214,6 @@ void tp_lua_guard_write(lua_State *L, enum tp_stream s, const char *buf, size_t 
 		tp_lua_guard_raise(L);
 	else if (T != NULL)
 		lua_sethook(T, hook, HOOK_ALL, 1); /* maybe inside the GC: raise at the next step */
-}
-
-/* ---- CPU timer ------------------------------------------------------------------ */
-
-static void set_cpu_timer(uint64_t ms)
-{
-	struct itimerval it = { .it_value = { .tv_sec = (time_t)(ms / 1000),
-					      .tv_usec = (suseconds_t)(ms % 1000) * 1000 } };
-
-	setitimer(ITIMER_PROF, &it, NULL);
-}
-
-/* First expiry: trip and hook the running thread, then allow a grace period.
- * Second: the thread is stuck in a C call no hook can reach; end the worker. */
-static void on_sigprof(int sig)
-{
-	int saved = errno;
-	lua_State *T = g_running;
-
-	(void)sig;
-	if (g_cpu_fired) {
-		publish_usage();
-		_exit(TP_EXIT_LIMIT);
-	}
-	g_cpu_fired = 1;
-	uint64_t used = (cpu_used_us() + 999) / 1000;
-	/* The kernel's tick accounting says the budget is spent, whatever our clock says. */
-	trip_now(TP_KIND_CPU_LIMIT, TP_LIMIT_CPU_MS, g_lim.cpu_ms, used > g_lim.cpu_ms ? used : g_lim.cpu_ms);
-	if (T != NULL)
-		lua_sethook(T, hook, HOOK_ALL, 1); /* lua_sethook is signal-safe */
-	set_cpu_timer(TP_CPU_GRACE_MS);
-	errno = saved;
-}
-
-static void arm_cpu(uint64_t ms)
-{
-	struct sigaction sa = { .sa_handler = on_sigprof, .sa_flags = SA_RESTART };
-	sigset_t set;
-
-	if (ms == 0)
-		return;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGPROF, &sa, NULL);
-	sigemptyset(&set);
-	sigaddset(&set, SIGPROF);
-	sigprocmask(SIG_UNBLOCK, &set, NULL);
-	set_cpu_timer(ms);
 }
 
 /* ---- message handler --------------------------------------------------------------- */
@@ -322,8 +262,6 @@ static void begin(const struct tp_exec_req *req, struct tp_shm *shm)
 {
 	g_shm = shm;
 	g_lim = req->limits;
-	g_tripped = 0;
-	g_cpu_fired = 0;
 	g_charged = 0;
 	g_running = g_L;
 	g_err_line = -1;
@@ -336,9 +274,8 @@ static void begin(const struct tp_exec_req *req, struct tp_shm *shm)
 	g_alloc.refusals = 0;
 	g_alloc.refused_total = 0;
 	tp_lalloc_reset_peak(&g_alloc);
-	publish_usage();
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &g_cpu_start);
-	arm_cpu(req->limits.cpu_ms);
+	publish_usage(shm);
+	tp_verdict_begin(shm, req->limits.cpu_ms, &verdict_ops);
 }
 
 /* Protected: [1] = the request. Each key of inputs becomes a global. */
@@ -378,7 +315,7 @@ static int run(lua_State *L)
 static void end_run(lua_State *L, int status)
 {
 	lua_gc(L, LUA_GCSTOP);
-	set_cpu_timer(0);
+	tp_verdict_end();
 	lua_sethook(L, NULL, 0, 0);
 	g_running = NULL;
 	if (status == LUA_ERRMEM)
@@ -387,14 +324,6 @@ static void end_run(lua_State *L, int status)
 
 /* ---- the reply ----------------------------------------------------------------------- */
 
-static json_t *error_obj(const char *kind, const char *type, json_t *message, json_t *traceback,
-			 int line)
-{
-	return json_pack("{s:s,s:s,s:o,s:o,s:o}", "kind", kind, "type", type, "message",
-			 message ? message : json_string("?"), "traceback",
-			 traceback ? traceback : json_null(), "line",
-			 line > 0 ? json_integer(line) : json_null());
-}
 
 /* Error text is for people: a multi-megabyte message is cut, so the reply stays
  * far below the host's frame cap (which refuses the whole reply otherwise). */
@@ -435,7 +364,7 @@ static json_t *traceback(lua_State *L)
 static json_t *limit_error(lua_State *L)
 {
 	enum tp_limit_id id = (enum tp_limit_id)g_shm->tripped_limit;
-	json_t *e = error_obj(tp_kind_name((enum tp_kind)g_shm->tripped), "limit",
+	json_t *e = tp_verdict_error(tp_kind_name((enum tp_kind)g_shm->tripped), "limit",
 			      json_string(limit_message(id)), traceback(L), g_err_line);
 
 	json_object_set_new(e, "limit",
@@ -488,21 +417,21 @@ static json_t *error_message(lua_State *L, int idx, int *line)
 	}
 }
 
-static json_t *lua_error_obj(lua_State *L, enum stage stage)
+static json_t *lua_tp_verdict_error(lua_State *L, enum stage stage)
 {
 	int line = -1;
 	json_t *msg = error_message(L, -1, &line);
 	const char *type = stage == ST_INPUTS ? "input_error" : luaL_typename(L, -1);
 
 	if (stage != ST_RUN)
-		return error_obj(stage == ST_LOAD ? "syntax_error" : "runtime_error", type, msg,
+		return tp_verdict_error(stage == ST_LOAD ? "syntax_error" : "runtime_error", type, msg,
 				 NULL, line);
-	return error_obj("runtime_error", type, msg, traceback(L), line > 0 ? line : g_err_line);
+	return tp_verdict_error("runtime_error", type, msg, traceback(L), line > 0 ? line : g_err_line);
 }
 
 static json_t *result_error(const char *message)
 {
-	return error_obj("runtime_error", "result_error", json_string(message), NULL, -1);
+	return tp_verdict_error("runtime_error", "result_error", json_string(message), NULL, -1);
 }
 
 /* The values above the message handler, as JSON; NULL with *err or a trip on failure. */
@@ -544,21 +473,21 @@ static json_t *usage(void)
 {
 	return json_pack("{s:I,s:I,s:f}", "instructions",
 			 (json_int_t)(g_lim.instructions ? g_charged : 0), "memory_peak_bytes",
-			 (json_int_t)g_alloc.peak, "cpu_ms", (double)cpu_used_us() / 1000.0);
+			 (json_int_t)g_alloc.peak, "cpu_ms", (double)tp_verdict_cpu_us() / 1000.0);
 }
 
 static json_t *reply(lua_State *L, enum stage stage, int status)
 {
 	json_t *value = NULL, *err = NULL;
 
-	if (!g_tripped && status == LUA_OK)
+	if (!tripped() && status == LUA_OK)
 		value = convert_result(L, &err);
-	publish_usage();
-	if (g_tripped) {
+	publish_usage(g_shm);
+	if (tripped()) {
 		json_decref(err);
 		err = limit_error(L);
 	} else if (status != LUA_OK) {
-		err = lua_error_obj(L, stage);
+		err = lua_tp_verdict_error(L, stage);
 	}
 	if (err != NULL)
 		return json_pack("{s:b,s:o,s:o}", "ok", 0, "error", err, "usage", usage());
@@ -633,9 +562,6 @@ int tp_lua_zygote_init(char *err, size_t errlen)
 
 void tp_lua_worker_init(uint64_t entropy)
 {
-	/* jansson seeds its hash from /dev/urandom on first use, which lockdown
-	 * forbids; seed it now (a no-op if the zygote already used jansson). */
-	json_object_seed((size_t)(entropy | 1));
 	if (g_L != NULL)
 		reseed(entropy); /* forked workers must never share a random stream */
 }

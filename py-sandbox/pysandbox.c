@@ -11,6 +11,7 @@
 #include <frameobject.h>
 
 #include "pysandbox.h"
+#include "verdict.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -42,18 +43,14 @@ static size_t g_ndeny;
 
 static struct tp_shm *g_shm;   /* NULL outside an exec */
 static struct tp_limits g_lim;
-static volatile sig_atomic_t g_verdict;   /* enum tp_kind of the first verdict, 0 = none */
 static volatile sig_atomic_t g_running;   /* snippet code may run: sticky raises armed */
 static volatile sig_atomic_t g_limits_on; /* allocator refusals trip memory_limit */
 static volatile sig_atomic_t g_armed;     /* the audit tripwire is live */
-static volatile sig_atomic_t g_cpu_fired, g_pending;
+static volatile sig_atomic_t g_pending;
 static int g_self_trace;       /* our own PyEval_SetTrace call, not the snippet's */
 static int g_tracing;
 static volatile uint64_t g_count;  /* line events charged */
 static size_t g_base;              /* allocator bytes when the exec began */
-static struct timespec g_cpu_start;
-static int g_trip_id = -1;
-static uint64_t g_trip_limit, g_trip_used;
 static char g_policy_msg[512];
 static int g_policy_line = -1;
 
@@ -65,10 +62,11 @@ static uint64_t mem_peak(void)
 	return a->peak > g_base ? a->peak - g_base : 0;
 }
 
-static void publish_usage(void)
+/* Async-signal-safe (tp_verdict calls it from the CPU timer's handler). */
+static void publish_usage(struct tp_shm *shm)
 {
-	g_shm->instructions = g_count;
-	g_shm->mem_peak = mem_peak();
+	shm->instructions = g_count;
+	shm->mem_peak = mem_peak();
 }
 
 static int pending_raise(void *arg);
@@ -83,30 +81,17 @@ static void schedule_raise(void)
 	}
 }
 
-/* Async-signal-safe; the first verdict of the exec wins, here and in the page. */
-static void trip_now(enum tp_kind kind, int id, uint64_t limit, uint64_t used)
+static const struct tp_verdict_ops verdict_ops = {publish_usage, schedule_raise};
+
+/* The kind of the first verdict of this exec, or 0. */
+static int verdict(void)
 {
-	if (g_verdict || g_shm == NULL)
-		return;
-	g_verdict = kind;
-	g_trip_id = id;
-	g_trip_limit = limit;
-	g_trip_used = used;
-	publish_usage();
-	tp_shm_trip(g_shm, kind, id, limit, used);
-	schedule_raise();
+	return (int)tp_verdict_kind();
 }
 
-/* From normal code: SIGPROF is held so a CPU trip cannot interleave. */
 static void trip(enum tp_kind kind, int id, uint64_t limit, uint64_t used)
 {
-	sigset_t set, old;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGPROF);
-	sigprocmask(SIG_BLOCK, &set, &old);
-	trip_now(kind, id, limit, used);
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	tp_verdict_trip(kind, id, limit, used);
 }
 
 static void on_refuse(void)
@@ -132,10 +117,10 @@ static const char *limit_message(int id)
 
 static int raise_verdict(void)
 {
-	if (g_verdict == TP_KIND_POLICY_VIOLATION)
+	if (verdict() == TP_KIND_POLICY_VIOLATION)
 		PyErr_SetString(g_exc_policy, g_policy_msg);
 	else
-		PyErr_SetString(g_exc_limit, limit_message(g_trip_id));
+		PyErr_SetString(g_exc_limit, limit_message(tp_verdict_limit_id()));
 	return -1;
 }
 
@@ -165,7 +150,7 @@ static int pending_raise(void *arg)
 {
 	(void)arg;
 	g_pending = 0;
-	if (!g_verdict || !g_running)
+	if (!verdict() || !g_running)
 		return 0;
 	trace_on();
 	schedule_raise();
@@ -178,7 +163,7 @@ static int trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
 	(void)obj, (void)frame, (void)arg;
 	/* Not on exception or return events: an error is already unwinding, and
 	 * replacing it there would drop its traceback. */
-	if (g_verdict)
+	if (verdict())
 		return g_running && (what == PyTrace_LINE || what == PyTrace_CALL) ? raise_verdict() : 0;
 	if (what != PyTrace_LINE || g_lim.instructions == 0)
 		return 0;
@@ -193,7 +178,7 @@ static int trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
 /* Records a policy verdict (first wins) and raises PolicyViolation. */
 static PyObject *refuse(const char *msg, int line)
 {
-	if (!g_verdict) {
+	if (!verdict()) {
 		snprintf(g_policy_msg, sizeof g_policy_msg, "%s", msg);
 		g_policy_line = line;
 		trip(TP_KIND_POLICY_VIOLATION, -1, 0, 0);
@@ -284,12 +269,12 @@ static int audit_hook(const char *event, PyObject *args, void *ud)
 		int n = snprintf(note, sizeof note,
 				 "tidepool: audit event '%.80s' stopped the worker\n", event);
 		tp_shm_write(g_shm, TP_STDERR, note, (size_t)n);
-		if (!g_verdict) {
+		if (!verdict()) {
 			snprintf(g_policy_msg, sizeof g_policy_msg, "audit event '%s' is not allowed", event);
 			tp_shm_note(g_shm, g_policy_msg);
 			trip(TP_KIND_POLICY_VIOLATION, -1, 0, 0);
 		}
-		publish_usage();
+		publish_usage(g_shm);
 		_exit(TP_EXIT_LIMIT);
 	}
 	if (strcmp(event, "object.__getattr__") == 0 && caller_is_snippet()) {
@@ -305,61 +290,6 @@ static int audit_hook(const char *event, PyObject *args, void *ud)
 
 /* ---- CPU timer ---------------------------------------------------------------------- */
 
-static uint64_t cpu_used_us(void)
-{
-	struct timespec now;
-	int64_t us;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
-	us = (int64_t)(now.tv_sec - g_cpu_start.tv_sec) * 1000000 +
-	     (int64_t)(now.tv_nsec - g_cpu_start.tv_nsec) / 1000;
-	return us > 0 ? (uint64_t)us : 0;
-}
-
-static void set_cpu_timer(uint64_t ms)
-{
-	struct itimerval it = { .it_value = { .tv_sec = (time_t)(ms / 1000),
-					      .tv_usec = (suseconds_t)(ms % 1000) * 1000 } };
-
-	setitimer(ITIMER_PROF, &it, NULL);
-}
-
-/* First expiry: trip and queue the raise, then allow a grace period. Second:
- * the code is stuck in one C call no check can reach; end the worker. */
-static void on_sigprof(int sig)
-{
-	int saved = errno;
-	uint64_t used;
-
-	(void)sig;
-	if (g_cpu_fired) {
-		if (g_shm != NULL)
-			publish_usage();
-		_exit(TP_EXIT_LIMIT);
-	}
-	g_cpu_fired = 1;
-	used = (cpu_used_us() + 999) / 1000;
-	trip_now(TP_KIND_CPU_LIMIT, TP_LIMIT_CPU_MS, g_lim.cpu_ms,
-		 used > g_lim.cpu_ms ? used : g_lim.cpu_ms);
-	set_cpu_timer(TP_CPU_GRACE_MS);
-	errno = saved;
-}
-
-static void arm_cpu(uint64_t ms)
-{
-	struct sigaction sa = { .sa_handler = on_sigprof, .sa_flags = SA_RESTART };
-	sigset_t set;
-
-	if (ms == 0)
-		return;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGPROF, &sa, NULL);
-	sigemptyset(&set);
-	sigaddset(&set, SIGPROF);
-	sigprocmask(SIG_UNBLOCK, &set, NULL);
-	set_cpu_timer(ms);
-}
-
 /* ---- functions the shim and the snippet call ------------------------------------------ */
 
 static int write_text(enum tp_stream s, PyObject *text)
@@ -368,7 +298,7 @@ static int write_text(enum tp_stream s, PyObject *text)
 	const char *u;
 	PyObject *b = NULL;
 
-	if (g_shm == NULL || g_verdict)
+	if (g_shm == NULL || verdict())
 		return 0; /* nothing is written outside an exec or after a verdict */
 	u = PyUnicode_AsUTF8AndSize(text, &n);
 	if (u == NULL) {
@@ -381,7 +311,7 @@ static int write_text(enum tp_stream s, PyObject *text)
 	if (tp_shm_write(g_shm, s, u, (size_t)n) != 0)
 		trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_OUTPUT_BYTES, g_lim.output_bytes, g_shm->wanted);
 	Py_XDECREF(b);
-	return g_verdict ? raise_verdict() : 0;
+	return verdict() ? raise_verdict() : 0;
 }
 
 static PyObject *py_write(PyObject *self, PyObject *args)
@@ -751,14 +681,6 @@ static void capture(struct failure *f, enum stage stage, const struct tp_exec_re
 	Py_XDECREF(t), Py_XDECREF(v), Py_XDECREF(tb);
 }
 
-static json_t *error_obj(const char *kind, const char *type, json_t *message, json_t *traceback,
-			 int line)
-{
-	return json_pack("{s:s,s:s,s:o,s:o,s:o}", "kind", kind, "type", type, "message",
-			 message ? message : json_string("?"), "traceback",
-			 traceback ? traceback : json_null(), "line",
-			 line > 0 ? json_integer(line) : json_null());
-}
 
 /* ---- one exec ------------------------------------------------------------------------------ */
 
@@ -842,11 +764,8 @@ static void begin(const struct tp_exec_req *req, struct tp_shm *shm)
 {
 	g_shm = shm;
 	g_lim = req->limits;
-	g_verdict = 0;
-	g_cpu_fired = 0;
 	g_pending = 0;
 	g_count = 0;
-	g_trip_id = -1;
 	g_policy_msg[0] = '\0';
 	g_policy_line = -1;
 	tp_shm_begin(shm, req->limits.output_bytes);
@@ -859,15 +778,14 @@ static void begin(const struct tp_exec_req *req, struct tp_shm *shm)
 		tp_pyalloc_set_limit(g_base + g_lim.memory_bytes);
 	g_limits_on = 1;
 	g_armed = 1;
-	publish_usage();
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &g_cpu_start);
-	arm_cpu(g_lim.cpu_ms);
+	publish_usage(shm);
+	tp_verdict_begin(shm, g_lim.cpu_ms, &verdict_ops);
 }
 
 /* After the snippet: no timer, no trace, no limit, no tripwire from here on. */
 static void end_run(void)
 {
-	set_cpu_timer(0);
+	tp_verdict_end();
 	g_running = 0;
 	trace_off();
 	Py_SetRecursionLimit(1000);
@@ -923,7 +841,7 @@ static void convert(PyObject *v, struct result *res, const struct tp_exec_req *r
 		trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_RESULT_BYTES, caps.bytes, out.used);
 		return;
 	case TP_PYJSON_CYCLE:
-		res->err = error_obj("runtime_error", "result_error",
+		res->err = tp_verdict_error("runtime_error", "result_error",
 				     json_string("cycle in returned value"), NULL, -1);
 		return;
 	case TP_PYJSON_NOTJSON:
@@ -932,13 +850,13 @@ static void convert(PyObject *v, struct result *res, const struct tp_exec_req *r
 		if (res->value == NULL) {
 			struct failure f = { 0 };
 			capture(&f, ST_RUN, req);
-			res->err = error_obj("runtime_error", f.set ? f.type : "result_error",
+			res->err = tp_verdict_error("runtime_error", f.set ? f.type : "result_error",
 					     f.message ? f.message : json_string("repr() failed"),
 					     f.traceback, f.line);
 		}
 		return;
 	default:
-		res->err = error_obj("runtime_error", "result_error",
+		res->err = tp_verdict_error("runtime_error", "result_error",
 				     json_string("the value could not be converted"), NULL, -1);
 	}
 }
@@ -960,7 +878,7 @@ static void run(PyObject *globals, PyObject *prepared, struct result *res, struc
 	}
 	if (r == NULL)
 		capture(f, ST_RUN, req);
-	else if (!g_verdict)
+	else if (!verdict())
 		convert(r, res, req);
 	Py_XDECREF(r);
 }
@@ -969,7 +887,7 @@ static json_t *usage(void)
 {
 	return json_pack("{s:I,s:I,s:f}", "instructions",
 			 (json_int_t)(g_lim.instructions ? g_count : 0), "memory_peak_bytes",
-			 (json_int_t)mem_peak(), "cpu_ms", (double)cpu_used_us() / 1000.0);
+			 (json_int_t)mem_peak(), "cpu_ms", (double)tp_verdict_cpu_us() / 1000.0);
 }
 
 static json_t *verdict_error(const struct failure *f)
@@ -978,14 +896,14 @@ static json_t *verdict_error(const struct failure *f)
 	int line = f->line > 0 ? f->line : g_policy_line;
 	json_t *e;
 
-	if (g_verdict == TP_KIND_POLICY_VIOLATION)
-		return error_obj("policy_violation", "PolicyViolation", json_string(g_policy_msg), tb,
+	if (verdict() == TP_KIND_POLICY_VIOLATION)
+		return tp_verdict_error("policy_violation", "PolicyViolation", json_string(g_policy_msg), tb,
 				 line);
-	e = error_obj(tp_kind_name((enum tp_kind)g_verdict), "limit",
-		      json_string(limit_message(g_trip_id)), tb, f->line);
+	e = tp_verdict_error(tp_kind_name((enum tp_kind)verdict()), "limit",
+		      json_string(limit_message(tp_verdict_limit_id())), tb, f->line);
 	json_object_set_new(e, "limit",
-			    json_pack("{s:s,s:I,s:I}", "name", tp_limit_name((enum tp_limit_id)g_trip_id),
-				      "limit", (json_int_t)g_trip_limit, "used", (json_int_t)g_trip_used));
+			    json_pack("{s:s,s:I,s:I}", "name", tp_limit_name((enum tp_limit_id)tp_verdict_limit_id()),
+				      "limit", (json_int_t)tp_verdict_limit(), "used", (json_int_t)tp_verdict_used()));
 	return e;
 }
 
@@ -995,16 +913,16 @@ static json_t *failure_error(const struct failure *f)
 	json_t *tb = f->traceback ? json_incref(f->traceback) : NULL;
 
 	if (f->stage == ST_INPUTS)
-		return error_obj("runtime_error", "input_error", msg, NULL, -1);
-	return error_obj(f->syntax ? "syntax_error" : "runtime_error", f->type, msg, tb, f->line);
+		return tp_verdict_error("runtime_error", "input_error", msg, NULL, -1);
+	return tp_verdict_error(f->syntax ? "syntax_error" : "runtime_error", f->type, msg, tb, f->line);
 }
 
 static json_t *reply(const struct failure *f, struct result *res)
 {
 	json_t *err = NULL, *r;
 
-	publish_usage();
-	if (g_verdict)
+	publish_usage(g_shm);
+	if (verdict())
 		err = verdict_error(f);
 	else if (f->set)
 		err = failure_error(f);
@@ -1276,9 +1194,6 @@ int tp_py_zygote_init(char *err, size_t errlen)
 
 void tp_py_worker_init(uint64_t entropy)
 {
-	/* jansson seeds its hash from /dev/urandom on first use, which lockdown
-	 * forbids; seed it now (a no-op if the zygote already used jansson). */
-	json_object_seed((size_t)(entropy | 1));
 	if (g_shim == NULL)
 		return;
 	PyOS_AfterFork_Child(); /* CPython's locks and thread state after a fork */
