@@ -11,124 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "tap.h"
+#include "lang_harness.h"
 
-#define AREA (64u << 10)
-
-static struct tp_shm *shm;
-
-struct run {
-	json_t *reply; /* NULL when the worker sent none */
-	int exit_code; /* -1 when killed by a signal */
-	char out[AREA + 1], err[AREA + 1];
-};
-
-static struct tp_limits limits(void)
-{
-	return (struct tp_limits){ .memory_bytes = 16u << 20, .instructions = 0, .cpu_ms = 5000,
-				   .wall_ms = 0, .output_bytes = 32u << 10, .result_bytes = 1u << 20,
-				   .result_depth = 64 };
-}
-
-static void child(const struct tp_exec_req *req, uint64_t entropy, int fd)
-{
-	tp_lua_worker_init(entropy);
-	json_t *r = tp_lua_exec(req, shm);
-	char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
-	for (size_t off = 0, n = s ? strlen(s) : 0; off < n;) {
-		ssize_t k = write(fd, s + off, n - off);
-		if (k <= 0)
-			break;
-		off += (size_t)k;
-	}
-	_exit(0);
-}
-
-static char buf[4u << 20];
-
-static void run_req(struct run *r, const struct tp_exec_req *req, uint64_t entropy)
-{
-	int fds[2], st;
-	size_t len = 0;
-	ssize_t k;
-
-	tp_shm_init(shm, AREA);
-	if (pipe(fds) != 0)
-		abort();
-	pid_t pid = fork();
-	if (pid == 0) {
-		close(fds[0]);
-		child(req, entropy, fds[1]);
-	}
-	close(fds[1]);
-	while ((k = read(fds[0], buf + len, sizeof buf - 1 - len)) > 0)
-		len += (size_t)k;
-	close(fds[0]);
-	waitpid(pid, &st, 0);
-	buf[len] = '\0';
-	r->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-	r->reply = len ? json_loads(buf, 0, NULL) : NULL;
-	struct tp_shm_view v;
-	tp_shm_snapshot(shm, AREA, &v);
-	memcpy(r->out, v.out[0], v.len[0]);
-	r->out[v.len[0]] = '\0';
-	memcpy(r->err, v.out[1], v.len[1]);
-	r->err[v.len[1]] = '\0';
-}
-
-static struct run R;
-
-static json_t *run_lim(const char *code, struct tp_limits lim)
-{
-	struct tp_exec_req req = { .code = code, .code_len = strlen(code), .limits = lim };
-
-	json_decref(R.reply);
-	run_req(&R, &req, 12345);
-	if (R.reply == NULL)
-		fprintf(stderr, "no reply for: %s (exit %d)\n", code, R.exit_code);
-	return R.reply;
-}
-
-static json_t *run(const char *code)
-{
-	return run_lim(code, limits());
-}
-
-static const char *err_s(const char *field)
-{
-	return json_string_value(json_object_get(json_object_get(R.reply, "error"), field));
-}
-
-static long long err_i(const char *field)
-{
-	return json_integer_value(json_object_get(json_object_get(R.reply, "error"), field));
-}
-
-static const char *lim_s(const char *field)
-{
-	json_t *l = json_object_get(json_object_get(R.reply, "error"), "limit");
-	return json_string_value(json_object_get(l, field));
-}
-
-static long long lim_i(const char *field)
-{
-	json_t *l = json_object_get(json_object_get(R.reply, "error"), "limit");
-	return json_integer_value(json_object_get(l, field));
-}
-
-static json_t *value(void)
-{
-	return json_object_get(R.reply, "value");
-}
-
-static char *value_text(void)
-{
-	static char text[4096];
-	char *s = json_dumps(value(), JSON_COMPACT | JSON_ENCODE_ANY);
-	snprintf(text, sizeof text, "%s", s ? s : "(none)");
-	free(s);
-	return text;
-}
 
 static void test_ok(void)
 {
@@ -395,15 +279,8 @@ static void test_inputs_and_seed(void)
 
 int main(void)
 {
-	char err[256];
-
-	setenv("TZ", "UTC", 1); /* as the zygote does */
-	shm = mmap(NULL, tp_shm_size(AREA), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-		   -1, 0);
-	if (shm == MAP_FAILED || tp_lua_zygote_init(err, sizeof err) != 0) {
-		fprintf(stderr, "setup failed\n");
+	if (harness_setup(&tp_lang_lua) != 0)
 		return 1;
-	}
 	CHECK_EQ_STR(tp_lang_lua.name, "lua");
 	test_ok();
 	test_errors();

@@ -1,0 +1,153 @@
+/*
+ * lang_harness.h — the harness the language layers' unit tests share: one
+ * zygote state built in this process, then a forked child per case that runs
+ * one exec and sends its reply back as JSON text through a pipe; output and the
+ * sticky verdict come through a shared page, as between a worker and the host.
+ */
+#ifndef TP_LANG_HARNESS_H
+#define TP_LANG_HARNESS_H
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lang.h"
+#include "tap.h"
+
+static const struct tp_lang *harness_lang;
+
+#define AREA (64u << 10)
+
+static struct tp_shm *shm;
+
+struct run {
+	json_t *reply; /* NULL when the worker sent none */
+	int exit_code; /* -1 when killed by a signal */
+	char out[AREA + 1], err[AREA + 1];
+};
+
+static inline struct tp_limits limits(void)
+{
+	return (struct tp_limits){ .memory_bytes = 16u << 20, .instructions = 0, .cpu_ms = 5000,
+				   .wall_ms = 0, .output_bytes = 32u << 10, .result_bytes = 1u << 20,
+				   .result_depth = 64 };
+}
+
+static inline void child(const struct tp_exec_req *req, uint64_t entropy, int fd)
+{
+	harness_lang->worker_init(entropy);
+	json_t *r = harness_lang->exec(req, shm);
+	char *s = r ? json_dumps(r, JSON_COMPACT) : NULL;
+	for (size_t off = 0, n = s ? strlen(s) : 0; off < n;) {
+		ssize_t k = write(fd, s + off, n - off);
+		if (k <= 0)
+			break;
+		off += (size_t)k;
+	}
+	_exit(0);
+}
+
+static char buf[4u << 20];
+
+static inline void run_req(struct run *r, const struct tp_exec_req *req, uint64_t entropy)
+{
+	int fds[2], st;
+	size_t len = 0;
+	ssize_t k;
+
+	tp_shm_init(shm, AREA);
+	if (pipe(fds) != 0)
+		abort();
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		child(req, entropy, fds[1]);
+	}
+	close(fds[1]);
+	while ((k = read(fds[0], buf + len, sizeof buf - 1 - len)) > 0)
+		len += (size_t)k;
+	close(fds[0]);
+	waitpid(pid, &st, 0);
+	buf[len] = '\0';
+	r->exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	r->reply = len ? json_loads(buf, 0, NULL) : NULL;
+	struct tp_shm_view v;
+	tp_shm_snapshot(shm, AREA, &v);
+	memcpy(r->out, v.out[0], v.len[0]);
+	r->out[v.len[0]] = '\0';
+	memcpy(r->err, v.out[1], v.len[1]);
+	r->err[v.len[1]] = '\0';
+}
+
+static struct run R;
+
+static inline json_t *run_lim(const char *code, struct tp_limits lim)
+{
+	struct tp_exec_req req = { .code = code, .code_len = strlen(code), .limits = lim };
+
+	json_decref(R.reply);
+	run_req(&R, &req, 12345);
+	if (R.reply == NULL)
+		fprintf(stderr, "no reply for: %s (exit %d)\n", code, R.exit_code);
+	return R.reply;
+}
+
+static inline json_t *run(const char *code)
+{
+	return run_lim(code, limits());
+}
+
+static inline const char *err_s(const char *field)
+{
+	return json_string_value(json_object_get(json_object_get(R.reply, "error"), field));
+}
+
+static inline long long err_i(const char *field)
+{
+	return json_integer_value(json_object_get(json_object_get(R.reply, "error"), field));
+}
+
+static inline const char *lim_s(const char *field)
+{
+	json_t *l = json_object_get(json_object_get(R.reply, "error"), "limit");
+	return json_string_value(json_object_get(l, field));
+}
+
+static inline long long lim_i(const char *field)
+{
+	json_t *l = json_object_get(json_object_get(R.reply, "error"), "limit");
+	return json_integer_value(json_object_get(l, field));
+}
+
+static inline json_t *value(void)
+{
+	return json_object_get(R.reply, "value");
+}
+
+static inline char *value_text(void)
+{
+	static char text[4096];
+	char *s = json_dumps(value(), JSON_COMPACT | JSON_ENCODE_ANY);
+	snprintf(text, sizeof text, "%s", s ? s : "(none)");
+	free(s);
+	return text;
+}
+
+/* Builds the language's pristine state in this process and the shared page. */
+static inline int harness_setup(const struct tp_lang *lang)
+{
+	char err[256] = "";
+	setenv("TZ", "UTC", 1); /* as the zygote does */
+	harness_lang = lang;
+	shm = mmap(NULL, tp_shm_size(AREA), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		   -1, 0);
+	if (shm == MAP_FAILED || lang->zygote_init(err, sizeof err) != 0) {
+		fprintf(stderr, "setup failed: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
+#endif
