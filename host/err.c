@@ -23,10 +23,8 @@ static const char *const kind_names[TP_KIND__COUNT] = {
 };
 
 static const char *const layer_names[TP_LAYER__COUNT] = {
-	[TP_LAYER_NONE] = "none",
-	[TP_LAYER_LANGUAGE] = "language",
-	[TP_LAYER_PROCESS] = "process",
-	[TP_LAYER_KERNEL] = "kernel",
+	[TP_LAYER_NONE] = "none",       [TP_LAYER_LANGUAGE] = "language",
+	[TP_LAYER_PROCESS] = "process", [TP_LAYER_KERNEL] = "kernel",
 	[TP_LAYER_HOST] = "host",
 };
 

@@ -49,7 +49,7 @@ struct exec {
 
 struct worker {
 	struct worker *next;
-	int lang; /* index into the host's zygotes */
+	int lang;  /* index into the host's zygotes */
 	pid_t pid; /* 0 until the zygote answers */
 	int chan;
 	struct tp_shm *shm;
@@ -77,12 +77,12 @@ struct zygote {
 	pid_t pid;
 	int ctl;
 	int failures;
-	int used; /* keep a warm pool only for languages a client has used */
+	int used;                    /* keep a warm pool only for languages a client has used */
 	struct worker *spawning[64]; /* FIFO awaiting a pid from the zygote */
 	int nspawning;
 };
 
-static const char *const host_langs[] = {"lua", "python"};
+static const char *const host_langs[] = { "lua", "python" };
 #define NLANGS ((int)(sizeof host_langs / sizeof host_langs[0]))
 
 struct tp_host {
@@ -99,7 +99,7 @@ struct tp_host {
 	int out_blocking;
 	int sigfd;
 	int terminated;
-	int open_line; /* a partial write left a reply line unfinished on stdout */
+	int open_line;       /* a partial write left a reply line unfinished on stdout */
 	struct pollfd *pfds; /* P_FIXED + max_workers entries */
 	struct worker **pws; /* max_workers entries */
 	struct early_exit early[32];
@@ -182,7 +182,7 @@ static void finish_open_line(struct tp_host *h)
 	for (int tries = 0; h->out_len > 0 && tries < 100; tries++) {
 		out_flush(h);
 		if (h->out_len > 0)
-			poll(&(struct pollfd){1, POLLOUT, 0}, 1, 10);
+			poll(&(struct pollfd){ 1, POLLOUT, 0 }, 1, 10);
 	}
 }
 
@@ -430,7 +430,8 @@ static int spawn_worker(struct tp_host *h, int lang)
 {
 	int sv[2], page;
 	struct zygote *z = &h->zyg[lang];
-	if (z->nspawning == (int)(sizeof z->spawning / sizeof z->spawning[0]) || start_zygote(z) != 0)
+	if (z->nspawning == (int)(sizeof z->spawning / sizeof z->spawning[0]) ||
+	    start_zygote(z) != 0)
 		return -1;
 	struct worker *w = calloc(1, sizeof *w);
 	if (w == NULL)
@@ -725,7 +726,8 @@ static void read_zygote(struct tp_host *h, struct zygote *z)
 			return;
 		}
 		struct worker *w = z->spawning[0];
-		memmove(z->spawning, z->spawning + 1, (size_t)--z->nspawning * sizeof z->spawning[0]);
+		memmove(z->spawning, z->spawning + 1,
+			(size_t)--z->nspawning * sizeof z->spawning[0]);
 		if (pid <= 0) {
 			logmsg("the zygote could not fork: %s", strerror(-pid));
 			h->spawn_failures++;
@@ -760,7 +762,7 @@ static void reap(struct tp_host *h)
 		else if (w != NULL)
 			worker_exited(h, w, status, cpu);
 		else if (h->nearly < (int)(sizeof h->early / sizeof h->early[0]))
-			h->early[h->nearly++] = (struct early_exit){pid, status, cpu};
+			h->early[h->nearly++] = (struct early_exit){ pid, status, cpu };
 	}
 }
 
@@ -768,7 +770,8 @@ static void check_timeouts(struct tp_host *h, double now)
 {
 	for (struct worker *w = h->workers; w != NULL; w = w->next) {
 		struct exec *e = w->exec;
-		if (e != NULL && !w->answered && e->host_kind == TP_KIND_NONE && now >= e->deadline) {
+		if (e != NULL && !w->answered && e->host_kind == TP_KIND_NONE &&
+		    now >= e->deadline) {
 			e->host_kind = TP_KIND_TIMEOUT;
 			kill_worker(w);
 		}
@@ -831,7 +834,8 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 	if (rpc->id == NULL)
 		return; /* an exec nobody can hear about is not run */
 	if (find_exec(h, rpc->id, &w) != NULL) {
-		emit_error(h, rpc->id, TP_RPC_INVALID_REQUEST, "Invalid Request: id already in flight");
+		emit_error(h, rpc->id, TP_RPC_INVALID_REQUEST,
+			   "Invalid Request: id already in flight");
 		return;
 	}
 	e = calloc(1, sizeof *e);
@@ -917,7 +921,8 @@ static void read_stdin(struct tp_host *h)
 			tp_host_line(h, line, len);
 			continue;
 		}
-		snprintf(msg, sizeof msg, "Invalid Request: line longer than %zu bytes", h->cfg.max_line);
+		snprintf(msg, sizeof msg, "Invalid Request: line longer than %zu bytes",
+			 h->cfg.max_line);
 		emit_error(h, NULL, TP_RPC_INVALID_REQUEST, msg);
 	}
 }
@@ -951,21 +956,22 @@ static void poll_once(struct tp_host *h)
 	for (struct worker *w = h->workers; w != NULL && nw < h->cfg.max_workers; w = w->next)
 		ws[nw++] = w;
 	int reading = h->stdin_open && h->queued < MAX_QUEUED && h->out_len < MAX_OUT_PENDING;
-	fds[P_SIG] = (struct pollfd){h->sigfd, POLLIN, 0};
-	fds[P_STDIN] = (struct pollfd){reading ? 0 : -1, POLLIN, 0};
-	fds[P_STDOUT] = (struct pollfd){h->out_len > 0 ? 1 : -1, POLLOUT, 0};
+	fds[P_SIG] = (struct pollfd){ h->sigfd, POLLIN, 0 };
+	fds[P_STDIN] = (struct pollfd){ reading ? 0 : -1, POLLIN, 0 };
+	fds[P_STDOUT] = (struct pollfd){ h->out_len > 0 ? 1 : -1, POLLOUT, 0 };
 	for (int z = 0; z < NLANGS; z++)
-		fds[P_ZYGOTE + z] = (struct pollfd){h->zyg[z].ctl, POLLIN, 0};
+		fds[P_ZYGOTE + z] = (struct pollfd){ h->zyg[z].ctl, POLLIN, 0 };
 	int i;
 	for (i = 0; i < nw; i++)
-		fds[P_FIXED + i] = (struct pollfd){ws[i]->chan,
-						   (short)(POLLIN | (ws[i]->tx ? POLLOUT : 0)), 0};
+		fds[P_FIXED + i] =
+		    (struct pollfd){ ws[i]->chan, (short)(POLLIN | (ws[i]->tx ? POLLOUT : 0)), 0 };
 	int r = poll(fds, (nfds_t)(P_FIXED + nw), next_timeout(h, now_ms()));
 	if (r > 0) {
 		for (i = 0; i < nw; i++) {
 			if (fds[P_FIXED + i].revents & POLLOUT)
 				flush_tx(ws[i]);
-			if (ws[i]->chan >= 0 && fds[P_FIXED + i].revents & (POLLIN | POLLHUP | POLLERR))
+			if (ws[i]->chan >= 0 &&
+			    fds[P_FIXED + i].revents & (POLLIN | POLLHUP | POLLERR))
 				read_chan(h, ws[i]);
 		}
 		if (fds[P_STDOUT].revents)
@@ -1062,7 +1068,7 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, char *err, size_t err
 		return NULL;
 	}
 	for (int i = 0; i < NLANGS; i++)
-		h->zyg[i] = (struct zygote){.lang = host_langs[i], .ctl = -1};
+		h->zyg[i] = (struct zygote){ .lang = host_langs[i], .ctl = -1 };
 	h->zyg[lang_index("lua")].used = 1; /* the default language: warm from the start */
 	h->sigfd = -1;
 	h->stdin_open = cfg->use_stdin;

@@ -7,7 +7,7 @@
 #include "lsandbox.h"
 #include "pysandbox.h"
 
-static const struct tp_lang *const langs[] = {&tp_lang_lua, &tp_lang_python};
+static const struct tp_lang *const langs[] = { &tp_lang_lua, &tp_lang_python };
 
 const struct tp_lang *tp_lang_find(const char *name)
 {

@@ -9,9 +9,12 @@
 #include <string.h>
 
 static const char *const limit_names[TP_LIMIT__COUNT] = {
-	[TP_LIMIT_MEMORY_BYTES] = "memory_bytes", [TP_LIMIT_INSTRUCTIONS] = "instructions",
-	[TP_LIMIT_CPU_MS] = "cpu_ms",             [TP_LIMIT_WALL_MS] = "wall_ms",
-	[TP_LIMIT_OUTPUT_BYTES] = "output_bytes", [TP_LIMIT_RESULT_BYTES] = "result_bytes",
+	[TP_LIMIT_MEMORY_BYTES] = "memory_bytes",
+	[TP_LIMIT_INSTRUCTIONS] = "instructions",
+	[TP_LIMIT_CPU_MS] = "cpu_ms",
+	[TP_LIMIT_WALL_MS] = "wall_ms",
+	[TP_LIMIT_OUTPUT_BYTES] = "output_bytes",
+	[TP_LIMIT_RESULT_BYTES] = "result_bytes",
 	[TP_LIMIT_RESULT_DEPTH] = "result_depth",
 };
 
@@ -73,7 +76,8 @@ int tp_limits_tighten(struct tp_limits *l, const json_t *req, char *err, size_t 
 		snprintf(err, errlen, "limits must be an object");
 		return -1;
 	}
-	json_object_foreach((json_t *)req, key, val) {
+	json_object_foreach((json_t *)req, key, val)
+	{
 		int id = find(key);
 		if (id < 0) {
 			snprintf(err, errlen, "unknown limit '%.64s'", key);
@@ -87,7 +91,8 @@ int tp_limits_tighten(struct tp_limits *l, const json_t *req, char *err, size_t 
 		uint64_t *cur = field(&next, (enum tp_limit_id)id);
 		/* instructions = 0 means "off", i.e. infinitely loose: any value tightens it. */
 		if (*cur != 0 && want > *cur) {
-			snprintf(err, errlen, "limit '%s' may only be tightened: %llu > ceiling %llu", key,
+			snprintf(err, errlen,
+				 "limit '%s' may only be tightened: %llu > ceiling %llu", key,
 				 (unsigned long long)want, (unsigned long long)*cur);
 			return -1;
 		}
@@ -103,8 +108,9 @@ json_t *tp_limits_to_json(const struct tp_limits *l)
 	if (o == NULL)
 		return NULL;
 	for (int i = 0; i < TP_LIMIT__COUNT; i++) {
-		if (json_object_set_new(o, limit_names[i],
-					json_integer((json_int_t)tp_limit_get(l, (enum tp_limit_id)i))) != 0) {
+		if (json_object_set_new(
+			o, limit_names[i],
+			json_integer((json_int_t)tp_limit_get(l, (enum tp_limit_id)i))) != 0) {
 			json_decref(o);
 			return NULL;
 		}

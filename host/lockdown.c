@@ -44,80 +44,258 @@
  * time, signals to itself, identity reads, exit. None reaches a path or a peer. */
 static const int allow_nrs[] = {
 	/* I/O on the inherited fds (channel, shm, /dev/null) */
-	SYS_read, SYS_write, SYS_readv, SYS_writev, SYS_close, SYS_lseek, SYS_fstat,
+	SYS_read,
+	SYS_write,
+	SYS_readv,
+	SYS_writev,
+	SYS_close,
+	SYS_lseek,
+	SYS_fstat,
 	/* memory (mmap and mprotect are in arg_rules: no PROT_EXEC) */
-	SYS_brk, SYS_munmap, SYS_mremap,
+	SYS_brk,
+	SYS_munmap,
+	SYS_mremap,
 	/* signals (rt_sigaction and tgkill are in arg_rules) */
-	SYS_rt_sigprocmask, SYS_rt_sigreturn, SYS_sigaltstack, SYS_restart_syscall,
+	SYS_rt_sigprocmask,
+	SYS_rt_sigreturn,
+	SYS_sigaltstack,
+	SYS_restart_syscall,
 	/* time and timers */
-	SYS_setitimer, SYS_getitimer, SYS_clock_gettime, SYS_clock_getres,
-	SYS_gettimeofday, SYS_time, SYS_clock_nanosleep, SYS_nanosleep,
+	SYS_setitimer,
+	SYS_getitimer,
+	SYS_clock_gettime,
+	SYS_clock_getres,
+	SYS_gettimeofday,
+	SYS_time,
+	SYS_clock_nanosleep,
+	SYS_nanosleep,
 	/* identity and accounting reads */
-	SYS_getpid, SYS_gettid, SYS_getppid, SYS_getuid, SYS_geteuid, SYS_getgid,
-	SYS_getegid, SYS_getrusage, SYS_getrlimit,
+	SYS_getpid,
+	SYS_gettid,
+	SYS_getppid,
+	SYS_getuid,
+	SYS_geteuid,
+	SYS_getgid,
+	SYS_getegid,
+	SYS_getrusage,
+	SYS_getrlimit,
 	/* sync, randomness, exit */
-	SYS_futex, SYS_sched_yield, SYS_getrandom, SYS_exit, SYS_exit_group,
+	SYS_futex,
+	SYS_sched_yield,
+	SYS_getrandom,
+	SYS_exit,
+	SYS_exit_group,
 };
 
 /* EPERM: forbidden by policy; the language sees a clean PermissionError. */
 static const int eperm_nrs[] = {
 	/* network: the worker talks to the host with read/write on its channel only */
-	SYS_socket, SYS_socketpair, SYS_connect, SYS_bind, SYS_listen, SYS_accept,
-	SYS_accept4, SYS_sendto, SYS_recvfrom, SYS_sendmsg, SYS_recvmsg, SYS_sendmmsg,
-	SYS_recvmmsg, SYS_shutdown, SYS_getsockopt, SYS_setsockopt, SYS_getsockname,
+	SYS_socket,
+	SYS_socketpair,
+	SYS_connect,
+	SYS_bind,
+	SYS_listen,
+	SYS_accept,
+	SYS_accept4,
+	SYS_sendto,
+	SYS_recvfrom,
+	SYS_sendmsg,
+	SYS_recvmsg,
+	SYS_sendmmsg,
+	SYS_recvmmsg,
+	SYS_shutdown,
+	SYS_getsockopt,
+	SYS_setsockopt,
+	SYS_getsockname,
 	SYS_getpeername,
 	/* exec and new processes */
-	SYS_execve, SYS_execveat, SYS_fork, SYS_vfork, SYS_clone,
+	SYS_execve,
+	SYS_execveat,
+	SYS_fork,
+	SYS_vfork,
+	SYS_clone,
 	/* reaching other processes */
-	SYS_kill, SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo, 424 /* pidfd_send_signal */,
-	438 /* pidfd_getfd */, SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev,
+	SYS_kill,
+	SYS_rt_sigqueueinfo,
+	SYS_rt_tgsigqueueinfo,
+	424 /* pidfd_send_signal */,
+	438 /* pidfd_getfd */,
+	SYS_ptrace,
+	SYS_process_vm_readv,
+	SYS_process_vm_writev,
 	SYS_kcmp,
 	/* changing our own privileges, limits or process state */
-	SYS_prctl, SYS_arch_prctl, SYS_personality, SYS_seccomp, SYS_setrlimit,
-	SYS_setuid, SYS_setgid, SYS_setreuid, SYS_setregid, SYS_setresuid, SYS_setresgid,
-	SYS_setgroups, SYS_setfsuid, SYS_setfsgid, SYS_capset, SYS_setpgid, SYS_setsid,
-	SYS_setpriority, SYS_sched_setaffinity, SYS_sched_setscheduler,
-	SYS_sched_setparam, SYS_ioprio_set, SYS_unshare, SYS_setns,
-	SYS_landlock_create_ruleset, SYS_landlock_add_rule, SYS_landlock_restrict_self,
+	SYS_prctl,
+	SYS_arch_prctl,
+	SYS_personality,
+	SYS_seccomp,
+	SYS_setrlimit,
+	SYS_setuid,
+	SYS_setgid,
+	SYS_setreuid,
+	SYS_setregid,
+	SYS_setresuid,
+	SYS_setresgid,
+	SYS_setgroups,
+	SYS_setfsuid,
+	SYS_setfsgid,
+	SYS_capset,
+	SYS_setpgid,
+	SYS_setsid,
+	SYS_setpriority,
+	SYS_sched_setaffinity,
+	SYS_sched_setscheduler,
+	SYS_sched_setparam,
+	SYS_ioprio_set,
+	SYS_unshare,
+	SYS_setns,
+	SYS_landlock_create_ruleset,
+	SYS_landlock_add_rule,
+	SYS_landlock_restrict_self,
 	/* kernel attack surface with no use in a worker */
-	425 /* io_uring_setup */, 426 /* io_uring_enter */, 427 /* io_uring_register */,
-	SYS_bpf, SYS_perf_event_open, SYS_userfaultfd, SYS_keyctl, SYS_add_key,
-	SYS_request_key, SYS_memfd_create, 447 /* memfd_secret */, SYS_pkey_mprotect,
-	SYS_mbind, SYS_set_mempolicy, SYS_migrate_pages, SYS_move_pages,
-	SYS_modify_ldt, SYS_iopl, SYS_ioperm, SYS_syslog,
+	425 /* io_uring_setup */,
+	426 /* io_uring_enter */,
+	427 /* io_uring_register */,
+	SYS_bpf,
+	SYS_perf_event_open,
+	SYS_userfaultfd,
+	SYS_keyctl,
+	SYS_add_key,
+	SYS_request_key,
+	SYS_memfd_create,
+	447 /* memfd_secret */,
+	SYS_pkey_mprotect,
+	SYS_mbind,
+	SYS_set_mempolicy,
+	SYS_migrate_pages,
+	SYS_move_pages,
+	SYS_modify_ldt,
+	SYS_iopl,
+	SYS_ioperm,
+	SYS_syslog,
 	/* system administration */
-	SYS_mount, SYS_umount2, SYS_pivot_root, SYS_chroot, 428 /* open_tree */,
-	429 /* move_mount */, 430 /* fsopen */, 431 /* fsconfig */, 432 /* fsmount */,
-	433 /* fspick */, 442 /* mount_setattr */, 443 /* quotactl_fd */, SYS_init_module,
-	SYS_finit_module, SYS_delete_module, SYS_kexec_load, SYS_kexec_file_load,
-	SYS_reboot, SYS_acct, SYS_swapon, SYS_swapoff, SYS_quotactl, SYS_sethostname,
-	SYS_setdomainname, SYS_settimeofday, SYS_clock_settime, SYS_clock_adjtime,
-	SYS_adjtimex, SYS_vhangup,
+	SYS_mount,
+	SYS_umount2,
+	SYS_pivot_root,
+	SYS_chroot,
+	428 /* open_tree */,
+	429 /* move_mount */,
+	430 /* fsopen */,
+	431 /* fsconfig */,
+	432 /* fsmount */,
+	433 /* fspick */,
+	442 /* mount_setattr */,
+	443 /* quotactl_fd */,
+	SYS_init_module,
+	SYS_finit_module,
+	SYS_delete_module,
+	SYS_kexec_load,
+	SYS_kexec_file_load,
+	SYS_reboot,
+	SYS_acct,
+	SYS_swapon,
+	SYS_swapoff,
+	SYS_quotactl,
+	SYS_sethostname,
+	SYS_setdomainname,
+	SYS_settimeofday,
+	SYS_clock_settime,
+	SYS_clock_adjtime,
+	SYS_adjtimex,
+	SYS_vhangup,
 	/* paths: Landlock is the second wall; EPERM gives cleaner errors */
-	SYS_open, SYS_openat, SYS_creat, SYS_stat, SYS_lstat, SYS_statx, SYS_access,
-	SYS_faccessat, SYS_readlink, SYS_readlinkat, SYS_mkdir, SYS_mkdirat, SYS_rmdir,
-	SYS_unlink, SYS_unlinkat, SYS_rename, SYS_renameat, SYS_renameat2, SYS_link,
-	SYS_linkat, SYS_symlink, SYS_symlinkat, SYS_chmod, SYS_fchmodat, SYS_chown,
-	SYS_lchown, SYS_fchownat, SYS_truncate, SYS_mknod, SYS_mknodat, SYS_chdir,
-	SYS_fchdir, SYS_getcwd, SYS_utime, SYS_utimes, SYS_utimensat, SYS_futimesat,
-	SYS_setxattr, SYS_lsetxattr, SYS_getxattr, SYS_lgetxattr, SYS_listxattr,
-	SYS_llistxattr, SYS_removexattr, SYS_lremovexattr, SYS_statfs, SYS_uselib,
-	SYS_inotify_add_watch, SYS_fanotify_init, SYS_fanotify_mark,
-	SYS_name_to_handle_at, SYS_open_by_handle_at, SYS_mq_open, SYS_mq_unlink,
+	SYS_open,
+	SYS_openat,
+	SYS_creat,
+	SYS_stat,
+	SYS_lstat,
+	SYS_statx,
+	SYS_access,
+	SYS_faccessat,
+	SYS_readlink,
+	SYS_readlinkat,
+	SYS_mkdir,
+	SYS_mkdirat,
+	SYS_rmdir,
+	SYS_unlink,
+	SYS_unlinkat,
+	SYS_rename,
+	SYS_renameat,
+	SYS_renameat2,
+	SYS_link,
+	SYS_linkat,
+	SYS_symlink,
+	SYS_symlinkat,
+	SYS_chmod,
+	SYS_fchmodat,
+	SYS_chown,
+	SYS_lchown,
+	SYS_fchownat,
+	SYS_truncate,
+	SYS_mknod,
+	SYS_mknodat,
+	SYS_chdir,
+	SYS_fchdir,
+	SYS_getcwd,
+	SYS_utime,
+	SYS_utimes,
+	SYS_utimensat,
+	SYS_futimesat,
+	SYS_setxattr,
+	SYS_lsetxattr,
+	SYS_getxattr,
+	SYS_lgetxattr,
+	SYS_listxattr,
+	SYS_llistxattr,
+	SYS_removexattr,
+	SYS_lremovexattr,
+	SYS_statfs,
+	SYS_uselib,
+	SYS_inotify_add_watch,
+	SYS_fanotify_init,
+	SYS_fanotify_mark,
+	SYS_name_to_handle_at,
+	SYS_open_by_handle_at,
+	SYS_mq_open,
+	SYS_mq_unlink,
 	/* changing the inherited fds (ftruncate would let a worker SIGBUS the host's shm map) */
-	SYS_fchmod, SYS_fchown, SYS_ftruncate, SYS_fallocate, SYS_fsetxattr,
-	SYS_fgetxattr, SYS_flistxattr, SYS_fremovexattr, SYS_fstatfs, SYS_getdents,
-	SYS_getdents64, SYS_flock, SYS_fsync, SYS_fdatasync, SYS_sync, SYS_syncfs,
-	SYS_sendfile, SYS_splice, SYS_tee, SYS_vmsplice, SYS_copy_file_range,
-	SYS_dup, SYS_dup2, SYS_dup3, SYS_pipe, SYS_pipe2,
+	SYS_fchmod,
+	SYS_fchown,
+	SYS_ftruncate,
+	SYS_fallocate,
+	SYS_fsetxattr,
+	SYS_fgetxattr,
+	SYS_flistxattr,
+	SYS_fremovexattr,
+	SYS_fstatfs,
+	SYS_getdents,
+	SYS_getdents64,
+	SYS_flock,
+	SYS_fsync,
+	SYS_fdatasync,
+	SYS_sync,
+	SYS_syncfs,
+	SYS_sendfile,
+	SYS_splice,
+	SYS_tee,
+	SYS_vmsplice,
+	SYS_copy_file_range,
+	SYS_dup,
+	SYS_dup2,
+	SYS_dup3,
+	SYS_pipe,
+	SYS_pipe2,
 };
 
 /* ENOSYS: newer calls libc (or a runtime) falls back from, as if the kernel were
  * older. Every other number in [SWEEP_FIRST, SWEEP_END) gets ENOSYS too. */
 static const int enosys_nrs[] = {
-	SYS_clone3, SYS_close_range, SYS_openat2, SYS_faccessat2, SYS_epoll_pwait2,
-	SYS_pidfd_open, SYS_futex_waitv, 452 /* fchmodat2 */, 451 /* cachestat */,
-	453 /* map_shadow_stack */, 462 /* mseal */,
+	SYS_clone3,          SYS_close_range,
+	SYS_openat2,         SYS_faccessat2,
+	SYS_epoll_pwait2,    SYS_pidfd_open,
+	SYS_futex_waitv,     452 /* fchmodat2 */,
+	451 /* cachestat */, 453 /* map_shadow_stack */,
+	462 /* mseal */,
 };
 
 struct arg_rule {
@@ -127,8 +305,14 @@ struct arg_rule {
 	struct scmp_arg_cmp cmp[3];
 };
 
-#define ARG(n, cmp_op, a, b) { .arg = (n), .op = (cmp_op), .datum_a = (a), .datum_b = (b) }
-#define NOARG { .arg = 0 }
+#define ARG(n, cmp_op, a, b)                                                                       \
+	{                                                                                          \
+		.arg = (n), .op = (cmp_op), .datum_a = (a), .datum_b = (b)                         \
+	}
+#define NOARG                                                                                      \
+	{                                                                                          \
+		.arg = 0                                                                           \
+	}
 #define EPERM_ACT SCMP_ACT_ERRNO(EPERM)
 
 /* Calls allowed or refused depending on their arguments. Each syscall's rules are disjoint. */
@@ -143,13 +327,16 @@ static const struct arg_rule arg_rules[] = {
 	 * and "!= SIGSYS" would let 0x100000000|SIGSYS through. */
 	{ SYS_rt_sigaction, SCMP_ACT_ALLOW, 1, { ARG(0, SCMP_CMP_LT, SIGSYS, 0), NOARG } },
 	{ SYS_rt_sigaction, EPERM_ACT, 1, { ARG(0, SCMP_CMP_EQ, SIGSYS, 0), NOARG } },
-	/* abort() must crash with SIGABRT; other signals are refused (Landlock scopes the target). */
+	/* abort() must crash with SIGABRT; other signals are refused (Landlock scopes the target).
+	 */
 	{ SYS_tgkill, SCMP_ACT_ALLOW, 1, { ARG(2, SCMP_CMP_EQ, SIGABRT, 0), NOARG } },
 	{ SYS_tgkill, EPERM_ACT, 1, { ARG(2, SCMP_CMP_NE, SIGABRT, 0), NOARG } },
 	{ SYS_tkill, SCMP_ACT_ALLOW, 1, { ARG(1, SCMP_CMP_EQ, SIGABRT, 0), NOARG } },
 	{ SYS_tkill, EPERM_ACT, 1, { ARG(1, SCMP_CMP_NE, SIGABRT, 0), NOARG } },
 	/* glibc's fstat() is newfstatat(fd, "", AT_EMPTY_PATH); a plain path stat is refused. */
-	{ SYS_newfstatat, SCMP_ACT_ALLOW, 1,
+	{ SYS_newfstatat,
+	  SCMP_ACT_ALLOW,
+	  1,
 	  { ARG(3, SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH), NOARG } },
 	{ SYS_newfstatat, EPERM_ACT, 1, { ARG(3, SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, 0), NOARG } },
 	/* isatty() sees what a pipe answers; every other ioctl is refused. */
@@ -163,7 +350,10 @@ static const struct arg_rule arg_rules[] = {
 	{ SYS_fcntl, EPERM_ACT, 1, { ARG(1, SCMP_CMP_EQ, F_DUPFD, 0), NOARG } },
 	{ SYS_fcntl, EPERM_ACT, 1, { ARG(1, SCMP_CMP_GT, F_SETFL, 0), NOARG } },
 	/* getrlimit() of our own process only; setting limits is refused. */
-	{ SYS_prlimit64, SCMP_ACT_ALLOW, 2, { ARG(0, SCMP_CMP_EQ, 0, 0), ARG(2, SCMP_CMP_EQ, 0, 0) } },
+	{ SYS_prlimit64,
+	  SCMP_ACT_ALLOW,
+	  2,
+	  { ARG(0, SCMP_CMP_EQ, 0, 0), ARG(2, SCMP_CMP_EQ, 0, 0) } },
 	{ SYS_prlimit64, EPERM_ACT, 1, { ARG(0, SCMP_CMP_NE, 0, 0), NOARG } },
 	{ SYS_prlimit64, EPERM_ACT, 1, { ARG(2, SCMP_CMP_NE, 0, 0), NOARG } },
 	/* Page-reclaim hints malloc uses; KSM (MERGEABLE), REMOVE, HWPOISON etc. trap. */
@@ -244,8 +434,8 @@ static struct sock_filter seal_insns[SEAL_MAX];
 static unsigned short zygote_len, seal_len;
 static int landlock_abi = -ENOSYS;
 static int prepared;
-static int entered;       /* Z installed here or in an ancestor (inherited through clone) */
-static int null_fd = -1;  /* opened before Z: workers dup2 it onto 0/1/2 */
+static int entered;      /* Z installed here or in an ancestor (inherited through clone) */
+static int null_fd = -1; /* opened before Z: workers dup2 it onto 0/1/2 */
 static struct tp_shm *volatile report_shm; /* set by each worker for the handler */
 
 static int fail(char *err, size_t errlen, const char *what, int e, const char *hint)
@@ -308,12 +498,9 @@ static int classified(int nr)
 static int takes_worker_rules(const struct build *b, int nr)
 {
 	switch (b->which) {
-	case TP_FILTER_ZYGOTE:
-		return !zygote_extra(nr);
-	case TP_FILTER_SEAL:
-		return zygote_extra(nr) && nr != b->omit;
-	default:
-		return 1;
+	case TP_FILTER_ZYGOTE: return !zygote_extra(nr);
+	case TP_FILTER_SEAL: return zygote_extra(nr) && nr != b->omit;
+	default: return 1;
 	}
 }
 
@@ -332,8 +519,7 @@ static int add(scmp_filter_ctx ctx, struct build *b, uint32_t action, int nr, un
 	return rc;
 }
 
-static int add_list(scmp_filter_ctx ctx, struct build *b, const int *nrs, size_t n,
-		    uint32_t action)
+static int add_list(scmp_filter_ctx ctx, struct build *b, const int *nrs, size_t n, uint32_t action)
 {
 	int rc = 0;
 
@@ -388,7 +574,9 @@ static int add_worker_rules(scmp_filter_ctx ctx, struct build *b)
 static scmp_filter_ctx build_filter(enum tp_filter which, int omit, char *err, size_t errlen)
 {
 	char what[64];
-	struct build b = { .which = which, .omit = omit, .bad = -1,
+	struct build b = { .which = which,
+			   .omit = omit,
+			   .bad = -1,
 			   .deflt = which == TP_FILTER_SEAL ? SCMP_ACT_ALLOW : SCMP_ACT_TRAP };
 	scmp_filter_ctx ctx = seccomp_init(b.deflt);
 	int rc;
@@ -408,9 +596,11 @@ static scmp_filter_ctx build_filter(enum tp_filter which, int omit, char *err, s
 	}
 	rc = add_worker_rules(ctx, &b);
 	if (rc == 0 && which == TP_FILTER_ZYGOTE)
-		rc = add_arg_rules(ctx, &b, zygote_rules, sizeof zygote_rules / sizeof *zygote_rules, 0);
+		rc = add_arg_rules(ctx, &b, zygote_rules,
+				   sizeof zygote_rules / sizeof *zygote_rules, 0);
 	if (rc < 0) {
-		snprintf(what, sizeof what, "seccomp_rule_add(%s, nr %d)", filter_names[which], b.bad);
+		snprintf(what, sizeof what, "seccomp_rule_add(%s, nr %d)", filter_names[which],
+			 b.bad);
 		fail(err, errlen, what, -rc, "a rule in host/lockdown.c conflicts or is malformed");
 		goto out_release;
 	}
@@ -709,8 +899,9 @@ static int load_filter(const struct sock_filter *insns, unsigned short len, cons
 	struct sock_fprog prog = { .len = len, .filter = (struct sock_filter *)insns };
 
 	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
-		return fail(err, errlen, what, errno,
-			    "no_new_privs must be set first; the kernel needs CONFIG_SECCOMP_FILTER");
+		return fail(
+		    err, errlen, what, errno,
+		    "no_new_privs must be set first; the kernel needs CONFIG_SECCOMP_FILTER");
 	return 0;
 }
 

@@ -91,8 +91,9 @@ static int run_file(int argc, char **argv)
 		return 2;
 	}
 	json_t *reply = NULL;
-	json_t *req = json_pack("{s:s, s:i, s:s, s:{s:s, s:s%}}", "jsonrpc", "2.0", "id", 1,
-				"method", "sandbox/exec", "params", "lang", lang, "code", code, len);
+	json_t *req =
+	    json_pack("{s:s, s:i, s:s, s:{s:s, s:s%}}", "jsonrpc", "2.0", "id", 1, "method",
+		      "sandbox/exec", "params", "lang", lang, "code", code, len);
 	free(code);
 	struct tp_host_cfg cfg;
 	tp_host_default_cfg(&cfg);
@@ -112,7 +113,8 @@ static int run_file(int argc, char **argv)
 	tp_host_free(h);
 	json_t *res = json_object_get(reply, "result");
 	if (!json_is_object(res)) {
-		const char *m = json_string_value(json_object_get(json_object_get(reply, "error"), "message"));
+		const char *m =
+		    json_string_value(json_object_get(json_object_get(reply, "error"), "message"));
 		fprintf(stderr, "tidepool run: %s\n", m ? m : "no result");
 		json_decref(reply);
 		return 2;

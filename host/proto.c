@@ -85,8 +85,8 @@ enum tp_line_status tp_linebuf_next(struct tp_linebuf *lb, int at_eof, const cha
 		}
 		/* Nothing unscanned (buf may still be NULL): no memchr on a null pointer. */
 		char *nl = lb->len > lb->scanned
-				   ? memchr(lb->buf + lb->scanned, '\n', lb->len - lb->scanned)
-				   : NULL;
+			       ? memchr(lb->buf + lb->scanned, '\n', lb->len - lb->scanned)
+			       : NULL;
 		if (lb->discarding) {
 			if (nl == NULL) {
 				lb->len = lb->scanned = 0;
@@ -114,7 +114,8 @@ enum tp_line_status tp_linebuf_next(struct tp_linebuf *lb, int at_eof, const cha
 		}
 		lb->scanned = 0;
 		if (n > lb->max)
-			return TP_LINE_TOO_LONG; /* whole line already buffered: dropped via taken */
+			return TP_LINE_TOO_LONG; /* whole line already buffered: dropped via taken
+						  */
 		if (n > 0 && lb->buf[n - 1] == '\r')
 			n--;
 		if (blank(lb->buf, n))
@@ -147,10 +148,11 @@ int tp_proto_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **re
 	memset(rpc, 0, sizeof *rpc);
 	*reply = NULL;
 	/* Duplicate keys are refused: two readers could disagree on which one wins. */
-	json_t *m = tp_json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY,
-				  &jerr, &oom);
+	json_t *m = tp_json_loadb(
+	    line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &jerr, &oom);
 	if (m == NULL && oom) { /* the id is unknown: the client gets the error with id null */
-		*reply = tp_proto_error(NULL, TP_RPC_INTERNAL_ERROR, "out of memory reading the request", NULL);
+		*reply = tp_proto_error(NULL, TP_RPC_INTERNAL_ERROR,
+					"out of memory reading the request", NULL);
 		return -1;
 	}
 	if (m == NULL) {
@@ -159,10 +161,11 @@ int tp_proto_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **re
 		return -1;
 	}
 	if (!json_is_object(m)) {
-		*reply = tp_proto_error(NULL, TP_RPC_INVALID_REQUEST,
-					json_is_array(m) ? "Invalid Request: batches are not supported"
-							 : "Invalid Request: not an object",
-					NULL);
+		*reply =
+		    tp_proto_error(NULL, TP_RPC_INVALID_REQUEST,
+				   json_is_array(m) ? "Invalid Request: batches are not supported"
+						    : "Invalid Request: not an object",
+				   NULL);
 		json_decref(m);
 		return -1;
 	}
@@ -176,7 +179,8 @@ int tp_proto_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **re
 	} else if (!json_is_string(json_object_get(m, "jsonrpc")) ||
 		   strcmp(json_string_value(json_object_get(m, "jsonrpc")), "2.0") != 0) {
 		why = "Invalid Request: jsonrpc must be \"2.0\"";
-	} else if (method == NULL && (json_object_get(m, "result") || json_object_get(m, "error"))) {
+	} else if (method == NULL &&
+		   (json_object_get(m, "result") || json_object_get(m, "error"))) {
 		json_decref(m); /* a response from the client: nothing of ours to answer */
 		return -1;
 	} else if (!json_is_string(method)) {
@@ -263,7 +267,7 @@ char *tp_proto_encode(const json_t *msg, size_t *len)
 
 /* ---- MCP ------------------------------------------------------------------- */
 
-static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+static const char *const versions[] = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" };
 
 json_t *tp_proto_initialize(const json_t *params)
 {
@@ -272,36 +276,35 @@ json_t *tp_proto_initialize(const json_t *params)
 	for (size_t i = 0; want != NULL && i < sizeof versions / sizeof versions[0]; i++)
 		if (strcmp(want, versions[i]) == 0)
 			ver = versions[i];
-	return json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", ver,
-			 "capabilities", "tools", "listChanged", 0, "serverInfo", "name", "tidepool",
-			 "title", "tidepool sandbox (Lua 5.4, Python 3.11)", "version", TP_VERSION,
-			 "instructions",
-			 "Call run_lua with Lua 5.4 code (`return` a value to get it back as JSON) or "
-			 "run_python with Python 3.11 code (the last expression is the value). Output "
-			 "is captured. Each call runs in a fresh, locked-down process.");
+	return json_pack(
+	    "{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", ver, "capabilities",
+	    "tools", "listChanged", 0, "serverInfo", "name", "tidepool", "title",
+	    "tidepool sandbox (Lua 5.4, Python 3.11)", "version", TP_VERSION, "instructions",
+	    "Call run_lua with Lua 5.4 code (`return` a value to get it back as JSON) or "
+	    "run_python with Python 3.11 code (the last expression is the value). Output "
+	    "is captured. Each call runs in a fresh, locked-down process.");
 }
 
 static json_t *output_schema(void)
 {
 	return json_pack(
-		"{s:s, s:{s:{s:s}, s:{}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:[s,s]}, s:{s:s}}, "
-		"s:[s,s,s,s,s,s]}",
-		"type", "object", "properties", "ok", "type", "boolean", "value", "value_repr",
-		"type", "boolean", "stdout", "type",
-		"string", "stderr", "type", "string", "truncated", "type", "object", "error", "type",
-		"object", "null", "usage", "type", "object", "required", "ok", "stdout", "stderr",
-		"truncated", "error", "usage");
+	    "{s:s, s:{s:{s:s}, s:{}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:[s,s]}, s:{s:s}}, "
+	    "s:[s,s,s,s,s,s]}",
+	    "type", "object", "properties", "ok", "type", "boolean", "value", "value_repr", "type",
+	    "boolean", "stdout", "type", "string", "stderr", "type", "string", "truncated", "type",
+	    "object", "error", "type", "object", "null", "usage", "type", "object", "required",
+	    "ok", "stdout", "stderr", "truncated", "error", "usage");
 }
 
 static json_t *tool(const char *name, const char *title, const char *lang_desc,
 		    const char *description)
 {
 	json_t *t = json_pack(
-		"{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}}, s:[s], s:b}}", "name",
-		name, "title", title, "description", description, "inputSchema", "type", "object",
-		"properties", "code", "type", "string", "description", lang_desc, "inputs",
-		"type", "object", "description", "Each key becomes a global variable", "required",
-		"code", "additionalProperties", 0);
+	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}}, s:[s], s:b}}", "name", name,
+	    "title", title, "description", description, "inputSchema", "type", "object",
+	    "properties", "code", "type", "string", "description", lang_desc, "inputs", "type",
+	    "object", "description", "Each key becomes a global variable", "required", "code",
+	    "additionalProperties", 0);
 	if (t != NULL && json_object_set_new(t, "outputSchema", output_schema()) != 0) {
 		json_decref(t);
 		return NULL;
@@ -312,17 +315,17 @@ static json_t *tool(const char *name, const char *title, const char *lang_desc,
 json_t *tp_proto_tools_list(void)
 {
 	return json_pack(
-		"{s:[o,o]}", "tools",
-		tool("run_lua", "Run Lua 5.4", "Lua 5.4 source code",
-		     "Run a Lua 5.4 snippet in a sandbox. The chunk's return value comes back as "
-		     "JSON in `value`; print() and io.write() go to `stdout`. No files, network or "
-		     "processes. Limits: memory, CPU and wall time, output size."),
-		tool("run_python", "Run Python 3.11", "Python 3.11 source code",
-		     "Run a Python 3.11 snippet in a sandbox. The value of the last expression "
-		     "comes back as JSON in `value` (its repr when it is not JSON, with "
-		     "`value_repr: true`); print() goes to `stdout`. Imports from a short list of "
-		     "pure standard modules only. No files, network or processes. Limits: memory, "
-		     "CPU and wall time, output size."));
+	    "{s:[o,o]}", "tools",
+	    tool("run_lua", "Run Lua 5.4", "Lua 5.4 source code",
+		 "Run a Lua 5.4 snippet in a sandbox. The chunk's return value comes back as "
+		 "JSON in `value`; print() and io.write() go to `stdout`. No files, network or "
+		 "processes. Limits: memory, CPU and wall time, output size."),
+	    tool("run_python", "Run Python 3.11", "Python 3.11 source code",
+		 "Run a Python 3.11 snippet in a sandbox. The value of the last expression "
+		 "comes back as JSON in `value` (its repr when it is not JSON, with "
+		 "`value_repr: true`); print() goes to `stdout`. Imports from a short list of "
+		 "pure standard modules only. No files, network or processes. Limits: memory, "
+		 "CPU and wall time, output size."));
 }
 
 /* ---- exec parameters ------------------------------------------------------- */
@@ -331,7 +334,8 @@ static int check_keys(const json_t *obj, const char *const *allowed, char *err, 
 {
 	const char *key;
 	json_t *val;
-	json_object_foreach((json_t *)obj, key, val) {
+	json_object_foreach((json_t *)obj, key, val)
+	{
 		int ok = 0;
 		for (size_t i = 0; allowed[i] != NULL && !ok; i++)
 			ok = strcmp(allowed[i], key) == 0;
@@ -379,8 +383,8 @@ static int common_params(const json_t *p, const struct tp_limits *ceiling,
 int tp_proto_exec_params(const json_t *params, const struct tp_limits *ceiling,
 			 struct tp_exec_params *out, char *err, size_t errlen)
 {
-	static const char *const keys[] = {"lang", "code", "policy", "limits", "session_id",
-					   "seed", "inputs", "stream", NULL};
+	static const char *const keys[] = { "lang", "code",   "policy", "limits", "session_id",
+					    "seed", "inputs", "stream", NULL };
 	memset(out, 0, sizeof *out);
 	if (!json_is_object(params)) {
 		snprintf(err, errlen, "params must be an object");
@@ -395,7 +399,8 @@ int tp_proto_exec_params(const json_t *params, const struct tp_limits *ceiling,
 	}
 	const char *policy = json_string_value(json_object_get(params, "policy"));
 	json_t *pol = json_object_get(params, "policy");
-	if (pol != NULL && !json_is_null(pol) && (policy == NULL || strcmp(policy, "standard") != 0)) {
+	if (pol != NULL && !json_is_null(pol) &&
+	    (policy == NULL || strcmp(policy, "standard") != 0)) {
 		snprintf(err, errlen, "unknown policy: only \"standard\" exists in this version");
 		return -1;
 	}
@@ -411,11 +416,11 @@ int tp_proto_exec_params(const json_t *params, const struct tp_limits *ceiling,
 int tp_proto_tool_params(const json_t *params, const struct tp_limits *ceiling,
 			 struct tp_exec_params *out, char *err, size_t errlen)
 {
-	static const char *const keys[] = {"code", "inputs", NULL};
+	static const char *const keys[] = { "code", "inputs", NULL };
 	memset(out, 0, sizeof *out);
 	const char *name = json_string_value(json_object_get(params, "name"));
 	json_t *args = json_object_get(params, "arguments");
-	const char *lang = name == NULL                    ? NULL
+	const char *lang = name == NULL                      ? NULL
 			   : strcmp(name, "run_lua") == 0    ? "lua"
 			   : strcmp(name, "run_python") == 0 ? "python"
 							     : NULL;

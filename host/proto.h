@@ -51,8 +51,8 @@ enum tp_line_status tp_linebuf_next(struct tp_linebuf *lb, int at_eof, const cha
 				    size_t *len);
 
 struct tp_rpc {
-	json_t *msg;    /* the whole parsed message (owned) */
-	json_t *id;     /* borrowed from msg; NULL for a notification */
+	json_t *msg; /* the whole parsed message (owned) */
+	json_t *id;  /* borrowed from msg; NULL for a notification */
 	const char *method;
 	json_t *params; /* borrowed; NULL when absent */
 };
@@ -79,11 +79,11 @@ struct tp_exec_params {
 	char lang[16];
 	const char *code; /* borrowed from the request */
 	size_t code_len;
-	json_t *inputs;   /* borrowed; NULL when absent */
+	json_t *inputs; /* borrowed; NULL when absent */
 	struct tp_limits limits;
 	int has_seed;
 	long long seed;
-	int tool_call;    /* 1: answer in the MCP tools/call shape */
+	int tool_call; /* 1: answer in the MCP tools/call shape */
 };
 
 /* Returns 0, or -1 with an invalid-params message in err. */

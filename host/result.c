@@ -36,13 +36,9 @@ static int depth_ok(const json_t *v, size_t depth, size_t max)
 	if (depth >= max)
 		return 0;
 	if (json_is_array(v)) {
-		json_array_foreach(v, i, c)
-			if (!depth_ok(c, depth + 1, max))
-				return 0;
+		json_array_foreach(v, i, c) if (!depth_ok(c, depth + 1, max)) return 0;
 	} else {
-		json_object_foreach((json_t *)v, k, c)
-			if (!depth_ok(c, depth + 1, max))
-				return 0;
+		json_object_foreach((json_t *)v, k, c) if (!depth_ok(c, depth + 1, max)) return 0;
 	}
 	return 1;
 }
@@ -59,10 +55,10 @@ static int nonneg_int(const json_t *v)
 
 static int check_error(const json_t *e)
 {
-	static const int claimable[] = {TP_KIND_SYNTAX_ERROR,      TP_KIND_RUNTIME_ERROR,
-					TP_KIND_MEMORY_LIMIT,      TP_KIND_INSTRUCTION_LIMIT,
-					TP_KIND_CPU_LIMIT,         TP_KIND_OUTPUT_LIMIT,
-					TP_KIND_POLICY_VIOLATION};
+	static const int claimable[] = { TP_KIND_SYNTAX_ERROR,    TP_KIND_RUNTIME_ERROR,
+					 TP_KIND_MEMORY_LIMIT,    TP_KIND_INSTRUCTION_LIMIT,
+					 TP_KIND_CPU_LIMIT,       TP_KIND_OUTPUT_LIMIT,
+					 TP_KIND_POLICY_VIOLATION };
 	const char *kind = json_string_value(json_object_get(e, "kind"));
 	int k = kind ? tp_kind_from_name(kind) : -1, found = 0;
 	for (size_t i = 0; i < sizeof claimable / sizeof claimable[0]; i++)
@@ -77,7 +73,8 @@ static int check_error(const json_t *e)
 		return -1;
 	if (lim != NULL && !json_is_null(lim) &&
 	    (!json_is_object(lim) || !text_ok(json_object_get(lim, "name"), 32) ||
-	     !nonneg_int(json_object_get(lim, "limit")) || !nonneg_int(json_object_get(lim, "used"))))
+	     !nonneg_int(json_object_get(lim, "limit")) ||
+	     !nonneg_int(json_object_get(lim, "used"))))
 		return -1;
 	return 0;
 }
@@ -86,16 +83,18 @@ static int check_usage(const json_t *u)
 {
 	json_t *cpu = json_object_get(u, "cpu_ms");
 	return json_is_object(u) && nonneg_int(json_object_get(u, "instructions")) &&
-			       nonneg_int(json_object_get(u, "memory_peak_bytes")) &&
-			       json_is_number(cpu) && json_number_value(cpu) >= 0
-		       ? 0
-		       : -1;
+		       nonneg_int(json_object_get(u, "memory_peak_bytes")) && json_is_number(cpu) &&
+		       json_number_value(cpu) >= 0
+		   ? 0
+		   : -1;
 }
 
 /* All or nothing: a copy without its kind would pass for another verdict. */
 static json_t *copy_error(const json_t *e)
 {
-	static const char *const keys[] = {"kind", "type", "message", "traceback", "line", "limit"};
+	static const char *const keys[] = {
+		"kind", "type", "message", "traceback", "line", "limit"
+	};
 	json_t *c = json_object();
 	for (size_t i = 0; c != NULL && i < sizeof keys / sizeof keys[0]; i++) {
 		json_t *v = json_object_get(e, keys[i]);
@@ -107,8 +106,8 @@ static json_t *copy_error(const json_t *e)
 	return c;
 }
 
-int tp_result_check_reply(const char *buf, size_t len, const struct tp_limits *lim,
-			  json_t **out, char *err, size_t errlen)
+int tp_result_check_reply(const char *buf, size_t len, const struct tp_limits *lim, json_t **out,
+			  char *err, size_t errlen)
 {
 	json_error_t jerr;
 	int oom;
@@ -149,9 +148,9 @@ int tp_result_check_reply(const char *buf, size_t len, const struct tp_limits *l
 		json_decref(m);
 		return -1;
 	}
-	json_t *clean = json_pack("{s:O, s:O, s:o, s:O}", "ok", ok, "value",
-				  value ? value : json_null(), "error",
-				  json_is_object(error) ? copy_error(error) : json_null(), "usage", usage);
+	json_t *clean = json_pack(
+	    "{s:O, s:O, s:o, s:O}", "ok", ok, "value", value ? value : json_null(), "error",
+	    json_is_object(error) ? copy_error(error) : json_null(), "usage", usage);
 	if (clean != NULL && json_is_true(repr) &&
 	    json_object_set_new(clean, "value_repr", json_true()) != 0) {
 		json_decref(clean);
@@ -248,15 +247,17 @@ static json_t *tripped_error(const struct tp_outcome *o)
 	put(&e, "type", json_string(policy ? "PolicyViolation" : "limit"));
 	if (policy && v->note[0] != '\0')
 		put(&e, "message", tp_utf8_json(v->note, strlen(v->note)));
-	if (json_is_object(re) && tp_kind_from_name(json_string_value(json_object_get(re, "kind"))) == (int)k) {
+	if (json_is_object(re) &&
+	    tp_kind_from_name(json_string_value(json_object_get(re, "kind"))) == (int)k) {
 		put_opt(&e, "traceback", json_object_get(re, "traceback"));
 		put_opt(&e, "line", json_object_get(re, "line"));
 		if (policy) /* the reply names what was refused */
 			put_opt(&e, "message", json_object_get(re, "message"));
 	}
 	if (v->tripped_limit >= 0)
-		put(&e, "limit", limit_json(tp_limit_name((enum tp_limit_id)v->tripped_limit),
-					    v->limit_value, v->limit_used));
+		put(&e, "limit",
+		    limit_json(tp_limit_name((enum tp_limit_id)v->tripped_limit), v->limit_value,
+			       v->limit_used));
 	return e;
 }
 
@@ -313,7 +314,8 @@ static json_t *verdict(const struct tp_outcome *o, int *ok)
 {
 	*ok = 0;
 	if (o->host_kind == TP_KIND_TIMEOUT) {
-		json_t *e = new_error(TP_KIND_TIMEOUT, TP_LAYER_HOST, "wall-clock time limit exceeded");
+		json_t *e =
+		    new_error(TP_KIND_TIMEOUT, TP_LAYER_HOST, "wall-clock time limit exceeded");
 		put(&e, "type", json_string("limit"));
 		put(&e, "limit", limit_json("wall_ms", o->limits->wall_ms, (uint64_t)o->wall_ms));
 		return e;
@@ -332,7 +334,8 @@ static json_t *verdict(const struct tp_outcome *o, int *ok)
 			return NULL;
 		}
 		json_t *e = json_deep_copy(re);
-		enum tp_kind k = (enum tp_kind)tp_kind_from_name(json_string_value(json_object_get(re, "kind")));
+		enum tp_kind k =
+		    (enum tp_kind)tp_kind_from_name(json_string_value(json_object_get(re, "kind")));
 		put(&e, "layer", json_string(tp_layer_name(layer_of(k))));
 		return e;
 	}
@@ -346,8 +349,8 @@ static json_t *usage_json(const struct tp_outcome *o)
 			     : (o->shm ? (json_int_t)o->shm->instructions : 0);
 	json_int_t peak = u ? json_integer_value(json_object_get(u, "memory_peak_bytes"))
 			    : (o->shm ? (json_int_t)o->shm->mem_peak : 0);
-	double cpu = u ? json_number_value(json_object_get(u, "cpu_ms"))
-		       : (o->cpu_ms > 0 ? o->cpu_ms : 0.0);
+	double cpu =
+	    u ? json_number_value(json_object_get(u, "cpu_ms")) : (o->cpu_ms > 0 ? o->cpu_ms : 0.0);
 	return json_pack("{s:I, s:I, s:f, s:f, s:i}", "instructions", instr, "memory_peak_bytes",
 			 peak, "cpu_ms", round(cpu * 1000) / 1000, "wall_ms",
 			 round(o->wall_ms * 1000) / 1000, "tool_calls", 0);

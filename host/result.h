@@ -33,8 +33,8 @@ struct tp_outcome {
 
 /* Largest reply frame the host accepts from a worker with these limits. */
 size_t tp_result_max_frame(const struct tp_limits *lim);
-int tp_result_check_reply(const char *buf, size_t len, const struct tp_limits *lim,
-			  json_t **out, char *err, size_t errlen);
+int tp_result_check_reply(const char *buf, size_t len, const struct tp_limits *lim, json_t **out,
+			  char *err, size_t errlen);
 json_t *tp_result_build(const struct tp_outcome *o);
 
 #endif

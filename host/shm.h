@@ -27,12 +27,12 @@ enum tp_stream { TP_STDOUT = 0, TP_STDERR = 1 };
 
 struct tp_shm {
 	uint32_t magic;
-	uint32_t area_bytes;            /* size of each stream area */
-	uint64_t out_limit;             /* cap on stdout + stderr for this exec */
-	volatile uint32_t len[2];       /* bytes stored per stream */
-	volatile uint32_t truncated[2]; /* 1 when a write did not fit */
-	volatile uint64_t wanted;       /* bytes the code tried to write in all */
-	volatile uint32_t tripped;      /* enum tp_kind of the first sticky limit, 0 = none */
+	uint32_t area_bytes;             /* size of each stream area */
+	uint64_t out_limit;              /* cap on stdout + stderr for this exec */
+	volatile uint32_t len[2];        /* bytes stored per stream */
+	volatile uint32_t truncated[2];  /* 1 when a write did not fit */
+	volatile uint64_t wanted;        /* bytes the code tried to write in all */
+	volatile uint32_t tripped;       /* enum tp_kind of the first sticky limit, 0 = none */
 	volatile uint32_t tripped_limit; /* enum tp_limit_id */
 	volatile uint64_t limit_value;
 	volatile uint64_t limit_used;
@@ -49,8 +49,8 @@ struct tp_shm_view {
 	const char *out[2]; /* point into the mapping; use at once */
 	size_t len[2];
 	int truncated[2];
-	int tripped;        /* enum tp_kind or 0 */
-	int tripped_limit;  /* enum tp_limit_id or -1 */
+	int tripped;       /* enum tp_kind or 0 */
+	int tripped_limit; /* enum tp_limit_id or -1 */
 	uint64_t limit_value, limit_used;
 	int syscall_nr;
 	uint64_t instructions, mem_peak;
@@ -65,7 +65,8 @@ void tp_shm_begin(struct tp_shm *shm, uint64_t out_limit);
  * (the caller then trips output_limit). Async-signal-safe. */
 int tp_shm_write(struct tp_shm *shm, enum tp_stream s, const char *buf, size_t n);
 /* Worker: records the first sticky verdict; later calls are ignored. Async-signal-safe. */
-void tp_shm_trip(struct tp_shm *shm, enum tp_kind kind, int limit_id, uint64_t limit, uint64_t used);
+void tp_shm_trip(struct tp_shm *shm, enum tp_kind kind, int limit_id, uint64_t limit,
+		 uint64_t used);
 /* Worker: says why it is about to stop itself (before tp_shm_trip). */
 void tp_shm_note(struct tp_shm *shm, const char *text);
 /* Host: reads the page of a mapping of area_bytes (the host's own value). */

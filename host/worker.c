@@ -55,7 +55,8 @@ static int parse_request(const char *buf, size_t len, json_t **msg, struct tp_ex
 	json_t *seed = json_object_get(m, "seed");
 
 	memset(req, 0, sizeof *req);
-	if (!json_is_string(code) || tp_limits_from_json(&req->limits, json_object_get(m, "limits")) != 0) {
+	if (!json_is_string(code) ||
+	    tp_limits_from_json(&req->limits, json_object_get(m, "limits")) != 0) {
 		json_decref(m);
 		return -1;
 	}
@@ -97,7 +98,7 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 	json_object_seed((size_t)(e | 1));
 	cfg->lang->worker_init(e);
 
-	int keep[1] = {cfg->chan_fd};
+	int keep[1] = { cfg->chan_fd };
 	struct tp_lockdown ld = {
 		.as_bytes = cfg->as_bytes,
 		/* RLIMIT_CPU is the backstop behind the language's own CPU timer. */

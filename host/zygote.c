@@ -42,8 +42,8 @@ uint32_t tp_zygote_area_bytes(void)
 
 static void exec_zygote(int ctl, const char *lang)
 {
-	char *const argv[] = {"tidepool", "--zygote", (char *)lang, NULL};
-	char *const envp[] = {NULL}; /* empty: the client's environment stays out */
+	char *const argv[] = { "tidepool", "--zygote", (char *)lang, NULL };
+	char *const envp[] = { NULL }; /* empty: the client's environment stays out */
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 
 	sigset_t none;
@@ -87,16 +87,18 @@ int tp_zygote_start(const char *lang, pid_t *pid, char *err, size_t errlen)
 
 int tp_zygote_spawn(int ctl, int chan_fd, int shm_fd, uint32_t area_bytes)
 {
-	char msg[5] = {'S'};
+	char msg[5] = { 'S' };
 	union {
 		char buf[CMSG_SPACE(2 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	struct iovec iov = {msg, sizeof msg};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof u.buf};
+	struct iovec iov = { msg, sizeof msg };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof u.buf };
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	int fds[2] = {chan_fd, shm_fd};
+	int fds[2] = { chan_fd, shm_fd };
 
 	memcpy(msg + 1, &area_bytes, sizeof area_bytes);
 	c->cmsg_level = SOL_SOCKET;
@@ -140,9 +142,11 @@ static int recv_spawn(int *chan, int *shm, uint32_t *area)
 		char buf[CMSG_SPACE(2 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	struct iovec iov = {msg, sizeof msg};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof u.buf};
+	struct iovec iov = { msg, sizeof msg };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
+			     .msg_controllen = sizeof u.buf };
 	ssize_t n;
 	do
 		n = recvmsg(CTL_FD, &mh, MSG_CMSG_CLOEXEC);
@@ -173,7 +177,7 @@ int tp_zygote_main(const char *lang_name)
 {
 	char err[256];
 	const struct tp_lang *lang = tp_lang_find(lang_name);
-	struct tp_worker_cfg cfg = {.lang = lang};
+	struct tp_worker_cfg cfg = { .lang = lang };
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_NAME, "tp-zygote");

@@ -12,8 +12,8 @@
 
 #define IDS_KEY "tidepool.ids" /* registry: weak-keyed object -> id for tostring */
 
-static lua_Integer next_id;      /* per process: each worker has its own copy */
-static int warn_on, warn_cont;   /* warn(): "@on"/"@off", inside a multi-part message */
+static lua_Integer next_id;    /* per process: each worker has its own copy */
+static int warn_on, warn_cont; /* warn(): "@on"/"@off", inside a multi-part message */
 
 /* ---- tostring without addresses ------------------------------------------ */
 
@@ -52,8 +52,7 @@ const char *tp_lenv_tostring(lua_State *L, int idx, size_t *len)
 	case LUA_TNIL:
 	case LUA_TBOOLEAN:
 	case LUA_TNUMBER:
-	case LUA_TSTRING:
-		return luaL_tolstring(L, idx, len);
+	case LUA_TSTRING: return luaL_tolstring(L, idx, len);
 	}
 	/* Tables, functions, threads, userdata: luaL_tolstring would print "%p". */
 	int t = luaL_getmetafield(L, idx, "__name"); /* pushes nothing when absent */
@@ -144,7 +143,8 @@ static int l_format(lua_State *L)
 		if (i >= flen)
 			break;
 		if (f[i] == 'p')
-			return luaL_error(L, "invalid conversion '%%p' to 'format' (addresses are hidden)");
+			return luaL_error(
+			    L, "invalid conversion '%%p' to 'format' (addresses are hidden)");
 		if (f[i] == 's' && ++arg <= top && !lua_isstring(L, arg)) {
 			tp_lenv_tostring(L, arg, NULL);
 			lua_replace(L, arg);
@@ -220,7 +220,7 @@ static int l_collectgarbage(lua_State *L)
 	if (strcmp(opt, "count") != 0)
 		return luaL_error(L, "collectgarbage: only \"count\" is allowed, not \"%s\"", opt);
 	lua_pushnumber(L, (lua_Number)lua_gc(L, LUA_GCCOUNT, 0) +
-				  (lua_Number)lua_gc(L, LUA_GCCOUNTB, 0) / 1024);
+			      (lua_Number)lua_gc(L, LUA_GCCOUNTB, 0) / 1024);
 	return 1;
 }
 
@@ -243,7 +243,8 @@ static int l_pcall(lua_State *L)
 	luaL_checkany(L, 1);
 	lua_pushboolean(L, 1);
 	lua_insert(L, 1);
-	return finish_pcall(L, lua_pcallk(L, lua_gettop(L) - 2, LUA_MULTRET, 0, 0, finish_pcall), 0);
+	return finish_pcall(L, lua_pcallk(L, lua_gettop(L) - 2, LUA_MULTRET, 0, 0, finish_pcall),
+			    0);
 }
 
 /* Runs the caller's handler, unless a limit tripped: then no snippet code may run. */
@@ -378,36 +379,31 @@ static const char *const base_keep[] = {
 	 * require: there is no package library, and it reaches package.loaded. */
 	NULL
 };
-static const luaL_Reg base_ours[] = {
-	{ "print", l_print },       /* to the capped buffer, not fd 1 */
-	{ "tostring", l_tostring }, /* no addresses */
-	{ "load", l_load },         /* text chunks only */
-	{ "collectgarbage", l_collectgarbage }, /* "count" only */
-	{ "pcall", l_pcall },       /* cannot catch a limit */
-	{ "xpcall", l_xpcall },     /* cannot catch a limit */
-	{ NULL, NULL }
-};
+static const luaL_Reg base_ours[] = { { "print", l_print }, /* to the capped buffer, not fd 1 */
+				      { "tostring", l_tostring },             /* no addresses */
+				      { "load", l_load },                     /* text chunks only */
+				      { "collectgarbage", l_collectgarbage }, /* "count" only */
+				      { "pcall", l_pcall },   /* cannot catch a limit */
+				      { "xpcall", l_xpcall }, /* cannot catch a limit */
+				      { NULL, NULL } };
 static const char *const string_keep[] = {
 	"byte", "char", "find", "gmatch", "gsub", "len", "lower", "match", "pack", "packsize",
 	"rep", "reverse", "sub", "unpack", "upper",
 	/* dump: makes bytecode, and loading bytecode breaks memory safety. */
 	NULL
 };
-static const luaL_Reg string_ours[] = {
-	{ "format", l_format }, /* no "%p" */
-	{ NULL, NULL }
-};
-static const char *const table_keep[] = {
-	"concat", "insert", "move", "pack", "remove", "sort", "unpack", NULL
-};
-static const char *const math_keep[] = {
-	"abs", "acos", "asin", "atan", "ceil", "cos", "deg", "exp", "floor", "fmod", "huge",
-	"log", "max", "maxinteger", "min", "mininteger", "modf", "pi", "rad", "random",
-	"randomseed", "sin", "sqrt", "tan", "tointeger", "type", "ult", NULL
-};
-static const char *const utf8_keep[] = {
-	"char", "charpattern", "codepoint", "codes", "len", "offset", NULL
-};
+static const luaL_Reg string_ours[] = { { "format", l_format }, /* no "%p" */
+					{ NULL, NULL } };
+static const char *const table_keep[] = { "concat", "insert", "move",   "pack",
+					  "remove", "sort",   "unpack", NULL };
+static const char *const math_keep[] = { "abs",        "acos", "asin", "atan",       "ceil",
+					 "cos",        "deg",  "exp",  "floor",      "fmod",
+					 "huge",       "log",  "max",  "maxinteger", "min",
+					 "mininteger", "modf", "pi",   "rad",        "random",
+					 "randomseed", "sin",  "sqrt", "tan",        "tointeger",
+					 "type",       "ult",  NULL };
+static const char *const utf8_keep[] = { "char", "charpattern", "codepoint", "codes",
+					 "len",  "offset",      NULL };
 static const char *const coroutine_keep[] = {
 	"isyieldable", "running", "status", "yield",
 	/* close: crashes Debian's Lua 5.4.4 when nested through __close. */
@@ -419,17 +415,13 @@ static const luaL_Reg coroutine_ours[] = {
 	{ "wrap", co_wrap },     /* both */
 	{ NULL, NULL }
 };
-static const char *const os_keep[] = {
-	"clock", "date", "difftime", "time",
-	/* execute, exit, getenv, remove, rename, setlocale, tmpname: reach the
-	 * process, the environment or the filesystem. */
-	NULL
-};
-static const luaL_Reg io_ours[] = {
-	{ "write", l_io_write }, /* to the capped buffer; every other io function
-				  * reaches files or fds */
-	{ NULL, NULL }
-};
+static const char *const os_keep[] = { "clock", "date", "difftime", "time",
+				       /* execute, exit, getenv, remove, rename, setlocale, tmpname:
+					* reach the process, the environment or the filesystem. */
+				       NULL };
+static const luaL_Reg io_ours[] = { { "write", l_io_write }, /* to the capped buffer; every other io
+							      * function reaches files or fds */
+				    { NULL, NULL } };
 
 /* Not installed at all: debug (reaches the registry, upvalues and hooks, so it
  * undoes every limit) and package (loads C libraries: CVE-2022-0543). */

@@ -136,8 +136,7 @@ static int fill_array(lua_State *L, struct conv *c, int idx, uint64_t depth, jso
 static const char *key_text(lua_State *L, int idx, char *buf, size_t size, size_t *len)
 {
 	switch (lua_type(L, idx)) {
-	case LUA_TSTRING:
-		return lua_tolstring(L, idx, len);
+	case LUA_TSTRING: return lua_tolstring(L, idx, len);
 	case LUA_TNUMBER:
 		if (lua_isinteger(L, idx))
 			snprintf(buf, size, "%lld", (long long)lua_tointeger(L, idx));
@@ -147,8 +146,7 @@ static const char *key_text(lua_State *L, int idx, char *buf, size_t size, size_
 	case LUA_TBOOLEAN:
 		snprintf(buf, size, "%s", lua_toboolean(L, idx) ? "true" : "false");
 		break;
-	default:
-		snprintf(buf, size, "<%s>", lua_typename(L, lua_type(L, idx)));
+	default: snprintf(buf, size, "<%s>", lua_typename(L, lua_type(L, idx)));
 	}
 	*len = strlen(buf);
 	return buf;
@@ -233,18 +231,13 @@ static int conv_value(lua_State *L, struct conv *c, int idx, uint64_t depth, jso
 	char buf[32];
 
 	switch (lua_type(L, idx)) {
-	case LUA_TTABLE:
-		return conv_table(L, c, idx, depth, parent, key, klen);
-	case LUA_TNIL:
-		v = json_null();
-		break;
+	case LUA_TTABLE: return conv_table(L, c, idx, depth, parent, key, klen);
+	case LUA_TNIL: v = json_null(); break;
 	case LUA_TBOOLEAN:
 		v = json_boolean(lua_toboolean(L, idx));
 		bytes = lua_toboolean(L, idx) ? 4 : 5;
 		break;
-	case LUA_TNUMBER:
-		v = number_json(L, idx, &bytes);
-		break;
+	case LUA_TNUMBER: v = number_json(L, idx, &bytes); break;
 	case LUA_TSTRING:
 		s = lua_tolstring(L, idx, &n);
 		if (add_bytes(c, string_bytes(s, n)))
@@ -288,7 +281,8 @@ static int conv_main(lua_State *L)
 	return 0;
 }
 
-void tp_ljson_from_lua(lua_State *L, int n, const struct tp_ljson_caps *caps, struct tp_ljson_out *out)
+void tp_ljson_from_lua(lua_State *L, int n, const struct tp_ljson_caps *caps,
+		       struct tp_ljson_out *out)
 {
 	struct conv c = { .caps = caps };
 	int status;
@@ -357,27 +351,14 @@ static void push_object(lua_State *L, const json_t *v, uint64_t depth, uint64_t 
 static void push_value(lua_State *L, const json_t *v, uint64_t depth, uint64_t max)
 {
 	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		push_object(L, v, depth, max);
-		break;
-	case JSON_ARRAY:
-		push_array(L, v, depth, max);
-		break;
-	case JSON_STRING:
-		lua_pushlstring(L, json_string_value(v), json_string_length(v));
-		break;
-	case JSON_INTEGER:
-		lua_pushinteger(L, (lua_Integer)json_integer_value(v));
-		break;
-	case JSON_REAL:
-		lua_pushnumber(L, (lua_Number)json_real_value(v));
-		break;
+	case JSON_OBJECT: push_object(L, v, depth, max); break;
+	case JSON_ARRAY: push_array(L, v, depth, max); break;
+	case JSON_STRING: lua_pushlstring(L, json_string_value(v), json_string_length(v)); break;
+	case JSON_INTEGER: lua_pushinteger(L, (lua_Integer)json_integer_value(v)); break;
+	case JSON_REAL: lua_pushnumber(L, (lua_Number)json_real_value(v)); break;
 	case JSON_TRUE:
-	case JSON_FALSE:
-		lua_pushboolean(L, json_is_true(v));
-		break;
-	default:
-		lua_pushnil(L);
+	case JSON_FALSE: lua_pushboolean(L, json_is_true(v)); break;
+	default: lua_pushnil(L);
 	}
 }
 

@@ -39,10 +39,10 @@ struct tp_ljson_out {
 
 /* Pops the n top values. None -> null, one -> its JSON, several -> an array
  * (the array does not count as a level of depth, its bytes do count). */
-void tp_ljson_from_lua(lua_State *L, int n, const struct tp_ljson_caps *caps, struct tp_ljson_out *out);
+void tp_ljson_from_lua(lua_State *L, int n, const struct tp_ljson_caps *caps,
+		       struct tp_ljson_out *out);
 
 /* Pushes the Lua form of v: null -> nil, arrays -> tables 1..n, objects -> tables. */
 void tp_ljson_push(lua_State *L, const json_t *v, uint64_t max_depth);
-
 
 #endif

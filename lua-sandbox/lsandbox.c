@@ -27,21 +27,21 @@
 #include "lockdown.h"
 
 #define HOOK_ALL (LUA_MASKCOUNT | LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE)
-#define MAIN_CHUNK 1000        /* instructions charged per hook of the main thread */
-#define CO_CHUNK 100           /* per hook of a coroutine (its rest is lost at death) */
-#define RESERVE (64u << 10)    /* heap lent to tracebacks and the result conversion */
+#define MAIN_CHUNK 1000     /* instructions charged per hook of the main thread */
+#define CO_CHUNK 100        /* per hook of a coroutine (its rest is lost at death) */
+#define RESERVE (64u << 10) /* heap lent to tracebacks and the result conversion */
 #define SEED_KEY "tidepool.randomseed"
 #define CHUNKNAME "=snippet"
 
-static lua_State *g_L;          /* the pristine state; workers inherit a copy */
+static lua_State *g_L; /* the pristine state; workers inherit a copy */
 static struct tp_lalloc g_alloc;
-static struct tp_shm *g_shm;    /* NULL outside an exec */
+static struct tp_shm *g_shm; /* NULL outside an exec */
 static struct tp_limits g_lim;
-static lua_State *volatile g_running;   /* the thread the SIGPROF handler hooks */
-static volatile uint64_t g_charged;     /* instructions charged so far */
-static int g_err_line;          /* snippet line of the first error the handler saw */
+static lua_State *volatile g_running; /* the thread the SIGPROF handler hooks */
+static volatile uint64_t g_charged;   /* instructions charged so far */
+static int g_err_line;                /* snippet line of the first error the handler saw */
 static int g_have_tb;
-static int g_tb_ref;            /* registry ref of that traceback, or LUA_NOREF */
+static int g_tb_ref; /* registry ref of that traceback, or LUA_NOREF */
 
 /* ---- the sticky verdict -------------------------------------------------------- */
 
@@ -62,7 +62,7 @@ static void interrupt(void)
 		lua_sethook(T, hook, HOOK_ALL, 1); /* lua_sethook is signal-safe */
 }
 
-static const struct tp_verdict_ops verdict_ops = {publish_usage, interrupt};
+static const struct tp_verdict_ops verdict_ops = { publish_usage, interrupt };
 
 static int tripped(void)
 {
@@ -324,7 +324,6 @@ static void end_run(lua_State *L, int status)
 
 /* ---- the reply ----------------------------------------------------------------------- */
 
-
 /* Error text is for people: a multi-megabyte message is cut, so the reply stays
  * far below the host's frame cap (which refuses the whole reply otherwise). */
 #define MAX_ERROR_TEXT (8u << 10)
@@ -365,7 +364,7 @@ static json_t *limit_error(lua_State *L)
 {
 	enum tp_limit_id id = (enum tp_limit_id)g_shm->tripped_limit;
 	json_t *e = tp_verdict_error(tp_kind_name((enum tp_kind)g_shm->tripped), "limit",
-			      json_string(limit_message(id)), traceback(L), g_err_line);
+				     json_string(limit_message(id)), traceback(L), g_err_line);
 
 	json_object_set_new(e, "limit",
 			    json_pack("{s:s,s:I,s:I}", "name", tp_limit_name(id), "limit",
@@ -424,9 +423,10 @@ static json_t *lua_tp_verdict_error(lua_State *L, enum stage stage)
 	const char *type = stage == ST_INPUTS ? "input_error" : luaL_typename(L, -1);
 
 	if (stage != ST_RUN)
-		return tp_verdict_error(stage == ST_LOAD ? "syntax_error" : "runtime_error", type, msg,
-				 NULL, line);
-	return tp_verdict_error("runtime_error", type, msg, traceback(L), line > 0 ? line : g_err_line);
+		return tp_verdict_error(stage == ST_LOAD ? "syntax_error" : "runtime_error", type,
+					msg, NULL, line);
+	return tp_verdict_error("runtime_error", type, msg, traceback(L),
+				line > 0 ? line : g_err_line);
 }
 
 static json_t *result_error(const char *message)
@@ -449,17 +449,14 @@ static json_t *convert_result(lua_State *L, json_t **err)
 	tp_ljson_from_lua(L, lua_gettop(L) - 1, &caps, &out);
 	lend_reserve(0);
 	switch (out.fail) {
-	case TP_LJSON_OK:
-		return out.value;
+	case TP_LJSON_OK: return out.value;
 	case TP_LJSON_DEPTH:
 		trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_RESULT_DEPTH, caps.depth, out.used);
 		break;
 	case TP_LJSON_BYTES:
 		trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_RESULT_BYTES, caps.bytes, out.used);
 		break;
-	case TP_LJSON_CYCLE:
-		*err = result_error("cycle in returned value");
-		break;
+	case TP_LJSON_CYCLE: *err = result_error("cycle in returned value"); break;
 	case TP_LJSON_LUAERR:
 		if (out.lua_status == LUA_ERRMEM)
 			trip_memory();

@@ -22,7 +22,7 @@
 
 static struct tp_pyalloc g_a;
 static void (*g_on_refuse)(void);
-static PyObjectArenaAllocator g_arena_base; /* CPython's own (mmap) */
+static PyObjectArenaAllocator g_arena_base;     /* CPython's own (mmap) */
 static PyMemAllocatorEx g_mem_base, g_obj_base; /* pymalloc, as pre-initialization set it */
 
 static void *refuse(size_t grow)

@@ -298,8 +298,8 @@ static PyObject *to_py(const json_t *v, uint64_t depth, uint64_t max_depth)
 	r = PyDict_New();
 	for (void *it = json_object_iter((json_t *)v); r != NULL && it;
 	     it = json_object_iter_next((json_t *)v, it)) {
-		PyObject *k = PyUnicode_DecodeUTF8(json_object_iter_key(it),
-						   (Py_ssize_t)json_object_iter_key_len(it), "replace");
+		PyObject *k = PyUnicode_DecodeUTF8(
+		    json_object_iter_key(it), (Py_ssize_t)json_object_iter_key_len(it), "replace");
 		item = k ? to_py(json_object_iter_value(it), depth + 1, max_depth) : NULL;
 		if (item == NULL || PyDict_SetItem(r, k, item) != 0)
 			Py_CLEAR(r);

@@ -30,27 +30,27 @@
 #define STDLIB "/usr/lib/python3.11"
 #define SNIPPET "<snippet>"
 #define SHIM "<tidepool>"
-#define RECURSION_LIMIT 200    /* frames while snippet code runs (Python + C) */
+#define RECURSION_LIMIT 200 /* frames while snippet code runs (Python + C) */
 #define MAX_ERROR_TEXT (8u << 10)
 
-static PyObject *g_shim;       /* the shim's globals */
-static PyObject *g_sbuiltins;  /* the builtins dict every snippet gets */
+static PyObject *g_shim;      /* the shim's globals */
+static PyObject *g_sbuiltins; /* the builtins dict every snippet gets */
 static PyObject *g_prepare, *g_reseed;
 static PyObject *g_exc_limit, *g_exc_policy;
-static PyObject *g_main;       /* this exec's __main__ module */
-static char **g_deny;          /* the shim's ATTR_DENY, for the fast path's text check */
+static PyObject *g_main; /* this exec's __main__ module */
+static char **g_deny;    /* the shim's ATTR_DENY, for the fast path's text check */
 static size_t g_ndeny;
 
-static struct tp_shm *g_shm;   /* NULL outside an exec */
+static struct tp_shm *g_shm; /* NULL outside an exec */
 static struct tp_limits g_lim;
 static volatile sig_atomic_t g_running;   /* snippet code may run: sticky raises armed */
 static volatile sig_atomic_t g_limits_on; /* allocator refusals trip memory_limit */
 static volatile sig_atomic_t g_armed;     /* the audit tripwire is live */
 static volatile sig_atomic_t g_pending;
-static int g_self_trace;       /* our own PyEval_SetTrace call, not the snippet's */
+static int g_self_trace; /* our own PyEval_SetTrace call, not the snippet's */
 static int g_tracing;
-static volatile uint64_t g_count;  /* line events charged */
-static size_t g_base;              /* allocator bytes when the exec began */
+static volatile uint64_t g_count; /* line events charged */
+static size_t g_base;             /* allocator bytes when the exec began */
 static char g_policy_msg[512];
 static int g_policy_line = -1;
 
@@ -81,7 +81,7 @@ static void schedule_raise(void)
 	}
 }
 
-static const struct tp_verdict_ops verdict_ops = {publish_usage, schedule_raise};
+static const struct tp_verdict_ops verdict_ops = { publish_usage, schedule_raise };
 
 /* The kind of the first verdict of this exec, or 0. */
 static int verdict(void)
@@ -164,7 +164,8 @@ static int trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
 	/* Not on exception or return events: an error is already unwinding, and
 	 * replacing it there would drop its traceback. */
 	if (verdict())
-		return g_running && (what == PyTrace_LINE || what == PyTrace_CALL) ? raise_verdict() : 0;
+		return g_running && (what == PyTrace_LINE || what == PyTrace_CALL) ? raise_verdict()
+										   : 0;
 	if (what != PyTrace_LINE || g_lim.instructions == 0)
 		return 0;
 	if (g_count >= g_lim.instructions) {
@@ -224,11 +225,34 @@ static int caller_trusted(void)
 /* Events that end the worker at once: files, processes, sockets, native code,
  * a real import (everything allowed was loaded in the zygote), tracing changes. */
 static const char *const kill_events[] = {
-	"open", "import", "os.", "subprocess.", "socket.", "ctypes.", "shutil.",
-	"_posixsubprocess.", "pty.", "glob.", "marshal.", "pickle.", "code.__new__",
-	"sys.settrace", "sys.setprofile", "sys._current_frames", "mmap.", "fcntl.",
-	"resource.", "signal.", "syslog.", "sqlite3.", "urllib.", "http.", "ftplib.",
-	"smtplib.", "webbrowser.", "tempfile.",
+	"open",
+	"import",
+	"os.",
+	"subprocess.",
+	"socket.",
+	"ctypes.",
+	"shutil.",
+	"_posixsubprocess.",
+	"pty.",
+	"glob.",
+	"marshal.",
+	"pickle.",
+	"code.__new__",
+	"sys.settrace",
+	"sys.setprofile",
+	"sys._current_frames",
+	"mmap.",
+	"fcntl.",
+	"resource.",
+	"signal.",
+	"syslog.",
+	"sqlite3.",
+	"urllib.",
+	"http.",
+	"ftplib.",
+	"smtplib.",
+	"webbrowser.",
+	"tempfile.",
 };
 
 static int is_kill_event(const char *event)
@@ -244,7 +268,8 @@ static int is_kill_event(const char *event)
 
 static int is_snippet_path(PyObject *args)
 {
-	PyObject *p = PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0) : NULL;
+	PyObject *p =
+	    PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0) : NULL;
 	const char *s = p && PyUnicode_Check(p) ? PyUnicode_AsUTF8(p) : NULL;
 
 	PyErr_Clear();
@@ -270,7 +295,8 @@ static int audit_hook(const char *event, PyObject *args, void *ud)
 				 "tidepool: audit event '%.80s' stopped the worker\n", event);
 		tp_shm_write(g_shm, TP_STDERR, note, (size_t)n);
 		if (!verdict()) {
-			snprintf(g_policy_msg, sizeof g_policy_msg, "audit event '%s' is not allowed", event);
+			snprintf(g_policy_msg, sizeof g_policy_msg,
+				 "audit event '%s' is not allowed", event);
 			tp_shm_note(g_shm, g_policy_msg);
 			trip(TP_KIND_POLICY_VIOLATION, -1, 0, 0);
 		}
@@ -309,7 +335,8 @@ static int write_text(enum tp_stream s, PyObject *text)
 		u = PyBytes_AS_STRING(b), n = PyBytes_GET_SIZE(b);
 	}
 	if (tp_shm_write(g_shm, s, u, (size_t)n) != 0)
-		trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_OUTPUT_BYTES, g_lim.output_bytes, g_shm->wanted);
+		trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_OUTPUT_BYTES, g_lim.output_bytes,
+		     g_shm->wanted);
 	Py_XDECREF(b);
 	return verdict() ? raise_verdict() : 0;
 }
@@ -363,11 +390,13 @@ static int print_kw(PyObject *kw, PyObject **sep, PyObject **end, PyObject **fil
 		else if (strcmp(name, "file") == 0)
 			*file = v;
 		else if (strcmp(name, "flush") != 0) {
-			PyErr_Format(PyExc_TypeError, "'%s' is an invalid keyword argument for print()", name);
+			PyErr_Format(PyExc_TypeError,
+				     "'%s' is an invalid keyword argument for print()", name);
 			return -1;
 		}
 	}
-	if ((*sep != Py_None && !PyUnicode_Check(*sep)) || (*end != Py_None && !PyUnicode_Check(*end))) {
+	if ((*sep != Py_None && !PyUnicode_Check(*sep)) ||
+	    (*end != Py_None && !PyUnicode_Check(*end))) {
 		PyErr_SetString(PyExc_TypeError, "sep and end must be None or a string");
 		return -1;
 	}
@@ -385,7 +414,8 @@ static PyObject *py_print(PyObject *self, PyObject *args, PyObject *kw)
 		return NULL;
 	for (Py_ssize_t i = 0; i < n; i++) {
 		if (i > 0) {
-			PyObject *s = sep == Py_None ? PyUnicode_FromString(" ") : (Py_INCREF(sep), sep);
+			PyObject *s =
+			    sep == Py_None ? PyUnicode_FromString(" ") : (Py_INCREF(sep), sep);
 			int rc = s ? emit(file, s) : -1;
 			Py_XDECREF(s);
 			if (rc != 0)
@@ -477,7 +507,7 @@ enum stage { ST_INPUTS, ST_LOAD, ST_RUN };
 struct failure {
 	int set;
 	enum stage stage;
-	int syntax;     /* a SyntaxError (or a source the parser refused) */
+	int syntax; /* a SyntaxError (or a source the parser refused) */
 	int line;
 	char type[64];
 	json_t *message, *traceback;
@@ -681,10 +711,9 @@ static void capture(struct failure *f, enum stage stage, const struct tp_exec_re
 	Py_XDECREF(t), Py_XDECREF(v), Py_XDECREF(tb);
 }
 
-
 /* ---- one exec ------------------------------------------------------------------------------ */
 
-static int g_main_fresh;        /* g_main was made in the zygote and no exec has used it */
+static int g_main_fresh; /* g_main was made in the zygote and no exec has used it */
 
 static PyObject *make_main(void)
 {
@@ -735,7 +764,8 @@ static int set_inputs(PyObject *globals, const struct tp_exec_req *req)
 		if (k == NULL)
 			return -1;
 		if (!PyUnicode_IsIdentifier(k) || (klen >= 4 && key[0] == '_' && key[1] == '_')) {
-			PyErr_Format(PyExc_ValueError, "input name %R is not a plain identifier", k);
+			PyErr_Format(PyExc_ValueError, "input name %R is not a plain identifier",
+				     k);
 			Py_DECREF(k);
 			return -1;
 		}
@@ -831,9 +861,7 @@ static void convert(PyObject *v, struct result *res, const struct tp_exec_req *r
 
 	tp_pyjson_from_py(v, &caps, &out);
 	switch (out.fail) {
-	case TP_PYJSON_OK:
-		res->value = out.value;
-		return;
+	case TP_PYJSON_OK: res->value = out.value; return;
 	case TP_PYJSON_DEPTH:
 		trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_RESULT_DEPTH, caps.depth, out.used);
 		return;
@@ -842,7 +870,7 @@ static void convert(PyObject *v, struct result *res, const struct tp_exec_req *r
 		return;
 	case TP_PYJSON_CYCLE:
 		res->err = tp_verdict_error("runtime_error", "result_error",
-				     json_string("cycle in returned value"), NULL, -1);
+					    json_string("cycle in returned value"), NULL, -1);
 		return;
 	case TP_PYJSON_NOTJSON:
 		res->value = repr_value(v);
@@ -850,13 +878,15 @@ static void convert(PyObject *v, struct result *res, const struct tp_exec_req *r
 		if (res->value == NULL) {
 			struct failure f = { 0 };
 			capture(&f, ST_RUN, req);
-			res->err = tp_verdict_error("runtime_error", f.set ? f.type : "result_error",
+			res->err =
+			    tp_verdict_error("runtime_error", f.set ? f.type : "result_error",
 					     f.message ? f.message : json_string("repr() failed"),
 					     f.traceback, f.line);
 		}
 		return;
 	default:
-		res->err = tp_verdict_error("runtime_error", "result_error",
+		res->err =
+		    tp_verdict_error("runtime_error", "result_error",
 				     json_string("the value could not be converted"), NULL, -1);
 	}
 }
@@ -871,7 +901,8 @@ static void run(PyObject *globals, PyObject *prepared, struct result *res, struc
 	Py_SetRecursionLimit(RECURSION_LIMIT);
 	if (g_lim.instructions != 0)
 		trace_on(); /* before the first line of the snippet */
-	r = body == Py_None ? (Py_INCREF(Py_None), Py_None) : PyEval_EvalCode(body, globals, globals);
+	r = body == Py_None ? (Py_INCREF(Py_None), Py_None)
+			    : PyEval_EvalCode(body, globals, globals);
 	if (r != NULL && expr != Py_None) {
 		Py_DECREF(r);
 		r = PyEval_EvalCode(expr, globals, globals);
@@ -897,13 +928,15 @@ static json_t *verdict_error(const struct failure *f)
 	json_t *e;
 
 	if (verdict() == TP_KIND_POLICY_VIOLATION)
-		return tp_verdict_error("policy_violation", "PolicyViolation", json_string(g_policy_msg), tb,
-				 line);
+		return tp_verdict_error("policy_violation", "PolicyViolation",
+					json_string(g_policy_msg), tb, line);
 	e = tp_verdict_error(tp_kind_name((enum tp_kind)verdict()), "limit",
-		      json_string(limit_message(tp_verdict_limit_id())), tb, f->line);
+			     json_string(limit_message(tp_verdict_limit_id())), tb, f->line);
 	json_object_set_new(e, "limit",
-			    json_pack("{s:s,s:I,s:I}", "name", tp_limit_name((enum tp_limit_id)tp_verdict_limit_id()),
-				      "limit", (json_int_t)tp_verdict_limit(), "used", (json_int_t)tp_verdict_used()));
+			    json_pack("{s:s,s:I,s:I}", "name",
+				      tp_limit_name((enum tp_limit_id)tp_verdict_limit_id()),
+				      "limit", (json_int_t)tp_verdict_limit(), "used",
+				      (json_int_t)tp_verdict_used()));
 	return e;
 }
 
@@ -914,7 +947,8 @@ static json_t *failure_error(const struct failure *f)
 
 	if (f->stage == ST_INPUTS)
 		return tp_verdict_error("runtime_error", "input_error", msg, NULL, -1);
-	return tp_verdict_error(f->syntax ? "syntax_error" : "runtime_error", f->type, msg, tb, f->line);
+	return tp_verdict_error(f->syntax ? "syntax_error" : "runtime_error", f->type, msg, tb,
+				f->line);
 }
 
 static json_t *reply(const struct failure *f, struct result *res)
@@ -1021,7 +1055,8 @@ out:
 	return r;
 }
 
-/* ---- zygote and worker ------------------------------------------------------------------------ */
+/* ---- zygote and worker ------------------------------------------------------------------------
+ */
 
 static int status_err(PyStatus st, const char *what, char *err, size_t errlen)
 {
@@ -1093,7 +1128,8 @@ static void warm_up(void)
 	PyObject *p = prepare_fast(&req);
 	PyObject *d = PyDict_New();
 	PyObject *r = p && d && PyDict_SetItemString(d, "__builtins__", g_sbuiltins) == 0
-		? PyEval_EvalCode(PyTuple_GET_ITEM(p, 1), d, d) : NULL;
+			  ? PyEval_EvalCode(PyTuple_GET_ITEM(p, 1), d, d)
+			  : NULL;
 
 	Py_XDECREF(r), Py_XDECREF(d), Py_XDECREF(p);
 	PyErr_Clear();

@@ -30,8 +30,12 @@ struct run {
 
 static inline struct tp_limits limits(void)
 {
-	return (struct tp_limits){ .memory_bytes = 16u << 20, .instructions = 0, .cpu_ms = 5000,
-				   .wall_ms = 0, .output_bytes = 32u << 10, .result_bytes = 1u << 20,
+	return (struct tp_limits){ .memory_bytes = 16u << 20,
+				   .instructions = 0,
+				   .cpu_ms = 5000,
+				   .wall_ms = 0,
+				   .output_bytes = 32u << 10,
+				   .result_bytes = 1u << 20,
 				   .result_depth = 64 };
 }
 
@@ -141,8 +145,8 @@ static inline int harness_setup(const struct tp_lang *lang)
 	char err[256] = "";
 	setenv("TZ", "UTC", 1); /* as the zygote does */
 	harness_lang = lang;
-	shm = mmap(NULL, tp_shm_size(AREA), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-		   -1, 0);
+	shm = mmap(NULL, tp_shm_size(AREA), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+		   0);
 	if (shm == MAP_FAILED || lang->zygote_init(err, sizeof err) != 0) {
 		fprintf(stderr, "setup failed: %s\n", err);
 		return -1;

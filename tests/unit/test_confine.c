@@ -77,8 +77,8 @@ enum mode { FULL, FULL_DIRECT, LANDLOCK_ONLY };
 
 struct child {
 	pid_t pid;
-	int rep;  /* parent reads reports */
-	int go;   /* parent writes one byte to let the child go on */
+	int rep; /* parent reads reports */
+	int go;  /* parent writes one byte to let the child go on */
 	long apply_ns;
 };
 
@@ -100,11 +100,11 @@ static void send_report(int fd, long ret, int err)
 }
 
 /* Report a call's outcome: its return value and errno (0 on success). */
-#define REPORT(fd, call)                                                                 \
-	do {                                                                             \
-		errno = 0;                                                               \
-		long ret_ = (long)(call);                                                \
-		send_report(fd, ret_, ret_ < 0 ? errno : 0);                             \
+#define REPORT(fd, call)                                                                           \
+	do {                                                                                       \
+		errno = 0;                                                                         \
+		long ret_ = (long)(call);                                                          \
+		send_report(fd, ret_, ret_ < 0 ? errno : 0);                                       \
 	} while (0)
 
 static void wait_go(int go)
@@ -120,8 +120,12 @@ typedef void (*child_fn)(int rep, int go);
 static void child_main(child_fn fn, enum mode mode, int stdout_fd, int rep, int go)
 {
 	int keep[2] = { rep, go };
-	struct tp_lockdown cfg = { .as_bytes = AS_BYTES, .cpu_sec = CPU_SEC, .nofile = NOFILE,
-				   .keep_fds = keep, .nkeep = 2, .shm = shm };
+	struct tp_lockdown cfg = { .as_bytes = AS_BYTES,
+				   .cpu_sec = CPU_SEC,
+				   .nofile = NOFILE,
+				   .keep_fds = keep,
+				   .nkeep = 2,
+				   .shm = shm };
 	struct timespec t0, t1;
 	char err[256] = "";
 	int rc;
@@ -158,7 +162,9 @@ static int send_spawn(int ctl, const struct spawn *sp, const int *fds)
 {
 	union fd_cmsg u;
 	struct iovec iov = { (void *)sp, sizeof *sp };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
 			     .msg_controllen = CMSG_SPACE((size_t)sp->nfds * sizeof(int)) };
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 
@@ -175,7 +181,9 @@ static int recv_spawn(int ctl, struct spawn *sp, int *fds)
 {
 	union fd_cmsg u;
 	struct iovec iov = { sp, sizeof *sp };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
 			     .msg_controllen = sizeof u.buf };
 	struct cmsghdr *c;
 
@@ -319,10 +327,10 @@ static int exited_with(int st, int code)
 	return WIFEXITED(st) && WEXITSTATUS(st) == code;
 }
 
-#define CHECK_ERRNO(r, e)                                                                \
-	do {                                                                             \
-		CHECK_EQ_INT((r).ret, -1);                                               \
-		CHECK_EQ_INT((r).err, (e));                                              \
+#define CHECK_ERRNO(r, e)                                                                          \
+	do {                                                                                       \
+		CHECK_EQ_INT((r).ret, -1);                                                         \
+		CHECK_EQ_INT((r).err, (e));                                                        \
 	} while (0)
 
 static int read_file(const char *path, char *buf, size_t len)
@@ -419,7 +427,9 @@ static int load_programs(void)
 
 static uint32_t run1(const struct prog *p, uint32_t nr, uint64_t a0, uint64_t a1, uint64_t a2)
 {
-	struct seccomp_data d = { .nr = (int)nr, .arch = AUDIT_ARCH_X86_64_, .args = { a0, a1, a2 } };
+	struct seccomp_data d = { .nr = (int)nr,
+				  .arch = AUDIT_ARCH_X86_64_,
+				  .args = { a0, a1, a2 } };
 
 	return bpf_run(p->f, p->n, &d);
 }
@@ -435,7 +445,8 @@ static void test_program(void)
 	CHECK(zygote_prog.n > 0 && zygote_prog.n <= BPF_MAXINSNS);
 	CHECK(seal_prog.n > 0 && seal_prog.n < 128);
 	/* Each filter alone: Z lets the zygote clone a worker, W refuses it again. */
-	CHECK_EQ_INT(run1(&zygote_prog, SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(run1(&zygote_prog, SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0),
+		     SECCOMP_RET_ALLOW);
 	CHECK_EQ_INT(run1(&zygote_prog, SYS_clone, SIGCHLD, 0, 0), RET_ERRNO(EPERM));
 	CHECK_EQ_INT(run1(&zygote_prog, SYS_clone, CLONE_PARENT | SIGCHLD | CLONE_VM, 0, 0),
 		     RET_ERRNO(EPERM));
@@ -502,25 +513,47 @@ static void test_program(void)
 
 /* Argument values the rules compare with, and the 64-bit traps around them. */
 static const uint64_t probe_values[] = {
-	0xff, 0x100, 0x1000, 65533, 65534, 65535, CLONE_PARENT, CLONE_PARENT | SIGCHLD,
-	CLONE_PARENT | SIGCHLD | CLONE_VM, CLONE_PARENT | SIGCHLD | (1ull << 32),
-	MSG_CMSG_CLOEXEC, MSG_CMSG_CLOEXEC | MSG_DONTWAIT, MSG_NOSIGNAL,
-	MSG_NOSIGNAL | MSG_DONTWAIT, TCGETS, TIOCSTI, AT_EMPTY_PATH, AT_EMPTY_PATH | 0x100,
-	F_DUPFD_CLOEXEC, 0x7fffffff, 0x80000000, 0xffffffff, 1ull << 32, (1ull << 32) | 1,
-	(1ull << 32) | 15, (1ull << 32) | SIGSYS, (1ull << 32) | 65534, ~0ull,
+	0xff,
+	0x100,
+	0x1000,
+	65533,
+	65534,
+	65535,
+	CLONE_PARENT,
+	CLONE_PARENT | SIGCHLD,
+	CLONE_PARENT | SIGCHLD | CLONE_VM,
+	CLONE_PARENT | SIGCHLD | (1ull << 32),
+	MSG_CMSG_CLOEXEC,
+	MSG_CMSG_CLOEXEC | MSG_DONTWAIT,
+	MSG_NOSIGNAL,
+	MSG_NOSIGNAL | MSG_DONTWAIT,
+	TCGETS,
+	TIOCSTI,
+	AT_EMPTY_PATH,
+	AT_EMPTY_PATH | 0x100,
+	F_DUPFD_CLOEXEC,
+	0x7fffffff,
+	0x80000000,
+	0xffffffff,
+	1ull << 32,
+	(1ull << 32) | 1,
+	(1ull << 32) | 15,
+	(1ull << 32) | SIGSYS,
+	(1ull << 32) | 65534,
+	~0ull,
 };
 
 /* Argument vectors; each argument of each is also swept through every value above. */
 static const uint64_t probe_bases[][NARGS] = {
 	{ 0, 0, 0, 0, 0, 0 },
 	{ 1, 1, 1, 1, 1, 1 },
-	{ 65534, 65534, 65534, 0, 0, 0 },             /* setres[ug]id to nobody */
-	{ 1, 1, SIGABRT, 0, 0, 0 },                   /* tgkill(SIGABRT) */
-	{ 0, RLIMIT_CORE, 0, 0x1000, 0, 0 },          /* getrlimit */
-	{ 3, 0x1000, 4, MSG_NOSIGNAL, 0, 0 },         /* send(MSG_NOSIGNAL) */
-	{ 3, 0x1000, MSG_CMSG_CLOEXEC, 0, 0, 0 },     /* recvmsg(MSG_CMSG_CLOEXEC) */
-	{ CLONE_PARENT | SIGCHLD, 0, 0, 0, 0, 0 },    /* clone a worker */
-	{ 1, 0x1000, 0, AT_EMPTY_PATH, 0, 0 },        /* fstat */
+	{ 65534, 65534, 65534, 0, 0, 0 },                           /* setres[ug]id to nobody */
+	{ 1, 1, SIGABRT, 0, 0, 0 },                                 /* tgkill(SIGABRT) */
+	{ 0, RLIMIT_CORE, 0, 0x1000, 0, 0 },                        /* getrlimit */
+	{ 3, 0x1000, 4, MSG_NOSIGNAL, 0, 0 },                       /* send(MSG_NOSIGNAL) */
+	{ 3, 0x1000, MSG_CMSG_CLOEXEC, 0, 0, 0 },                   /* recvmsg(MSG_CMSG_CLOEXEC) */
+	{ CLONE_PARENT | SIGCHLD, 0, 0, 0, 0, 0 },                  /* clone a worker */
+	{ 1, 0x1000, 0, AT_EMPTY_PATH, 0, 0 },                      /* fstat */
 	{ 0x1000, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, 3, 0 }, /* mmap */
 };
 
@@ -592,13 +625,15 @@ static void test_seal_needed(void)
 		broken += mismatches(AUDIT_ARCH_X86_64_, (uint32_t)nr, &w, 0) > 0;
 	}
 	printf("# the seal covers %d syscalls; without any one of them the stack differs "
-	       "from the worker policy: %d of %d\n", sealed, broken, sealed);
+	       "from the worker policy: %d of %d\n",
+	       sealed, broken, sealed);
 	CHECK(sealed >= 13);
 	CHECK_EQ_INT(broken, sealed);
 	/* The zygote's clone, for instance, would become a worker's. */
 	w.n = tp_lockdown_compile(TP_FILTER_SEAL, SYS_clone, buf, sizeof buf / sizeof *buf);
 	{
-		struct seccomp_data d = { .nr = SYS_clone, .arch = AUDIT_ARCH_X86_64_,
+		struct seccomp_data d = { .nr = SYS_clone,
+					  .arch = AUDIT_ARCH_X86_64_,
 					  .args = { CLONE_PARENT | SIGCHLD } };
 		CHECK_EQ_INT(stacked(&zygote_prog, &w, &d), SECCOMP_RET_ALLOW);
 		CHECK_EQ_INT(stacked(&zygote_prog, &seal_prog, &d), RET_ERRNO(EPERM));
@@ -659,7 +694,8 @@ static void try_canary(int rep, int go)
 
 static void try_landlock(int rep, int go)
 {
-	struct sockaddr_in in = { .sin_family = AF_INET, .sin_port = htons(1),
+	struct sockaddr_in in = { .sin_family = AF_INET,
+				  .sin_port = htons(1),
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct sockaddr_un un = { .sun_family = AF_UNIX };
 	int s;
@@ -1075,7 +1111,7 @@ static void test_proc(void)
 		CHECK(strstr(status, "\nGid:\t65534\t65534\t65534\t65534\n") != NULL);
 		CHECK(strstr(status, "\nGroups:\t") != NULL &&
 		      strspn(strstr(status, "\nGroups:\t") + 9, " ") ==
-			      strcspn(strstr(status, "\nGroups:\t") + 9, "\n")); /* none */
+			  strcspn(strstr(status, "\nGroups:\t") + 9, "\n")); /* none */
 		CHECK(strstr(status, "\nCapEff:\t0000000000000000\n") != NULL);
 		CHECK(strstr(status, "\nCapPrm:\t0000000000000000\n") != NULL);
 	}
@@ -1282,8 +1318,9 @@ static void test_zygote_side(void)
 static void test_bad_cfg(void)
 {
 	int keep_low[1] = { 1 }, keep_closed[1] = { 999 };
-	struct tp_lockdown cfg = { .as_bytes = AS_BYTES, .cpu_sec = CPU_SEC, .nofile = NOFILE,
-				   .shm = shm };
+	struct tp_lockdown cfg = {
+		.as_bytes = AS_BYTES, .cpu_sec = CPU_SEC, .nofile = NOFILE, .shm = shm
+	};
 	char err[256];
 	pid_t pid = fork();
 	int st;
@@ -1298,7 +1335,8 @@ static void test_bad_cfg(void)
 		       strstr(err, "Bad file descriptor. Hint: kept fds") != NULL;
 		cfg.nkeep = 0;
 		cfg.as_bytes = 0;
-		bad += tp_lockdown_apply(&cfg, err, sizeof err) == -1 && strstr(err, "limits") != NULL;
+		bad +=
+		    tp_lockdown_apply(&cfg, err, sizeof err) == -1 && strstr(err, "limits") != NULL;
 		_exit(bad == 3 ? 0 : 1);
 	}
 	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && exited_with(st, 0));
@@ -1335,8 +1373,9 @@ static void print_times(const char *what, long *ns, int n)
 {
 	qsort(ns, (size_t)n, sizeof *ns, cmp_long);
 	if (n > 0)
-		printf("# tp_lockdown_apply %s: min %.1f us, median %.1f us, max %.1f us (%d runs)\n",
-		       what, ns[0] / 1e3, ns[n / 2] / 1e3, ns[n - 1] / 1e3, n);
+		printf(
+		    "# tp_lockdown_apply %s: min %.1f us, median %.1f us, max %.1f us (%d runs)\n",
+		    what, ns[0] / 1e3, ns[n / 2] / 1e3, ns[n - 1] / 1e3, n);
 }
 
 static void report_timing(void)
@@ -1393,7 +1432,8 @@ int main(void)
 	int fd;
 
 	setvbuf(stdout, NULL, _IONBF, 0);
-	shm = mmap(NULL, tp_shm_size(4096), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	shm = mmap(NULL, tp_shm_size(4096), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+		   0);
 	if (shm == MAP_FAILED)
 		return 1;
 	tp_shm_init(shm, 4096);

@@ -68,15 +68,18 @@ static void test_state(void)
 	CHECK(L != NULL);
 	luaL_requiref(L, LUA_STRLIBNAME, luaopen_string, 1);
 	lua_pop(L, 1);
-	CHECK_EQ_INT(a.current, (size_t)lua_gc(L, LUA_GCCOUNT, 0) * 1024 + lua_gc(L, LUA_GCCOUNTB, 0));
+	CHECK_EQ_INT(a.current,
+		     (size_t)lua_gc(L, LUA_GCCOUNT, 0) * 1024 + lua_gc(L, LUA_GCCOUNTB, 0));
 	tp_lalloc_set_limit(&a, a.current + (256u << 10));
-	luaL_loadstring(L, "local parts = {} for i = 1, 100 do parts[i] = string.rep('x', 1 << 20) end");
+	luaL_loadstring(
+	    L, "local parts = {} for i = 1, 100 do parts[i] = string.rep('x', 1 << 20) end");
 	status = lua_pcall(L, 0, 0, 0);
 	CHECK_EQ_INT(status, LUA_ERRMEM);
 	CHECK(a.refusals >= 1);
 	CHECK(a.refused_total > a.limit);
 	CHECK(a.peak <= a.limit);
-	CHECK_EQ_INT(a.current, (size_t)lua_gc(L, LUA_GCCOUNT, 0) * 1024 + lua_gc(L, LUA_GCCOUNTB, 0));
+	CHECK_EQ_INT(a.current,
+		     (size_t)lua_gc(L, LUA_GCCOUNT, 0) * 1024 + lua_gc(L, LUA_GCCOUNTB, 0));
 	tp_lalloc_set_limit(&a, 0);
 	lua_close(L);
 	CHECK_EQ_INT(a.current, 0); /* every byte came back */

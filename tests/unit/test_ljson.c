@@ -29,7 +29,8 @@ static const char *conv(const char *code, uint64_t depth, uint64_t bytes)
 	tp_ljson_from_lua(L, lua_gettop(L) - top, &caps, &out);
 	CHECK_EQ_INT(lua_gettop(L), top);
 	if (out.fail != TP_LJSON_OK) {
-		snprintf(text, sizeof text, "FAIL:%d:%llu", (int)out.fail, (unsigned long long)out.used);
+		snprintf(text, sizeof text, "FAIL:%d:%llu", (int)out.fail,
+			 (unsigned long long)out.used);
 		return text;
 	}
 	char *s = json_dumps(out.value, JSON_COMPACT | JSON_ENCODE_ANY);
@@ -57,7 +58,8 @@ static void test_to_json(void)
 	CHECK_EQ_STR(c1("return 'a\\0b'"), "\"a\\u0000b\"");
 	CHECK_EQ_STR(c1("return 'caf\\xc3\\xa9'"), "\"caf\xc3\xa9\"");
 	CHECK_EQ_STR(c1("return 'x\\xffy\\xc3'"), "\"x\xef\xbf\xbdy\xef\xbf\xbd\"");
-	CHECK_EQ_STR(c1("return '\\xed\\xa0\\x80'"), "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""); /* surrogate */
+	CHECK_EQ_STR(c1("return '\\xed\\xa0\\x80'"),
+		     "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""); /* surrogate */
 	CHECK_EQ_STR(c1("return {}"), "{}");
 	CHECK_EQ_STR(c1("return {1, 'two', {3}}"), "[1,\"two\",[3]]");
 	CHECK_EQ_STR(c1("return {[1] = 'a', [3] = 'c'}"), "{\"1\":\"a\",\"3\":\"c\"}");
@@ -130,13 +132,15 @@ static const char *to_lua(const char *json, uint64_t depth)
 
 static void test_to_lua(void)
 {
-	(void)!luaL_dostring(L, "function describe(v) "
-			 "  if type(v) ~= 'table' then return math.type(v) or type(v) .. ':' .. tostring(v) end "
-			 "  local keys = {} for k in pairs(v) do keys[#keys + 1] = k end "
-			 "  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end) "
-			 "  local parts = {} for _, k in ipairs(keys) do "
-			 "    parts[#parts + 1] = type(k) .. ':' .. tostring(k) .. '=' .. describe(v[k]) end "
-			 "  return '{' .. table.concat(parts, ',') .. '}' end");
+	(void)!luaL_dostring(
+	    L,
+	    "function describe(v) "
+	    "  if type(v) ~= 'table' then return math.type(v) or type(v) .. ':' .. tostring(v) end "
+	    "  local keys = {} for k in pairs(v) do keys[#keys + 1] = k end "
+	    "  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end) "
+	    "  local parts = {} for _, k in ipairs(keys) do "
+	    "    parts[#parts + 1] = type(k) .. ':' .. tostring(k) .. '=' .. describe(v[k]) end "
+	    "  return '{' .. table.concat(parts, ',') .. '}' end");
 	CHECK_EQ_STR(to_lua("null", 5), "nil:nil");
 	CHECK_EQ_STR(to_lua("true", 5), "boolean:true");
 	CHECK_EQ_STR(to_lua("false", 5), "boolean:false");

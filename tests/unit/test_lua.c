@@ -13,7 +13,6 @@
 
 #include "lang_harness.h"
 
-
 static void test_ok(void)
 {
 	run("print('hi') return 1+1");
@@ -90,7 +89,8 @@ static void test_memory(void)
 	run_lim("local ok = pcall(string.rep, 'x', 1 << 30) return ok", l);
 	CHECK_EQ_STR(err_s("kind"), "memory_limit");
 	run_lim("local parts = {} while true do parts[#parts + 1] = load('return ' .. "
-		"string.rep('1 + ', 1000) .. '1') end", l);
+		"string.rep('1 + ', 1000) .. '1') end",
+		l);
 	CHECK_EQ_STR(err_s("kind"), "memory_limit");
 }
 
@@ -121,8 +121,9 @@ static void test_instructions(void)
 	CHECK_EQ_STR(lim_s("name"), "instructions");
 	CHECK_EQ_INT(lim_i("limit"), 1000);
 	CHECK_EQ_INT(lim_i("used"), 1000);
-	CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(R.reply, "usage"),
-							  "instructions")), 1000);
+	CHECK_EQ_INT(
+	    json_integer_value(json_object_get(json_object_get(R.reply, "usage"), "instructions")),
+	    1000);
 	CHECK_EQ_INT(err_i("line"), 1);
 	l.instructions = 100000;
 	for (size_t i = 0; i < sizeof swallow / sizeof swallow[0]; i++) {
@@ -134,8 +135,8 @@ static void test_instructions(void)
 	}
 	run_lim("local n = 0 for i = 1, 10 do n = n + i end return n", l);
 	CHECK_EQ_INT(json_integer_value(value()), 55);
-	CHECK(json_integer_value(json_object_get(json_object_get(R.reply, "usage"),
-						 "instructions")) > 0);
+	CHECK(json_integer_value(
+		  json_object_get(json_object_get(R.reply, "usage"), "instructions")) > 0);
 }
 
 static void test_cpu(void)
@@ -206,7 +207,8 @@ static void test_result(void)
 static void test_environment(void)
 {
 	run("local names = {'dofile', 'loadfile', 'require', 'debug', 'package', 'module'} "
-	    "local out = {} for _, n in ipairs(names) do if _G[n] ~= nil then out[#out+1] = n end end "
+	    "local out = {} for _, n in ipairs(names) do if _G[n] ~= nil then out[#out+1] = n end "
+	    "end "
 	    "if string.dump or coroutine.close or io.read or io.open or io.lines or os.execute "
 	    "or os.getenv or os.exit or os.remove or ('').dump then out[#out+1] = 'lib' end "
 	    "return table.concat(out, ',')");
@@ -241,8 +243,8 @@ static void test_inputs_and_seed(void)
 {
 	struct tp_exec_req req = { .code = "return {x, y[3].z, n == nil, y[2] == nil}",
 				   .limits = limits() };
-	json_t *in = json_loads("{\"x\": 1.5, \"y\": [1, null, {\"z\": \"w\"}], \"n\": null}", 0,
-				NULL);
+	json_t *in =
+	    json_loads("{\"x\": 1.5, \"y\": [1, null, {\"z\": \"w\"}], \"n\": null}", 0, NULL);
 
 	req.code_len = strlen(req.code);
 	req.inputs = in;
@@ -258,7 +260,9 @@ static void test_inputs_and_seed(void)
 
 	char a[256], b[256];
 	req = (struct tp_exec_req){ .code = "return {math.random(1 << 40), math.random(1 << 40)}",
-				    .limits = limits(), .has_seed = 1, .seed = 42 };
+				    .limits = limits(),
+				    .has_seed = 1,
+				    .seed = 42 };
 	req.code_len = strlen(req.code);
 	json_decref(R.reply);
 	run_req(&R, &req, 1);

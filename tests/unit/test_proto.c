@@ -88,12 +88,15 @@ static void test_parse(void)
 	parse_fails("{nope", TP_RPC_PARSE_ERROR, 1);
 	parse_fails("[1,2]", TP_RPC_INVALID_REQUEST, 1);
 	parse_fails("42", TP_RPC_INVALID_REQUEST, 1);
-	parse_fails("{\"jsonrpc\":\"1.0\",\"id\":7,\"method\":\"ping\"}", TP_RPC_INVALID_REQUEST, 0);
-	parse_fails("{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}", TP_RPC_INVALID_REQUEST, 1);
+	parse_fails("{\"jsonrpc\":\"1.0\",\"id\":7,\"method\":\"ping\"}", TP_RPC_INVALID_REQUEST,
+		    0);
+	parse_fails("{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}", TP_RPC_INVALID_REQUEST,
+		    1);
 	parse_fails("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":5}", TP_RPC_INVALID_REQUEST, 0);
 	parse_fails("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":3}",
 		    TP_RPC_INVALID_REQUEST, 0);
-	parse_fails("{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"x\"}", TP_RPC_PARSE_ERROR, 1);
+	parse_fails("{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"x\"}", TP_RPC_PARSE_ERROR,
+		    1);
 	parse_fails("{\"jsonrpc\":\"2.0\",\"method\":7}", 0, 0); /* bad notification: silence */
 	parse_fails("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}", 0, 0); /* a response */
 	parse_fails("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}", TP_RPC_PARSE_ERROR, 1);
@@ -133,10 +136,11 @@ static void test_exec_params(void)
 {
 	struct tp_exec_params e;
 	char err[200];
-	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"return 1\",\"limits\":{\"cpu_ms\":10,"
-				 "\"instructions\":5},\"seed\":9}",
-				 &e, err),
-		     0);
+	CHECK_EQ_INT(
+	    exec_params("{\"lang\":\"lua\",\"code\":\"return 1\",\"limits\":{\"cpu_ms\":10,"
+			"\"instructions\":5},\"seed\":9}",
+			&e, err),
+	    0);
 	CHECK_EQ_INT(e.limits.cpu_ms, 10);
 	CHECK_EQ_INT(e.limits.instructions, 5);
 	CHECK_EQ_INT(e.limits.memory_bytes, 64u << 20);
@@ -146,15 +150,19 @@ static void test_exec_params(void)
 				 &e, err),
 		     -1);
 	CHECK(strstr(err, "may only be tightened") != NULL);
-	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"limits\":{\"cpu\":1}}", &e, err), -1);
+	CHECK_EQ_INT(
+	    exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"limits\":{\"cpu\":1}}", &e, err), -1);
 	CHECK(strstr(err, "unknown limit 'cpu'") != NULL);
-	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"limits\":{\"cpu_ms\":0}}", &e, err), -1);
+	CHECK_EQ_INT(
+	    exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"limits\":{\"cpu_ms\":0}}", &e, err),
+	    -1);
 	CHECK_EQ_INT(exec_params("{\"lang\":\"cobol\",\"code\":\"x\"}", &e, err), -1);
 	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":1}", &e, err), -1);
 	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"bogus\":1}", &e, err), -1);
 	CHECK(strstr(err, "unknown parameter 'bogus'") != NULL);
 	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"inputs\":[1]}", &e, err), -1);
-	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"session_id\":\"s\"}", &e, err), -1);
+	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"session_id\":\"s\"}", &e, err),
+		     -1);
 }
 
 static void test_frames(void)
@@ -194,14 +202,15 @@ static void test_check_reply(void)
 	json_decref(r);
 	check("{\"ok\":true,\"value\":[[[[1]]]]," USAGE "}", -1);                  /* depth */
 	check("{\"ok\":true,\"value\":\"0123456789012345678901\"," USAGE "}", -1); /* size */
-	check("{\"ok\":true,\"value\":1}", -1);                                     /* usage */
-	check("{\"ok\":false,\"error\":{\"kind\":\"timeout\"}," USAGE "}", -1);     /* not claimable */
+	check("{\"ok\":true,\"value\":1}", -1);                                    /* usage */
+	check("{\"ok\":false,\"error\":{\"kind\":\"timeout\"}," USAGE "}", -1); /* not claimable */
 	check("{\"ok\":false,\"error\":{\"kind\":\"crashed\"}," USAGE "}", -1);
 	check("{\"ok\":false,\"error\":{\"kind\":\"runtime_error\",\"line\":-1}," USAGE "}", -1);
 	check("[]", -1);
 	check("{\"ok\":1}", -1);
-	r = check("{\"ok\":false,\"error\":{\"kind\":\"runtime_error\",\"message\":\"m\",\"line\":3},"
-		  USAGE "}", 0);
+	r = check("{\"ok\":false,\"error\":{\"kind\":\"runtime_error\",\"message\":\"m\",\"line\":"
+		  "3}," USAGE "}",
+		  0);
 	CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(r, "error"), "line")), 3);
 	json_decref(r);
 }
@@ -222,7 +231,7 @@ static void test_build(void)
 	v.out[0] = "part\xff";
 	v.len[0] = 5;
 	v.out[1] = "";
-	struct tp_outcome o = {.shm = &v, .limits = &l, .cpu_ms = -1, .wall_ms = 12.5};
+	struct tp_outcome o = { .shm = &v, .limits = &l, .cpu_ms = -1, .wall_ms = 12.5 };
 
 	o.host_kind = TP_KIND_TIMEOUT;
 	json_t *res = tp_result_build(&o);
@@ -294,7 +303,9 @@ static void test_build(void)
 	CHECK(json_is_true(json_object_get(res, "ok")));
 	CHECK(json_is_null(json_object_get(res, "error")));
 	CHECK_EQ_INT(json_integer_value(json_object_get(res, "value")), 1);
-	CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(res, "usage"), "memory_peak_bytes")), 2);
+	CHECK_EQ_INT(
+	    json_integer_value(json_object_get(json_object_get(res, "usage"), "memory_peak_bytes")),
+	    2);
 	json_decref(res);
 	json_decref(reply);
 }
@@ -304,7 +315,8 @@ static void test_utf8(void)
 	json_t *j = tp_utf8_json("a\xc3\xa9\xed\xa0\x80\xf0\x9f\x98\x80\xc0\xaf", 12);
 	const char *s = json_string_value(j);
 	/* é kept, a surrogate (3 bytes) and an overlong (2 bytes) become U+FFFD each byte. */
-	CHECK_EQ_STR(s, "a\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xf0\x9f\x98\x80\xef\xbf\xbd\xef\xbf\xbd");
+	CHECK_EQ_STR(s, "a\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xf0\x9f\x98\x80\xef\xbf\xbd"
+			"\xef\xbf\xbd");
 	json_decref(j);
 }
 

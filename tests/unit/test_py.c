@@ -23,7 +23,6 @@ const char *__lsan_default_suppressions(void)
 }
 #endif
 
-
 static long long usage_i(const char *field)
 {
 	return json_integer_value(json_object_get(json_object_get(R.reply, "usage"), field));
@@ -92,10 +91,11 @@ static void test_errors(void)
 	CHECK_EQ_STR(err_s("type"), "ZeroDivisionError");
 	CHECK_EQ_STR(err_s("message"), "division by zero");
 	CHECK_EQ_INT(err_i("line"), 2);
-	CHECK_EQ_STR(err_s("traceback"),
-		     "Traceback (most recent call last):\n  File \"<snippet>\", line 4, in <module>\n"
-		     "    f()\n  File \"<snippet>\", line 2, in f\n    return 1 / 0\n"
-		     "ZeroDivisionError: division by zero");
+	CHECK_EQ_STR(
+	    err_s("traceback"),
+	    "Traceback (most recent call last):\n  File \"<snippet>\", line 4, in <module>\n"
+	    "    f()\n  File \"<snippet>\", line 2, in f\n    return 1 / 0\n"
+	    "ZeroDivisionError: division by zero");
 	run("import json\njson.loads('{')");
 	CHECK_EQ_STR(err_s("type"), "JSONDecodeError");
 	CHECK(strstr(err_s("traceback"), "json/") == NULL); /* the snippet's frames only */
@@ -113,11 +113,14 @@ static const char *const refused[][2] = {
 	{ "(lambda: 0).__globals__", "attribute '__globals__' is not allowed" },
 	{ "print.__self__", "attribute '__self__' is not allowed" },
 	{ "getattr(print, '__se' + 'lf__')", "attribute '__self__' is not allowed" },
-	{ "'{0.__class__}'.format(1)", "format string reads attribute '__class__', which is not allowed" },
-	{ "f = '{0._' + '_class__}'\nf.format(1)", "format string reads attribute '__class__', which is not allowed" },
+	{ "'{0.__class__}'.format(1)",
+	  "format string reads attribute '__class__', which is not allowed" },
+	{ "f = '{0._' + '_class__}'\nf.format(1)",
+	  "format string reads attribute '__class__', which is not allowed" },
 	{ "def g(): yield\ng().gi_frame", "attribute 'gi_frame' is not allowed" },
 	{ "__builtins__", "name '__builtins__' is not allowed" },
-	{ "import operator\noperator.attrgetter('__globals__')", "attribute '__globals__' is not allowed" },
+	{ "import operator\noperator.attrgetter('__globals__')",
+	  "attribute '__globals__' is not allowed" },
 };
 
 static void test_policy(void)
@@ -157,7 +160,8 @@ static void test_fast_path(void)
 	run("1 / 0");
 	CHECK_EQ_STR(err_s("type"), "ZeroDivisionError");
 	CHECK_EQ_INT(err_i("line"), 1);
-	CHECK_EQ_STR(err_s("traceback"), "Traceback (most recent call last):\n  File \"<snippet>\", "
+	CHECK_EQ_STR(err_s("traceback"),
+		     "Traceback (most recent call last):\n  File \"<snippet>\", "
 		     "line 1, in <module>\n    1 / 0\nZeroDivisionError: division by zero");
 	run("1 +");
 	CHECK_EQ_STR(err_s("kind"), "syntax_error");
@@ -211,7 +215,8 @@ static void test_memory(void)
 static const char *const swallow[] = {
 	"x = 0\nwhile True: x += 1",
 	"x = 0\nwhile True:\n    try:\n        while True: x += 1\n    except BaseException: pass",
-	"def f():\n    x = 0\n    while True: x += 1\nwhile True:\n    try: f()\n    except BaseException: pass",
+	"def f():\n    x = 0\n    while True: x += 1\nwhile True:\n    try: f()\n    except "
+	"BaseException: pass",
 	"class C:\n    def __enter__(self): return self\n    def __exit__(self, *a): return True\n"
 	"x = 0\nwhile True:\n    with C():\n        while True: x += 1",
 };
@@ -244,7 +249,8 @@ static void test_cpu(void)
 	struct tp_limits l = limits();
 
 	l.cpu_ms = 100;
-	run_lim("while True:\n    try:\n        while True: pass\n    except BaseException: pass", l);
+	run_lim("while True:\n    try:\n        while True: pass\n    except BaseException: pass",
+		l);
 	CHECK_EQ_STR(err_s("kind"), "cpu_limit");
 	CHECK_EQ_STR(lim_s("name"), "cpu_ms");
 	CHECK(lim_i("used") >= 100);
@@ -319,8 +325,8 @@ static void test_crash(void)
 static void test_inputs_and_seed(void)
 {
 	struct tp_exec_req req = { .code = "[x, y[2]['z'], n is None]", .limits = limits() };
-	json_t *in = json_loads("{\"x\": 1.5, \"y\": [1, null, {\"z\": \"w\"}], \"n\": null}", 0,
-				NULL);
+	json_t *in =
+	    json_loads("{\"x\": 1.5, \"y\": [1, null, {\"z\": \"w\"}], \"n\": null}", 0, NULL);
 
 	req.code_len = strlen(req.code);
 	req.inputs = in;
@@ -335,8 +341,11 @@ static void test_inputs_and_seed(void)
 	json_decref(in);
 
 	char a[256], b[256];
-	req = (struct tp_exec_req){ .code = "import random\n[random.random(), random.randrange(10**9)]",
-				    .limits = limits(), .has_seed = 1, .seed = 42 };
+	req = (struct tp_exec_req){ .code =
+					"import random\n[random.random(), random.randrange(10**9)]",
+				    .limits = limits(),
+				    .has_seed = 1,
+				    .seed = 42 };
 	req.code_len = strlen(req.code);
 	json_decref(R.reply);
 	run_req(&R, &req, 1);

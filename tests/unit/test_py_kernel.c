@@ -59,7 +59,7 @@ static void probe(const char *src, int fd)
 {
 	PyObject *g = PyDict_New();
 	PyDict_SetItemString(g, "__builtins__", PyEval_GetBuiltins());
-	static const char *const mods[] = {"posix", "_socket", "_posixsubprocess"};
+	static const char *const mods[] = { "posix", "_socket", "_posixsubprocess" };
 	for (size_t i = 0; i < sizeof mods / sizeof mods[0]; i++) {
 		PyObject *m = PyImport_ImportModule(mods[i]); /* built in: no file is read */
 		if (m == NULL) {
@@ -104,9 +104,13 @@ static void run_locked(const char *src, char *res, size_t reslen, int *status)
 	if (pid == 0) {
 		close(fds[0]);
 		tp_py_worker_init(1);
-		int keep[1] = {fds[1]};
-		struct tp_lockdown ld = {.as_bytes = g_as_bytes, .cpu_sec = 5, .nofile = 8,
-					 .keep_fds = keep, .nkeep = 1, .shm = shm};
+		int keep[1] = { fds[1] };
+		struct tp_lockdown ld = { .as_bytes = g_as_bytes,
+					  .cpu_sec = 5,
+					  .nofile = 8,
+					  .keep_fds = keep,
+					  .nkeep = 1,
+					  .shm = shm };
 		if (tp_lockdown_apply(&ld, err, sizeof err) != 0)
 			_exit(99);
 		probe(src, fds[1]);
