@@ -40,6 +40,20 @@ uint32_t tp_zygote_area_bytes(void)
 
 /* ---- host side -------------------------------------------------------------- */
 
+/* The binary a language's zygote runs: Python's own build (tidepool-python,
+ * beside ours: see the Makefile) when it is there, else this one. Found from
+ * our own path (/proc/self/exe), never from the environment or PATH. */
+static const char *zygote_binary(const char *lang)
+{
+	static char path[4096];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
+	char *slash = n > 0 ? memrchr(path, '/', (size_t)n) : NULL;
+	if (strcmp(lang, "python") != 0 || slash == NULL)
+		return "/proc/self/exe";
+	strcpy(slash + 1, "tidepool-python");
+	return access(path, X_OK) == 0 ? path : "/proc/self/exe";
+}
+
 static void exec_zygote(int ctl, const char *lang)
 {
 	char *const argv[] = { "tidepool", "--zygote", (char *)lang, NULL };
@@ -60,7 +74,7 @@ static void exec_zygote(int ctl, const char *lang)
 		_exit(127);
 	/* Only stdin/stdout (null), stderr (logs) and the control socket survive. */
 	syscall(SYS_close_range, CTL_FD + 1, ~0u, 0);
-	execve("/proc/self/exe", argv, envp);
+	execve(zygote_binary(lang), argv, envp);
 	_exit(127);
 }
 
