@@ -106,12 +106,12 @@ demo: $(BUILD)/tidepool
 unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
-proto: $(BUILD)/tidepool
+proto: $(BUILD)/tidepool $(BUILD)/tidepool-python
 	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) -m pytest -q tests/proto
 
 test: unit proto
 
-bench: $(BUILD)/tidepool
+bench: $(BUILD)/tidepool $(BUILD)/tidepool-python
 	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) tests/bench/bench.py
 
 # py-sandbox/pyshim.c is generated from shim.py (gen_shim.py): left as generated.

@@ -124,3 +124,16 @@ def test_no_stray_processes_after_hostile_load(host):
     assert len(kids) <= 3, kids
     for pid in kids:
         assert open(f"/proc/{pid}/cmdline", "rb").read().startswith(b"tidepool")
+
+
+def test_python_zygote_runs_its_own_build_when_beside_the_host(host):
+    sibling = os.path.join(os.path.dirname(os.path.realpath(host.proc.args[0])), "tidepool-python")
+    r = host.call("sandbox/exec", {"lang": "python", "code": "6*7"})
+    assert r["result"]["value"] == 42
+    exes = {os.readlink(f"/proc/{p}/exe") for p in host.children()
+            if open(f"/proc/{p}/comm").read().strip() == "tp-zygote"}
+    if os.access(sibling, os.X_OK):
+        assert sibling in exes  # Python's zygote: the non-PIC CPython build
+        assert os.path.realpath(host.proc.args[0]) in exes  # Lua's: the host's own binary
+    else:
+        assert exes == {os.path.realpath(host.proc.args[0])}
