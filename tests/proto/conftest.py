@@ -88,9 +88,21 @@ class Host:
                 pass
         return None
 
+    def by_comm(self, name):
+        """Children whose comm is name; one that exits meanwhile is skipped."""
+        out = []
+        for p in self.children():
+            try:
+                with open(f"/proc/{p}/comm") as f:
+                    if f.read().strip() == name:
+                        out.append(p)
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+        return out
+
     def workers(self):
-        z = self.zygote_pid()
-        return [p for p in self.children() if p != z]
+        """Children that are not a zygote (one per language; both run the zygote filter)."""
+        return self.by_comm("tp-worker")
 
     def close(self):
         if self.proc.poll() is None:

@@ -130,10 +130,29 @@ def test_python_zygote_runs_its_own_build_when_beside_the_host(host):
     sibling = os.path.join(os.path.dirname(os.path.realpath(host.proc.args[0])), "tidepool-python")
     r = host.call("sandbox/exec", {"lang": "python", "code": "6*7"})
     assert r["result"]["value"] == 42
-    exes = {os.readlink(f"/proc/{p}/exe") for p in host.children()
-            if open(f"/proc/{p}/comm").read().strip() == "tp-zygote"}
+    exes = {os.readlink(f"/proc/{p}/exe") for p in host.by_comm("tp-zygote")}
     if os.access(sibling, os.X_OK):
         assert sibling in exes  # Python's zygote: the non-PIC CPython build
         assert os.path.realpath(host.proc.args[0]) in exes  # Lua's: the host's own binary
     else:
         assert exes == {os.path.realpath(host.proc.args[0])}
+
+
+def test_python_workers_are_locked_down_too(host):
+    assert host.call("sandbox/exec", {"lang": "python", "code": "1"})["result"]["value"] == 1
+    time.sleep(0.3)  # the Python pool is warm once Python has been used
+    pyz = [p for p in host.by_comm("tp-zygote")
+           if b"python" in open(f"/proc/{p}/cmdline", "rb").read()]
+    assert len(pyz) == 1
+    # Workers are cloned from the zygote's image: same cmdline, comm tp-worker.
+    workers = [p for p in wait_warm_workers(host, 2)
+               if open(f"/proc/{p}/cmdline", "rb").read() == open(f"/proc/{pyz[0]}/cmdline", "rb").read()]
+    assert workers, "no warm Python worker"
+    for pid in workers:
+        assert status_field(pid, "Seccomp") == "2"
+        assert status_field(pid, "NoNewPrivs") == "1"
+        assert status_field(pid, "Uid").split()[:3] == ["65534"] * 3
+        assert open(f"/proc/{pid}/environ", "rb").read() == b""
+    # The zygote itself runs under the zygote filter (one layer), workers add the seal.
+    assert status_field(pyz[0], "Seccomp") == "2"
+    assert status_field(workers[0], "Seccomp_filters") == "2"
