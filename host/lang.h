@@ -5,8 +5,9 @@
  *   1. zygote_init(): in the zygote, once, before any fork. Build the pristine
  *      interpreter every worker inherits. No request data exists yet.
  *   2. worker_init(entropy): in a fresh worker, before lockdown. Reseed.
- *   3. exec(req, shm): in the locked-down worker, once (one-shot). Returns the
- *      worker's reply object (see docs/worker-protocol.md); output goes to shm.
+ *   3. exec(req, shm): in the locked-down worker, once (one-shot). Starts the
+ *      page with tp_shm_begin(), runs, and returns the worker's reply object
+ *      (see docs/worker-protocol.md); output goes to shm.
  */
 #ifndef TP_LANG_H
 #define TP_LANG_H

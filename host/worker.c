@@ -121,7 +121,6 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 	if (parse_request(buf, len, &msg, &req) != 0)
 		_exit(TP_EXIT_FATAL);
 	free(buf);
-	tp_shm_begin(shm, req.limits.output_bytes);
 	reply(cfg->chan_fd, cfg->lang->exec(&req, shm));
 	_exit(0);
 }

@@ -99,27 +99,41 @@ int tp_zygote_start(const char *lang, pid_t *pid, char *err, size_t errlen)
 	return sv[0];
 }
 
-int tp_zygote_spawn(int ctl, int chan_fd, int shm_fd, uint32_t area_bytes)
-{
-	char msg[5] = { 'S' };
+/* One spawn message: 'S', the output area's size, and two fds (SCM_RIGHTS). */
+struct spawn_msg {
+	char body[1 + sizeof(uint32_t)];
 	union {
 		char buf[CMSG_SPACE(2 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	struct iovec iov = { msg, sizeof msg };
-	struct msghdr mh = { .msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = sizeof u.buf };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	struct iovec iov;
+	struct msghdr mh;
+};
+
+static void spawn_msg_init(struct spawn_msg *m)
+{
+	memset(m, 0, sizeof *m);
+	m->iov = (struct iovec){ m->body, sizeof m->body };
+	m->mh = (struct msghdr){ .msg_iov = &m->iov,
+				 .msg_iovlen = 1,
+				 .msg_control = m->u.buf,
+				 .msg_controllen = sizeof m->u.buf };
+}
+
+int tp_zygote_spawn(int ctl, int chan_fd, int shm_fd, uint32_t area_bytes)
+{
+	struct spawn_msg m;
 	int fds[2] = { chan_fd, shm_fd };
 
-	memcpy(msg + 1, &area_bytes, sizeof area_bytes);
+	spawn_msg_init(&m);
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m.mh);
+	m.body[0] = 'S';
+	memcpy(m.body + 1, &area_bytes, sizeof area_bytes);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof fds);
 	memcpy(CMSG_DATA(c), fds, sizeof fds);
-	return sendmsg(ctl, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof msg ? 0 : -1;
+	return sendmsg(ctl, &m.mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof m.body ? 0 : -1;
 }
 
 int tp_zygote_read_pid(int ctl, pid_t *pid)
@@ -136,7 +150,7 @@ int tp_zygote_read_pid(int ctl, pid_t *pid)
 
 /* ---- zygote side ------------------------------------------------------------ */
 
-static uint64_t own_vm_bytes(void)
+uint64_t tp_zygote_vm_bytes(void)
 {
 	unsigned long pages = 0;
 	FILE *f = fopen("/proc/self/statm", "r");
@@ -148,41 +162,39 @@ static uint64_t own_vm_bytes(void)
 	return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-/* Receives one spawn message; returns 0 at EOF, 1 with fds, -1 on a bad message. */
-static int recv_spawn(int *chan, int *shm, uint32_t *area)
+int tp_zygote_recv_spawn(int ctl, int *chan, int *shm, uint32_t *area)
 {
-	char msg[5];
-	union {
-		char buf[CMSG_SPACE(2 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = { msg, sizeof msg };
-	struct msghdr mh = { .msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = u.buf,
-			     .msg_controllen = sizeof u.buf };
+	struct spawn_msg m;
 	ssize_t n;
+
+	spawn_msg_init(&m);
 	do
-		n = recvmsg(CTL_FD, &mh, MSG_CMSG_CLOEXEC);
+		n = recvmsg(ctl, &m.mh, MSG_CMSG_CLOEXEC);
 	while (n < 0 && errno == EINTR);
 	if (n <= 0)
 		return 0;
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	if (n != sizeof msg || msg[0] != 'S' || c == NULL || c->cmsg_type != SCM_RIGHTS ||
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m.mh);
+	if (n != sizeof m.body || m.body[0] != 'S' || c == NULL || c->cmsg_type != SCM_RIGHTS ||
 	    c->cmsg_len != CMSG_LEN(2 * sizeof(int)))
 		return -1;
 	int fds[2];
 	memcpy(fds, CMSG_DATA(c), sizeof fds);
 	*chan = fds[0];
 	*shm = fds[1];
-	memcpy(area, msg + 1, sizeof *area);
+	memcpy(area, m.body + 1, sizeof *area);
 	return 1;
+}
+
+int tp_zygote_send_pid(int ctl, pid_t pid)
+{
+	int32_t v = pid;
+	return send(ctl, &v, sizeof v, MSG_NOSIGNAL) == (ssize_t)sizeof v ? 0 : -1;
 }
 
 /* clone(CLONE_PARENT): the worker becomes the host's child, so the host reaps it
  * and sees its real exit status. glibc's fork() would also run atfork handlers;
  * the zygote registers none and is single-threaded, so a raw clone is safe. */
-static pid_t clone_worker(void)
+pid_t tp_zygote_clone_worker(void)
 {
 	return (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
 }
@@ -208,7 +220,7 @@ int tp_zygote_main(const char *lang_name)
 	}
 	tp_limits_default(&cfg.ceiling);
 	cfg.host_pid = getppid();
-	cfg.as_bytes = own_vm_bytes() + cfg.ceiling.memory_bytes + AS_SLACK;
+	cfg.as_bytes = tp_zygote_vm_bytes() + cfg.ceiling.memory_bytes + AS_SLACK;
 	/* Purge before forking (Android's zygote lesson): consolidate the free chunks
 	 * init left behind, or every worker's first large malloc does it again and
 	 * takes a copy-on-write fault on each heap page it walks. */
@@ -227,20 +239,19 @@ int tp_zygote_main(const char *lang_name)
 		return 1;
 	}
 	for (;;) {
-		int r = recv_spawn(&cfg.chan_fd, &cfg.shm_fd, &cfg.area_bytes);
+		int r = tp_zygote_recv_spawn(CTL_FD, &cfg.chan_fd, &cfg.shm_fd, &cfg.area_bytes);
 		if (r == 0)
 			return 0;
 		if (r < 0 || cfg.area_bytes > TP_MAX_OUTPUT_BYTES)
 			return 1; /* the host broke the protocol: stop rather than guess */
-		pid_t pid = clone_worker();
+		pid_t pid = tp_zygote_clone_worker();
 		if (pid == 0) {
 			close(CTL_FD);
 			tp_worker_main(&cfg);
 		}
 		close(cfg.chan_fd);
 		close(cfg.shm_fd);
-		int32_t v = pid < 0 ? -errno : pid;
-		if (send(CTL_FD, &v, sizeof v, MSG_NOSIGNAL) != sizeof v)
+		if (tp_zygote_send_pid(CTL_FD, pid < 0 ? -errno : pid) != 0)
 			return 1;
 	}
 }

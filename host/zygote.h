@@ -26,6 +26,17 @@ int tp_zygote_read_pid(int ctl, pid_t *pid);
 
 int tp_zygote_main(const char *lang);
 
+/* The zygote's side of the control protocol, also used by the test-only fake
+ * zygote (tests/faults/fake_tidepool.c), so both speak it the same way. */
+/* Returns 1 with the fds, 0 at EOF, -1 on a malformed message. */
+int tp_zygote_recv_spawn(int ctl, int *chan, int *shm, uint32_t *area);
+/* A worker's pid, or -errno when the clone failed. */
+int tp_zygote_send_pid(int ctl, pid_t pid);
+/* clone(CLONE_PARENT | SIGCHLD): the worker is the host's child. */
+pid_t tp_zygote_clone_worker(void);
+/* The calling process's mapped bytes (/proc/self/statm): the base of RLIMIT_AS. */
+uint64_t tp_zygote_vm_bytes(void);
+
 /* The fixed output area every worker's shared page has (the output ceiling). */
 uint32_t tp_zygote_area_bytes(void);
 

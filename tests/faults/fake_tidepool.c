@@ -21,6 +21,7 @@
 #include "frame.h"
 #include "host.h"
 #include "shm.h"
+#include "zygote.h"
 
 #define CTL_FD 3
 
@@ -274,47 +275,21 @@ static _Noreturn void fake_worker(int chan, int shm_fd, uint32_t area)
 
 /* ---- fake zygote: the real control protocol (docs/worker-protocol.md) ----------- */
 
-static int recv_spawn(int *chan, int *shm, uint32_t *area)
-{
-	char msg[5];
-	union {
-		char buf[CMSG_SPACE(2 * sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	struct iovec iov = {msg, sizeof msg};
-	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-			    .msg_controllen = sizeof u.buf};
-	ssize_t n;
-	do
-		n = recvmsg(CTL_FD, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
-	struct cmsghdr *c = n == sizeof msg ? CMSG_FIRSTHDR(&mh) : NULL;
-	if (c == NULL || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(2 * sizeof(int)))
-		return -1;
-	int fds[2];
-	memcpy(fds, CMSG_DATA(c), sizeof fds);
-	*chan = fds[0];
-	*shm = fds[1];
-	memcpy(area, msg + 1, sizeof *area);
-	return 0;
-}
-
 static int fake_zygote(void)
 {
 	int chan, shm;
 	uint32_t area;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_NAME, "tp-zygote");
-	while (recv_spawn(&chan, &shm, &area) == 0) {
-		pid_t pid = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
+	while (tp_zygote_recv_spawn(CTL_FD, &chan, &shm, &area) == 1) {
+		pid_t pid = tp_zygote_clone_worker();
 		if (pid == 0) {
 			close(CTL_FD);
 			fake_worker(chan, shm, area);
 		}
 		close(chan);
 		close(shm);
-		int32_t v = pid < 0 ? -errno : pid;
-		if (send(CTL_FD, &v, sizeof v, MSG_NOSIGNAL) != sizeof v)
+		if (tp_zygote_send_pid(CTL_FD, pid < 0 ? -errno : pid) != 0)
 			return 1;
 	}
 	return 0;

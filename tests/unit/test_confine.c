@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "lockdown.h"
+#include "zygote.h"
 #include "shm.h"
 #include "tap.h"
 
@@ -46,14 +47,7 @@ static unsigned long long g_as_bytes = 256ull << 20;
 static void init_as_bytes(void)
 {
 #ifdef TP_SANITIZE
-	unsigned long long pages = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-	if (f != NULL) {
-		if (fscanf(f, "%llu", &pages) != 1)
-			pages = 0;
-		fclose(f);
-	}
-	g_as_bytes = pages * (unsigned long long)sysconf(_SC_PAGESIZE) + (256ull << 20);
+	g_as_bytes = tp_zygote_vm_bytes() + (256ull << 20);
 #endif
 }
 #define CPU_SEC 5

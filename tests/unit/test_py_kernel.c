@@ -8,6 +8,7 @@
 #include <Python.h>
 
 #include "lockdown.h"
+#include "zygote.h"
 #include "pysandbox.h"
 
 #include <errno.h>
@@ -41,14 +42,7 @@ static unsigned long long g_as_bytes = 4ull << 30;
 static void init_as_bytes(void)
 {
 #ifdef TP_SANITIZE
-	unsigned long long pages = 0;
-	FILE *f = fopen("/proc/self/statm", "r");
-	if (f != NULL) {
-		if (fscanf(f, "%llu", &pages) != 1)
-			pages = 0;
-		fclose(f);
-	}
-	g_as_bytes += pages * (unsigned long long)sysconf(_SC_PAGESIZE);
+	g_as_bytes += tp_zygote_vm_bytes();
 #endif
 }
 #define MARKER "/tmp/tidepool-py-kernel-marker"
