@@ -9,7 +9,15 @@
 #include <stdio.h>
 #include <string.h>
 
-static int tap_failures, tap_checks;
+static int tap_failures, tap_checks, tap_skips;
+
+/* A case the machine cannot run: said on stdout with its reason, and counted. */
+#define TP_SKIP(...)                                                                               \
+	do {                                                                                       \
+		tap_skips++;                                                                       \
+		printf("# skip: " __VA_ARGS__);                                                    \
+		printf("\n");                                                                      \
+	} while (0)
 
 #define CHECK(cond)                                                                                \
 	do {                                                                                       \
@@ -44,7 +52,8 @@ static int tap_failures, tap_checks;
 
 static inline int tp_test_done(const char *name)
 {
-	printf("%s: %d checks, %d failures\n", name, tap_checks, tap_failures);
+	printf("%s: %d checks, %d failures, %d skipped\n", name, tap_checks, tap_failures,
+	       tap_skips);
 	return tap_failures ? 1 : 0;
 }
 
