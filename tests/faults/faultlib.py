@@ -18,6 +18,11 @@ BINARY = os.environ.get("TIDEPOOL", os.path.join(ROOT, "build", "tidepool"))
 FAKE = os.environ.get("TIDEPOOL_FAKE", os.path.join(ROOT, "build", "tests", "fake_tidepool"))
 FAILALLOC_BIN = os.environ.get("TIDEPOOL_FAILALLOC_BIN", os.path.join(ROOT, "build-failalloc", "tidepool"))
 ENV = {"PATH": "/usr/bin:/bin"}
+PF_EXITING = 0x4  # /proc/<pid>/stat flags: the task is in do_exit
+SIGKILL_BIT = 1 << (signal.SIGKILL - 1)
+# Linux lists a task's children in /proc with CONFIG_PROC_CHILDREN; without it,
+# children are found by scanning every process's parent.
+HAVE_PROC_CHILDREN = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
 
 
 class ProtocolViolation(AssertionError):
@@ -174,11 +179,18 @@ class Host:
 
 def children_of(pid):
     out = []
+    if not HAVE_PROC_CHILDREN:
+        for p in os.listdir("/proc"):
+            if p.isdigit():
+                st = _stat_fields(p)
+                if st is not None and int(st[1]) == pid:
+                    out.append(int(p))
+        return out
     try:
         for task in os.listdir(f"/proc/{pid}/task"):
             with open(f"/proc/{pid}/task/{task}/children") as f:
                 out += [int(p) for p in f.read().split()]
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         pass
     return out
 
@@ -191,15 +203,104 @@ def proc_comm(pid):
         return None
 
 
-def proc_stat(pid):
-    """(state, utime+stime in clock ticks), or None when gone."""
+def _stat_fields(pid):
+    """/proc/<pid>/stat from field 3 (state) on, or None when gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             s = f.read()
     except (FileNotFoundError, ProcessLookupError):
         return None
-    fields = s[s.rindex(")") + 2:].split()
+    return s[s.rindex(")") + 2:].split() if s else None
+
+
+def proc_stat(pid):
+    """(state, utime+stime in clock ticks), or None when gone."""
+    fields = _stat_fields(pid)
+    if fields is None:
+        return None
     return fields[0], int(fields[11]) + int(fields[12])
+
+
+def proc_start(pid):
+    """Start time (clock ticks after boot), or None when gone: with the pid it
+    names one process (pids are reused, pid_max can be 32768), and it orders
+    processes by age where pids do not."""
+    fields = _stat_fields(pid)
+    return None if fields is None else int(fields[19])
+
+
+def dying(pid):
+    """True when pid is gone, a zombie, exiting, or has SIGKILL pending: a worker
+    the host killed (at background priority) can take a while to go."""
+    fields = _stat_fields(pid)
+    if fields is None or fields[0] in "ZXx" or int(fields[6]) & PF_EXITING:
+        return True
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            pend = [int(l.split()[1], 16) for l in f if l.startswith(("SigPnd:", "ShdPnd:"))]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return any(p & SIGKILL_BIT for p in pend)
+
+
+def proc_sealed(pid):
+    """A worker that finished its lockdown (its own seccomp filter on the
+    zygote's), or None when gone / the kernel does not count filters."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("Seccomp_filters:"):
+                    return int(line.split()[1]) >= 2
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return None
+
+
+def wait_reaped(h, timeout=30.0):
+    """Waits until no child of the host is on its way out: a worker killed from
+    outside is still handed an exec until the host has reaped it (and one killed
+    exits at background priority, which on a busy machine takes a while).
+    Returns the children still dying after timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = [p for p in h.children() if dying(p)]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.005)
+
+
+def wait_quiescent(h, pool=2, timeout=30.0):
+    """Waits until the host's children are its zygote(s) and at least `pool` warm
+    workers, none starting (not yet renamed or sealed) or on its way out: after
+    an exec the host kills the worker and refills its pool, and on a slow or
+    busy machine that takes a while. Returns the children; after timeout,
+    whatever they are (the caller's assertion judges)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        kids = h.children()
+        comms = {p: proc_comm(p) for p in kids}
+        workers = [p for p, c in comms.items() if c == "tp-worker"]
+        zygotes = [p for p, c in comms.items() if c == "tp-zygote"]
+        settled = (len(zygotes) == 1 and len(workers) >= pool
+                   and not any(dying(p) for p in kids)
+                   and all(proc_sealed(p) is not False for p in workers))
+        if settled or time.monotonic() > deadline:
+            return kids
+        time.sleep(0.02)
+
+
+def usable_cpus():
+    """CPUs this process may use: its affinity, within a cgroup v2 CPU quota
+    (os.cpu_count() is the machine's, which a container can be far below)."""
+    n = len(os.sched_getaffinity(0))
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as f:
+            quota, period = f.read().split()
+        if quota != "max":
+            n = min(n, max(1, -(-int(quota) // int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, n)
 
 
 def alive(pid):

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from faultlib import ENV, FAILALLOC_BIN, ProtocolViolation, alive, check_response
+from faultlib import ENV, FAILALLOC_BIN, ProtocolViolation, alive, check_response, usable_cpus
 
 pytestmark = pytest.mark.skipif(not os.path.exists(FAILALLOC_BIN), reason="build with `make FAILALLOC=1` first")
 
@@ -179,7 +179,7 @@ def test_every_allocation_failure_is_survived():
     _, _, total = judge(0)
     # Timing changes how often the loop polls; cover some slack past the count.
     last = total + total // 4
-    jobs = int(os.environ.get("FAILALLOC_JOBS", os.cpu_count() or 2))
+    jobs = int(os.environ.get("FAILALLOC_JOBS", usable_cpus()))
     problems, dropped = [], 0
     t0 = time.monotonic()
     with ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -198,7 +198,7 @@ def test_memory_that_stays_exhausted_is_survived():
     but it must not spin, crash or write a broken line, and it exits at EOF."""
     _, _, total = judge(0)
     problems = []
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+    with ThreadPoolExecutor(max_workers=int(os.environ.get("FAILALLOC_JOBS", usable_cpus()))) as pool:
         for probs, _, _ in pool.map(judge, [f"{n}+" for n in range(1, total, max(1, total // 40))]):
             problems += probs
     known = [p for p in problems if "killed by SIGPIPE" in p]

@@ -6,7 +6,7 @@ import signal
 import threading
 import time
 
-from faultlib import Host, assert_healthy, kill_quietly, proc_comm
+from faultlib import Host, assert_healthy, kill_quietly, proc_comm, proc_start, wait_reaped
 
 BIG = 900_000
 
@@ -30,8 +30,11 @@ class Killer(threading.Thread):
         while not self.stop.is_set():
             kids = self.h.children()
             if zygote is None or zygote not in kids:
-                zs = [p for p in kids if proc_comm(p) == "tp-zygote"]
-                zygote = min(zs) if zs else None  # the oldest: workers not yet renamed are younger
+                zs = [(proc_start(p), p) for p in kids if proc_comm(p) == "tp-zygote"]
+                zs = [z for z in zs if z[0] is not None]
+                # The oldest: workers not yet renamed are younger. By start time,
+                # not pid: pids wrap (pid_max is 32768 on a small machine).
+                zygote = min(zs)[1] if zs else None
             victims = [p for p in kids if p != zygote and proc_comm(p) in self.comms]
             if victims and kill_quietly(self.rng.choice(victims)):
                 self.kills += 1
@@ -47,35 +50,45 @@ MIX = [
 ]
 
 
-def run_under_fire(h, comms, n=300, seed=1):
+def run_under_fire(h, comms, n=300, seed=1, enough=lambda kills, outcomes: True, max_rounds=20):
+    """Runs rounds of n execs under fire until enough(kills, outcomes): how many
+    kills land in a round depends on the machine (how long a worker takes to
+    start and run), so a fast machine may need more rounds than a slow one."""
     killer = Killer(h, comms, seed=seed)
     killer.start()
     rng = random.Random(seed)
-    sent = {}
+    outcomes = {"ok": 0, "killed": 0}
     try:
-        for i in range(n):
-            code, check = MIX[rng.randrange(len(MIX))]
-            sent[h.exec_req(code.replace("{i}", str(i)), id=f"k{i}")] = (i, check)
-            if i % 20 == 19:  # keep a window in flight, not all at once
-                for j in range(i - 19, i - 9):
-                    h.reply(f"k{j}", timeout=60)
-                    sent.pop(f"k{j}")
-        outcomes = {"ok": 0, "killed": 0}
-        for id, (i, check) in sent.items():
-            r = h.reply(id, timeout=60)["result"]
-            if is_killed(r):
-                outcomes["killed"] += 1
-            else:
-                assert check(i, r), (id, r["error"] if not r["ok"] else str(r)[:200])
-                outcomes["ok"] += 1
+        for round in range(max_rounds):
+            sent = {}
+            base = round * n
+            for i in range(base, base + n):
+                code, check = MIX[rng.randrange(len(MIX))]
+                sent[h.exec_req(code.replace("{i}", str(i)), id=f"k{i}")] = (i, check)
+                if i % 20 == 19:  # keep a window in flight, not all at once
+                    for j in range(i - 19, i - 9):
+                        if f"k{j}" in sent:
+                            h.reply(f"k{j}", timeout=60)
+                            sent.pop(f"k{j}")
+            for id, (i, check) in sent.items():
+                r = h.reply(id, timeout=60)["result"]
+                if is_killed(r):
+                    outcomes["killed"] += 1
+                else:
+                    assert check(i, r), (id, r["error"] if not r["ok"] else str(r)[:200])
+                    outcomes["ok"] += 1
+            if enough(killer.kills, outcomes):
+                break
     finally:
         killer.stop.set()
         killer.join()
+    wait_reaped(h)  # the last kills: an exec handed to one of those would be killed too
     return killer.kills, outcomes
 
 
 def test_kill_running_and_replying_workers(host):
-    kills, outcomes = run_under_fire(host, {"tp-worker"})
+    kills, outcomes = run_under_fire(host, {"tp-worker"},
+                                     enough=lambda k, o: k > 20 and o["killed"] > 0 and o["ok"] > 0)
     print(f"\n{kills} kills: {outcomes}")
     assert kills > 20 and outcomes["killed"] > 0 and outcomes["ok"] > 0
     assert_healthy(host)
@@ -85,28 +98,52 @@ def test_kill_running_and_replying_workers(host):
 def test_kill_workers_while_starting(host):
     # A worker not yet renamed still says tp-zygote: killing those hits the
     # fork, the mapping of the page and the lockdown.
-    kills, outcomes = run_under_fire(host, {"tp-zygote"}, n=200, seed=2)
+    kills, outcomes = run_under_fire(host, {"tp-zygote"}, n=200, seed=2, enough=lambda k, o: k > 10)
     print(f"\n{kills} kills while starting: {outcomes}")
     assert kills > 10
     assert_healthy(host)
 
 
+def exec_seconds(h, code, runs=5):
+    """The median time from request to reply of code, run as in the loop below
+    with the kill coming after the reply: what a kill delay is measured against."""
+    times = []
+    for _ in range(runs):
+        t0 = time.monotonic()
+        r = h.exec(code)
+        times.append(time.monotonic() - t0)
+        assert r["ok"], str(r)[:300]
+        for p in h.by_comm("tp-worker"):
+            kill_quietly(p)
+        wait_reaped(h)
+    return sorted(times)[runs // 2]
+
+
 def test_kill_at_random_delays_after_the_request(host):
-    """Aims at the reply: a big value, killed 0..40 ms after it was asked for."""
+    """Aims at the reply: a big value, killed at a random delay after it was
+    asked for, between 0 and the time the exec takes on this machine, request
+    to reply read (a fixed range would kill every exec on a slow machine, none
+    on a fast one)."""
     rng = random.Random(3)
     assert_healthy(host)
+    code = f"print('x') return string.rep('r', {BIG})"
+    span = exec_seconds(host, code)
     seen = {"ok": 0, "killed": 0}
     for i in range(60):
-        id = host.exec_req(f"print('x') return string.rep('r', {BIG})")
-        time.sleep(rng.uniform(0, 0.04))
+        id = host.exec_req(code)
+        time.sleep(rng.uniform(0, span))
         for p in host.by_comm("tp-worker"):
             kill_quietly(p)
         r = host.reply(id, timeout=30)["result"]
+        # The next exec must not go to a worker killed here that the host has
+        # not reaped yet: that kill would not be the one aimed at it.
+        wait_reaped(host)
         if is_killed(r):
             seen["killed"] += 1
         else:
             assert r["ok"] and r["value"] == "r" * BIG, str(r)[:300]
             seen["ok"] += 1
+    print(f"\nkill delays 0..{span * 1000:.0f} ms: {seen}")
     assert seen["ok"] and seen["killed"], seen
     assert_healthy(host)
 

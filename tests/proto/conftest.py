@@ -10,6 +10,97 @@ import pytest
 
 BINARY = os.environ.get("TIDEPOOL", os.path.join(os.path.dirname(__file__), "..", "..", "build", "tidepool"))
 
+CLK_TCK = os.sysconf("SC_CLK_TCK")  # the unit of utime/stime in /proc/<pid>/stat
+PF_EXITING = 0x4                     # /proc/<pid>/stat flags: the task is in do_exit
+SIGKILL_BIT = 1 << (signal.SIGKILL - 1)
+# Linux 3.5+ lists a task's children in /proc (CONFIG_PROC_CHILDREN); without it,
+# children are found by scanning every process's parent.
+HAVE_PROC_CHILDREN = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    # Print why a test was skipped (a kernel without a feature), also under -q.
+    tr = config.pluginmanager.get_plugin("terminalreporter")
+    if tr is not None and "s" not in tr.reportchars:
+        tr.reportchars += "s"
+
+
+# -- /proc of processes that may exit while they are read ------------------------
+# Workers are short-lived (one per exec) and a zygote can be killed: every read
+# below returns None for a process that is gone, instead of raising.
+
+def proc_read(pid, name, mode="rb"):
+    """/proc/<pid>/<name>, or None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/{name}", mode) as f:
+            return f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def proc_stat(pid):
+    """state, flags, CPU time in clock ticks (utime+stime) and start time, or None."""
+    s = proc_read(pid, "stat", "r")
+    if not s:
+        return None
+    f = s[s.rindex(")") + 2:].split()  # f[0] is field 3 (state) of proc(5)
+    return {"state": f[0], "flags": int(f[6]), "ticks": int(f[11]) + int(f[12]), "start": int(f[19])}
+
+
+def proc_status(pid):
+    """/proc/<pid>/status as a dict, or None when the process is gone."""
+    s = proc_read(pid, "status", "r")
+    if s is None:
+        return None
+    return {k: v.strip() for k, _, v in (line.partition(":") for line in s.splitlines())}
+
+
+def dying(pid):
+    """True when pid is gone, a zombie, exiting, or has SIGKILL pending: the host
+    kills a worker it has used (at background priority, so its exit can take a
+    while on a busy machine) and it is still listed meanwhile."""
+    st, status = proc_stat(pid), proc_status(pid)
+    if st is None or status is None or st["state"] in "ZXx" or st["flags"] & PF_EXITING:
+        return True
+    return any(int(status.get(k, "0"), 16) & SIGKILL_BIT for k in ("SigPnd", "ShdPnd"))
+
+
+def children_of(pid):
+    out = []
+    if HAVE_PROC_CHILDREN:
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except FileNotFoundError:
+            return []
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    out += [int(p) for p in f.read().split()]
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+        return out
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            s = proc_read(p, "stat", "r")
+            if s and int(s[s.rindex(")") + 2:].split()[1]) == pid:
+                out.append(int(p))
+    return out
+
+
+def wait_for(cond, timeout, what):
+    """Polls cond() until it returns something true; fails after timeout seconds
+    (a bound for "it did not hang": generous, a slow or loaded machine or an ASan
+    build must never reach it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        r = cond()
+        if r:
+            return r
+        if time.monotonic() > deadline:
+            raise AssertionError(f"after {timeout} s: {what}")
+        time.sleep(0.01)
+
 
 class Host:
     def __init__(self, env=None, args=()):
@@ -72,21 +163,28 @@ class Host:
 
     # -- processes ----------------------------------------------------------
     def children(self):
-        out = []
-        for task in os.listdir(f"/proc/{self.proc.pid}/task"):
-            with open(f"/proc/{self.proc.pid}/task/{task}/children") as f:
-                out += [int(p) for p in f.read().split()]
-        return out
+        return children_of(self.proc.pid)
+
+    def zygotes(self, timeout=30.0):
+        """The live zygotes, oldest first (Lua's, then Python's once it is used).
+        A worker just cloned by a zygote is named tp-zygote too, until its first
+        instructions rename it: while two share a command line, wait for the
+        transient one to go (after timeout, all are returned)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            groups = {}
+            for p in self.by_comm("tp-zygote"):
+                cmd = proc_read(p, "cmdline")
+                if cmd and not dying(p):
+                    groups.setdefault(cmd, []).append(p)
+            if all(len(g) == 1 for g in groups.values()) or time.monotonic() > deadline:
+                return sorted((p for g in groups.values() for p in g),
+                              key=lambda p: ((proc_stat(p) or {}).get("start", 0), p))
+            time.sleep(0.01)
 
     def zygote_pid(self):
-        for pid in self.children():
-            try:
-                with open(f"/proc/{pid}/comm") as f:
-                    if f.read().strip() == "tp-zygote":
-                        return pid
-            except FileNotFoundError:
-                pass
-        return None
+        zs = self.zygotes()
+        return zs[0] if zs else None
 
     def by_comm(self, name):
         """Children whose comm is name; one that exits meanwhile is skipped."""
@@ -111,11 +209,72 @@ class Host:
 
 
 def status_field(pid, name):
+    """A field of /proc/<pid>/status (None when the kernel has no such field);
+    raises FileNotFoundError for a process that is gone."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
             if line.startswith(name + ":"):
                 return line.split(":", 1)[1].strip()
     return None
+
+
+def warm_workers(h, pred=None):
+    """Workers that finished their lockdown (seccomp is its last step) and are not
+    on their way out."""
+    ws = []
+    for p in h.workers():
+        status = proc_status(p)
+        if status is None or status.get("Seccomp") != "2" or dying(p):
+            continue
+        if pred is None or pred(p):
+            ws.append(p)
+    return ws
+
+
+def wait_warm_workers(h, n=1, timeout=30.0, pred=None, what="locked-down worker"):
+    """At least n warm workers (matching pred). The pool refills after each exec:
+    on a slow machine (or an ASan build) that takes a while."""
+    time.sleep(0.1)  # the host kills a worker it just used: let the kill land
+
+    def enough():
+        ws = warm_workers(h, pred)
+        return ws if len(ws) >= n else None
+    return wait_for(enough, timeout, f"fewer than {n} warm {what}(s) among {h.workers()}")
+
+
+def cpu_ticks(pid):
+    st = proc_stat(pid)
+    return st["ticks"] if st else None
+
+
+def wait_spinning(pids_ticks, timeout=30.0, ms=50):
+    """Of the warm workers pids_ticks (pid -> CPU ticks while they were idle), the
+    one that was handed an exec that spins: a warm worker waits blocked and burns
+    no CPU; the spinner's CPU time grows. CPU time is sampled per tick (10 ms or
+    4 ms): wait for a growth of several ticks, not a fixed wall-clock sleep."""
+    need = max(2, -(-ms * CLK_TCK // 1000))
+
+    def grown():
+        now = {p: cpu_ticks(p) for p in pids_ticks}
+        best = max(((now[p] - t0, p) for p, t0 in pids_ticks.items() if now[p] is not None),
+                   default=(0, None))
+        return best[1] if best[0] >= need else None
+    return wait_for(grown, timeout, f"no worker among {sorted(pids_ticks)} burnt {ms} ms of CPU")
+
+
+def alive_since(ident):
+    """Of ident (pid -> start time), those still alive and not zombies: the start
+    time tells a pid reused by another process (pid_max can be 32768)."""
+    out = []
+    for p, start in ident.items():
+        st = proc_stat(p)
+        if st is not None and st["state"] not in "ZXx" and st["start"] == start:
+            out.append(p)
+    return out
+
+
+def identities(pids):
+    return {p: st["start"] for p in pids if (st := proc_stat(p)) is not None}
 
 
 @pytest.fixture

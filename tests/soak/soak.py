@@ -25,7 +25,53 @@ BINARY = os.environ.get("TIDEPOOL", os.path.join(HERE, "..", "..", "build", "tid
 RSS_TOLERANCE_KB = 8 * 1024
 FD_TOLERANCE = 2
 CHILD_TOLERANCE = 2
-CRASH_CPU_TICKS = 6  # a worker with this much CPU is the crash target (others stop at 20 ms)
+POOL_SIZE = 2  # the host's warm workers per language
+# A worker with this much CPU is the crash target (others stop at 20 or 30 ms).
+# /proc/<pid>/stat counts CPU in clock ticks (SC_CLK_TCK per second).
+CRASH_CPU_MS = 60
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+CRASH_CPU_TICKS = -(-CRASH_CPU_MS * CLK_TCK // 1000)
+PF_EXITING = 0x4  # /proc/<pid>/stat flags: the task is in do_exit
+SIGKILL_BIT = 1 << (signal.SIGKILL - 1)
+HAVE_PROC_CHILDREN = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
+
+
+def proc_read(pid, name):
+    """/proc/<pid>/<name>, or None when the process has gone meanwhile (workers
+    live for one exec)."""
+    try:
+        with open(f"/proc/{pid}/{name}") as f:
+            return f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+
+
+def stat_fields(pid):
+    """/proc/<pid>/stat from field 3 (state) on, or None when gone."""
+    s = proc_read(pid, "stat")
+    return s[s.rindex(")") + 2:].split() if s else None
+
+
+def dying(pid, fields):
+    """Gone, a zombie, exiting, or with SIGKILL pending (the host kills a worker
+    once it has its reply, at background priority: its exit can take a while)."""
+    if fields is None or fields[0] in "ZXx" or int(fields[6]) & PF_EXITING:
+        return True
+    status = proc_read(pid, "status")
+    if status is None:
+        return True
+    return any(int(l.split()[1], 16) & SIGKILL_BIT
+               for l in status.splitlines() if l.startswith(("SigPnd:", "ShdPnd:")))
+
+
+def sealed(pid):
+    """False for a worker that has not finished its lockdown (one seccomp filter,
+    the zygote's); True after; None when gone or the kernel does not say."""
+    status = proc_read(pid, "status")
+    for l in (status or "").splitlines():
+        if l.startswith("Seccomp_filters:"):
+            return int(l.split()[1]) >= 2
+    return None
 
 
 def kind_is(kind):
@@ -118,19 +164,20 @@ class Soak:
         return name, id, json.dumps(msg).encode(), lambda m: "result" in m and pred(m["result"])
 
     def crash_target(self):
+        """The worker running `while true do end`: the one that has burnt the most
+        CPU, if that is at least CRASH_CPU_MS. A worker the host has killed (at
+        its wall-clock limit, say) is not a candidate, however much it burnt."""
+        best, target = CRASH_CPU_TICKS - 1, None
         for pid in self.children():
-            try:
-                with open(f"/proc/{pid}/comm") as f:
-                    if f.read().strip() != "tp-worker":
-                        continue
-                with open(f"/proc/{pid}/stat") as f:
-                    s = f.read()
-            except (FileNotFoundError, ProcessLookupError):
+            if (proc_read(pid, "comm") or "").strip() != "tp-worker":
                 continue
-            fields = s[s.rindex(")") + 2:].split()
-            if int(fields[11]) + int(fields[12]) >= CRASH_CPU_TICKS:
-                return pid
-        return None
+            fields = stat_fields(pid)
+            if dying(pid, fields):
+                continue
+            ticks = int(fields[11]) + int(fields[12])
+            if ticks > best:
+                best, target = ticks, pid
+        return target
 
     def run_batch(self, start, count):
         lines, checks, names, nulls = [], {}, {}, 0
@@ -147,7 +194,7 @@ class Soak:
                 checks[id] = check
         self.proc.stdin.write(b"\n".join(lines) + b"\n")
         self.proc.stdin.flush()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         pid = None
         while pid is None and time.monotonic() < deadline:
             pid = self.crash_target()
@@ -176,16 +223,37 @@ class Soak:
     def children(self):
         pid = self.proc.pid
         out = []
+        if not HAVE_PROC_CHILDREN:  # a kernel without CONFIG_PROC_CHILDREN
+            for p in os.listdir("/proc"):
+                if p.isdigit() and (f := stat_fields(p)) is not None and int(f[1]) == pid:
+                    out.append(int(p))
+            return out
         for task in os.listdir(f"/proc/{pid}/task"):
             with open(f"/proc/{pid}/task/{task}/children") as f:
                 out += [int(p) for p in f.read().split()]
         return out
 
+    def settle(self, timeout=30.0):
+        """Waits until the host's children are its zygote and a warm pool, none
+        starting or on its way out: the host kills each worker it used (at
+        background priority) and refills its pool, and on a slow or busy machine
+        that outlasts any fixed pause. A leaked child stays, and is counted."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            kids = self.children()
+            comms = [(p, (proc_read(p, "comm") or "").strip()) for p in kids]
+            workers = [p for p, c in comms if c == "tp-worker"]
+            if (sum(c == "tp-zygote" for _, c in comms) == 1 and len(workers) >= POOL_SIZE
+                    and not any(dying(p, stat_fields(p)) for p in kids)
+                    and all(sealed(p) is not False for p in workers)):
+                return
+            time.sleep(0.01)
+
     def sample(self, done):
         pid = self.proc.pid
+        self.settle()
         with open(f"/proc/{pid}/status") as f:
             rss = next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
-        time.sleep(0.02)  # let the host reap what was just killed
         self.samples.append((done, rss, len(os.listdir(f"/proc/{pid}/fd")), len(self.children())))
 
     def run(self, t0, done):
