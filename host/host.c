@@ -27,7 +27,8 @@
 #include "jsonio.h"
 #include "proto.h"
 #include "result.h"
-#include "zygote.h"
+#include "spawn.h"
+#include "zygote_ctl.h"
 
 #define MAX_QUEUED 4096
 #define MAX_OUT_PENDING (16u << 20) /* stop reading stdin while this much is unwritten */
@@ -444,7 +445,7 @@ static int spawn_worker(struct tp_host *h, int lang)
 		return -1;
 	}
 	page = new_page(w);
-	if (page < 0 || tp_zygote_spawn(z->ctl, sv[1], page, w->area) != 0) {
+	if (page < 0 || tp_spawn_send(z->ctl, sv[1], page, w->area) != 0) {
 		if (page >= 0)
 			close(page);
 		close(sv[1]);
@@ -720,7 +721,7 @@ static void read_zygote(struct tp_host *h, struct zygote *z)
 {
 	pid_t pid;
 	int r;
-	while (z->ctl >= 0 && (r = tp_zygote_read_pid(z->ctl, &pid)) != 0) {
+	while (z->ctl >= 0 && (r = tp_spawn_recv_pid(z->ctl, &pid)) != 0) {
 		if (r < 0 || z->nspawning == 0) {
 			kill(z->pid, SIGKILL); /* reaped below; its spawns are dropped then */
 			return;
@@ -1105,7 +1106,7 @@ void tp_host_free(struct tp_host *h)
 			kill(z->pid, SIGKILL);
 			waitpid(z->pid, NULL, 0);
 		}
-		while (z->ctl >= 0 && tp_zygote_read_pid(z->ctl, &pid) == 1)
+		while (z->ctl >= 0 && tp_spawn_recv_pid(z->ctl, &pid) == 1)
 			if (pid > 0)
 				kill(pid, SIGKILL);
 	}

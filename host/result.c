@@ -6,6 +6,7 @@
 #include "result.h"
 
 #include <math.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@
 #include <sys/wait.h>
 
 #include "jsonio.h"
-#include "lockdown.h"
+#include "msg.h"
 #include "utf8.h"
 
 #define MAX_TEXT (64u << 10) /* message, traceback */
@@ -163,6 +164,17 @@ int tp_result_check_reply(const char *buf, size_t len, const struct tp_limits *l
 	}
 	*out = clean;
 	return 0;
+}
+
+void tp_syscall_name(int nr, char *buf, size_t len)
+{
+	char *name = nr >= 0 ? seccomp_syscall_resolve_num_arch(SCMP_ARCH_X86_64, nr) : NULL;
+
+	if (name)
+		snprintf(buf, len, "%s", name);
+	else
+		snprintf(buf, len, "nr_%d", nr);
+	free(name);
 }
 
 /* ---- composing the exec result -------------------------------------------- */

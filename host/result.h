@@ -37,4 +37,7 @@ int tp_result_check_reply(const char *buf, size_t len, const struct tp_limits *l
 			  char *err, size_t errlen);
 json_t *tp_result_build(const struct tp_outcome *o);
 
+/* Name of an x86-64 syscall number (a SIGSYS report's); "nr_<N>" when unknown. */
+void tp_syscall_name(int nr, char *buf, size_t len);
+
 #endif

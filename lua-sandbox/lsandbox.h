@@ -11,7 +11,7 @@
 #ifndef TP_LSANDBOX_H
 #define TP_LSANDBOX_H
 
-#include "../host/lang.h"
+#include "lang.h"
 
 int tp_lua_zygote_init(char *err, size_t errlen);
 void tp_lua_worker_init(uint64_t entropy);

@@ -14,7 +14,7 @@
 #ifndef TP_PYSANDBOX_H
 #define TP_PYSANDBOX_H
 
-#include "../host/lang.h"
+#include "lang.h"
 
 int tp_py_zygote_init(char *err, size_t errlen);
 void tp_py_worker_init(uint64_t entropy);

@@ -21,9 +21,10 @@
 #include "frame.h"
 #include "host.h"
 #include "shm.h"
+#include "spawn.h"
 #include "zygote.h"
 
-#define CTL_FD 3
+#define CTL_FD TP_ZYGOTE_CTL_FD
 
 static const char ok_reply[] =
 	"{\"ok\":true,\"value\":1,\"error\":null,"
@@ -281,7 +282,7 @@ static int fake_zygote(void)
 	uint32_t area;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_NAME, "tp-zygote");
-	while (tp_zygote_recv_spawn(CTL_FD, &chan, &shm, &area) == 1) {
+	while (tp_spawn_recv(CTL_FD, &chan, &shm, &area) == 1) {
 		pid_t pid = tp_zygote_clone_worker();
 		if (pid == 0) {
 			close(CTL_FD);
@@ -289,7 +290,7 @@ static int fake_zygote(void)
 		}
 		close(chan);
 		close(shm);
-		if (tp_zygote_send_pid(CTL_FD, pid < 0 ? -errno : pid) != 0)
+		if (tp_spawn_send_pid(CTL_FD, pid < 0 ? -errno : pid) != 0)
 			return 1;
 	}
 	return 0;

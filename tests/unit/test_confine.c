@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "lockdown.h"
+#include "result.h"
 #include "zygote.h"
 #include "shm.h"
 #include "tap.h"

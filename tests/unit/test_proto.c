@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 
 #include "frame.h"
-#include "lockdown.h"
+#include "msg.h"
 #include "proto.h"
 #include "result.h"
 #include "utf8.h"

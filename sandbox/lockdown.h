@@ -25,7 +25,6 @@
  *      "call(object): reason. Hint: ...". After it returns the worker must not
  *      block SIGSYS, and can no longer open, fork, exec, or create sockets
  *      (docs/kernel-layer.md).
- *   4. tp_syscall_name(): in the host, to name the syscall a SIGSYS report carries.
  */
 #ifndef TP_LOCKDOWN_H
 #define TP_LOCKDOWN_H
@@ -33,12 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "msg.h"
 #include "shm.h"
-
-/* Worker exit codes that carry a verdict (the shared page has the details). */
-#define TP_EXIT_FATAL 157     /* setup failed before any code ran */
-#define TP_EXIT_LIMIT 158     /* a limit tripped and the grace period ran out */
-#define TP_EXIT_VIOLATION 159 /* seccomp trapped a syscall (128 + SIGSYS) */
 
 struct tp_lockdown {
 	uint64_t as_bytes;   /* RLIMIT_AS; must be > 0 */
@@ -55,8 +50,6 @@ int tp_lockdown_apply(const struct tp_lockdown *cfg, char *err, size_t errlen);
 /* Landlock ABI found by tp_lockdown_prepare(), or -errno of the probe when
  * unavailable (the host logs that once: the worker then relies on seccomp alone). */
 int tp_lockdown_landlock_abi(void);
-/* Name of an x86-64 syscall number; "nr_<N>" when unknown. */
-void tp_syscall_name(int nr, char *buf, size_t len);
 
 enum tp_filter {
 	TP_FILTER_WORKER, /* the worker policy as one program: the reference Z+W must equal */

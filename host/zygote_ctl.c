@@ -1,0 +1,85 @@
+/*
+ * zygote_ctl.c — the host's side of a zygote: start it with execve and an empty
+ * environment, its control socket on TP_ZYGOTE_CTL_FD. The messages on that
+ * socket are common/spawn.h's.
+ */
+#include "zygote_ctl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "limits.h"
+#include "spawn.h"
+
+uint32_t tp_zygote_area_bytes(void)
+{
+	struct tp_limits d;
+	tp_limits_default(&d);
+	return (uint32_t)d.output_bytes;
+}
+
+/* The binary a language's zygote runs: Python's own build (tidepool-python,
+ * beside ours: see the Makefile) when it is there, else this one. Found from
+ * our own path (/proc/self/exe), never from the environment or PATH. */
+static const char *zygote_binary(const char *lang)
+{
+	static char path[4096];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
+	char *slash = n > 0 ? memrchr(path, '/', (size_t)n) : NULL;
+	if (strcmp(lang, "python") != 0 || slash == NULL)
+		return "/proc/self/exe";
+	strcpy(slash + 1, "tidepool-python");
+	return access(path, X_OK) == 0 ? path : "/proc/self/exe";
+}
+
+static void exec_zygote(int ctl, const char *lang)
+{
+	char *const argv[] = { "tidepool", "--zygote", (char *)lang, NULL };
+	char *const envp[] = { NULL }; /* empty: the client's environment stays out */
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	sigset_t none;
+	sigemptyset(&none);
+	/* The host blocks SIGCHLD/SIGTERM for its signalfd and ignores SIGPIPE;
+	 * both survive execve, and a worker must start from defaults. */
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0)
+		_exit(127);
+	/* dup2 onto itself keeps FD_CLOEXEC: clear it by hand in that case. */
+	if (ctl == TP_ZYGOTE_CTL_FD ? fcntl(ctl, F_SETFD, 0) < 0 : dup2(ctl, TP_ZYGOTE_CTL_FD) < 0)
+		_exit(127);
+	/* Only stdin/stdout (null), stderr (logs) and the control socket survive. */
+	syscall(SYS_close_range, TP_ZYGOTE_CTL_FD + 1, ~0u, 0);
+	execve(zygote_binary(lang), argv, envp);
+	_exit(127);
+}
+
+int tp_zygote_start(const char *lang, pid_t *pid, char *err, size_t errlen)
+{
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+		snprintf(err, errlen, "socketpair(zygote): %s", strerror(errno));
+		return -1;
+	}
+	pid_t p = fork();
+	if (p < 0) {
+		snprintf(err, errlen, "fork(zygote): %s", strerror(errno));
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
+	if (p == 0)
+		exec_zygote(sv[1], lang);
+	close(sv[1]);
+	*pid = p;
+	return sv[0];
+}
