@@ -13,12 +13,12 @@
 /* 'S', the output area's size, and two fds (SCM_RIGHTS). */
 struct spawn_msg {
 	char body[1 + sizeof(uint32_t)];
+	struct iovec iov;
+	struct msghdr mh;
 	union {
 		char buf[CMSG_SPACE(2 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	struct iovec iov;
-	struct msghdr mh;
 };
 
 static void spawn_msg_init(struct spawn_msg *m)
