@@ -23,7 +23,10 @@ enum tp_kind {
 	TP_KIND_SANDBOX_VIOLATION,
 	TP_KIND_CRASHED,
 	TP_KIND_CANCELLED,
-	TP_KIND_INTERNAL, /* our own failure (zygote down, out of fds) */
+	TP_KIND_INTERNAL,     /* our own failure (zygote down, out of fds) */
+	TP_KIND_INPUT_ERROR,  /* inputs could not become the language's values */
+	TP_KIND_RESULT_ERROR, /* the value could not become JSON (a cycle, an unconvertible value)
+			       */
 	TP_KIND__COUNT
 };
 

@@ -102,37 +102,30 @@ int tp_limits_tighten(struct tp_limits *l, const json_t *req, char *err, size_t 
 	return 0;
 }
 
-json_t *tp_limits_to_json(const struct tp_limits *l)
-{
-	json_t *o = json_object();
-	if (o == NULL)
-		return NULL;
-	for (int i = 0; i < TP_LIMIT__COUNT; i++) {
-		if (json_object_set_new(
-			o, limit_names[i],
-			json_integer((json_int_t)tp_limit_get(l, (enum tp_limit_id)i))) != 0) {
-			json_decref(o);
-			return NULL;
-		}
-	}
-	return o;
-}
-
-int tp_limits_from_json(struct tp_limits *out, const json_t *obj)
+int tp_limits_from_array(struct tp_limits *out, const uint64_t v[TP_LIMIT__COUNT])
 {
 	struct tp_limits l;
+
 	memset(&l, 0, sizeof l);
-	if (!json_is_object(obj))
-		return -1;
-	for (int i = 0; i < TP_LIMIT__COUNT; i++) {
-		json_t *v = json_object_get(obj, limit_names[i]);
-		if (!json_is_integer(v) || json_integer_value(v) < 0)
-			return -1;
-		*field(&l, (enum tp_limit_id)i) = (uint64_t)json_integer_value(v);
-	}
+	for (int i = 0; i < TP_LIMIT__COUNT; i++)
+		*field(&l, (enum tp_limit_id)i) = v[i];
 	if (l.output_bytes > TP_MAX_OUTPUT_BYTES || l.result_bytes > TP_MAX_RESULT_BYTES ||
 	    l.result_depth > TP_MAX_RESULT_DEPTH)
 		return -1;
 	*out = l;
 	return 0;
+}
+
+const char *tp_limit_message(int id)
+{
+	switch (id) {
+	case TP_LIMIT_MEMORY_BYTES: return "memory limit exceeded";
+	case TP_LIMIT_INSTRUCTIONS: return "instruction limit exceeded";
+	case TP_LIMIT_CPU_MS: return "CPU time limit exceeded";
+	case TP_LIMIT_WALL_MS: return "wall-clock time limit exceeded";
+	case TP_LIMIT_OUTPUT_BYTES: return "output limit exceeded";
+	case TP_LIMIT_RESULT_BYTES: return "result larger than result_bytes";
+	case TP_LIMIT_RESULT_DEPTH: return "result nested deeper than result_depth";
+	default: return "limit exceeded";
+	}
 }

@@ -5,7 +5,7 @@
  *   1. tp_limits_default() gives the built-in ceiling (documented in README.md).
  *   2. tp_limits_tighten() applies a request's "limits" object: every value may
  *      only lower its ceiling; unknown keys and raises are refused.
- *   3. tp_limits_to_json()/tp_limits_from_json() carry limits to a worker.
+ *   3. common/msg.h carries them to a worker; tp_limits_from_array() checks them there.
  */
 #ifndef TP_LIMITS_H
 #define TP_LIMITS_H
@@ -51,8 +51,9 @@ uint64_t tp_limit_get(const struct tp_limits *l, enum tp_limit_id id);
  * untouched and writes a message for an "invalid params" reply. */
 int tp_limits_tighten(struct tp_limits *l, const json_t *req, char *err, size_t errlen);
 
-json_t *tp_limits_to_json(const struct tp_limits *l);
-/* Strict: every field present, an integer, within the hard ceilings. */
-int tp_limits_from_json(struct tp_limits *out, const json_t *obj);
+/* From values in enum order; -1 when one is above its hard ceiling. */
+int tp_limits_from_array(struct tp_limits *out, const uint64_t v[TP_LIMIT__COUNT]);
+/* What a client reads when this limit (an enum tp_limit_id) stopped the exec. */
+const char *tp_limit_message(int id);
 
 #endif

@@ -59,8 +59,8 @@ struct worker {
 	char *tx;
 	size_t tx_len, tx_off;
 	struct exec *exec;
-	json_t *reply; /* the checked reply frame */
-	int answered;  /* its exec got its reply */
+	struct tp_reply *reply; /* the decoded reply frame, or NULL */
+	int answered;           /* its exec got its reply */
 	int exited, status;
 	double cpu_ms;
 	int kill_pending; /* kill as soon as the pid is known */
@@ -306,12 +306,26 @@ static void finish(struct tp_host *h, struct worker *w, enum tp_kind host_kind, 
 		emit(h, e->id, tp_proto_result(e->id, res));
 }
 
-static json_t *request_json(const struct exec *e)
+/* The request message (common/msg.h) in one frame, header included. */
+static char *request_frame(const struct exec *e, size_t *len)
 {
-	return json_pack("{s:s%, s:O, s:o, s:o}", "code", e->p.code, e->p.code_len, "inputs",
-			 e->p.inputs ? e->p.inputs : json_null(), "limits",
-			 tp_limits_to_json(&e->p.limits), "seed",
-			 e->p.has_seed ? json_integer(e->p.seed) : json_null());
+	struct tp_request req = { .code = e->p.code,
+				  .code_len = e->p.code_len,
+				  .inputs = e->p.inputs,
+				  .limits = e->p.limits,
+				  .has_seed = e->p.has_seed,
+				  .seed = (uint64_t)e->p.seed };
+	size_t n;
+	char *body = tp_msg_request_encode(&req, &n);
+	char *frame = body ? malloc(n + TP_FRAME_HDR) : NULL;
+
+	if (frame != NULL) {
+		tp_frame_header(frame, n);
+		memcpy(frame + TP_FRAME_HDR, body, n);
+		*len = n + TP_FRAME_HDR;
+	}
+	free(body);
+	return frame;
 }
 
 static void flush_tx(struct worker *w)
@@ -333,21 +347,9 @@ static void flush_tx(struct worker *w)
 
 static int assign(struct tp_host *h, struct exec *e, struct worker *w)
 {
-	json_t *req = request_json(e);
-	char *body = req ? tp_json_dumps(req, JSON_COMPACT) : NULL;
-	json_decref(req);
-	if (body == NULL)
+	w->tx = request_frame(e, &w->tx_len);
+	if (w->tx == NULL)
 		return -1;
-	size_t n = strlen(body);
-	w->tx = malloc(n + TP_FRAME_HDR);
-	if (w->tx == NULL) {
-		free(body);
-		return -1;
-	}
-	tp_frame_header(w->tx, n);
-	memcpy(w->tx + TP_FRAME_HDR, body, n);
-	free(body);
-	w->tx_len = n + TP_FRAME_HDR;
 	w->tx_off = 0;
 	w->exec = e;
 	e->w = w;
@@ -355,7 +357,7 @@ static int assign(struct tp_host *h, struct exec *e, struct worker *w)
 	e->t_start = now_ms();
 	e->deadline = e->t_start + (double)e->p.limits.wall_ms;
 	tp_frame_rx_free(&w->rx);
-	tp_frame_rx_init(&w->rx, tp_result_max_frame(&e->p.limits));
+	tp_frame_rx_init(&w->rx, tp_msg_reply_max(&e->p.limits));
 	flush_tx(w);
 	(void)h;
 	return 0;
@@ -376,7 +378,9 @@ static void worker_free(struct tp_host *h, struct worker *w)
 		munmap(w->shm, tp_shm_size(w->area));
 	tp_frame_rx_free(&w->rx);
 	free(w->tx);
-	json_decref(w->reply);
+	if (w->reply != NULL)
+		tp_reply_free(w->reply);
+	free(w->reply);
 	exec_free(w->exec);
 	free(w);
 }
@@ -620,15 +624,19 @@ static void drop_unborn(struct tp_host *h, struct worker *w)
 static void take_reply(struct tp_host *h, struct worker *w, const char *buf, size_t len)
 {
 	char err[200];
-	json_t *clean;
+	struct tp_reply *r;
 	if (w->exec == NULL || w->answered) {
 		kill_worker(w); /* unsolicited bytes: the worker is not behaving */
 		return;
 	}
-	if (tp_result_check_reply(buf, len, &w->exec->p.limits, &clean, err, sizeof err) != 0) {
+	r = malloc(sizeof *r);
+	if (r == NULL) {
+		finish(h, w, TP_KIND_INTERNAL, "out of memory reading the worker reply");
+	} else if (tp_msg_reply_decode(buf, len, &w->exec->p.limits, r, err, sizeof err) != 0) {
+		free(r);
 		finish(h, w, TP_KIND_INTERNAL, err);
 	} else {
-		w->reply = clean;
+		w->reply = r;
 		h->spawn_failures = 0;
 		finish(h, w, TP_KIND_NONE, NULL);
 	}

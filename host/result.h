@@ -3,8 +3,8 @@
  * about one exec: the worker's reply (checked), its shared page, how it ended.
  *
  * Usage:
- *   1. tp_result_check_reply() validates a worker's reply frame (hostile input)
- *      and returns a clean copy, or refuses it.
+ *   1. A worker's reply frame is decoded and checked by tp_msg_reply_decode()
+ *      (common/msg.h), which refuses it whole or hands over a bounded struct.
  *   2. Fill a struct tp_outcome and call tp_result_build(). The verdict order is:
  *      host verdict (timeout) > sticky limit in the page > seccomp report >
  *      the worker's reply > the way the worker died.
@@ -17,10 +17,11 @@
 
 #include "err.h"
 #include "limits.h"
+#include "msg.h"
 #include "shm.h"
 
 struct tp_outcome {
-	json_t *reply;                 /* checked worker reply (borrowed) or NULL */
+	const struct tp_reply *reply;  /* the decoded worker reply (borrowed) or NULL */
 	const struct tp_shm_view *shm; /* NULL when the page was never mapped */
 	int exited;                    /* status is valid */
 	int status;                    /* wait status */
@@ -31,10 +32,6 @@ struct tp_outcome {
 	const struct tp_limits *limits;
 };
 
-/* Largest reply frame the host accepts from a worker with these limits. */
-size_t tp_result_max_frame(const struct tp_limits *lim);
-int tp_result_check_reply(const char *buf, size_t len, const struct tp_limits *lim, json_t **out,
-			  char *err, size_t errlen);
 json_t *tp_result_build(const struct tp_outcome *o);
 
 /* Name of an x86-64 syscall number (a SIGSYS report's); "nr_<N>" when unknown. */

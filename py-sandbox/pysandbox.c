@@ -103,24 +103,12 @@ static void on_refuse(void)
 		     a->refused_total > g_base ? a->refused_total - g_base : 0);
 }
 
-static const char *limit_message(int id)
-{
-	switch (id) {
-	case TP_LIMIT_MEMORY_BYTES: return "memory limit exceeded";
-	case TP_LIMIT_INSTRUCTIONS: return "instruction limit exceeded";
-	case TP_LIMIT_CPU_MS: return "cpu limit exceeded";
-	case TP_LIMIT_RESULT_BYTES: return "result larger than result_bytes";
-	case TP_LIMIT_RESULT_DEPTH: return "result nested deeper than result_depth";
-	default: return "output limit exceeded";
-	}
-}
-
 static int raise_verdict(void)
 {
 	if (verdict() == TP_KIND_POLICY_VIOLATION)
 		PyErr_SetString(g_exc_policy, g_policy_msg);
 	else
-		PyErr_SetString(g_exc_limit, limit_message(tp_verdict_limit_id()));
+		PyErr_SetString(g_exc_limit, tp_limit_message(tp_verdict_limit_id()));
 	return -1;
 }
 
@@ -581,7 +569,7 @@ static void type_name(PyObject *v, char *out, size_t len)
 }
 
 /* Line `line` of the snippet, without its indentation. */
-static void source_line(const struct tp_exec_req *req, int line, char *out, size_t len)
+static void source_line(const struct tp_request *req, int line, char *out, size_t len)
 {
 	const char *p = req->code, *end = req->code + req->code_len, *nl;
 
@@ -635,7 +623,7 @@ static int tb_line(PyObject *tb)
 
 /* The snippet's own frames, innermost last, like Python's; *line = innermost. */
 static json_t *traceback_of(PyObject *tb, const struct failure *f, json_t *msg,
-			    const struct tp_exec_req *req, int *line)
+			    const struct tp_request *req, int *line)
 {
 	struct buf b = { 0 };
 	char row[512], src[200];
@@ -677,7 +665,7 @@ static json_t *traceback_of(PyObject *tb, const struct failure *f, json_t *msg,
 
 /* Takes the pending exception: its type, message, line and traceback, computed
  * now, under the limits, since str() may run snippet code. */
-static void capture(struct failure *f, enum stage stage, const struct tp_exec_req *req)
+static void capture(struct failure *f, enum stage stage, const struct tp_request *req)
 {
 	PyObject *t, *v, *tb;
 
@@ -746,7 +734,7 @@ static PyObject *new_globals(void)
 	return make_main();
 }
 
-static int set_inputs(PyObject *globals, const struct tp_exec_req *req)
+static int set_inputs(PyObject *globals, const struct tp_request *req)
 {
 	const json_t *obj = req->inputs;
 
@@ -790,7 +778,7 @@ static void reseed(uint64_t seed)
 	Py_XDECREF(r);
 }
 
-static void begin(const struct tp_exec_req *req, struct tp_shm *shm)
+static void begin(const struct tp_request *req, struct tp_shm *shm)
 {
 	g_shm = shm;
 	g_lim = req->limits;
@@ -851,10 +839,11 @@ static json_t *repr_value(PyObject *v)
 struct result {
 	json_t *value;
 	int is_repr;
-	json_t *err; /* a result_error, when the value could not be sent */
+	const char *fail;    /* why the value could not be sent (result_error) */
+	struct failure repr; /* the exception repr() raised, if that was why */
 };
 
-static void convert(PyObject *v, struct result *res, const struct tp_exec_req *req)
+static void convert(PyObject *v, struct result *res, const struct tp_request *req)
 {
 	struct tp_pyjson_caps caps = { g_lim.result_depth, g_lim.result_bytes };
 	struct tp_pyjson_out out;
@@ -868,31 +857,21 @@ static void convert(PyObject *v, struct result *res, const struct tp_exec_req *r
 	case TP_PYJSON_BYTES:
 		trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_RESULT_BYTES, caps.bytes, out.used);
 		return;
-	case TP_PYJSON_CYCLE:
-		res->err = tp_verdict_error("runtime_error", "result_error",
-					    json_string("cycle in returned value"), NULL, -1);
-		return;
+	case TP_PYJSON_CYCLE: res->fail = "cycle in returned value"; return;
 	case TP_PYJSON_NOTJSON:
 		res->value = repr_value(v);
 		res->is_repr = 1;
 		if (res->value == NULL) {
-			struct failure f = { 0 };
-			capture(&f, ST_RUN, req);
-			res->err =
-			    tp_verdict_error("runtime_error", f.set ? f.type : "result_error",
-					     f.message ? f.message : json_string("repr() failed"),
-					     f.traceback, f.line);
+			capture(&res->repr, ST_RUN, req);
+			res->fail = "repr() failed";
 		}
 		return;
-	default:
-		res->err =
-		    tp_verdict_error("runtime_error", "result_error",
-				     json_string("the value could not be converted"), NULL, -1);
+	default: res->fail = "the value could not be converted";
 	}
 }
 
 static void run(PyObject *globals, PyObject *prepared, struct result *res, struct failure *f,
-		const struct tp_exec_req *req)
+		const struct tp_request *req)
 {
 	PyObject *body = PyTuple_GET_ITEM(prepared, 0), *expr = PyTuple_GET_ITEM(prepared, 1);
 	PyObject *r;
@@ -914,63 +893,63 @@ static void run(PyObject *globals, PyObject *prepared, struct result *res, struc
 	Py_XDECREF(r);
 }
 
-static json_t *usage(void)
+static void usage(struct tp_usage *u)
 {
-	return json_pack("{s:I,s:I,s:f}", "instructions",
-			 (json_int_t)(g_lim.instructions ? g_count : 0), "memory_peak_bytes",
-			 (json_int_t)mem_peak(), "cpu_ms", (double)tp_verdict_cpu_us() / 1000.0);
+	u->instructions = g_lim.instructions ? g_count : 0;
+	u->memory_peak_bytes = mem_peak();
+	u->cpu_us = tp_verdict_cpu_us();
 }
 
-static json_t *verdict_error(const struct failure *f)
+static int verdict_failure(const struct failure *f, struct tp_failure *out)
 {
-	json_t *tb = f->traceback ? json_incref(f->traceback) : NULL;
-	int line = f->line > 0 ? f->line : g_policy_line;
-	json_t *e;
+	int policy = verdict() == TP_KIND_POLICY_VIOLATION;
+	int line = policy && f->line <= 0 ? g_policy_line : f->line;
 
-	if (verdict() == TP_KIND_POLICY_VIOLATION)
-		return tp_verdict_error("policy_violation", "PolicyViolation",
-					json_string(g_policy_msg), tb, line);
-	e = tp_verdict_error(tp_kind_name((enum tp_kind)verdict()), "limit",
-			     json_string(limit_message(tp_verdict_limit_id())), tb, f->line);
-	json_object_set_new(e, "limit",
-			    json_pack("{s:s,s:I,s:I}", "name",
-				      tp_limit_name((enum tp_limit_id)tp_verdict_limit_id()),
-				      "limit", (json_int_t)tp_verdict_limit(), "used",
-				      (json_int_t)tp_verdict_used()));
-	return e;
+	return tp_verdict_tripped_failure(out, g_policy_msg, f->traceback, line);
 }
 
-static json_t *failure_error(const struct failure *f)
+static int failure_failure(const struct failure *f, enum tp_kind kind, struct tp_failure *out)
 {
-	json_t *msg = f->message ? json_incref(f->message) : json_string("?");
-	json_t *tb = f->traceback ? json_incref(f->traceback) : NULL;
-
 	if (f->stage == ST_INPUTS)
-		return tp_verdict_error("runtime_error", "input_error", msg, NULL, -1);
-	return tp_verdict_error(f->syntax ? "syntax_error" : "runtime_error", f->type, msg, tb,
-				f->line);
+		return tp_verdict_failure(out, TP_KIND_INPUT_ERROR, NULL, f->message, NULL, -1);
+	return tp_verdict_failure(out, kind, f->type, f->message, f->traceback, f->line);
 }
 
-static json_t *reply(const struct failure *f, struct result *res)
+static int result_failure(const struct result *res, struct tp_failure *out)
 {
-	json_t *err = NULL, *r;
+	json_t *m;
+	int rc;
 
+	if (res->repr.set) /* the snippet's own __repr__ raised: its runtime error */
+		return tp_verdict_failure(out, TP_KIND_RUNTIME_ERROR, res->repr.type,
+					  res->repr.message, res->repr.traceback, res->repr.line);
+	m = json_string(res->fail);
+	rc = tp_verdict_failure(out, TP_KIND_RESULT_ERROR, NULL, m, NULL, -1);
+	json_decref(m);
+	return rc;
+}
+
+static int reply(const struct failure *f, struct result *res, struct tp_reply *out)
+{
+	memset(out, 0, sizeof *out);
 	publish_usage(g_shm);
-	if (verdict())
-		err = verdict_error(f);
-	else if (f->set)
-		err = failure_error(f);
-	else if (res->err != NULL)
-		err = json_incref(res->err);
-	if (err != NULL) {
+	usage(&out->usage);
+	if (verdict() || f->set || res->fail) {
 		json_decref(res->value);
-		return json_pack("{s:b,s:o,s:o}", "ok", 0, "error", err, "usage", usage());
+		res->value = NULL;
 	}
-	r = json_pack("{s:b,s:o,s:n,s:o}", "ok", 1, "value", res->value ? res->value : json_null(),
-		      "error", "usage", usage());
-	if (r != NULL && res->is_repr)
-		json_object_set_new(r, "value_repr", json_true());
-	return r;
+	if (verdict())
+		return verdict_failure(f, &out->error);
+	if (f->set)
+		return failure_failure(f, f->syntax ? TP_KIND_SYNTAX_ERROR : TP_KIND_RUNTIME_ERROR,
+				       &out->error);
+	if (res->fail)
+		return result_failure(res, &out->error);
+	out->ok = 1;
+	out->value = res->value ? res->value : json_null();
+	out->value_repr = res->is_repr;
+	res->value = NULL;
+	return out->value != NULL ? 0 : -1;
 }
 
 /* ---- the fast path: a plain expression, no AST check needed ------------------------------- */
@@ -1002,7 +981,7 @@ static int text_is_plain(const char *s, size_t n)
  * it leaves is empty), without building or walking a Python AST, whose objects
  * and code would be copied into the worker page by page. NULL with no error
  * set: take the full path. */
-static PyObject *prepare_fast(const struct tp_exec_req *req)
+static PyObject *prepare_fast(const struct tp_request *req)
 {
 	char text[FAST_MAX + 1];
 	PyCompilerFlags flags = _PyCompilerFlags_INIT;
@@ -1022,15 +1001,15 @@ static PyObject *prepare_fast(const struct tp_exec_req *req)
 	return t;
 }
 
-json_t *tp_py_exec(const struct tp_exec_req *req, struct tp_shm *shm)
+int tp_py_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_reply *out)
 {
 	struct failure f = { 0 };
 	struct result res = { 0 };
 	PyObject *globals, *src = NULL, *prepared = NULL;
-	json_t *r;
+	int rc;
 
 	if (g_shim == NULL)
-		return NULL;
+		return -1;
 	begin(req, shm);
 	globals = new_globals();
 	if (globals == NULL || set_inputs(globals, req) != 0) {
@@ -1049,10 +1028,11 @@ json_t *tp_py_exec(const struct tp_exec_req *req, struct tp_shm *shm)
 	run(globals, prepared, &res, &f, req);
 out:
 	end_run();
-	r = reply(&f, &res);
-	json_decref(f.message), json_decref(f.traceback), json_decref(res.err);
+	rc = reply(&f, &res, out);
+	json_decref(f.message), json_decref(f.traceback);
+	json_decref(res.repr.message), json_decref(res.repr.traceback);
 	Py_XDECREF(src), Py_XDECREF(prepared);
-	return r;
+	return rc;
 }
 
 /* ---- zygote and worker ------------------------------------------------------------------------
@@ -1124,7 +1104,7 @@ static int py_fail(const char *what, char *err, size_t errlen)
 static void warm_up(void)
 {
 	static const char text[] = "1+1";
-	struct tp_exec_req req = { .code = text, .code_len = sizeof text - 1 };
+	struct tp_request req = { .code = text, .code_len = sizeof text - 1 };
 	PyObject *p = prepare_fast(&req);
 	PyObject *d = PyDict_New();
 	PyObject *r = p && d && PyDict_SetItemString(d, "__builtins__", g_sbuiltins) == 0

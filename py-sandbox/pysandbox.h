@@ -18,7 +18,7 @@
 
 int tp_py_zygote_init(char *err, size_t errlen);
 void tp_py_worker_init(uint64_t entropy);
-json_t *tp_py_exec(const struct tp_exec_req *req, struct tp_shm *shm);
+int tp_py_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_reply *out);
 
 extern const struct tp_lang tp_lang_python;
 

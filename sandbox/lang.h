@@ -5,9 +5,10 @@
  *   1. zygote_init(): in the zygote, once, before any fork. Build the pristine
  *      interpreter every worker inherits. No request data exists yet.
  *   2. worker_init(entropy): in a fresh worker, before lockdown. Reseed.
- *   3. exec(req, shm): in the locked-down worker, once (one-shot). Starts the
- *      page with tp_shm_begin(), runs, and returns the worker's reply object
- *      (see docs/worker-protocol.md); output goes to shm.
+ *   3. exec(req, shm, out): in the locked-down worker, once (one-shot). Starts
+ *      the page with tp_shm_begin(), runs, and fills *out (common/msg.h): the
+ *      value or the failure, and the usage; output goes to shm. Returns 0, or
+ *      -1 when no reply could be made (the worker then exits TP_EXIT_FATAL).
  */
 #ifndef TP_LANG_H
 #define TP_LANG_H
@@ -17,22 +18,14 @@
 #include <stdint.h>
 
 #include "limits.h"
+#include "msg.h"
 #include "shm.h"
-
-struct tp_exec_req {
-	const char *code;
-	size_t code_len;
-	const json_t *inputs; /* an object, or NULL */
-	struct tp_limits limits;
-	int has_seed;
-	uint64_t seed;
-};
 
 struct tp_lang {
 	const char *name;
 	int (*zygote_init)(char *err, size_t errlen);
 	void (*worker_init)(uint64_t entropy);
-	json_t *(*exec)(const struct tp_exec_req *req, struct tp_shm *shm);
+	int (*exec)(const struct tp_request *req, struct tp_shm *shm, struct tp_reply *out);
 };
 
 const struct tp_lang *tp_lang_find(const char *name);

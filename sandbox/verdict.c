@@ -5,6 +5,7 @@
 #include "verdict.h"
 
 #include <errno.h>
+#include <string.h>
 #include <signal.h>
 #include <sys/time.h>
 #include <time.h>
@@ -131,11 +132,42 @@ uint64_t tp_verdict_used(void)
 	return g_used;
 }
 
-json_t *tp_verdict_error(const char *kind, const char *type, json_t *message, json_t *traceback,
-			 int line)
+static int set_json_text(struct tp_text *t, const json_t *j)
 {
-	return json_pack("{s:s,s:s,s:o,s:o,s:o}", "kind", kind, "type", type, "message",
-			 message ? message : json_string("?"), "traceback",
-			 traceback ? traceback : json_null(), "line",
-			 line > 0 ? json_integer(line) : json_null());
+	if (!json_is_string(j))
+		return 0;
+	return tp_text_set(t, json_string_value(j), json_string_length(j), TP_MSG_MAX_TEXT);
+}
+
+int tp_verdict_failure(struct tp_failure *f, enum tp_kind kind, const char *type,
+		       const json_t *message, const json_t *traceback, int line)
+{
+	memset(f, 0, sizeof *f);
+	f->kind = kind;
+	f->limit_id = -1;
+	f->line = line > 0 ? line : 0;
+	if ((type != NULL && tp_text_set(&f->type, type, strlen(type), TP_MSG_MAX_TYPE) != 0) ||
+	    set_json_text(&f->traceback, traceback) != 0)
+		return -1;
+	if (json_is_string(message))
+		return set_json_text(&f->message, message);
+	return tp_text_set(&f->message, "?", 1, TP_MSG_MAX_TEXT);
+}
+
+int tp_verdict_tripped_failure(struct tp_failure *f, const char *policy_msg,
+			       const json_t *traceback, int line)
+{
+	enum tp_kind kind = (enum tp_kind)g_kind;
+	int policy = kind == TP_KIND_POLICY_VIOLATION;
+	const char *msg = policy ? policy_msg : tp_limit_message((int)g_id);
+	json_t *m = json_stringn(msg ? msg : "?", msg ? strlen(msg) : 1);
+	int rc = tp_verdict_failure(f, kind, policy ? "PolicyViolation" : NULL, m, traceback, line);
+
+	json_decref(m);
+	if (!policy && g_id >= 0) {
+		f->limit_id = (int)g_id;
+		f->limit = g_limit;
+		f->used = g_used;
+	}
+	return m == NULL ? -1 : rc;
 }

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "msg.h"
 #include "shm.h"
 
 struct tp_verdict_ops {
@@ -42,9 +43,14 @@ uint64_t tp_verdict_used(void);
 /* CPU time of this process since tp_verdict_begin. */
 uint64_t tp_verdict_cpu_us(void);
 
-/* The reply's error object (docs/worker-protocol.md); steals message and
- * traceback (either may be NULL); a line <= 0 is null. */
-json_t *tp_verdict_error(const char *kind, const char *type, json_t *message, json_t *traceback,
-			 int line);
+/* Fills a reply's failure (common/msg.h), copying the texts: message and
+ * traceback are JSON strings (traceback may be NULL), type may be NULL (none),
+ * a line <= 0 is unknown. 0, or -1 out of memory. */
+int tp_verdict_failure(struct tp_failure *f, enum tp_kind kind, const char *type,
+		       const json_t *message, const json_t *traceback, int line);
+/* The sticky verdict as a failure: its kind, its limit and the limit's message,
+ * or for a refusal the PolicyViolation type and policy_msg. */
+int tp_verdict_tripped_failure(struct tp_failure *f, const char *policy_msg,
+			       const json_t *traceback, int line);
 
 #endif

@@ -16,11 +16,8 @@
 #include <unistd.h>
 
 #include "frame.h"
-#include "jsonio.h"
+#include "msg.h"
 #include "lockdown.h"
-
-/* Largest request frame: the code, inputs and limits; the host caps lines lower. */
-#define MAX_REQUEST (64u << 20)
 
 static _Noreturn void die(const char *what, const char *detail)
 {
@@ -44,38 +41,14 @@ static uint64_t entropy(void)
 	return e;
 }
 
-static int parse_request(const char *buf, size_t len, json_t **msg, struct tp_exec_req *req)
+static void reply(int chan, const struct tp_reply *r)
 {
-	json_error_t jerr;
-	int oom;
-	/* Not json_loadb: short of memory it can drop bytes from the code. */
-	json_t *m = tp_json_loadb(buf, len, JSON_ALLOW_NUL, &jerr, &oom);
-	json_t *code = json_object_get(m, "code");
-	json_t *inputs = json_object_get(m, "inputs");
-	json_t *seed = json_object_get(m, "seed");
+	size_t len;
+	char *s = tp_msg_reply_encode(r, &len);
 
-	memset(req, 0, sizeof *req);
-	if (!json_is_string(code) ||
-	    tp_limits_from_json(&req->limits, json_object_get(m, "limits")) != 0) {
-		json_decref(m);
-		return -1;
-	}
-	req->code = json_string_value(code);
-	req->code_len = json_string_length(code);
-	req->inputs = json_is_object(inputs) ? inputs : NULL;
-	req->has_seed = json_is_integer(seed);
-	req->seed = req->has_seed ? (uint64_t)json_integer_value(seed) : 0;
-	*msg = m;
-	return 0;
-}
-
-static void reply(int chan, json_t *r)
-{
-	char *s = r ? tp_json_dumps(r, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
-	if (s == NULL)
+	if (s == NULL || tp_frame_send(chan, s, len) != 0)
 		_exit(TP_EXIT_FATAL);
-	if (tp_frame_send(chan, s, strlen(s)) != 0)
-		_exit(TP_EXIT_FATAL);
+	free(s);
 }
 
 _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
@@ -113,14 +86,16 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 
 	/* Locked down: from here on, only the request and the language run. */
 	size_t len;
-	char *buf = tp_frame_recv(cfg->chan_fd, MAX_REQUEST, &len);
-	json_t *msg;
-	struct tp_exec_req req;
+	char *buf = tp_frame_recv(cfg->chan_fd, TP_MSG_MAX_REQUEST, &len);
+	struct tp_request req;
+	struct tp_reply out;
 	if (buf == NULL)
 		_exit(0); /* the host closed the channel: pool shutdown */
-	if (parse_request(buf, len, &msg, &req) != 0)
+	if (tp_msg_request_decode(buf, len, &req) != 0)
 		_exit(TP_EXIT_FATAL);
 	free(buf);
-	reply(cfg->chan_fd, cfg->lang->exec(&req, shm));
+	if (cfg->lang->exec(&req, shm, &out) != 0)
+		_exit(TP_EXIT_FATAL);
+	reply(cfg->chan_fd, &out);
 	_exit(0);
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "msg.h"
 #include "host.h"
 #include "shm.h"
 #include "spawn.h"
@@ -26,9 +27,40 @@
 
 #define CTL_FD TP_ZYGOTE_CTL_FD
 
-static const char ok_reply[] =
-	"{\"ok\":true,\"value\":1,\"error\":null,"
-	"\"usage\":{\"instructions\":0,\"memory_peak_bytes\":0,\"cpu_ms\":0.0}}";
+/* Replies in the real wire format (common/msg.h), made by the real encoder;
+ * the broken ones are made from a real one, then altered. */
+static char *ok_reply;
+static size_t ok_len;
+
+static void make_ok_reply(void)
+{
+	struct tp_reply r = { .ok = 1, .value = json_integer(1) };
+	ok_reply = tp_msg_reply_encode(&r, &ok_len);
+	json_decref(r.value);
+	if (ok_reply == NULL)
+		_exit(9);
+}
+
+/* An ok reply whose value is the text given, which need not be JSON. */
+static char *reply_with_value_text(const char *text, size_t n, size_t *len)
+{
+	struct tp_reply r = { .ok = 1, .value = json_null() };
+	size_t k;
+	char *head = tp_msg_reply_encode(&r, &k), *out;
+	uint32_t n32 = (uint32_t)n;
+
+	k -= 8; /* the value's length word and "null" */
+	out = head ? malloc(k + 4 + n) : NULL;
+	if (out == NULL)
+		_exit(9);
+	memcpy(out, head, k);
+	for (int i = 0; i < 4; i++)
+		out[k + (size_t)i] = (char)(n32 >> (8 * i));
+	memcpy(out + k + 4, text, n);
+	free(head);
+	*len = k + 4 + n;
+	return out;
+}
 
 /* ---- worker behaviours ------------------------------------------------------- */
 
@@ -54,7 +86,7 @@ static void frame(int fd, const char *payload, size_t n)
 
 static void reply_ok(int fd)
 {
-	frame(fd, ok_reply, strlen(ok_reply));
+	frame(fd, ok_reply, ok_len);
 }
 
 static void w_ok(int fd, struct tp_shm *shm)
@@ -79,7 +111,7 @@ static void w_truncated(int fd, struct tp_shm *shm)
 {
 	char hdr[TP_FRAME_HDR];
 	(void)shm;
-	tp_frame_header(hdr, strlen(ok_reply));
+	tp_frame_header(hdr, ok_len);
 	send_all(fd, hdr, sizeof hdr);
 	send_all(fd, ok_reply, 10); /* then exit: the rest never comes */
 }
@@ -100,7 +132,9 @@ static void w_header_only_hang(int fd, struct tp_shm *shm)
 /* One byte above the cap for the default limits (result_bytes 1 MiB). */
 static void w_oversize(int fd, struct tp_shm *shm)
 {
-	size_t n = (size_t)(1u << 20) * 6 + 2 * (64u << 10) + 65536 + 1;
+	struct tp_limits l;
+	tp_limits_default(&l);
+	size_t n = tp_msg_reply_max(&l) + 1;
 	char *big = malloc(n);
 	(void)shm;
 	if (big == NULL)
@@ -109,19 +143,19 @@ static void w_oversize(int fd, struct tp_shm *shm)
 	frame(fd, big, n); /* the host stops reading at the header: this blocks, then EPIPE */
 }
 
-/* A well-framed reply whose value is above result_bytes (checked in the host). */
+/* Just above the default result_bytes (1 MiB), so the frame is within its cap. */
 static void w_big_value(int fd, struct tp_shm *shm)
 {
-	size_t n = (2u << 20);
-	char *s = malloc(n + 200);
+	size_t n = (1u << 20) + 8, len;
+	char *s = malloc(n + 2), *r;
 	(void)shm;
 	if (s == NULL)
 		_exit(9);
-	int h = sprintf(s, "{\"ok\":true,\"value\":\"");
-	memset(s + h, 'x', n);
-	h += (int)n;
-	h += sprintf(s + h, "\",\"error\":null,\"usage\":{\"instructions\":0,\"memory_peak_bytes\":0,\"cpu_ms\":0}}");
-	frame(fd, s, (size_t)h);
+	s[0] = '"';
+	memset(s + 1, 'x', n);
+	s[n + 1] = '"';
+	r = reply_with_value_text(s, n + 2, &len);
+	frame(fd, r, len);
 }
 
 static void w_twice(int fd, struct tp_shm *shm)
@@ -140,35 +174,37 @@ static void w_reply_then_hang(int fd, struct tp_shm *shm)
 
 static void w_bad_kind(int fd, struct tp_shm *shm)
 {
-	static const char r[] = "{\"ok\":false,\"error\":{\"kind\":\"timeout\",\"message\":\"x\"},"
-				"\"usage\":{\"instructions\":0,\"memory_peak_bytes\":0,\"cpu_ms\":0}}";
+	struct tp_reply r = { .ok = 0, .error = { .kind = TP_KIND_TIMEOUT, .limit_id = -1 } };
+	size_t len;
+	char *buf;
 	(void)shm;
-	frame(fd, r, strlen(r));
+	tp_text_set(&r.error.message, "x", 1, 16);
+	buf = tp_msg_reply_encode(&r, &len);
+	if (buf == NULL)
+		_exit(9);
+	frame(fd, buf, len);
 }
 
 static void w_bad_utf8(int fd, struct tp_shm *shm)
 {
-	static const char r[] = "{\"ok\":true,\"value\":\"\xc3\x28\xff\",\"error\":null,"
-				"\"usage\":{\"instructions\":0,\"memory_peak_bytes\":0,\"cpu_ms\":0}}";
+	static const char v[] = "\"\xc3\x28\xff\"";
+	size_t len;
+	char *r = reply_with_value_text(v, sizeof v - 1, &len);
 	(void)shm;
-	frame(fd, r, strlen(r));
+	frame(fd, r, len);
 }
 
 static void w_deep(int fd, struct tp_shm *shm)
 {
-	size_t depth = 100000, n = 0;
-	char *s = malloc(2 * depth + 200);
+	size_t depth = 100000, len;
+	char *s = malloc(2 * depth), *r;
 	(void)shm;
 	if (s == NULL)
 		_exit(9);
-	n += (size_t)sprintf(s, "{\"ok\":true,\"value\":");
-	memset(s + n, '[', depth);
-	n += depth;
-	memset(s + n, ']', depth);
-	n += depth;
-	n += (size_t)sprintf(s + n, ",\"error\":null,\"usage\":{\"instructions\":0,"
-				    "\"memory_peak_bytes\":0,\"cpu_ms\":0}}");
-	frame(fd, s, n);
+	memset(s, '[', depth);
+	memset(s + depth, ']', depth);
+	r = reply_with_value_text(s, 2 * depth, &len);
+	frame(fd, r, len);
 }
 
 static void w_silent_exit(int fd, struct tp_shm *shm)
@@ -212,9 +248,9 @@ static void w_slow(int fd, struct tp_shm *shm)
 {
 	char hdr[TP_FRAME_HDR];
 	(void)shm;
-	tp_frame_header(hdr, strlen(ok_reply));
+	tp_frame_header(hdr, ok_len);
 	send_all(fd, hdr, sizeof hdr);
-	for (size_t i = 0; ok_reply[i]; i++) {
+	for (size_t i = 0; i < ok_len; i++) {
 		send_all(fd, ok_reply + i, 1);
 		usleep(2000);
 	}
@@ -262,8 +298,9 @@ static _Noreturn void fake_worker(int chan, int shm_fd, uint32_t area)
 	char *req = tp_frame_recv(chan, 64u << 20, &len);
 	if (p == MAP_FAILED || req == NULL)
 		_exit(0);
-	json_t *m = json_loads(req, 0, NULL);
-	const char *code = json_string_value(json_object_get(m, "code"));
+	struct tp_request r;
+	const char *code = tp_msg_request_decode(req, len, &r) == 0 ? r.code : NULL;
+	make_ok_reply();
 	tp_shm_begin(p, 1u << 20);
 	for (size_t i = 0; code != NULL && i < sizeof scenarios / sizeof scenarios[0]; i++) {
 		if (strcmp(code, scenarios[i].name) == 0) {

@@ -202,6 +202,17 @@ def proc_stat(pid):
     return fields[0], int(fields[11]) + int(fields[12])
 
 
+def start_time(pid):
+    """When the process started (clock ticks since boot), or None when it is gone
+    (reaped: a zombie still has its entry)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            s = f.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return int(s[s.rindex(")") + 2:].split()[19])
+
+
 def alive(pid):
     st = proc_stat(pid)
     return st is not None and st[0] != "Z"

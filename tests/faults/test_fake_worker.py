@@ -52,7 +52,7 @@ def scribbled(r):
 
 SCENARIOS = {
     "ok": (None, ok),
-    "garbage": (None, internal("not JSON")),
+    "garbage": (None, internal("not a reply of this version")),
     "raw_bytes": (None, internal("framing")),
     "truncated": (None, internal("before replying", layer="process")),
     "truncated_hang": (SHORT, timeout),
@@ -61,9 +61,9 @@ SCENARIOS = {
     "big_value": (None, internal("larger than result_bytes")),
     "twice": (None, ok),
     "reply_then_hang": (None, ok),
-    "bad_kind": (None, internal("bad error object")),
-    "bad_utf8": (None, internal("not JSON")),
-    "deep": (None, internal("not JSON")),
+    "bad_kind": (None, internal("a kind the language layer may not claim")),
+    "bad_utf8": (None, internal("a value is not JSON")),
+    "deep": (None, internal("a value is not JSON")),
     "silent_exit": (None, internal("before replying", layer="process")),
     "exit3": (None, internal("status 3", layer="process")),
     "segv": (None, crashed("SIGSEGV")),

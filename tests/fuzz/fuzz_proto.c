@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "limits.h"
+#include "msg.h"
 #include "proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -39,12 +40,23 @@ static void check_exec(const struct tp_exec_params *p, const struct tp_limits *c
 		uint64_t cap = tp_limit_get(ceiling, (enum tp_limit_id)i);
 		CHECK(cap == 0 || (want > 0 && want <= cap)); /* a request only tightens */
 	}
-	/* What the host sends a worker must come back identical. */
-	json_t *lj = tp_limits_to_json(&p->limits);
-	struct tp_limits back;
-	CHECK(lj != NULL && tp_limits_from_json(&back, lj) == 0);
-	CHECK(memcmp(&back, &p->limits, sizeof back) == 0);
-	json_decref(lj);
+	/* What the host sends a worker must come back identical (common/msg.h). */
+	struct tp_request req = { .code = p->code,
+				  .code_len = p->code_len,
+				  .inputs = p->inputs,
+				  .limits = p->limits,
+				  .has_seed = p->has_seed,
+				  .seed = (uint64_t)p->seed },
+			  back;
+	size_t n;
+	char *buf = tp_msg_request_encode(&req, &n);
+	CHECK(buf != NULL && tp_msg_request_decode(buf, n, &back) == 0);
+	CHECK(memcmp(&back.limits, &p->limits, sizeof back.limits) == 0);
+	CHECK(back.code_len == p->code_len && memcmp(back.code, p->code, p->code_len) == 0);
+	CHECK(back.has_seed == p->has_seed && (!p->has_seed || back.seed == (uint64_t)p->seed));
+	CHECK(p->inputs == NULL ? back.inputs == NULL : json_equal(back.inputs, p->inputs));
+	tp_request_free(&back);
+	free(buf);
 }
 
 /* Dispatch like the host: each params parser sees the params of every method,

@@ -180,39 +180,178 @@ static void test_frames(void)
 	CHECK_EQ_INT(tp_frame_parse(buf, 4, 1u << 30, &n), -1);
 }
 
-static json_t *check(const char *js, int expect)
+/* ---- the worker messages (common/msg.h) ------------------------------------- */
+
+static struct tp_limits reply_caps(void)
 {
 	struct tp_limits l;
-	char err[200];
-	json_t *out = NULL;
 	tp_limits_default(&l);
 	l.result_depth = 3;
 	l.result_bytes = 20;
-	CHECK_EQ_INT(tp_result_check_reply(js, strlen(js), &l, &out, err, sizeof err), expect);
-	return out;
+	return l;
 }
 
-#define USAGE "\"usage\":{\"instructions\":1,\"memory_peak_bytes\":2,\"cpu_ms\":0.5}"
+/* Encodes r, decodes it under reply_caps(); the decoded reply or NULL. */
+static struct tp_reply *roundtrip(const struct tp_reply *r, int expect)
+{
+	static struct tp_reply out;
+	struct tp_limits l = reply_caps();
+	char err[200] = "";
+	size_t n;
+	char *buf = tp_msg_reply_encode(r, &n);
+
+	CHECK(buf != NULL);
+	if (buf == NULL)
+		return NULL;
+	tp_reply_free(&out);
+	int rc = tp_msg_reply_decode(buf, n, &l, &out, err, sizeof err);
+	CHECK_EQ_INT(rc, expect);
+	CHECK(rc == 0 || strncmp(err, "worker reply refused: ", 22) == 0);
+	/* Every prefix is refused, and so is one trailing byte. */
+	for (size_t k = 0; rc == 0 && k < n; k++) {
+		struct tp_reply cut;
+		CHECK_EQ_INT(tp_msg_reply_decode(buf, k, &l, &cut, err, sizeof err), -1);
+	}
+	if (rc == 0) {
+		struct tp_reply more;
+		char *longer = malloc(n + 1);
+		memcpy(longer, buf, n);
+		longer[n] = 0;
+		CHECK_EQ_INT(tp_msg_reply_decode(longer, n + 1, &l, &more, err, sizeof err), -1);
+		CHECK(strstr(err, "bytes after the message") != NULL);
+		free(longer);
+	}
+	free(buf);
+	return rc == 0 ? &out : NULL;
+}
+
+static struct tp_reply failure(enum tp_kind kind, const char *msg)
+{
+	struct tp_reply r = { .ok = 0, .error = { .kind = kind, .limit_id = -1 } };
+	if (msg != NULL)
+		tp_text_set(&r.error.message, msg, strlen(msg), TP_MSG_MAX_TEXT);
+	return r;
+}
 
 static void test_check_reply(void)
 {
-	json_t *r = check("{\"ok\":true,\"value\":[1,[2]],\"error\":null,\"junk\":1," USAGE "}", 0);
-	CHECK(r != NULL && json_object_get(r, "junk") == NULL);
-	CHECK_EQ_INT(json_integer_value(json_array_get(json_object_get(r, "value"), 0)), 1);
-	json_decref(r);
-	check("{\"ok\":true,\"value\":[[[[1]]]]," USAGE "}", -1);                  /* depth */
-	check("{\"ok\":true,\"value\":\"0123456789012345678901\"," USAGE "}", -1); /* size */
-	check("{\"ok\":true,\"value\":1}", -1);                                    /* usage */
-	check("{\"ok\":false,\"error\":{\"kind\":\"timeout\"}," USAGE "}", -1); /* not claimable */
-	check("{\"ok\":false,\"error\":{\"kind\":\"crashed\"}," USAGE "}", -1);
-	check("{\"ok\":false,\"error\":{\"kind\":\"runtime_error\",\"line\":-1}," USAGE "}", -1);
-	check("[]", -1);
-	check("{\"ok\":1}", -1);
-	r = check("{\"ok\":false,\"error\":{\"kind\":\"runtime_error\",\"message\":\"m\",\"line\":"
-		  "3}," USAGE "}",
-		  0);
-	CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(r, "error"), "line")), 3);
-	json_decref(r);
+	struct tp_reply r = { .ok = 1, .usage = { 1, 2, 500 } }, *d, tmp;
+	char err[200];
+	struct tp_limits l = reply_caps();
+
+	r.value = json_loads("[1,[2]]", 0, NULL);
+	d = roundtrip(&r, 0);
+	CHECK(d != NULL && d->ok && json_equal(d->value, r.value));
+	CHECK(d != NULL && d->usage.instructions == 1 && d->usage.memory_peak_bytes == 2 &&
+	      d->usage.cpu_us == 500);
+	json_decref(r.value);
+	r.value = json_loads("[[[[1]]]]", 0, NULL); /* deeper than result_depth */
+	roundtrip(&r, -1);
+	json_decref(r.value);
+	r.value = json_string("0123456789012345678901"); /* larger than result_bytes */
+	roundtrip(&r, -1);
+	json_decref(r.value);
+
+	r = failure(TP_KIND_TIMEOUT, "m"); /* the host's verdicts are not claimable */
+	roundtrip(&r, -1);
+	tp_reply_free(&r);
+	r = failure(TP_KIND_CRASHED, "m");
+	roundtrip(&r, -1);
+	tp_reply_free(&r);
+	r = failure(TP_KIND_RUNTIME_ERROR, NULL); /* no message */
+	roundtrip(&r, -1);
+	r = failure(TP_KIND_RUNTIME_ERROR, "m");
+	r.error.limit_id = TP_LIMIT__COUNT; /* no such limit */
+	roundtrip(&r, -1);
+	r.error.limit_id = -1;
+	r.error.line = 3;
+	d = roundtrip(&r, 0);
+	CHECK(d != NULL && d->error.line == 3 && d->error.kind == TP_KIND_RUNTIME_ERROR);
+	CHECK(d != NULL && d->error.message.n == 1 && d->error.type.s == NULL);
+	char big[TP_MSG_MAX_TYPE + 2];
+	memset(big, 'T', sizeof big);
+	r.error.type.s = big; /* longer than the type cap */
+	r.error.type.n = sizeof big;
+	roundtrip(&r, -1);
+	r.error.type.s = NULL;
+	r.error.type.n = 0;
+	tp_reply_free(&r);
+
+	/* Bytes that are no reply of this version. */
+	CHECK_EQ_INT(tp_msg_reply_decode("[]", 2, &l, &r, err, sizeof err), -1);
+	CHECK_EQ_INT(tp_msg_reply_decode("", 0, &l, &r, err, sizeof err), -1);
+	r = (struct tp_reply){ .ok = 1, .value = json_integer(1) };
+	size_t n;
+	char *buf = tp_msg_reply_encode(&r, &n);
+	buf[4] = TP_MSG_VERSION + 1;
+	CHECK_EQ_INT(tp_msg_reply_decode(buf, n, &l, &tmp, err, sizeof err), -1);
+	buf[4] = TP_MSG_VERSION;
+	buf[8] = 2; /* ok is neither 0 nor 1 */
+	CHECK_EQ_INT(tp_msg_reply_decode(buf, n, &l, &tmp, err, sizeof err), -1);
+	free(buf);
+	json_decref(r.value);
+	d = roundtrip(&(struct tp_reply){ .ok = 1, .value = json_null() }, 0);
+	CHECK(d != NULL && json_is_null(d->value));
+	if (d != NULL)
+		tp_reply_free(d);
+}
+
+static void test_request_msg(void)
+{
+	json_t *in = json_loads("{\"x\": [1, {\"y\": null}]}", 0, NULL);
+	struct tp_request req = { .code = "return\0 x",
+				  .code_len = 9,
+				  .inputs = in,
+				  .has_seed = 1,
+				  .seed = 1ull << 63 },
+			  out;
+	size_t n;
+	char *buf;
+
+	tp_limits_default(&req.limits);
+	buf = tp_msg_request_encode(&req, &n);
+	CHECK(buf != NULL);
+	CHECK_EQ_INT(tp_msg_request_decode(buf, n, &out), 0);
+	CHECK(out.code_len == 9 && memcmp(out.code, req.code, 9) == 0);
+	CHECK(json_equal(out.inputs, in));
+	CHECK(out.has_seed == 1 && out.seed == 1ull << 63);
+	CHECK(memcmp(&out.limits, &req.limits, sizeof out.limits) == 0);
+	tp_request_free(&out);
+	for (size_t k = 0; k < n; k++)
+		CHECK_EQ_INT(tp_msg_request_decode(buf, k, &out), -1);
+	free(buf);
+	req.limits.result_depth = TP_MAX_RESULT_DEPTH + 1; /* above a hard ceiling */
+	buf = tp_msg_request_encode(&req, &n);
+	CHECK_EQ_INT(tp_msg_request_decode(buf, n, &out), -1);
+	free(buf);
+	tp_limits_default(&req.limits);
+	json_decref(in);
+	req.inputs = in = json_array(); /* inputs must be an object */
+	buf = tp_msg_request_encode(&req, &n);
+	CHECK_EQ_INT(tp_msg_request_decode(buf, n, &out), -1);
+	free(buf);
+	json_decref(in);
+	req.inputs = NULL;
+	buf = tp_msg_request_encode(&req, &n);
+	CHECK_EQ_INT(tp_msg_request_decode(buf, n, &out), 0);
+	CHECK(out.inputs == NULL);
+	tp_request_free(&out);
+	free(buf);
+}
+
+/* A text above its cap is cut within the cap and says how much was cut. */
+static void test_text_cut(void)
+{
+	struct tp_text t;
+	char big[1000];
+
+	memset(big, 'a', sizeof big);
+	CHECK_EQ_INT(tp_text_set(&t, big, sizeof big, 100), 0);
+	CHECK(t.n <= 100 && strstr(t.s, "bytes cut)") != NULL);
+	tp_text_free(&t);
+	CHECK_EQ_INT(tp_text_set(&t, "a\0b", 3, 100), 0);
+	CHECK(t.n == 3 && memcmp(t.s, "a\0b", 3) == 0);
+	tp_text_free(&t);
 }
 
 static const char *err_field(json_t *res, const char *k)
@@ -266,8 +405,8 @@ static void test_build(void)
 	json_decref(res);
 
 	/* The sticky flag beats a reply that claims success. */
-	json_t *reply = check("{\"ok\":true,\"value\":1," USAGE "}", 0);
-	o.reply = reply;
+	struct tp_reply reply = { .ok = 1, .value = json_integer(1), .usage = { 1, 2, 500 } };
+	o.reply = &reply;
 	o.exited = 0;
 	v.tripped = TP_KIND_INSTRUCTION_LIMIT;
 	v.tripped_limit = TP_LIMIT_INSTRUCTIONS;
@@ -280,6 +419,15 @@ static void test_build(void)
 	CHECK_EQ_STR(json_string_value(json_object_get(lim, "name")), "instructions");
 	CHECK_EQ_INT(json_integer_value(json_object_get(lim, "used")), 1000);
 	CHECK(json_is_null(json_object_get(res, "value")));
+	CHECK(json_is_null(json_object_get(json_object_get(res, "error"), "type")));
+	json_decref(res);
+
+	/* A result above result_bytes is said as such, not as "output limit". */
+	v.tripped = TP_KIND_OUTPUT_LIMIT;
+	v.tripped_limit = TP_LIMIT_RESULT_BYTES;
+	res = tp_result_build(&o);
+	CHECK_EQ_STR(err_field(res, "kind"), "output_limit");
+	CHECK_EQ_STR(err_field(res, "message"), "result larger than result_bytes");
 	json_decref(res);
 
 	/* A policy kill through the page (an audit tripwire) carries its note. */
@@ -295,7 +443,7 @@ static void test_build(void)
 	CHECK_EQ_STR(err_field(res, "message"), "audit event 'os.system' is not allowed");
 	CHECK(json_object_get(json_object_get(res, "error"), "limit") == NULL);
 	json_decref(res);
-	o.reply = reply;
+	o.reply = &reply;
 	o.exited = 0;
 
 	v.tripped = 0;
@@ -307,7 +455,7 @@ static void test_build(void)
 	    json_integer_value(json_object_get(json_object_get(res, "usage"), "memory_peak_bytes")),
 	    2);
 	json_decref(res);
-	json_decref(reply);
+	tp_reply_free(&reply);
 }
 
 static void test_utf8(void)
@@ -328,6 +476,8 @@ int main(void)
 	test_exec_params();
 	test_frames();
 	test_check_reply();
+	test_request_msg();
+	test_text_cut();
 	test_build();
 	test_utf8();
 	return tp_test_done("test_proto");
