@@ -181,7 +181,7 @@ FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined -f
 FUZZ_CFLAGS    = -O1 -g $(filter-out -Werror,$(WARN)) -Wno-missing-field-initializers $(PKG_CFLAGS) \
                  $(FUZZ_SAN) -DTP_FUZZ=1
 # The pure host modules (not the loop, the zygote or the worker) and the Lua JSON layer.
-FUZZ_LIB_SRCS  = $(wildcard common/*.c) $(filter-out host/main.c host/host.c host/zygote_ctl.c, \
+FUZZ_LIB_SRCS  = $(wildcard common/*.c) $(filter-out host/main.c host/host.c host/output.c host/pool.c host/zygote_ctl.c, \
                    $(wildcard host/*.c)) lua-sandbox/ljson.c lua-sandbox/lalloc.c
 FUZZ_LIB_OBJS  = $(FUZZ_LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_BINS     := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
