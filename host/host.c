@@ -25,6 +25,7 @@
 
 #include "frame.h"
 #include "jsonio.h"
+#include "langs.h"
 #include "proto.h"
 #include "result.h"
 #include "spawn.h"
@@ -40,7 +41,7 @@ struct exec {
 	struct exec *next;
 	json_t *msg; /* the request; p borrows from it */
 	json_t *id;
-	int lang;
+	int lang; /* enum tp_lang_id: an index into tp_langs[] and the host's zygotes */
 	struct tp_exec_params p;
 	double t_start, deadline;
 	struct worker *w;
@@ -50,7 +51,7 @@ struct exec {
 
 struct worker {
 	struct worker *next;
-	int lang;  /* index into the host's zygotes */
+	int lang;  /* index into tp_langs[] and the host's zygotes */
 	pid_t pid; /* 0 until the zygote answers */
 	int chan;
 	struct tp_shm *shm;
@@ -74,7 +75,7 @@ struct early_exit {
 
 /* One zygote per language: a Lua worker never maps an initialized CPython. */
 struct zygote {
-	const char *lang;
+	const struct tp_lang_info *lang;
 	pid_t pid;
 	int ctl;
 	int failures;
@@ -83,13 +84,10 @@ struct zygote {
 	int nspawning;
 };
 
-static const char *const host_langs[] = { "lua", "python" };
-#define NLANGS ((int)(sizeof host_langs / sizeof host_langs[0]))
-
 struct tp_host {
 	struct tp_host_cfg cfg;
 	struct tp_limits ceiling;
-	struct zygote zyg[NLANGS];
+	struct zygote zyg[TP_NLANGS]; /* indexed by enum tp_lang_id */
 	struct worker *workers;
 	struct exec *qhead, *qtail;
 	int queued;
@@ -381,14 +379,6 @@ static void worker_free(struct tp_host *h, struct worker *w)
 	free(w);
 }
 
-static int lang_index(const char *name)
-{
-	for (int i = 0; i < NLANGS; i++)
-		if (strcmp(host_langs[i], name) == 0)
-			return i;
-	return -1;
-}
-
 static int start_zygote(struct zygote *z)
 {
 	char err[256];
@@ -559,7 +549,7 @@ static void refill_lang(struct tp_host *h, int lang)
 
 static void refill(struct tp_host *h)
 {
-	for (int i = 0; i < NLANGS; i++)
+	for (int i = 0; i < TP_NLANGS; i++)
 		refill_lang(h, i);
 }
 
@@ -755,7 +745,7 @@ static void reap(struct tp_host *h)
 			     (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 		struct worker *w = find_pid(h, pid);
 		struct zygote *z = NULL;
-		for (int i = 0; i < NLANGS; i++)
+		for (int i = 0; i < TP_NLANGS; i++)
 			if (h->zyg[i].pid == pid)
 				z = &h->zyg[i];
 		if (z != NULL)
@@ -853,12 +843,7 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 	}
 	e->msg = json_incref(rpc->msg);
 	e->id = rpc->id;
-	e->lang = lang_index(e->p.lang);
-	if (e->lang < 0) { /* the params check knows every language we host */
-		emit_error(h, rpc->id, TP_RPC_INVALID_PARAMS, "unknown language");
-		exec_free(e);
-		return;
-	}
+	e->lang = (int)e->p.lang;
 	h->zyg[e->lang].used = 1;
 	if (h->qtail != NULL)
 		h->qtail->next = e;
@@ -945,7 +930,7 @@ static void handle_signals(struct tp_host *h)
 	reap(h); /* SIGCHLD coalesces: always reap everything */
 }
 
-enum { P_SIG, P_STDIN, P_STDOUT, P_ZYGOTE, P_FIXED = P_ZYGOTE + NLANGS };
+enum { P_SIG, P_STDIN, P_STDOUT, P_ZYGOTE, P_FIXED = P_ZYGOTE + TP_NLANGS };
 
 static void poll_once(struct tp_host *h)
 {
@@ -960,7 +945,7 @@ static void poll_once(struct tp_host *h)
 	fds[P_SIG] = (struct pollfd){ h->sigfd, POLLIN, 0 };
 	fds[P_STDIN] = (struct pollfd){ reading ? 0 : -1, POLLIN, 0 };
 	fds[P_STDOUT] = (struct pollfd){ h->out_len > 0 ? 1 : -1, POLLOUT, 0 };
-	for (int z = 0; z < NLANGS; z++)
+	for (int z = 0; z < TP_NLANGS; z++)
 		fds[P_ZYGOTE + z] = (struct pollfd){ h->zyg[z].ctl, POLLIN, 0 };
 	int i;
 	for (i = 0; i < nw; i++)
@@ -977,7 +962,7 @@ static void poll_once(struct tp_host *h)
 		}
 		if (fds[P_STDOUT].revents)
 			out_flush(h);
-		for (int z = 0; z < NLANGS; z++)
+		for (int z = 0; z < TP_NLANGS; z++)
 			if (fds[P_ZYGOTE + z].revents)
 				read_zygote(h, &h->zyg[z]);
 		if (fds[P_SIG].revents)
@@ -1068,9 +1053,9 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, char *err, size_t err
 		free(h);
 		return NULL;
 	}
-	for (int i = 0; i < NLANGS; i++)
-		h->zyg[i] = (struct zygote){ .lang = host_langs[i], .ctl = -1 };
-	h->zyg[lang_index("lua")].used = 1; /* the default language: warm from the start */
+	for (int i = 0; i < TP_NLANGS; i++)
+		h->zyg[i] =
+		    (struct zygote){ .lang = &tp_langs[i], .ctl = -1, .used = tp_langs[i].prewarm };
 	h->sigfd = -1;
 	h->stdin_open = cfg->use_stdin;
 	tp_limits_default(&h->ceiling);
@@ -1099,7 +1084,7 @@ void tp_host_free(struct tp_host *h)
 			kill(w->pid, SIGKILL);
 	/* A worker whose pid the zygote had not told us yet: stop the zygote, then
 	 * read the pids it already sent and kill those workers too. */
-	for (int i = 0; i < NLANGS; i++) {
+	for (int i = 0; i < TP_NLANGS; i++) {
 		struct zygote *z = &h->zyg[i];
 		pid_t pid;
 		if (z->pid > 0) {
@@ -1117,7 +1102,7 @@ void tp_host_free(struct tp_host *h)
 		h->qhead = e->next;
 		exec_free(e);
 	}
-	for (int i = 0; i < NLANGS; i++)
+	for (int i = 0; i < TP_NLANGS; i++)
 		if (h->zyg[i].ctl >= 0)
 			close(h->zyg[i].ctl);
 	if (h->sigfd >= 0)

@@ -5,6 +5,8 @@
  */
 #include "proto.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -269,20 +271,41 @@ char *tp_proto_encode(const json_t *msg, size_t *len)
 
 static const char *const versions[] = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" };
 
+/* printf onto the end of what buf holds; a cut is harmless in these texts. */
+static void append(char *buf, size_t cap, const char *fmt, ...)
+{
+	size_t off = strlen(buf);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf + off, cap - off, fmt, ap);
+	va_end(ap);
+}
+
+static const char *join(int i)
+{
+	return i == 0 ? "" : i == TP_NLANGS - 1 ? " or " : ", ";
+}
+
 json_t *tp_proto_initialize(const json_t *params)
 {
 	const char *want = json_string_value(json_object_get(params, "protocolVersion"));
 	const char *ver = versions[0];
+	char title[256] = "tidepool sandbox (", how[1024] = "Call ";
 	for (size_t i = 0; want != NULL && i < sizeof versions / sizeof versions[0]; i++)
 		if (strcmp(want, versions[i]) == 0)
 			ver = versions[i];
-	return json_pack(
-	    "{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", ver, "capabilities",
-	    "tools", "listChanged", 0, "serverInfo", "name", "tidepool", "title",
-	    "tidepool sandbox (Lua 5.4, Python 3.11)", "version", TP_VERSION, "instructions",
-	    "Call run_lua with Lua 5.4 code (`return` a value to get it back as JSON) or "
-	    "run_python with Python 3.11 code (the last expression is the value). Output "
-	    "is captured. Each call runs in a fresh, locked-down process.");
+	for (int i = 0; i < TP_NLANGS; i++) {
+		const struct tp_lang_info *l = &tp_langs[i];
+		append(title, sizeof title, "%s%s", i ? ", " : "", l->title);
+		append(how, sizeof how, "%s%s with %s code (%s)", join(i), l->tool, l->title,
+		       l->value_hint);
+	}
+	append(title, sizeof title, ")");
+	append(how, sizeof how,
+	       ". Output is captured. Each call runs in a fresh, locked-down process.");
+	return json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", ver,
+			 "capabilities", "tools", "listChanged", 0, "serverInfo", "name",
+			 "tidepool", "title", title, "version", TP_VERSION, "instructions", how);
 }
 
 static json_t *output_schema(void)
@@ -296,15 +319,14 @@ static json_t *output_schema(void)
 	    "ok", "stdout", "stderr", "truncated", "error", "usage");
 }
 
-static json_t *tool(const char *name, const char *title, const char *lang_desc,
-		    const char *description)
+static json_t *tool(const struct tp_lang_info *l)
 {
 	json_t *t = json_pack(
-	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:s}, s:{s:s, s:s}}, s:[s], s:b}}", "name", name,
-	    "title", title, "description", description, "inputSchema", "type", "object",
-	    "properties", "code", "type", "string", "description", lang_desc, "inputs", "type",
-	    "object", "description", "Each key becomes a global variable", "required", "code",
-	    "additionalProperties", 0);
+	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:o}, s:{s:s, s:s}}, s:[s], s:b}}", "name", l->tool,
+	    "title", l->tool_title, "description", l->tool_desc, "inputSchema", "type", "object",
+	    "properties", "code", "type", "string", "description",
+	    json_sprintf("%s source code", l->title), "inputs", "type", "object", "description",
+	    "Each key becomes a global variable", "required", "code", "additionalProperties", 0);
 	if (t != NULL && json_object_set_new(t, "outputSchema", output_schema()) != 0) {
 		json_decref(t);
 		return NULL;
@@ -314,18 +336,13 @@ static json_t *tool(const char *name, const char *title, const char *lang_desc,
 
 json_t *tp_proto_tools_list(void)
 {
-	return json_pack(
-	    "{s:[o,o]}", "tools",
-	    tool("run_lua", "Run Lua 5.4", "Lua 5.4 source code",
-		 "Run a Lua 5.4 snippet in a sandbox. The chunk's return value comes back as "
-		 "JSON in `value`; print() and io.write() go to `stdout`. No files, network or "
-		 "processes. Limits: memory, CPU and wall time, output size."),
-	    tool("run_python", "Run Python 3.11", "Python 3.11 source code",
-		 "Run a Python 3.11 snippet in a sandbox. The value of the last expression "
-		 "comes back as JSON in `value` (its repr when it is not JSON, with "
-		 "`value_repr: true`); print() goes to `stdout`. Imports from a short list of "
-		 "pure standard modules only. No files, network or processes. Limits: memory, "
-		 "CPU and wall time, output size."));
+	json_t *tools = json_array();
+	for (int i = 0; tools != NULL && i < TP_NLANGS; i++)
+		if (json_array_append_new(tools, tool(&tp_langs[i])) != 0) {
+			json_decref(tools);
+			return NULL;
+		}
+	return json_pack("{s:o}", "tools", tools);
 }
 
 /* ---- exec parameters ------------------------------------------------------- */
@@ -392,9 +409,12 @@ int tp_proto_exec_params(const json_t *params, const struct tp_limits *ceiling,
 	}
 	if (check_keys(params, keys, err, errlen) != 0)
 		return -1;
-	const char *lang = json_string_value(json_object_get(params, "lang"));
-	if (lang == NULL || (strcmp(lang, "lua") != 0 && strcmp(lang, "python") != 0)) {
-		snprintf(err, errlen, "'lang' must be \"lua\" or \"python\"");
+	const struct tp_lang_info *lang =
+	    tp_langs_by_name(json_string_value(json_object_get(params, "lang")));
+	if (lang == NULL) {
+		char names[256];
+		snprintf(err, errlen, "'lang' must be %s",
+			 tp_langs_names(names, sizeof names, "\"%s\"", ", ", " or "));
 		return -1;
 	}
 	const char *policy = json_string_value(json_object_get(params, "policy"));
@@ -409,7 +429,7 @@ int tp_proto_exec_params(const json_t *params, const struct tp_limits *ceiling,
 		snprintf(err, errlen, "'stream' is not available in this version");
 		return -1;
 	}
-	snprintf(out->lang, sizeof out->lang, "%s", lang);
+	out->lang = lang->id;
 	return common_params(params, ceiling, out, err, errlen);
 }
 
@@ -420,10 +440,7 @@ int tp_proto_tool_params(const json_t *params, const struct tp_limits *ceiling,
 	memset(out, 0, sizeof *out);
 	const char *name = json_string_value(json_object_get(params, "name"));
 	json_t *args = json_object_get(params, "arguments");
-	const char *lang = name == NULL                      ? NULL
-			   : strcmp(name, "run_lua") == 0    ? "lua"
-			   : strcmp(name, "run_python") == 0 ? "python"
-							     : NULL;
+	const struct tp_lang_info *lang = tp_langs_by_tool(name);
 	if (lang == NULL) {
 		snprintf(err, errlen, "Unknown tool: %.64s", name ? name : "(none)");
 		return -1;
@@ -434,7 +451,7 @@ int tp_proto_tool_params(const json_t *params, const struct tp_limits *ceiling,
 	}
 	if (check_keys(args, keys, err, errlen) != 0)
 		return -1;
-	snprintf(out->lang, sizeof out->lang, "%s", lang);
+	out->lang = lang->id;
 	out->tool_call = 1;
 	return common_params(args, ceiling, out, err, errlen);
 }

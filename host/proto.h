@@ -16,6 +16,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "langs.h"
 #include "limits.h"
 
 #define TP_RPC_PARSE_ERROR -32700
@@ -76,7 +77,7 @@ json_t *tp_proto_tools_list(void);
 
 /* The parameters of one exec, from sandbox/exec or tools/call. */
 struct tp_exec_params {
-	char lang[16];
+	enum tp_lang_id lang;
 	const char *code; /* borrowed from the request */
 	size_t code_len;
 	json_t *inputs; /* borrowed; NULL when absent */

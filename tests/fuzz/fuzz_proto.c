@@ -31,7 +31,7 @@ static void send_reply(json_t *reply)
 
 static void check_exec(const struct tp_exec_params *p, const struct tp_limits *ceiling)
 {
-	CHECK(strcmp(p->lang, "lua") == 0 || strcmp(p->lang, "python") == 0);
+	CHECK((unsigned)p->lang < TP_NLANGS);
 	CHECK(p->code != NULL);
 	CHECK(p->inputs == NULL || json_is_object(p->inputs));
 	for (int i = 0; i < TP_LIMIT__COUNT; i++) {
