@@ -23,10 +23,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "exec_params.h"
 #include "frame.h"
 #include "jsonio.h"
+#include "jsonrpc.h"
 #include "langs.h"
-#include "proto.h"
+#include "linebuf.h"
+#include "mcp.h"
 #include "result.h"
 #include "spawn.h"
 #include "zygote_ctl.h"

@@ -10,7 +10,7 @@
 #include "failalloc.h"
 #include "host.h"
 #include "langs.h"
-#include "proto.h"
+#include "mcp.h"
 #include "zygote.h"
 
 #define MAX_FILE (8u << 20)

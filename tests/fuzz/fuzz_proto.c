@@ -8,8 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec_params.h"
+#include "jsonrpc.h"
+#include "langs.h"
 #include "limits.h"
-#include "proto.h"
+#include "linebuf.h"
+#include "mcp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,9 +6,12 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include "exec_params.h"
 #include "frame.h"
+#include "jsonrpc.h"
+#include "linebuf.h"
+#include "mcp.h"
 #include "msg.h"
-#include "proto.h"
 #include "result.h"
 #include "utf8.h"
 #include "tap.h"
