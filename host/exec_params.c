@@ -58,7 +58,7 @@ static int common_params(const json_t *p, const struct tp_limits *ceiling,
 	return tp_limits_tighten(&out->limits, json_object_get(p, "limits"), err, errlen);
 }
 
-int tp_proto_exec_params(const json_t *params, const struct tp_limits *ceiling,
+int tp_exec_params_parse(const json_t *params, const struct tp_limits *ceiling,
 			 struct tp_exec_params *out, char *err, size_t errlen)
 {
 	static const char *const keys[] = { "lang", "code",   "policy", "limits", "session_id",
@@ -94,8 +94,8 @@ int tp_proto_exec_params(const json_t *params, const struct tp_limits *ceiling,
 	return common_params(params, ceiling, out, err, errlen);
 }
 
-int tp_proto_tool_params(const json_t *params, const struct tp_limits *ceiling,
-			 struct tp_exec_params *out, char *err, size_t errlen)
+int tp_exec_params_parse_tool(const json_t *params, const struct tp_limits *ceiling,
+			      struct tp_exec_params *out, char *err, size_t errlen)
 {
 	static const char *const keys[] = { "code", "inputs", NULL };
 	memset(out, 0, sizeof *out);

@@ -2,7 +2,7 @@
  * exec_params.h — the parameters of one exec, read from a request. Pure.
  *
  * Usage:
- *   1. tp_proto_exec_params() reads sandbox/exec's params, tp_proto_tool_params()
+ *   1. tp_exec_params_parse() reads sandbox/exec's params, tp_exec_params_parse_tool()
  *      tools/call's name and arguments; both start from the host's ceiling.
  *   2. On -1, answer with an invalid-params error carrying err.
  *   3. code and inputs are borrowed: keep the request alive while they are used.
@@ -28,9 +28,9 @@ struct tp_exec_params {
 };
 
 /* Returns 0, or -1 with an invalid-params message in err. */
-int tp_proto_exec_params(const json_t *params, const struct tp_limits *ceiling,
+int tp_exec_params_parse(const json_t *params, const struct tp_limits *ceiling,
 			 struct tp_exec_params *out, char *err, size_t errlen);
-int tp_proto_tool_params(const json_t *params, const struct tp_limits *ceiling,
-			 struct tp_exec_params *out, char *err, size_t errlen);
+int tp_exec_params_parse_tool(const json_t *params, const struct tp_limits *ceiling,
+			      struct tp_exec_params *out, char *err, size_t errlen);
 
 #endif

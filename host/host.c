@@ -233,7 +233,7 @@ static void emit(struct tp_host *h, const json_t *id, json_t *msg)
 		return;
 	}
 	size_t len;
-	char *line = msg ? tp_proto_encode(msg, &len) : NULL;
+	char *line = msg ? tp_rpc_encode(msg, &len) : NULL;
 	if (line == NULL || out_append(h, line, len, 0) != 0)
 		emit_oom(h, id); /* id may live in msg: before it is released */
 	json_decref(msg);
@@ -243,7 +243,7 @@ static void emit(struct tp_host *h, const json_t *id, json_t *msg)
 
 static void emit_error(struct tp_host *h, json_t *id, int code, const char *msg)
 {
-	emit(h, id, tp_proto_error(id, code, msg, NULL));
+	emit(h, id, tp_rpc_error(id, code, msg, NULL));
 }
 
 /* ---- execs ------------------------------------------------------------------ */
@@ -300,11 +300,11 @@ static void finish(struct tp_host *h, struct worker *w, enum tp_kind host_kind, 
 	};
 	json_t *res = tp_result_build(&o);
 	if (e->p.tool_call)
-		res = tp_proto_tool_result(res);
+		res = tp_mcp_tool_result(res);
 	if (res == NULL)
 		emit_error(h, e->id, TP_RPC_INTERNAL_ERROR, "out of memory building the result");
 	else
-		emit(h, e->id, tp_proto_result(e->id, res));
+		emit(h, e->id, tp_rpc_result(e->id, res));
 }
 
 static json_t *request_json(const struct exec *e)
@@ -837,8 +837,8 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 		emit_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
 		return;
 	}
-	int r = tool ? tp_proto_tool_params(rpc->params, &h->ceiling, &e->p, err, sizeof err)
-		     : tp_proto_exec_params(rpc->params, &h->ceiling, &e->p, err, sizeof err);
+	int r = tool ? tp_exec_params_parse_tool(rpc->params, &h->ceiling, &e->p, err, sizeof err)
+		     : tp_exec_params_parse(rpc->params, &h->ceiling, &e->p, err, sizeof err);
 	if (r != 0) {
 		emit_error(h, rpc->id, TP_RPC_INVALID_PARAMS, err);
 		free(e);
@@ -869,11 +869,11 @@ static void handle(struct tp_host *h, struct tp_rpc *rpc)
 	else if (rpc->id == NULL)
 		return; /* other notifications (initialized, unknown) need nothing */
 	else if (strcmp(m, "initialize") == 0)
-		emit(h, rpc->id, tp_proto_result(rpc->id, tp_proto_initialize(rpc->params)));
+		emit(h, rpc->id, tp_rpc_result(rpc->id, tp_mcp_initialize(rpc->params)));
 	else if (strcmp(m, "ping") == 0)
-		emit(h, rpc->id, tp_proto_result(rpc->id, json_object()));
+		emit(h, rpc->id, tp_rpc_result(rpc->id, json_object()));
 	else if (strcmp(m, "tools/list") == 0)
-		emit(h, rpc->id, tp_proto_result(rpc->id, tp_proto_tools_list()));
+		emit(h, rpc->id, tp_rpc_result(rpc->id, tp_mcp_tools_list()));
 	else
 		emit_error(h, rpc->id, TP_RPC_METHOD_NOT_FOUND, "Method not found");
 }
@@ -882,7 +882,7 @@ void tp_host_line(struct tp_host *h, const char *line, size_t len)
 {
 	struct tp_rpc rpc;
 	json_t *reply;
-	if (tp_proto_parse(line, len, &rpc, &reply) != 0) {
+	if (tp_rpc_parse(line, len, &rpc, &reply) != 0) {
 		if (reply != NULL)
 			emit(h, json_object_get(reply, "id"), reply);
 		return;

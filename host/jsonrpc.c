@@ -22,7 +22,7 @@ static int valid_id(const json_t *id)
 	return json_is_string(id) || json_is_integer(id) || json_is_null(id);
 }
 
-int tp_proto_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **reply)
+int tp_rpc_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **reply)
 {
 	json_error_t jerr;
 	char msg[256];
@@ -34,21 +34,21 @@ int tp_proto_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **re
 	json_t *m = tp_json_loadb(
 	    line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &jerr, &oom);
 	if (m == NULL && oom) { /* the id is unknown: the client gets the error with id null */
-		*reply = tp_proto_error(NULL, TP_RPC_INTERNAL_ERROR,
-					"out of memory reading the request", NULL);
+		*reply = tp_rpc_error(NULL, TP_RPC_INTERNAL_ERROR,
+				      "out of memory reading the request", NULL);
 		return -1;
 	}
 	if (m == NULL) {
 		snprintf(msg, sizeof msg, "Parse error: %s at column %d", jerr.text, jerr.column);
-		*reply = tp_proto_error(NULL, TP_RPC_PARSE_ERROR, msg, NULL);
+		*reply = tp_rpc_error(NULL, TP_RPC_PARSE_ERROR, msg, NULL);
 		return -1;
 	}
 	if (!json_is_object(m)) {
 		*reply =
-		    tp_proto_error(NULL, TP_RPC_INVALID_REQUEST,
-				   json_is_array(m) ? "Invalid Request: batches are not supported"
-						    : "Invalid Request: not an object",
-				   NULL);
+		    tp_rpc_error(NULL, TP_RPC_INVALID_REQUEST,
+				 json_is_array(m) ? "Invalid Request: batches are not supported"
+						  : "Invalid Request: not an object",
+				 NULL);
 		json_decref(m);
 		return -1;
 	}
@@ -74,7 +74,7 @@ int tp_proto_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **re
 	if (why != NULL) {
 		/* A broken notification gets no reply; a broken request does. */
 		if (id != NULL || json_object_get(m, "id") != NULL)
-			*reply = tp_proto_error(id, TP_RPC_INVALID_REQUEST, why, NULL);
+			*reply = tp_rpc_error(id, TP_RPC_INVALID_REQUEST, why, NULL);
 		json_decref(m);
 		return -1;
 	}
@@ -97,10 +97,10 @@ static json_t *envelope(json_t *id)
 	return r;
 }
 
-json_t *tp_proto_result(json_t *id, json_t *result)
+json_t *tp_rpc_result(json_t *id, json_t *result)
 {
 	if (result == NULL) /* building the result ran out of memory: say so */
-		return tp_proto_error(id, TP_RPC_INTERNAL_ERROR, "out of memory", NULL);
+		return tp_rpc_error(id, TP_RPC_INTERNAL_ERROR, "out of memory", NULL);
 	json_t *r = envelope(id);
 	if (r == NULL) {
 		json_decref(result);
@@ -113,7 +113,7 @@ json_t *tp_proto_result(json_t *id, json_t *result)
 	return r;
 }
 
-json_t *tp_proto_error(json_t *id, int code, const char *msg, json_t *data)
+json_t *tp_rpc_error(json_t *id, int code, const char *msg, json_t *data)
 {
 	json_t *r = envelope(id);
 	json_t *e = json_object();
@@ -131,7 +131,7 @@ json_t *tp_proto_error(json_t *id, int code, const char *msg, json_t *data)
 	return r;
 }
 
-char *tp_proto_encode(const json_t *msg, size_t *len)
+char *tp_rpc_encode(const json_t *msg, size_t *len)
 {
 	char *s = tp_json_dumps(msg, JSON_COMPACT);
 	if (s == NULL)

@@ -31,7 +31,7 @@ static const char *join(int i)
 	return i == 0 ? "" : i == TP_NLANGS - 1 ? " or " : ", ";
 }
 
-json_t *tp_proto_initialize(const json_t *params)
+json_t *tp_mcp_initialize(const json_t *params)
 {
 	const char *want = json_string_value(json_object_get(params, "protocolVersion"));
 	const char *ver = versions[0];
@@ -79,7 +79,7 @@ static json_t *tool(const struct tp_lang_info *l)
 	return t;
 }
 
-json_t *tp_proto_tools_list(void)
+json_t *tp_mcp_tools_list(void)
 {
 	json_t *tools = json_array();
 	for (int i = 0; tools != NULL && i < TP_NLANGS; i++)
@@ -90,7 +90,7 @@ json_t *tp_proto_tools_list(void)
 	return json_pack("{s:o}", "tools", tools);
 }
 
-json_t *tp_proto_tool_result(json_t *exec_result)
+json_t *tp_mcp_tool_result(json_t *exec_result)
 {
 	if (exec_result == NULL)
 		return NULL;
