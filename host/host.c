@@ -17,29 +17,21 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proto.h"
+#include "exec_params.h"
+#include "jsonrpc.h"
+#include "langs.h"
+#include "mcp.h"
 #include "result.h"
 #include "spawn.h"
 
 #define MAX_QUEUED 4096
 #define MAX_OUT_PENDING (16u << 20) /* stop reading stdin while this much is unwritten */
 
-static const char *const host_langs[] = { "lua", "python" };
-_Static_assert(sizeof host_langs / sizeof host_langs[0] == NLANGS, "NLANGS counts host_langs");
-
 double tp_host_now_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int lang_index(const char *name)
-{
-	for (int i = 0; i < NLANGS; i++)
-		if (strcmp(host_langs[i], name) == 0)
-			return i;
-	return -1;
 }
 
 /* ---- execs ------------------------------------------------------------------ */
@@ -75,11 +67,11 @@ void tp_host_finish(struct tp_host *h, struct worker *w, enum tp_kind host_kind,
 	};
 	json_t *res = tp_result_build(&o);
 	if (e->p.tool_call)
-		res = tp_proto_tool_result(res);
+		res = tp_mcp_tool_result(res);
 	if (res == NULL)
 		tp_out_error(h, e->id, TP_RPC_INTERNAL_ERROR, "out of memory building the result");
 	else
-		tp_out_emit(h, e->id, tp_proto_result(e->id, res));
+		tp_out_emit(h, e->id, tp_rpc_result(e->id, res));
 }
 
 /* ---- requests --------------------------------------------------------------- */
@@ -129,8 +121,8 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
 		return;
 	}
-	int r = tool ? tp_proto_tool_params(rpc->params, &h->ceiling, &e->p, err, sizeof err)
-		     : tp_proto_exec_params(rpc->params, &h->ceiling, &e->p, err, sizeof err);
+	int r = tool ? tp_exec_params_parse_tool(rpc->params, &h->ceiling, &e->p, err, sizeof err)
+		     : tp_exec_params_parse(rpc->params, &h->ceiling, &e->p, err, sizeof err);
 	if (r != 0) {
 		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, err);
 		free(e);
@@ -138,12 +130,7 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 	}
 	e->msg = json_incref(rpc->msg);
 	e->id = rpc->id;
-	e->lang = lang_index(e->p.lang);
-	if (e->lang < 0) { /* the params check knows every language we host */
-		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, "unknown language");
-		tp_host_exec_free(e);
-		return;
-	}
+	e->lang = (int)e->p.lang;
 	h->zyg[e->lang].used = 1;
 	if (h->qtail != NULL)
 		h->qtail->next = e;
@@ -166,11 +153,11 @@ static void handle(struct tp_host *h, struct tp_rpc *rpc)
 	else if (rpc->id == NULL)
 		return; /* other notifications (initialized, unknown) need nothing */
 	else if (strcmp(m, "initialize") == 0)
-		tp_out_emit(h, rpc->id, tp_proto_result(rpc->id, tp_proto_initialize(rpc->params)));
+		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, tp_mcp_initialize(rpc->params)));
 	else if (strcmp(m, "ping") == 0)
-		tp_out_emit(h, rpc->id, tp_proto_result(rpc->id, json_object()));
+		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, json_object()));
 	else if (strcmp(m, "tools/list") == 0)
-		tp_out_emit(h, rpc->id, tp_proto_result(rpc->id, tp_proto_tools_list()));
+		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, tp_mcp_tools_list()));
 	else
 		tp_out_error(h, rpc->id, TP_RPC_METHOD_NOT_FOUND, "Method not found");
 }
@@ -179,7 +166,7 @@ void tp_host_line(struct tp_host *h, const char *line, size_t len)
 {
 	struct tp_rpc rpc;
 	json_t *reply;
-	if (tp_proto_parse(line, len, &rpc, &reply) != 0) {
+	if (tp_rpc_parse(line, len, &rpc, &reply) != 0) {
 		if (reply != NULL)
 			tp_out_emit(h, json_object_get(reply, "id"), reply);
 		return;
@@ -230,7 +217,7 @@ static void handle_signals(struct tp_host *h)
 	tp_pool_reap(h); /* SIGCHLD coalesces: always reap everything */
 }
 
-enum { P_SIG, P_STDIN, P_STDOUT, P_ZYGOTE, P_FIXED = P_ZYGOTE + NLANGS };
+enum { P_SIG, P_STDIN, P_STDOUT, P_ZYGOTE, P_FIXED = P_ZYGOTE + TP_NLANGS };
 
 static void poll_once(struct tp_host *h)
 {
@@ -245,7 +232,7 @@ static void poll_once(struct tp_host *h)
 	fds[P_SIG] = (struct pollfd){ h->sigfd, POLLIN, 0 };
 	fds[P_STDIN] = (struct pollfd){ reading ? 0 : -1, POLLIN, 0 };
 	fds[P_STDOUT] = (struct pollfd){ h->out_len > 0 ? 1 : -1, POLLOUT, 0 };
-	for (int z = 0; z < NLANGS; z++)
+	for (int z = 0; z < TP_NLANGS; z++)
 		fds[P_ZYGOTE + z] = (struct pollfd){ h->zyg[z].ctl, POLLIN, 0 };
 	int i;
 	for (i = 0; i < nw; i++)
@@ -262,7 +249,7 @@ static void poll_once(struct tp_host *h)
 		}
 		if (fds[P_STDOUT].revents)
 			tp_out_flush(h);
-		for (int z = 0; z < NLANGS; z++)
+		for (int z = 0; z < TP_NLANGS; z++)
 			if (fds[P_ZYGOTE + z].revents)
 				tp_pool_read_zygote(h, &h->zyg[z]);
 		if (fds[P_SIG].revents)
@@ -340,9 +327,9 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, char *err, size_t err
 		free(h);
 		return NULL;
 	}
-	for (int i = 0; i < NLANGS; i++)
-		h->zyg[i] = (struct zygote){ .lang = host_langs[i], .ctl = -1 };
-	h->zyg[lang_index("lua")].used = 1; /* the default language: warm from the start */
+	for (int i = 0; i < TP_NLANGS; i++)
+		h->zyg[i] =
+		    (struct zygote){ .lang = &tp_langs[i], .ctl = -1, .used = tp_langs[i].prewarm };
 	h->sigfd = -1;
 	h->stdin_open = cfg->use_stdin;
 	tp_limits_default(&h->ceiling);
@@ -371,7 +358,7 @@ void tp_host_free(struct tp_host *h)
 			kill(w->pid, SIGKILL);
 	/* A worker whose pid the zygote had not told us yet: stop the zygote, then
 	 * read the pids it already sent and kill those workers too. */
-	for (int i = 0; i < NLANGS; i++) {
+	for (int i = 0; i < TP_NLANGS; i++) {
 		struct zygote *z = &h->zyg[i];
 		pid_t pid;
 		if (z->pid > 0) {
@@ -389,7 +376,7 @@ void tp_host_free(struct tp_host *h)
 		h->qhead = e->next;
 		tp_host_exec_free(e);
 	}
-	for (int i = 0; i < NLANGS; i++)
+	for (int i = 0; i < TP_NLANGS; i++)
 		if (h->zyg[i].ctl >= 0)
 			close(h->zyg[i].ctl);
 	if (h->sigfd >= 0)

@@ -19,11 +19,13 @@
 #include "msg.h"
 #include "host.h"
 #include "limits.h"
-#include "proto.h"
+#include "exec_params.h"
+#include "jsonrpc.h"
+#include "langs.h"
+#include "linebuf.h"
 #include "shm.h"
 
 #define OUT_INITIAL (64u << 10) /* the output buffer's first size (output.c) */
-#define NLANGS 2                /* entries in host_langs (host.c) */
 
 struct worker;
 
@@ -65,7 +67,7 @@ struct early_exit {
 
 /* One zygote per language: a Lua worker never maps an initialized CPython. */
 struct zygote {
-	const char *lang;
+	const struct tp_lang_info *lang;
 	pid_t pid;
 	int ctl;
 	int failures;
@@ -77,7 +79,7 @@ struct zygote {
 struct tp_host {
 	struct tp_host_cfg cfg;
 	struct tp_limits ceiling;
-	struct zygote zyg[NLANGS];
+	struct zygote zyg[TP_NLANGS]; /* indexed by enum tp_lang_id */
 	struct worker *workers;
 	struct exec *qhead, *qtail;
 	int queued;

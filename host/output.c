@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "proto.h"
+#include "jsonrpc.h"
 
 void tp_out_log(const char *fmt, const char *detail)
 {
@@ -132,7 +132,7 @@ void tp_out_emit(struct tp_host *h, const json_t *id, json_t *msg)
 		return;
 	}
 	size_t len;
-	char *line = msg ? tp_proto_encode(msg, &len) : NULL;
+	char *line = msg ? tp_rpc_encode(msg, &len) : NULL;
 	if (line == NULL || out_append(h, line, len, 0) != 0)
 		emit_oom(h, id); /* id may live in msg: before it is released */
 	json_decref(msg);
@@ -142,7 +142,7 @@ void tp_out_emit(struct tp_host *h, const json_t *id, json_t *msg)
 
 void tp_out_error(struct tp_host *h, json_t *id, int code, const char *msg)
 {
-	tp_out_emit(h, id, tp_proto_error(id, code, msg, NULL));
+	tp_out_emit(h, id, tp_rpc_error(id, code, msg, NULL));
 }
 
 /* A pipe or socket stdout is made non-blocking so a slow client cannot stall

@@ -297,7 +297,7 @@ static void refill_lang(struct tp_host *h, int lang)
 
 static void refill(struct tp_host *h)
 {
-	for (int i = 0; i < NLANGS; i++)
+	for (int i = 0; i < TP_NLANGS; i++)
 		refill_lang(h, i);
 }
 
@@ -499,7 +499,7 @@ void tp_pool_reap(struct tp_host *h)
 			     (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 		struct worker *w = find_pid(h, pid);
 		struct zygote *z = NULL;
-		for (int i = 0; i < NLANGS; i++)
+		for (int i = 0; i < TP_NLANGS; i++)
 			if (h->zyg[i].pid == pid)
 				z = &h->zyg[i];
 		if (z != NULL)

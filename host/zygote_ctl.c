@@ -25,23 +25,26 @@ uint32_t tp_zygote_area_bytes(void)
 	return (uint32_t)d.output_bytes;
 }
 
-/* The binary a language's zygote runs: Python's own build (tidepool-python,
- * beside ours: see the Makefile) when it is there, else this one. Found from
- * our own path (/proc/self/exe), never from the environment or PATH. */
-static const char *zygote_binary(const char *lang)
+/* The binary a language's zygote runs: its own build (common/langs.c's
+ * zygote_bin, e.g. tidepool-python, beside ours: see the Makefile) when it is
+ * there, else this one. Found from our own path (/proc/self/exe), never from
+ * the environment or PATH. */
+static const char *zygote_binary(const struct tp_lang_info *lang)
 {
 	static char path[4096];
-	ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
+	ssize_t n = lang->zygote_bin ? readlink("/proc/self/exe", path, sizeof path - 1) : -1;
 	char *slash = n > 0 ? memrchr(path, '/', (size_t)n) : NULL;
-	if (strcmp(lang, "python") != 0 || slash == NULL)
+	if (slash == NULL)
 		return "/proc/self/exe";
-	strcpy(slash + 1, "tidepool-python");
+	size_t room = sizeof path - (size_t)(slash + 1 - path);
+	if ((size_t)snprintf(slash + 1, room, "%s", lang->zygote_bin) >= room)
+		return "/proc/self/exe";
 	return access(path, X_OK) == 0 ? path : "/proc/self/exe";
 }
 
-static void exec_zygote(int ctl, const char *lang)
+static void exec_zygote(int ctl, const struct tp_lang_info *lang)
 {
-	char *const argv[] = { "tidepool", "--zygote", (char *)lang, NULL };
+	char *const argv[] = { "tidepool", "--zygote", (char *)lang->name, NULL };
 	char *const envp[] = { NULL }; /* empty: the client's environment stays out */
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 
@@ -63,7 +66,7 @@ static void exec_zygote(int ctl, const char *lang)
 	_exit(127);
 }
 
-int tp_zygote_start(const char *lang, pid_t *pid, char *err, size_t errlen)
+int tp_zygote_start(const struct tp_lang_info *lang, pid_t *pid, char *err, size_t errlen)
 {
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {

@@ -2,9 +2,10 @@
  * zygote_ctl.h — starting a language's zygote, from the host.
  *
  * Usage:
- *   1. tp_zygote_start(lang) execs `tidepool --zygote LANG` (or tidepool-python,
- *      beside this binary, for Python) with an empty environment and a control
- *      socket on its fd TP_ZYGOTE_CTL_FD; it returns the host's end.
+ *   1. tp_zygote_start(lang) execs `tidepool --zygote NAME` (or the language's
+ *      own binary beside this one, e.g. tidepool-python: common/langs.c) with an
+ *      empty environment and a control socket on its fd TP_ZYGOTE_CTL_FD; it
+ *      returns the host's end.
  *   2. Speak common/spawn.h on that socket: tp_spawn_send() for each worker,
  *      tp_spawn_recv_pid() for the answers. Each worker is the host's child
  *      (CLONE_PARENT): the host reaps it.
@@ -16,8 +17,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "langs.h"
+
 /* Returns the control fd (host end) and sets *pid, or -1 with err. */
-int tp_zygote_start(const char *lang, pid_t *pid, char *err, size_t errlen);
+int tp_zygote_start(const struct tp_lang_info *lang, pid_t *pid, char *err, size_t errlen);
 
 /* The fixed output area every worker's shared page has (the output ceiling). */
 uint32_t tp_zygote_area_bytes(void);

@@ -566,7 +566,7 @@ void tp_lua_worker_init(uint64_t entropy)
 }
 
 const struct tp_lang tp_lang_lua = {
-	.name = "lua",
+	.id = TP_LANG_LUA,
 	.zygote_init = tp_lua_zygote_init,
 	.worker_init = tp_lua_worker_init,
 	.exec = tp_lua_exec,

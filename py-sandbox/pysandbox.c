@@ -1217,7 +1217,7 @@ void tp_py_worker_init(uint64_t entropy)
 }
 
 const struct tp_lang tp_lang_python = {
-	.name = "python",
+	.id = TP_LANG_PYTHON,
 	.zygote_init = tp_py_zygote_init,
 	.worker_init = tp_py_worker_init,
 	.exec = tp_py_exec,

@@ -1,7 +1,7 @@
 /*
  * lang.h — what a language plugs into the zygote and the worker.
  *
- * Usage (one struct tp_lang per language, found by tp_lang_find()):
+ * Usage (one struct tp_lang per row of common/langs.c, found by tp_lang_find()):
  *   1. zygote_init(): in the zygote, once, before any fork. Build the pristine
  *      interpreter every worker inherits. No request data exists yet.
  *   2. worker_init(entropy): in a fresh worker, before lockdown. Reseed.
@@ -17,17 +17,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "langs.h"
 #include "limits.h"
 #include "msg.h"
 #include "shm.h"
 
 struct tp_lang {
-	const char *name;
+	enum tp_lang_id id; /* its row in common/langs.c: name, tool, texts */
 	int (*zygote_init)(char *err, size_t errlen);
 	void (*worker_init)(uint64_t entropy);
 	int (*exec)(const struct tp_request *req, struct tp_shm *shm, struct tp_reply *out);
 };
 
+/* By the row's name ("lua"); NULL for a language this build does not host. */
 const struct tp_lang *tp_lang_find(const char *name);
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * fuzz_proto.c — libFuzzer harness for the client side of the host: bytes from
- * stdin through tp_linebuf, tp_proto_parse and the param parsers, as the host
+ * stdin through tp_linebuf, tp_rpc_parse and the param parsers, as the host
  * loop would dispatch them, without starting a zygote. Invariants checked:
  * every fault has an encodable reply, accepted limits never exceed the ceiling.
  */
@@ -8,9 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec_params.h"
+#include "jsonrpc.h"
+#include "langs.h"
 #include "limits.h"
+#include "linebuf.h"
+#include "mcp.h"
 #include "msg.h"
-#include "proto.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -23,7 +27,7 @@ static void send_reply(json_t *reply)
 
 	if (reply == NULL)
 		return;
-	line = tp_proto_encode(reply, &len);
+	line = tp_rpc_encode(reply, &len);
 	CHECK(line != NULL);
 	CHECK(len > 0 && line[len - 1] == '\n' && memchr(line, '\n', len - 1) == NULL);
 	free(line);
@@ -32,7 +36,7 @@ static void send_reply(json_t *reply)
 
 static void check_exec(const struct tp_exec_params *p, const struct tp_limits *ceiling)
 {
-	CHECK(strcmp(p->lang, "lua") == 0 || strcmp(p->lang, "python") == 0);
+	CHECK((unsigned)p->lang < TP_NLANGS);
 	CHECK(p->code != NULL);
 	CHECK(p->inputs == NULL || json_is_object(p->inputs));
 	for (int i = 0; i < TP_LIMIT__COUNT; i++) {
@@ -66,25 +70,25 @@ static void dispatch(const struct tp_rpc *rpc, const struct tp_limits *ceiling)
 	struct tp_exec_params p;
 	char err[256];
 
-	if (tp_proto_exec_params(rpc->params, ceiling, &p, err, sizeof err) == 0)
+	if (tp_exec_params_parse(rpc->params, ceiling, &p, err, sizeof err) == 0)
 		check_exec(&p, ceiling);
 	else
-		send_reply(tp_proto_error(rpc->id, TP_RPC_INVALID_PARAMS, err, NULL));
-	if (tp_proto_tool_params(rpc->params, ceiling, &p, err, sizeof err) == 0) {
+		send_reply(tp_rpc_error(rpc->id, TP_RPC_INVALID_PARAMS, err, NULL));
+	if (tp_exec_params_parse_tool(rpc->params, ceiling, &p, err, sizeof err) == 0) {
 		check_exec(&p, ceiling);
 		CHECK(p.tool_call == 1);
 	} else {
-		send_reply(tp_proto_error(rpc->id, TP_RPC_INVALID_PARAMS, err, NULL));
+		send_reply(tp_rpc_error(rpc->id, TP_RPC_INVALID_PARAMS, err, NULL));
 	}
 	if (strcmp(rpc->method, "initialize") == 0 || json_is_object(rpc->params)) {
-		json_t *r = tp_proto_initialize(rpc->params);
+		json_t *r = tp_mcp_initialize(rpc->params);
 		CHECK(r != NULL);
-		send_reply(tp_proto_result(rpc->id, r));
+		send_reply(tp_rpc_result(rpc->id, r));
 	}
 	if (strcmp(rpc->method, "tools/list") == 0)
-		send_reply(tp_proto_result(rpc->id, tp_proto_tools_list()));
+		send_reply(tp_rpc_result(rpc->id, tp_mcp_tools_list()));
 	if (strcmp(rpc->method, "tools/call") == 0 && json_is_object(rpc->params))
-		send_reply(tp_proto_result(rpc->id, tp_proto_tool_result(json_deep_copy(rpc->params))));
+		send_reply(tp_rpc_result(rpc->id, tp_mcp_tool_result(json_deep_copy(rpc->params))));
 }
 
 static void handle_line(const char *line, size_t len, const struct tp_limits *ceiling)
@@ -92,7 +96,7 @@ static void handle_line(const char *line, size_t len, const struct tp_limits *ce
 	struct tp_rpc rpc;
 	json_t *reply;
 
-	if (tp_proto_parse(line, len, &rpc, &reply) != 0) {
+	if (tp_rpc_parse(line, len, &rpc, &reply) != 0) {
 		CHECK(rpc.msg == NULL);
 		send_reply(reply);
 		return;
@@ -110,7 +114,7 @@ static void drain(struct tp_linebuf *lb, int at_eof, const struct tp_limits *cei
 
 	while ((st = tp_linebuf_next(lb, at_eof, &line, &len)) != TP_LINE_NONE) {
 		if (st == TP_LINE_TOO_LONG) {
-			send_reply(tp_proto_error(NULL, TP_RPC_INVALID_REQUEST, "line too long", NULL));
+			send_reply(tp_rpc_error(NULL, TP_RPC_INVALID_REQUEST, "line too long", NULL));
 			continue;
 		}
 		CHECK(len <= lb->max && memchr(line, '\n', len) == NULL);

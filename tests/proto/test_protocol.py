@@ -169,3 +169,38 @@ def test_run_command(tmp_path):
     p = subprocess.run([BINARY, "run", str(tmp_path / "missing.lua")], capture_output=True, text=True, timeout=20)
     assert p.returncode == 2
     assert "No such file" in p.stderr
+
+
+def test_run_picks_the_language_from_the_file_name(tmp_path):
+    def run(*args, stdin=None):
+        return subprocess.run([BINARY, "run", *args], input=stdin, capture_output=True, text=True, timeout=20)
+
+    py = tmp_path / "snippet.py"
+    py.write_text("print('from python')\n[1, 2][-1] + 40\n")  # not Lua: a negative index
+    p = run(str(py))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "from python\n"
+    assert "value: 42" in p.stderr
+    lua = tmp_path / "snippet.lua"
+    lua.write_text("return #{1, 2} + 40\n")  # not Python
+    p = run(str(lua))
+    assert p.returncode == 0, p.stderr
+    assert "value: 42" in p.stderr
+    # No known ending and no --lang: a usage error that names the choices.
+    txt = tmp_path / "snippet.txt"
+    txt.write_text(py.read_text())
+    for args in ((str(txt),), ("-",)):
+        p = run(*args, stdin="return 1\n")
+        assert p.returncode == 2
+        assert p.stdout == ""
+        assert "--lang" in p.stderr and "lua" in p.stderr and "python" in p.stderr
+    # --lang decides over the name.
+    p = run("--lang", "python", str(txt))
+    assert p.returncode == 0, p.stderr
+    assert "value: 42" in p.stderr
+    p = run("--lang", "lua", "-", stdin="return 7\n")
+    assert p.returncode == 0, p.stderr
+    assert "value: 7" in p.stderr
+    p = run("--lang", "cobol", str(lua))
+    assert p.returncode == 2
+    assert "cobol" in p.stderr and "lua" in p.stderr and "python" in p.stderr

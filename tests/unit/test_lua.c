@@ -285,7 +285,7 @@ int main(void)
 {
 	if (harness_setup(&tp_lang_lua) != 0)
 		return 1;
-	CHECK_EQ_STR(tp_lang_lua.name, "lua");
+	CHECK_EQ_STR(tp_langs[tp_lang_lua.id].name, "lua");
 	test_ok();
 	test_errors();
 	test_memory();

@@ -6,9 +6,12 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include "exec_params.h"
 #include "frame.h"
+#include "jsonrpc.h"
+#include "linebuf.h"
+#include "mcp.h"
 #include "msg.h"
-#include "proto.h"
 #include "result.h"
 #include "utf8.h"
 #include "tap.h"
@@ -64,7 +67,7 @@ static void parse_fails(const char *s, int code, int id_null)
 {
 	struct tp_rpc rpc;
 	json_t *reply;
-	CHECK_EQ_INT(tp_proto_parse(s, strlen(s), &rpc, &reply), -1);
+	CHECK_EQ_INT(tp_rpc_parse(s, strlen(s), &rpc, &reply), -1);
 	if (code == 0) {
 		CHECK(reply == NULL);
 		return;
@@ -80,7 +83,7 @@ static void test_parse(void)
 	struct tp_rpc rpc;
 	json_t *reply;
 	const char *ok = "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"ping\"}";
-	CHECK_EQ_INT(tp_proto_parse(ok, strlen(ok), &rpc, &reply), 0);
+	CHECK_EQ_INT(tp_rpc_parse(ok, strlen(ok), &rpc, &reply), 0);
 	CHECK_EQ_STR(rpc.method, "ping");
 	CHECK_EQ_STR(json_string_value(rpc.id), "a");
 	tp_rpc_clear(&rpc);
@@ -105,16 +108,16 @@ static void test_parse(void)
 static void test_initialize(void)
 {
 	json_t *p = json_pack("{s:s}", "protocolVersion", "2025-03-26");
-	json_t *r = tp_proto_initialize(p);
+	json_t *r = tp_mcp_initialize(p);
 	CHECK_EQ_STR(json_string_value(json_object_get(r, "protocolVersion")), "2025-03-26");
 	json_decref(r);
 	json_decref(p);
 	p = json_pack("{s:s}", "protocolVersion", "1999-01-01");
-	r = tp_proto_initialize(p);
+	r = tp_mcp_initialize(p);
 	CHECK_EQ_STR(json_string_value(json_object_get(r, "protocolVersion")), "2025-11-25");
 	json_decref(r);
 	json_decref(p);
-	r = tp_proto_tools_list();
+	r = tp_mcp_tools_list();
 	json_t *tool = json_array_get(json_object_get(r, "tools"), 0);
 	CHECK_EQ_STR(json_string_value(json_object_get(tool, "name")), "run_lua");
 	CHECK(json_is_object(json_object_get(tool, "outputSchema")));
@@ -127,7 +130,7 @@ static int exec_params(const char *js, struct tp_exec_params *out, char *err)
 	tp_limits_default(&ceiling);
 	json_t *p = json_loads(js, 0, NULL);
 	CHECK(p != NULL);
-	int r = tp_proto_exec_params(p, &ceiling, out, err, 200);
+	int r = tp_exec_params_parse(p, &ceiling, out, err, 200);
 	json_decref(p);
 	return r;
 }

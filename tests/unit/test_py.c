@@ -369,7 +369,7 @@ int main(void)
 {
 	if (harness_setup(&tp_lang_python) != 0)
 		return 1;
-	CHECK_EQ_STR(tp_lang_python.name, "python");
+	CHECK_EQ_STR(tp_langs[tp_lang_python.id].name, "python");
 	test_ok();
 	test_repr();
 	test_errors();
