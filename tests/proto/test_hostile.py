@@ -1,6 +1,6 @@
 """Hostile Lua snippets, each refused or contained with an exact verdict; after
-each one the same host answers `return 1+1` with 2. Classes follow
-shared/research/lua-anchors.md: escapes through removed libraries, bytecode,
+each one the same host answers `return 1+1` with 2. Classes are those of the
+published Lua sandbox escapes: removed libraries, bytecode,
 metatables, address leaks, finalizers, resource bombs, state leaks, marshalling."""
 import pytest
 

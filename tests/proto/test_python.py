@@ -1,6 +1,6 @@
 """Hostile Python snippets through the real binary, each with its exact verdict;
-after each one the same host answers `6*7` with 42. Classes follow
-shared/research/python-anchors.md: object-graph walks, builtins recovery, import
+after each one the same host answers `6*7` with 42. Classes are those of the
+published Python sandbox escapes: object-graph walks, builtins recovery, import
 bypasses, frames, format strings, code objects, NFKC identifiers, C-level bombs,
 recursion, catching limits, floods, files, network, processes, environment,
 threads and signals, state leaks."""

@@ -1,7 +1,7 @@
 /*
- * test_confine.c — confinement tests for host/lockdown.c, against the real kernel.
+ * test_confine.c — confinement tests for sandbox/lockdown.c, against the real kernel.
  * Each case gets a worker from a test zygote (forked once, under the zygote filter,
- * cloning workers with CLONE_PARENT as host/zygote.c does), locks down only that
+ * cloning workers with CLONE_PARENT as sandbox/zygote.c does), locks down only that
  * worker, lets it try one thing and report {return value, errno} through a kept
  * pipe; the parent asserts the exact outcome and, at the end, that it was itself
  * never confined. The stacked filters are also proved equal to the one-program
@@ -171,7 +171,7 @@ static int send_spawn(int ctl, const struct spawn *sp, const int *fds)
 	return sendmsg(ctl, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof *sp ? 0 : -1;
 }
 
-/* Under the zygote filter: recvmsg with MSG_CMSG_CLOEXEC, as host/zygote.c does. */
+/* Under the zygote filter: recvmsg with MSG_CMSG_CLOEXEC, as sandbox/zygote.c does. */
 static int recv_spawn(int ctl, struct spawn *sp, int *fds)
 {
 	union fd_cmsg u;
