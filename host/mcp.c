@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "err.h"
 #include "jsonio.h"
 #include "langs.h"
 
@@ -53,15 +54,43 @@ json_t *tp_mcp_initialize(const json_t *params)
 			 "tidepool", "title", title, "version", TP_VERSION, "instructions", how);
 }
 
+/* error.kind's vocabulary: every kind a client can be shown. */
+static json_t *kind_enum(void)
+{
+	json_t *a = json_array();
+	for (int k = TP_KIND_NONE + 1; a != NULL && k < TP_KIND__COUNT; k++)
+		if (json_array_append_new(a, json_string(tp_kind_name((enum tp_kind)k))) != 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+/* The error object: each field means one thing (README, "sandbox/exec"). */
+static json_t *error_schema(void)
+{
+	return json_pack(
+	    "{s:[s,s], s:{s:{s:s, s:o}, s:{s:s, s:[s,s,s,s]}, s:{s:[s,s], s:s}, s:{s:s}, "
+	    "s:{s:[s,s]}, s:{s:[s,s]}, s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}}}, s:[s,s,s,s]}",
+	    "type", "object", "null", "properties", "kind", "type", "string", "enum", kind_enum(),
+	    "layer", "type", "string", "enum", "language", "process", "kernel", "host", "type",
+	    "type", "string", "null", "description",
+	    "the exception class or Lua error type; null for limits and other verdicts", "message",
+	    "type", "string", "traceback", "type", "string", "null", "line", "type", "integer",
+	    "null", "limit", "type", "object", "properties", "name", "type", "string", "limit",
+	    "type", "integer", "used", "type", "integer", "required", "kind", "layer", "type",
+	    "message");
+}
+
 static json_t *output_schema(void)
 {
 	return json_pack(
-	    "{s:s, s:{s:{s:s}, s:{}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:[s,s]}, s:{s:s}}, "
+	    "{s:s, s:{s:{s:s}, s:{}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:o, s:{s:s}}, "
 	    "s:[s,s,s,s,s,s]}",
 	    "type", "object", "properties", "ok", "type", "boolean", "value", "value_repr", "type",
 	    "boolean", "stdout", "type", "string", "stderr", "type", "string", "truncated", "type",
-	    "object", "error", "type", "object", "null", "usage", "type", "object", "required",
-	    "ok", "stdout", "stderr", "truncated", "error", "usage");
+	    "object", "error", error_schema(), "usage", "type", "object", "required", "ok",
+	    "stdout", "stderr", "truncated", "error", "usage");
 }
 
 static json_t *tool(const struct tp_lang_info *l)

@@ -53,6 +53,56 @@ def test_tools_list_and_call(host):
     assert r["structuredContent"]["error"]["kind"] == "runtime_error"
 
 
+def conforms(v, schema, path="$"):
+    """The subset of JSON Schema the outputSchema uses: type, enum, properties, required."""
+    kinds = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+    types = schema.get("type")
+    if types is not None:
+        types = types if isinstance(types, list) else [types]
+        ok = any((t == "integer" and isinstance(v, int) and not isinstance(v, bool)) or
+                 (t == "number" and isinstance(v, (int, float)) and not isinstance(v, bool)) or
+                 (t in kinds and isinstance(v, kinds[t])) for t in types)
+        assert ok, f"{path}: {v!r} is not {types}"
+    if "enum" in schema:
+        assert v in schema["enum"], f"{path}: {v!r} not in {schema['enum']}"
+    if isinstance(v, dict):
+        for k in schema.get("required", []):
+            assert k in v, f"{path}: {k} missing"
+        for k, sub in schema.get("properties", {}).items():
+            if k in v:
+                conforms(v[k], sub, f"{path}.{k}")
+
+
+ERROR_CASES = [
+    ("lua", "return 1", {}, None),
+    ("lua", "return (", {}, "syntax_error"),
+    ("lua", "error({})", {}, "runtime_error"),
+    ("lua", "local t = {} t.t = t return t", {}, "result_error"),
+    ("lua", "return x", {"inputs": {"x": [[[1]]]}, "limits": {"result_depth": 2}}, "input_error"),
+    ("lua", "while true do end", {"limits": {"instructions": 1000}}, "instruction_limit"),
+    ("lua", "return string.rep('x', 1 << 26)", {"limits": {"memory_bytes": 1 << 20}}, "memory_limit"),
+    ("lua", "print(string.rep('x', 100))", {"limits": {"output_bytes": 10}}, "output_limit"),
+    ("lua", "local t = os.time() while os.time() - t < 5 do end", {"limits": {"wall_ms": 100}}, "timeout"),
+    ("python", "1/0", {}, "runtime_error"),
+    ("python", "__import__('os')", {}, "policy_violation"),
+    ("python", "{1, 2}", {}, None),
+]
+
+
+def test_every_error_matches_the_output_schema(host):
+    """The MCP SDK checks structuredContent against outputSchema, errors included."""
+    schema = host.call("tools/list")["result"]["tools"][0]["outputSchema"]
+    seen = set()
+    for lang, code, extra, kind in ERROR_CASES:
+        r = host.call("sandbox/exec", {"lang": lang, "code": code, **extra})["result"]
+        conforms(r, schema)
+        assert (r["error"] or {}).get("kind") == kind, (code, r["error"])
+        if kind is not None:
+            assert r["error"]["type"] is None or isinstance(r["error"]["type"], str)
+            seen.add(kind)
+    assert {"result_error", "input_error", "instruction_limit", "timeout", "policy_violation"} <= seen
+
+
 def test_tools_call_unknown_tool_is_invalid_params(host):
     r = host.call("tools/call", {"name": "run_cobol", "arguments": {"code": "x"}})
     assert r["error"]["code"] == -32602
