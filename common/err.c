@@ -1,9 +1,13 @@
 /*
- * err.c — names of verdict kinds and layers, as they appear on the wire.
- * The tables are indexed by the enums; the enum order is the only invariant.
+ * err.c — the error value (struct tp_err) and the names of kinds and layers as
+ * they appear on the wire. Invariants: the first error recorded in a value wins;
+ * the name tables are indexed by the enums.
  */
 #include "err.h"
 
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 static const char *const kind_names[TP_KIND__COUNT] = {
@@ -56,4 +60,63 @@ const char *tp_layer_name(enum tp_layer layer)
 int tp_layer_from_name(const char *name)
 {
 	return lookup(layer_names, TP_LAYER__COUNT, name);
+}
+
+/* ---- the error value ------------------------------------------------------------------ */
+
+static int record(struct tp_err *e, enum tp_kind kind, enum tp_layer layer, int sys_errno)
+{
+	if (e == NULL || e->kind != TP_KIND_NONE)
+		return 0;
+	e->kind = kind == TP_KIND_NONE ? TP_KIND_INTERNAL : kind;
+	e->layer = layer;
+	e->sys_errno = sys_errno;
+	return 1;
+}
+
+int tp_err_set(struct tp_err *e, enum tp_kind kind, enum tp_layer layer, int sys_errno,
+	       const char *fmt, ...)
+{
+	va_list ap;
+
+	if (record(e, kind, layer, sys_errno)) {
+		va_start(ap, fmt);
+		vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+int tp_err_sys(struct tp_err *e, enum tp_layer layer, const char *what, int sys_errno,
+	       const char *hint)
+{
+	return tp_err_set(e, TP_KIND_INTERNAL, layer, sys_errno, "%s: %s%s%s", what,
+			  strerror(sys_errno), hint ? ". Hint: " : "", hint ? hint : "");
+}
+
+int tp_err_oom(struct tp_err *e, enum tp_layer layer)
+{
+	return tp_err_set(e, TP_KIND_INTERNAL, layer, ENOMEM, "out of memory");
+}
+
+void tp_err_copy(struct tp_err *e, const struct tp_err *src)
+{
+	if (tp_err_failed(src) && record(e, src->kind, src->layer, src->sys_errno))
+		memcpy(e->msg, src->msg, sizeof e->msg);
+}
+
+void tp_err_clear(struct tp_err *e)
+{
+	if (e != NULL)
+		memset(e, 0, sizeof *e);
+}
+
+int tp_err_failed(const struct tp_err *e)
+{
+	return e != NULL && e->kind != TP_KIND_NONE;
+}
+
+int tp_err_is_oom(const struct tp_err *e)
+{
+	return tp_err_failed(e) && e->kind == TP_KIND_INTERNAL && e->sys_errno == ENOMEM;
 }

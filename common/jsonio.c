@@ -5,7 +5,6 @@
  */
 #include "jsonio.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 
 static unsigned long failures; /* allocations jansson asked for and did not get */
@@ -28,17 +27,20 @@ static void watch(void)
 	}
 }
 
-json_t *tp_json_loadb(const char *buf, size_t len, size_t flags, json_error_t *err, int *oom)
+json_t *tp_json_loadb(const char *buf, size_t len, size_t flags, struct tp_err *err)
 {
+	json_error_t jerr;
 	watch();
 	unsigned long before = failures;
-	json_t *j = json_loadb(buf, len, flags, err);
-	*oom = failures != before;
-	if (*oom) {
+	json_t *j = json_loadb(buf, len, flags, &jerr);
+	if (failures != before) {
 		json_decref(j);
-		snprintf(err->text, sizeof err->text, "out of memory");
+		tp_err_oom(err, TP_LAYER_HOST);
 		return NULL;
 	}
+	if (j == NULL)
+		tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0, "%s at column %d", jerr.text,
+			   jerr.column);
 	return j;
 }
 

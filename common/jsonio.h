@@ -20,9 +20,13 @@
 #include <jansson.h>
 #include <stddef.h>
 
-/* Like json_loadb. On failure *oom says whether memory ran out (then err's
- * text says so too) rather than the text being bad. */
-json_t *tp_json_loadb(const char *buf, size_t len, size_t flags, json_error_t *err, int *oom);
+#include "err.h"
+
+/* Like json_loadb. On failure records in err (at the host layer: what crosses a
+ * trust boundary is the host's to refuse) either running out of memory
+ * (tp_err_is_oom()) or the text being bad: TP_KIND_INPUT_ERROR, jansson's
+ * "<reason> at column <N>". */
+json_t *tp_json_loadb(const char *buf, size_t len, size_t flags, struct tp_err *err);
 /* Like json_dumps: NULL on failure, never a partial document. */
 char *tp_json_dumps(const json_t *json, size_t flags);
 /* Bytes json_dumps would write, or (size_t)-1 when that cannot be known. */

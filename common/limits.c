@@ -5,8 +5,10 @@
  */
 #include "limits.h"
 
-#include <stdio.h>
 #include <string.h>
+
+/* A refused limits object is the request's fault, seen by the host. */
+#define refuse(err, ...) tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0, __VA_ARGS__)
 
 static const char *const limit_names[TP_LIMIT__COUNT] = {
 	[TP_LIMIT_MEMORY_BYTES] = "memory_bytes",
@@ -64,7 +66,7 @@ static int find(const char *key)
 	return -1;
 }
 
-int tp_limits_tighten(struct tp_limits *l, const json_t *req, char *err, size_t errlen)
+int tp_limits_tighten(struct tp_limits *l, const json_t *req, struct tp_err *err)
 {
 	struct tp_limits next = *l;
 	const char *key;
@@ -72,30 +74,21 @@ int tp_limits_tighten(struct tp_limits *l, const json_t *req, char *err, size_t 
 
 	if (req == NULL || json_is_null(req))
 		return 0;
-	if (!json_is_object(req)) {
-		snprintf(err, errlen, "limits must be an object");
-		return -1;
-	}
+	if (!json_is_object(req))
+		return refuse(err, "limits must be an object");
 	json_object_foreach((json_t *)req, key, val)
 	{
 		int id = find(key);
-		if (id < 0) {
-			snprintf(err, errlen, "unknown limit '%.64s'", key);
-			return -1;
-		}
-		if (!json_is_integer(val) || json_integer_value(val) <= 0) {
-			snprintf(err, errlen, "limit '%s' must be a positive integer", key);
-			return -1;
-		}
+		if (id < 0)
+			return refuse(err, "unknown limit '%.64s'", key);
+		if (!json_is_integer(val) || json_integer_value(val) <= 0)
+			return refuse(err, "limit '%s' must be a positive integer", key);
 		uint64_t want = (uint64_t)json_integer_value(val);
 		uint64_t *cur = field(&next, (enum tp_limit_id)id);
 		/* instructions = 0 means "off", i.e. infinitely loose: any value tightens it. */
-		if (*cur != 0 && want > *cur) {
-			snprintf(err, errlen,
-				 "limit '%s' may only be tightened: %llu > ceiling %llu", key,
-				 (unsigned long long)want, (unsigned long long)*cur);
-			return -1;
-		}
+		if (*cur != 0 && want > *cur)
+			return refuse(err, "limit '%s' may only be tightened: %llu > ceiling %llu",
+				      key, (unsigned long long)want, (unsigned long long)*cur);
 		*cur = want;
 	}
 	*l = next;

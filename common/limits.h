@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "err.h"
+
 /* A value of 0 means "off" (only instructions may be off). */
 struct tp_limits {
 	uint64_t memory_bytes; /* language allocator cap */
@@ -48,8 +50,9 @@ const char *tp_limit_name(enum tp_limit_id id);
 uint64_t tp_limit_get(const struct tp_limits *l, enum tp_limit_id id);
 
 /* Applies a request's limits object to *l. On error returns -1, leaves *l
- * untouched and writes a message for an "invalid params" reply. */
-int tp_limits_tighten(struct tp_limits *l, const json_t *req, char *err, size_t errlen);
+ * untouched and records (TP_KIND_INPUT_ERROR, TP_LAYER_HOST) the message of an
+ * "invalid params" reply. */
+int tp_limits_tighten(struct tp_limits *l, const json_t *req, struct tp_err *err);
 
 /* From values in enum order; -1 when one is above its hard ceiling. */
 int tp_limits_from_array(struct tp_limits *out, const uint64_t v[TP_LIMIT__COUNT]);

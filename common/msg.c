@@ -286,11 +286,11 @@ static int depth_ok(const json_t *v, size_t depth, size_t max)
 }
 
 /* JSON text of at most max bytes; NULL when absent or bad (*why says which). */
-static json_t *get_json(struct rbuf *r, size_t max, size_t max_depth, int *oom, const char **why)
+static json_t *get_json(struct rbuf *r, size_t max, size_t max_depth, const char **why)
 {
 	const char *s;
 	size_t n = get_bytes(r, max, &s);
-	json_error_t jerr;
+	struct tp_err err = { 0 };
 	json_t *v;
 
 	if (r->bad) {
@@ -300,11 +300,10 @@ static json_t *get_json(struct rbuf *r, size_t max, size_t max_depth, int *oom, 
 	if (s == NULL)
 		return NULL;
 	/* Not json_loadb: short of memory it can drop bytes. */
-	v = tp_json_loadb(s, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr,
-			  oom);
+	v = tp_json_loadb(s, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &err);
 	if (v == NULL) {
 		r->bad = 1;
-		*why = *oom ? "out of memory" : "a value is not JSON";
+		*why = tp_err_is_oom(&err) ? "out of memory" : "a value is not JSON";
 	} else if (!depth_ok(v, 0, max_depth)) {
 		r->bad = 1;
 		*why = "value nested deeper than result_depth";
@@ -320,7 +319,6 @@ int tp_msg_request_decode(const char *buf, size_t len, struct tp_request *out)
 	uint64_t lim[TP_LIMIT__COUNT];
 	const char *code, *why = NULL;
 	size_t code_len;
-	int oom = 0;
 
 	memset(out, 0, sizeof *out);
 	if (!get_header(&r, TP_MSG_REQUEST))
@@ -333,7 +331,7 @@ int tp_msg_request_decode(const char *buf, size_t len, struct tp_request *out)
 	if (r.bad || code == NULL || tp_limits_from_array(&out->limits, lim) != 0)
 		return -1;
 	out->inputs =
-	    get_json(&r, TP_MSG_MAX_REQUEST, SIZE_MAX, &oom, &why); /* depth: the language says */
+	    get_json(&r, TP_MSG_MAX_REQUEST, SIZE_MAX, &why); /* depth: the language says */
 	if (r.bad || r.off != len || (out->inputs != NULL && !json_is_object(out->inputs)))
 		goto fail;
 	char *copy = malloc(code_len + 1);
@@ -400,12 +398,11 @@ size_t tp_msg_reply_max(const struct tp_limits *lim)
 }
 
 int tp_msg_reply_decode(const char *buf, size_t len, const struct tp_limits *lim,
-			struct tp_reply *out, char *err, size_t errlen)
+			struct tp_reply *out, struct tp_err *err)
 {
 	struct rbuf r = { (const unsigned char *)buf, len, 0, 0, 0 };
 	const char *why = NULL;
 	unsigned ok, repr;
-	int oom = 0;
 
 	memset(out, 0, sizeof *out);
 	out->error.limit_id = -1;
@@ -425,7 +422,7 @@ int tp_msg_reply_decode(const char *buf, size_t len, const struct tp_limits *lim
 	out->ok = (int)ok;
 	out->value_repr = (int)repr;
 	if (ok) {
-		out->value = get_json(&r, lim->result_bytes, lim->result_depth, &oom, &why);
+		out->value = get_json(&r, lim->result_bytes, lim->result_depth, &why);
 		if (out->value == NULL && why == NULL)
 			why = "an ok reply without a value";
 	} else {
@@ -436,7 +433,8 @@ int tp_msg_reply_decode(const char *buf, size_t len, const struct tp_limits *lim
 	if (why == NULL)
 		return 0;
 fail:
-	snprintf(err, errlen, "worker reply refused: %s", why);
+	/* A worker that breaks the protocol is the host's internal error, never the snippet's. */
+	tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_HOST, 0, "worker reply refused: %s", why);
 	tp_reply_free(out);
 	return -1;
 }

@@ -10,7 +10,8 @@
  *      value steals a json_t), tp_msg_reply_encode() and send it as one frame.
  *   3. Host: tp_msg_reply_decode() treats the frame as hostile: every length is
  *      bounded, every enum range-checked, the value parsed with the exec's caps.
- *      On success the struct is owned: tp_reply_free() after.
+ *      On success the struct is owned: tp_reply_free() after; on failure the
+ *      struct tp_err (err.h) is the exec's verdict.
  * Wire format (docs/worker-protocol.md): a header {u32 magic, u8 version, u8
  * type, u16 0}, then the fields in order, integers little-endian, texts as u32
  * length + bytes (length 0xffffffff: absent), JSON values as text.
@@ -96,10 +97,11 @@ char *tp_msg_request_encode(const struct tp_request *req, size_t *len);
 char *tp_msg_reply_encode(const struct tp_reply *r, size_t *len);
 
 /* Both return 0 and fill *out (owned), or -1 leaving *out cleared; the reply
- * decoder writes why into err. The request decoder copies the code. */
+ * decoder records why in err: TP_KIND_INTERNAL at TP_LAYER_HOST, "worker reply
+ * refused: ...". The request decoder copies the code. */
 int tp_msg_request_decode(const char *buf, size_t len, struct tp_request *out);
 int tp_msg_reply_decode(const char *buf, size_t len, const struct tp_limits *lim,
-			struct tp_reply *out, char *err, size_t errlen);
+			struct tp_reply *out, struct tp_err *err);
 /* Largest reply frame the host reads from a worker with these limits. */
 size_t tp_msg_reply_max(const struct tp_limits *lim);
 

@@ -4,7 +4,8 @@
  * Usage:
  *   1. tp_exec_params_parse() reads sandbox/exec's params, tp_exec_params_parse_tool()
  *      tools/call's name and arguments; both start from the host's ceiling.
- *   2. On -1, answer with an invalid-params error carrying err.
+ *   2. On -1, answer with an invalid-params error carrying err's message (the
+ *      error is TP_KIND_INPUT_ERROR at TP_LAYER_HOST).
  *   3. code and inputs are borrowed: keep the request alive while they are used.
  */
 #ifndef TP_EXEC_PARAMS_H
@@ -13,6 +14,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "err.h"
 #include "langs.h"
 #include "limits.h"
 
@@ -27,10 +29,10 @@ struct tp_exec_params {
 	int tool_call; /* 1: answer in the MCP tools/call shape */
 };
 
-/* Returns 0, or -1 with an invalid-params message in err. */
+/* Returns 0, or -1 with an invalid-params message recorded in err. */
 int tp_exec_params_parse(const json_t *params, const struct tp_limits *ceiling,
-			 struct tp_exec_params *out, char *err, size_t errlen);
+			 struct tp_exec_params *out, struct tp_err *err);
 int tp_exec_params_parse_tool(const json_t *params, const struct tp_limits *ceiling,
-			      struct tp_exec_params *out, char *err, size_t errlen);
+			      struct tp_exec_params *out, struct tp_err *err);
 
 #endif

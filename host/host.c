@@ -44,7 +44,7 @@ void tp_host_exec_free(struct exec *e)
 }
 
 /* Sends the exec's one reply, built from everything known about the worker. */
-void tp_host_finish(struct tp_host *h, struct worker *w, enum tp_kind host_kind, const char *msg)
+void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *err)
 {
 	struct exec *e = w->exec;
 	struct tp_shm_view view;
@@ -53,14 +53,14 @@ void tp_host_finish(struct tp_host *h, struct worker *w, enum tp_kind host_kind,
 	w->answered = 1;
 	if (e->cancelled || e->id == NULL)
 		return;
+	tp_err_copy(&e->verdict, err); /* a timeout recorded before stays the verdict */
 	tp_shm_snapshot(w->shm, w->area, &view);
 	struct tp_outcome o = {
 		.reply = w->reply,
 		.shm = &view,
 		.exited = w->exited,
 		.status = w->status,
-		.host_kind = e->host_kind ? e->host_kind : host_kind,
-		.host_msg = msg,
+		.host = &e->verdict,
 		.wall_ms = tp_host_now_ms() - e->t_start,
 		.cpu_ms = w->exited ? w->cpu_ms : -1,
 		.limits = &e->p.limits,
@@ -106,7 +106,7 @@ static void cancel(struct tp_host *h, const json_t *params)
 
 static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 {
-	char err[256];
+	struct tp_err err = { 0 };
 	struct worker *w;
 	struct exec *e;
 	if (rpc->id == NULL)
@@ -121,10 +121,10 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
 		return;
 	}
-	int r = tool ? tp_exec_params_parse_tool(rpc->params, &h->ceiling, &e->p, err, sizeof err)
-		     : tp_exec_params_parse(rpc->params, &h->ceiling, &e->p, err, sizeof err);
+	int r = tool ? tp_exec_params_parse_tool(rpc->params, &h->ceiling, &e->p, &err)
+		     : tp_exec_params_parse(rpc->params, &h->ceiling, &e->p, &err);
 	if (r != 0) {
-		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, err);
+		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, err.msg);
 		free(e);
 		return;
 	}
@@ -290,7 +290,7 @@ void tp_host_default_cfg(struct tp_host_cfg *cfg)
 	};
 }
 
-static int setup_signals(struct tp_host *h, char *err, size_t errlen)
+static int setup_signals(struct tp_host *h, struct tp_err *err)
 {
 	sigset_t set;
 	sigemptyset(&set);
@@ -300,18 +300,16 @@ static int setup_signals(struct tp_host *h, char *err, size_t errlen)
 	/* Writes to a vanished client or worker must fail with EPIPE, not kill us. */
 	signal(SIGPIPE, SIG_IGN);
 	if (sigprocmask(SIG_BLOCK, &set, NULL) != 0 ||
-	    (h->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
-		snprintf(err, errlen, "signalfd: %s", strerror(errno));
-		return -1;
-	}
+	    (h->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)
+		return tp_err_sys(err, TP_LAYER_HOST, "signalfd", errno, NULL);
 	return 0;
 }
 
-struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, char *err, size_t errlen)
+struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err)
 {
 	struct tp_host *h = calloc(1, sizeof *h);
 	if (h == NULL) {
-		snprintf(err, errlen, "out of memory");
+		tp_err_oom(err, TP_LAYER_HOST);
 		return NULL;
 	}
 	h->cfg = *cfg;
@@ -320,12 +318,8 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, char *err, size_t err
 	h->out = malloc(OUT_INITIAL); /* with its reserve for out-of-memory replies */
 	h->out_cap = h->out ? OUT_INITIAL : 0;
 	if (h->pfds == NULL || h->pws == NULL || h->out == NULL) {
-		free(h->out);
-		snprintf(err, errlen, "out of memory");
-		free(h->pfds);
-		free(h->pws);
-		free(h);
-		return NULL;
+		tp_err_oom(err, TP_LAYER_HOST);
+		goto out_free;
 	}
 	for (int i = 0; i < TP_NLANGS; i++)
 		h->zyg[i] =
@@ -337,16 +331,17 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, char *err, size_t err
 	/* Workers are our children (CLONE_PARENT); a subreaper also catches any
 	 * grandchild, should one ever exist. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	if (setup_signals(h, err, errlen) != 0) {
-		free(h->out);
-		free(h->pfds);
-		free(h->pws);
-		free(h);
-		return NULL;
-	}
+	if (setup_signals(h, err) != 0)
+		goto out_free;
 	if (cfg->emit == NULL)
 		tp_out_setup_stdout(h);
 	return h;
+out_free:
+	free(h->out);
+	free(h->pfds);
+	free(h->pws);
+	free(h);
+	return NULL;
 }
 
 void tp_host_free(struct tp_host *h)

@@ -37,7 +37,7 @@ struct exec {
 	struct tp_exec_params p;
 	double t_start, deadline;
 	struct worker *w;
-	enum tp_kind host_kind;
+	struct tp_err verdict; /* the host's own (timeout, internal error): the first wins */
 	int cancelled;
 };
 
@@ -122,7 +122,9 @@ int tp_pool_next_timeout(const struct tp_host *h, double now);
 /* host.c: an exec's life and its one reply; the loop's clock. */
 double tp_host_now_ms(void);
 void tp_host_exec_free(struct exec *e);
-/* Sends the exec's one reply, built from everything known about the worker. */
-void tp_host_finish(struct tp_host *h, struct worker *w, enum tp_kind host_kind, const char *msg);
+/* Sends the exec's one reply, built from everything known about the worker and
+ * err, the host's own verdict (NULL when it has none; a timeout recorded in the
+ * exec before wins over it). */
+void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *err);
 
 #endif

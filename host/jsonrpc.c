@@ -24,22 +24,21 @@ static int valid_id(const json_t *id)
 
 int tp_rpc_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **reply)
 {
-	json_error_t jerr;
+	struct tp_err err = { 0 };
 	char msg[256];
-	int oom;
 
 	memset(rpc, 0, sizeof *rpc);
 	*reply = NULL;
 	/* Duplicate keys are refused: two readers could disagree on which one wins. */
-	json_t *m = tp_json_loadb(
-	    line, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &jerr, &oom);
-	if (m == NULL && oom) { /* the id is unknown: the client gets the error with id null */
+	json_t *m = tp_json_loadb(line, len,
+				  JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &err);
+	if (tp_err_is_oom(&err)) { /* the id is unknown: the client gets the error with id null */
 		*reply = tp_rpc_error(NULL, TP_RPC_INTERNAL_ERROR,
 				      "out of memory reading the request", NULL);
 		return -1;
 	}
 	if (m == NULL) {
-		snprintf(msg, sizeof msg, "Parse error: %s at column %d", jerr.text, jerr.column);
+		snprintf(msg, sizeof msg, "Parse error: %s", err.msg);
 		*reply = tp_rpc_error(NULL, TP_RPC_PARSE_ERROR, msg, NULL);
 		return -1;
 	}

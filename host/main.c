@@ -114,7 +114,7 @@ static int run_file(int argc, char **argv)
 	if (lang == NULL)
 		return 2;
 	size_t len;
-	char *code = slurp(path, &len), err[256];
+	char *code = slurp(path, &len);
 	if (code == NULL) {
 		fprintf(stderr, "tidepool run: %s: %s\n", path, strerror(errno));
 		return 2;
@@ -124,16 +124,17 @@ static int run_file(int argc, char **argv)
 	    json_pack("{s:s, s:i, s:s, s:{s:s, s:s%}}", "jsonrpc", "2.0", "id", 1, "method",
 		      "sandbox/exec", "params", "lang", lang->name, "code", code, len);
 	free(code);
+	struct tp_err err = { 0 };
 	struct tp_host_cfg cfg;
 	tp_host_default_cfg(&cfg);
 	cfg.use_stdin = 0;
 	cfg.emit = keep_reply;
 	cfg.emit_ctx = &reply;
-	struct tp_host *h = tp_host_new(&cfg, err, sizeof err);
+	struct tp_host *h = tp_host_new(&cfg, &err);
 	char *line = req ? json_dumps(req, JSON_COMPACT) : NULL;
 	json_decref(req);
 	if (h == NULL || line == NULL) {
-		fprintf(stderr, "tidepool run: %s\n", h ? "out of memory" : err);
+		fprintf(stderr, "tidepool run: %s\n", h ? "out of memory" : err.msg);
 		return 2;
 	}
 	tp_host_line(h, line, strlen(line));
@@ -156,7 +157,7 @@ static int run_file(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	char err[256];
+	struct tp_err err = { 0 };
 	if (argc >= 3 && strcmp(argv[1], "--zygote") == 0)
 		return tp_zygote_main(argv[2]);
 	tp_failalloc_arm(); /* test builds only; before the host allocates anything */
@@ -170,9 +171,9 @@ int main(int argc, char **argv)
 		return usage(strcmp(argv[1], "--help") == 0 ? stdout : stderr);
 	struct tp_host_cfg cfg;
 	tp_host_default_cfg(&cfg);
-	struct tp_host *h = tp_host_new(&cfg, err, sizeof err);
+	struct tp_host *h = tp_host_new(&cfg, &err);
 	if (h == NULL) {
-		fprintf(stderr, "tidepool: %s\n", err);
+		fprintf(stderr, "tidepool: %s\n", err.msg);
 		return 1;
 	}
 	int rc = tp_host_run(h);

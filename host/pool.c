@@ -129,15 +129,15 @@ void tp_pool_worker_free(struct tp_host *h, struct worker *w)
 
 static int start_zygote(struct zygote *z)
 {
-	char err[256];
+	struct tp_err err = { 0 };
 	if (z->ctl >= 0)
 		return 0;
 	if (z->failures >= MAX_SPAWN_FAILURES)
 		return -1;
-	z->ctl = tp_zygote_start(z->lang, &z->pid, err, sizeof err);
+	z->ctl = tp_zygote_start(z->lang, &z->pid, &err);
 	if (z->ctl < 0) {
 		z->failures++;
-		tp_out_log("%s", err);
+		tp_out_log("%s", err.msg);
 		return -1;
 	}
 	return 0;
@@ -309,6 +309,14 @@ static struct exec *first_queued(struct tp_host *h, int lang)
 	return NULL;
 }
 
+/* The host's own failure answers the worker's exec: TP_KIND_INTERNAL at TP_LAYER_HOST. */
+static void fail_exec(struct tp_host *h, struct worker *w, int sys_errno, const char *msg)
+{
+	struct tp_err err = { 0 };
+	tp_err_set(&err, TP_KIND_INTERNAL, TP_LAYER_HOST, sys_errno, "%s", msg);
+	tp_host_finish(h, w, &err);
+}
+
 void tp_pool_dispatch_queue(struct tp_host *h)
 {
 	for (struct worker *w = h->workers; w != NULL && h->qhead != NULL; w = w->next) {
@@ -318,7 +326,7 @@ void tp_pool_dispatch_queue(struct tp_host *h)
 		unlink_exec(h, e);
 		if (assign(h, e, w) != 0) {
 			w->exec = e;
-			tp_host_finish(h, w, TP_KIND_INTERNAL, "out of memory sending the request");
+			fail_exec(h, w, ENOMEM, "out of memory sending the request");
 			tp_pool_kill_worker(w);
 		}
 	}
@@ -357,7 +365,7 @@ static void drop_unborn(struct tp_host *h, struct worker *w)
 
 static void take_reply(struct tp_host *h, struct worker *w, const char *buf, size_t len)
 {
-	char err[200];
+	struct tp_err err = { 0 };
 	struct tp_reply *r;
 	if (w->exec == NULL || w->answered) {
 		tp_pool_kill_worker(w); /* unsolicited bytes: the worker is not behaving */
@@ -365,14 +373,14 @@ static void take_reply(struct tp_host *h, struct worker *w, const char *buf, siz
 	}
 	r = malloc(sizeof *r);
 	if (r == NULL) {
-		tp_host_finish(h, w, TP_KIND_INTERNAL, "out of memory reading the worker reply");
-	} else if (tp_msg_reply_decode(buf, len, &w->exec->p.limits, r, err, sizeof err) != 0) {
+		fail_exec(h, w, ENOMEM, "out of memory reading the worker reply");
+	} else if (tp_msg_reply_decode(buf, len, &w->exec->p.limits, r, &err) != 0) {
 		free(r);
-		tp_host_finish(h, w, TP_KIND_INTERNAL, err);
+		tp_host_finish(h, w, &err);
 	} else {
 		w->reply = r;
 		h->spawn_failures = 0;
-		tp_host_finish(h, w, TP_KIND_NONE, NULL);
+		tp_host_finish(h, w, NULL);
 	}
 	tp_pool_kill_worker(w); /* one-shot: it has said all it may say */
 }
@@ -384,20 +392,19 @@ void tp_pool_read_chan(struct tp_host *h, struct worker *w)
 	int r;
 	for (;;) {
 		long n = tp_frame_rx_read(&w->rx, w->chan);
-		if (n < 0 && errno == EINTR)
+		int sys_errno = n < 0 ? errno : 0;
+		if (sys_errno == EINTR)
 			continue;
-		if (n < 0 && errno == EMSGSIZE) {
-			tp_host_finish(h, w, TP_KIND_INTERNAL,
-				       "worker reply larger than the frame cap");
+		if (sys_errno == EMSGSIZE) {
+			fail_exec(h, w, sys_errno, "worker reply larger than the frame cap");
 			tp_pool_kill_worker(w);
 		}
-		if (n < 0 && errno == ENOMEM) { /* our failure, not the snippet's */
-			tp_host_finish(h, w, TP_KIND_INTERNAL,
-				       "out of memory reading the worker reply");
+		if (sys_errno == ENOMEM) { /* our failure, not the snippet's */
+			fail_exec(h, w, sys_errno, "out of memory reading the worker reply");
 			tp_pool_kill_worker(w);
 		}
 		if (n <= 0) {
-			if (n == 0 || errno != EAGAIN) {
+			if (n == 0 || sys_errno != EAGAIN) {
 				close(w->chan);
 				w->chan = -1;
 			}
@@ -408,7 +415,7 @@ void tp_pool_read_chan(struct tp_host *h, struct worker *w)
 			free(buf);
 		}
 		if (r < 0) {
-			tp_host_finish(h, w, TP_KIND_INTERNAL, "worker broke the channel framing");
+			fail_exec(h, w, 0, "worker broke the channel framing");
 			tp_pool_kill_worker(w);
 			break;
 		}
@@ -423,7 +430,7 @@ static void worker_exited(struct tp_host *h, struct worker *w, int status, doubl
 	if (w->chan >= 0)
 		tp_pool_read_chan(h, w); /* a reply written just before exit is still buffered */
 	if (w->exec != NULL) {
-		tp_host_finish(h, w, TP_KIND_NONE, NULL);
+		tp_host_finish(h, w, NULL);
 	} else if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) &&
 		   !(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)) {
 		char d[64];
@@ -515,9 +522,10 @@ void tp_pool_check_timeouts(struct tp_host *h, double now)
 {
 	for (struct worker *w = h->workers; w != NULL; w = w->next) {
 		struct exec *e = w->exec;
-		if (e != NULL && !w->answered && e->host_kind == TP_KIND_NONE &&
+		if (e != NULL && !w->answered && !tp_err_failed(&e->verdict) &&
 		    now >= e->deadline) {
-			e->host_kind = TP_KIND_TIMEOUT;
+			tp_err_set(&e->verdict, TP_KIND_TIMEOUT, TP_LAYER_HOST, 0, "%s",
+				   tp_limit_message(TP_LIMIT_WALL_MS));
 			tp_pool_kill_worker(w);
 		}
 	}
@@ -529,7 +537,7 @@ int tp_pool_next_timeout(const struct tp_host *h, double now)
 	int any = 0;
 	for (const struct worker *w = h->workers; w != NULL; w = w->next) {
 		const struct exec *e = w->exec;
-		if (e == NULL || w->answered || e->host_kind != TP_KIND_NONE)
+		if (e == NULL || w->answered || tp_err_failed(&e->verdict))
 			continue;
 		double left = e->deadline - now;
 		if (!any || left < best)

@@ -181,15 +181,15 @@ static json_t *death_error(const struct tp_outcome *o)
 static json_t *verdict(const struct tp_outcome *o, int *ok)
 {
 	*ok = 0;
-	if (o->host_kind == TP_KIND_TIMEOUT) {
+	if (tp_err_failed(o->host) && o->host->kind == TP_KIND_TIMEOUT) {
 		json_t *e =
-		    new_error(TP_KIND_TIMEOUT, TP_LAYER_HOST, tp_limit_message(TP_LIMIT_WALL_MS));
+		    new_error(TP_KIND_TIMEOUT, o->host->layer, tp_limit_message(TP_LIMIT_WALL_MS));
 		put(&e, "limit", limit_json("wall_ms", o->limits->wall_ms, (uint64_t)o->wall_ms));
 		return e;
 	}
-	if (o->host_kind != TP_KIND_NONE)
-		return new_error(o->host_kind, layer_of(o->host_kind),
-				 o->host_msg ? o->host_msg : "internal error");
+	if (tp_err_failed(o->host))
+		return new_error(o->host->kind, o->host->layer,
+				 o->host->msg[0] ? o->host->msg : "internal error");
 	if (o->shm && o->shm->tripped)
 		return tripped_error(o);
 	if (violated(o))

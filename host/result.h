@@ -6,7 +6,7 @@
  *   1. A worker's reply frame is decoded and checked by tp_msg_reply_decode()
  *      (common/msg.h), which refuses it whole or hands over a bounded struct.
  *   2. Fill a struct tp_outcome and call tp_result_build(). The verdict order is:
- *      host verdict (timeout) > sticky limit in the page > seccomp report >
+ *      host verdict (timeout, internal error) > sticky limit in the page > seccomp report >
  *      the worker's reply > the way the worker died.
  */
 #ifndef TP_RESULT_H
@@ -25,8 +25,8 @@ struct tp_outcome {
 	const struct tp_shm_view *shm; /* NULL when the page was never mapped */
 	int exited;                    /* status is valid */
 	int status;                    /* wait status */
-	enum tp_kind host_kind;        /* TP_KIND_TIMEOUT, TP_KIND_INTERNAL, or 0 */
-	const char *host_msg;
+	const struct tp_err *host;     /* the host's own verdict (a timeout, an internal
+					* error; kind and layer as given), or NULL/unset */
 	double wall_ms;
 	double cpu_ms; /* measured by the host (rusage), or < 0 when unknown */
 	const struct tp_limits *limits;

@@ -66,16 +66,14 @@ static void exec_zygote(int ctl, const struct tp_lang_info *lang)
 	_exit(127);
 }
 
-int tp_zygote_start(const struct tp_lang_info *lang, pid_t *pid, char *err, size_t errlen)
+int tp_zygote_start(const struct tp_lang_info *lang, pid_t *pid, struct tp_err *err)
 {
 	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
-		snprintf(err, errlen, "socketpair(zygote): %s", strerror(errno));
-		return -1;
-	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+		return tp_err_sys(err, TP_LAYER_HOST, "socketpair(zygote)", errno, NULL);
 	pid_t p = fork();
 	if (p < 0) {
-		snprintf(err, errlen, "fork(zygote): %s", strerror(errno));
+		tp_err_sys(err, TP_LAYER_HOST, "fork(zygote)", errno, NULL);
 		close(sv[0]);
 		close(sv[1]);
 		return -1;

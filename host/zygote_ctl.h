@@ -17,10 +17,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "err.h"
 #include "langs.h"
 
-/* Returns the control fd (host end) and sets *pid, or -1 with err. */
-int tp_zygote_start(const struct tp_lang_info *lang, pid_t *pid, char *err, size_t errlen);
+/* Returns the control fd (host end) and sets *pid, or -1 with the failed call
+ * recorded in err (TP_KIND_INTERNAL, TP_LAYER_HOST). */
+int tp_zygote_start(const struct tp_lang_info *lang, pid_t *pid, struct tp_err *err);
 
 /* The fixed output area every worker's shared page has (the output ceiling). */
 uint32_t tp_zygote_area_bytes(void);

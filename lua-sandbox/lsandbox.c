@@ -536,21 +536,21 @@ static int zygote_main(lua_State *L)
 	return 0;
 }
 
-int tp_lua_zygote_init(char *err, size_t errlen)
+int tp_lua_zygote_init(struct tp_err *err)
 {
 	if (g_L != NULL)
 		return 0;
 	tzset(); /* reads TZ's zone file now: after lockdown no file can be opened */
 	tp_lalloc_init(&g_alloc, 0);
 	g_L = lua_newstate(tp_lalloc, &g_alloc);
-	if (g_L == NULL) {
-		snprintf(err, errlen, "lua_newstate: out of memory");
-		return -1;
-	}
+	if (g_L == NULL)
+		return tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_LANGUAGE, ENOMEM,
+				  "lua_newstate: out of memory");
 	lua_atpanic(g_L, on_panic);
 	lua_pushcfunction(g_L, zygote_main);
 	if (lua_pcall(g_L, 0, 0, 0) != LUA_OK) {
-		snprintf(err, errlen, "building the Lua environment: %s", lua_tostring(g_L, -1));
+		tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_LANGUAGE, 0,
+			   "building the Lua environment: %s", lua_tostring(g_L, -1));
 		lua_close(g_L);
 		g_L = NULL;
 		return -1;

@@ -1038,16 +1038,17 @@ out:
 /* ---- zygote and worker ------------------------------------------------------------------------
  */
 
-static int status_err(PyStatus st, const char *what, char *err, size_t errlen)
+/* Set-up failures are our own, at the language layer. */
+static int status_err(PyStatus st, const char *what, struct tp_err *err)
 {
 	if (!PyStatus_Exception(st))
 		return 0;
-	snprintf(err, errlen, "%s: %s%s%s", what, st.func ? st.func : "", st.func ? ": " : "",
-		 st.err_msg ? st.err_msg : "failed");
-	return -1;
+	return tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_LANGUAGE, 0, "%s: %s%s%s", what,
+			  st.func ? st.func : "", st.func ? ": " : "",
+			  st.err_msg ? st.err_msg : "failed");
 }
 
-static int start_interpreter(char *err, size_t errlen)
+static int start_interpreter(struct tp_err *err)
 {
 	PyPreConfig pre;
 	PyConfig cfg;
@@ -1056,7 +1057,7 @@ static int start_interpreter(char *err, size_t errlen)
 	PyPreConfig_InitIsolatedConfig(&pre);
 	pre.utf8_mode = 1;
 	pre.allocator = PYMEM_ALLOCATOR_PYMALLOC; /* MEM, OBJ: pymalloc, wrapped; RAW: malloc */
-	if (status_err(Py_PreInitialize(&pre), "Py_PreInitialize", err, errlen))
+	if (status_err(Py_PreInitialize(&pre), "Py_PreInitialize", err))
 		return -1;
 	tp_pyalloc_install(); /* before any object exists: every block is counted */
 	tp_pyalloc_on_refuse(on_refuse);
@@ -1083,16 +1084,17 @@ static int start_interpreter(char *err, size_t errlen)
 	if (!PyStatus_Exception(st))
 		st = Py_InitializeFromConfig(&cfg);
 	PyConfig_Clear(&cfg);
-	return status_err(st, "Py_InitializeFromConfig", err, errlen);
+	return status_err(st, "Py_InitializeFromConfig", err);
 }
 
-static int py_fail(const char *what, char *err, size_t errlen)
+static int py_fail(const char *what, struct tp_err *err)
 {
 	PyObject *t, *v, *tb, *s;
 
 	PyErr_Fetch(&t, &v, &tb);
 	s = v ? PyObject_Str(v) : NULL;
-	snprintf(err, errlen, "%s: %s", what, s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : "?");
+	tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_LANGUAGE, 0, "%s: %s", what,
+		   s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : "?");
 	Py_XDECREF(s), Py_XDECREF(t), Py_XDECREF(v), Py_XDECREF(tb);
 	PyErr_Clear();
 	return -1;
@@ -1144,7 +1146,7 @@ static int load_deny(void)
 	return PyErr_Occurred() ? -1 : 0;
 }
 
-static int load_shim(char *err, size_t errlen)
+static int load_shim(struct tp_err *err)
 {
 	PyObject *code, *r, *gc;
 
@@ -1156,11 +1158,11 @@ static int load_shim(char *err, size_t errlen)
 	    PyDict_SetItemString(g_shim, "__name__", PyUnicode_FromString("_tidepool")) != 0 ||
 	    PyDict_SetItemString(g_shim, "LimitExceeded", g_exc_limit) != 0 ||
 	    PyDict_SetItemString(g_shim, "PolicyViolation", g_exc_policy) != 0)
-		return py_fail("shim globals", err, errlen);
+		return py_fail("shim globals", err);
 	for (PyMethodDef *d = shim_fns; d->ml_name; d++) {
 		PyObject *fn = PyCFunction_NewEx(d, NULL, NULL);
 		if (fn == NULL || PyDict_SetItemString(g_shim, d->ml_name, fn) != 0)
-			return py_fail("shim functions", err, errlen);
+			return py_fail("shim functions", err);
 		Py_DECREF(fn);
 	}
 	gc = PyImport_ImportModule("gc"); /* before the shim gates __import__ */
@@ -1169,14 +1171,14 @@ static int load_shim(char *err, size_t errlen)
 	Py_XDECREF(code);
 	Py_XDECREF(r);
 	if (r == NULL || gc == NULL)
-		return py_fail("running the shim", err, errlen);
+		return py_fail("running the shim", err);
 	g_sbuiltins = PyObject_CallNoArgs(PyDict_GetItemString(g_shim, "init"));
 	if (g_sbuiltins == NULL)
-		return py_fail("shim init", err, errlen);
+		return py_fail("shim init", err);
 	if (load_deny() != 0)
-		return py_fail("ATTR_DENY", err, errlen);
+		return py_fail("ATTR_DENY", err);
 	if (make_main() == NULL)
-		return py_fail("__main__", err, errlen);
+		return py_fail("__main__", err);
 	warm_up();
 	g_main_fresh = 1;
 	g_prepare = PyDict_GetItemString(g_shim, "prepare");
@@ -1190,18 +1192,18 @@ static int load_shim(char *err, size_t errlen)
 	Py_XDECREF(r);
 	Py_DECREF(gc);
 	if (r == NULL || g_prepare == NULL || g_reseed == NULL)
-		return py_fail("gc.freeze", err, errlen);
+		return py_fail("gc.freeze", err);
 	return 0;
 }
 
-int tp_py_zygote_init(char *err, size_t errlen)
+int tp_py_zygote_init(struct tp_err *err)
 {
 	if (g_shim != NULL)
 		return 0;
 	tzset(); /* reads TZ's zone file now: after lockdown no file can be opened */
-	if (start_interpreter(err, errlen) != 0)
+	if (start_interpreter(err) != 0)
 		return -1;
-	if (load_shim(err, errlen) != 0) {
+	if (load_shim(err) != 0) {
 		g_shim = NULL;
 		return -1;
 	}

@@ -2,8 +2,9 @@
  * lang.h — what a language plugs into the zygote and the worker.
  *
  * Usage (one struct tp_lang per row of common/langs.c, found by tp_lang_find()):
- *   1. zygote_init(): in the zygote, once, before any fork. Build the pristine
- *      interpreter every worker inherits. No request data exists yet.
+ *   1. zygote_init(err): in the zygote, once, before any fork. Build the pristine
+ *      interpreter every worker inherits. No request data exists yet. Returns 0,
+ *      or -1 with the failure recorded in err (TP_KIND_INTERNAL, TP_LAYER_LANGUAGE).
  *   2. worker_init(entropy): in a fresh worker, before lockdown. Reseed.
  *   3. exec(req, shm, out): in the locked-down worker, once (one-shot). Starts
  *      the page with tp_shm_begin(), runs, and fills *out (common/msg.h): the
@@ -17,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "err.h"
 #include "langs.h"
 #include "limits.h"
 #include "msg.h"
@@ -24,7 +26,7 @@
 
 struct tp_lang {
 	enum tp_lang_id id; /* its row in common/langs.c: name, tool, texts */
-	int (*zygote_init)(char *err, size_t errlen);
+	int (*zygote_init)(struct tp_err *err);
 	void (*worker_init)(uint64_t entropy);
 	int (*exec)(const struct tp_request *req, struct tp_shm *shm, struct tp_reply *out);
 };

@@ -48,13 +48,10 @@ static int entered;      /* Z installed here or in an ancestor (inherited throug
 static int null_fd = -1; /* opened before Z: workers dup2 it onto 0/1/2 */
 static struct tp_shm *volatile report_shm; /* set by each worker for the handler */
 
-static int fail(char *err, size_t errlen, const char *what, int e, const char *hint)
+/* Every failure here is our own, at the kernel layer: "call(object): reason. Hint: ...". */
+static int fail(struct tp_err *err, const char *what, int e, const char *hint)
 {
-	if (err && errlen)
-		snprintf(err, errlen, "%s: %s%s%s", what, strerror(e), hint ? ". Hint: " : "",
-			 hint ? hint : "");
-	errno = e;
-	return -1;
+	return tp_err_sys(err, TP_LAYER_KERNEL, what, e, hint);
 }
 
 /* ---- prepare (zygote, once) ---------------------------------------------- */
@@ -181,7 +178,7 @@ static int add_worker_rules(scmp_filter_ctx ctx, struct build *b)
 }
 
 /* One of the three programs as a libseccomp context: native x86-64 only. */
-static scmp_filter_ctx build_filter(enum tp_filter which, int omit, char *err, size_t errlen)
+static scmp_filter_ctx build_filter(enum tp_filter which, int omit, struct tp_err *err)
 {
 	char what[64];
 	struct build b = { .which = which,
@@ -192,7 +189,7 @@ static scmp_filter_ctx build_filter(enum tp_filter which, int omit, char *err, s
 	int rc;
 
 	if (!ctx) {
-		fail(err, errlen, "seccomp_init", ENOMEM, NULL);
+		fail(err, "seccomp_init", ENOMEM, NULL);
 		return NULL;
 	}
 	/* i386 and x32 calls would bypass a native table: kill the process outright. */
@@ -200,8 +197,7 @@ static scmp_filter_ctx build_filter(enum tp_filter which, int omit, char *err, s
 	if (rc == 0) /* binary tree: ~8 comparisons per syscall instead of ~250 */
 		rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
 	if (rc < 0) {
-		fail(err, errlen, "seccomp_attr_set(BADARCH, OPTIMIZE)", -rc,
-		     "libseccomp older than 2.5");
+		fail(err, "seccomp_attr_set(BADARCH, OPTIMIZE)", -rc, "libseccomp older than 2.5");
 		goto out_release;
 	}
 	rc = add_worker_rules(ctx, &b);
@@ -210,7 +206,8 @@ static scmp_filter_ctx build_filter(enum tp_filter which, int omit, char *err, s
 	if (rc < 0) {
 		snprintf(what, sizeof what, "seccomp_rule_add(%s, nr %d)", filter_names[which],
 			 b.bad);
-		fail(err, errlen, what, -rc, "a rule in host/lockdown.c conflicts or is malformed");
+		fail(err, what, -rc,
+		     "a rule in sandbox/seccomp_policy.c conflicts or is malformed");
 		goto out_release;
 	}
 	return ctx;
@@ -220,15 +217,15 @@ out_release:
 }
 
 /* The context as BPF, into out (max instructions); the length, or 0 on error. */
-static size_t export_program(scmp_filter_ctx ctx, struct sock_filter *out, size_t max, char *err,
-			     size_t errlen)
+static size_t export_program(scmp_filter_ctx ctx, struct sock_filter *out, size_t max,
+			     struct tp_err *err)
 {
 	const char *what = "seccomp_export_bpf(memfd)", *hint = NULL;
 	int fd = memfd_create("tp-seccomp", MFD_CLOEXEC), e;
 	off_t size;
 
 	if (fd < 0) {
-		fail(err, errlen, "memfd_create(tp-seccomp)", errno, NULL);
+		fail(err, "memfd_create(tp-seccomp)", errno, NULL);
 		return 0;
 	}
 	e = -seccomp_export_bpf(ctx, fd);
@@ -244,29 +241,29 @@ static size_t export_program(scmp_filter_ctx ctx, struct sock_filter *out, size_
 	}
 	close(fd);
 	if (e) {
-		fail(err, errlen, what, e, hint);
+		fail(err, what, e, hint);
 		return 0;
 	}
 	return (size_t)size / sizeof *out;
 }
 
 static size_t compile(enum tp_filter which, int omit, struct sock_filter *out, size_t max,
-		      char *err, size_t errlen)
+		      struct tp_err *err)
 {
-	scmp_filter_ctx ctx = build_filter(which, omit, err, errlen);
+	scmp_filter_ctx ctx = build_filter(which, omit, err);
 	size_t n;
 
 	if (!ctx)
 		return 0;
-	n = export_program(ctx, out, max, err, errlen);
+	n = export_program(ctx, out, max, err);
 	seccomp_release(ctx);
 	return n;
 }
 
-int tp_lockdown_prepare(char *err, size_t errlen)
+int tp_lockdown_prepare(struct tp_err *err)
 {
-	size_t nz = compile(TP_FILTER_ZYGOTE, -1, zygote_insns, BPF_MAXINSNS, err, errlen);
-	size_t nw = nz ? compile(TP_FILTER_SEAL, -1, seal_insns, SEAL_MAX, err, errlen) : 0;
+	size_t nz = compile(TP_FILTER_ZYGOTE, -1, zygote_insns, BPF_MAXINSNS, err);
+	size_t nw = nz ? compile(TP_FILTER_SEAL, -1, seal_insns, SEAL_MAX, err) : 0;
 	int rc;
 
 	if (nz == 0 || nw == 0)
@@ -286,7 +283,7 @@ int tp_lockdown_landlock_abi(void)
 
 int tp_lockdown_export_pfc(int fd)
 {
-	scmp_filter_ctx ctx = build_filter(TP_FILTER_WORKER, -1, NULL, 0);
+	scmp_filter_ctx ctx = build_filter(TP_FILTER_WORKER, -1, NULL);
 	int rc;
 
 	if (!ctx)
@@ -306,27 +303,27 @@ size_t tp_lockdown_program(enum tp_filter which, const void **insns)
 
 size_t tp_lockdown_compile(enum tp_filter which, int omit_nr, void *insns, size_t max)
 {
-	return compile(which, omit_nr, insns, max, NULL, 0);
+	return compile(which, omit_nr, insns, max, NULL);
 }
 
 /* ---- apply (worker, after fork) ------------------------------------------ */
 
-static int check_cfg(const struct tp_lockdown *cfg, int *keep, char *err, size_t errlen)
+static int check_cfg(const struct tp_lockdown *cfg, int *keep, struct tp_err *err)
 {
 	if (!prepared)
-		return fail(err, errlen, "tp_lockdown_apply()", EINVAL,
+		return fail(err, "tp_lockdown_apply()", EINVAL,
 			    "call tp_lockdown_prepare() in the zygote first");
 	if (cfg->as_bytes == 0 || cfg->cpu_sec == 0 || cfg->nofile < 3)
-		return fail(err, errlen, "tp_lockdown_apply(limits)", EINVAL,
+		return fail(err, "tp_lockdown_apply(limits)", EINVAL,
 			    "as_bytes and cpu_sec must be > 0 and nofile >= 3");
 	if (cfg->nkeep < 0 || cfg->nkeep > MAX_KEEP || (cfg->nkeep > 0 && !cfg->keep_fds))
-		return fail(err, errlen, "tp_lockdown_apply(keep_fds)", EINVAL,
+		return fail(err, "tp_lockdown_apply(keep_fds)", EINVAL,
 			    "at most 32 fds may be kept");
 	/* Sorted copy, so the closing step can walk the gaps between kept fds. */
 	for (int i = 0; i < cfg->nkeep; i++) {
 		int fd = cfg->keep_fds[i], j = i;
 		if (fd < 3 || fcntl(fd, F_GETFD) < 0)
-			return fail(err, errlen, "tp_lockdown_apply(keep_fds)", EBADF,
+			return fail(err, "tp_lockdown_apply(keep_fds)", EBADF,
 				    "kept fds must be open and >= 3");
 		while (j > 0 && keep[j - 1] > fd) {
 			keep[j] = keep[j - 1];
@@ -337,8 +334,7 @@ static int check_cfg(const struct tp_lockdown *cfg, int *keep, char *err, size_t
 	return 0;
 }
 
-static int set_limit(int resource, rlim_t soft, rlim_t hard, const char *name, char *err,
-		     size_t errlen)
+static int set_limit(int resource, rlim_t soft, rlim_t hard, const char *name, struct tp_err *err)
 {
 	struct rlimit old, lim;
 	char what[48];
@@ -355,22 +351,22 @@ static int set_limit(int resource, rlim_t soft, rlim_t hard, const char *name, c
 	if (setrlimit(resource, &lim) == 0)
 		return 0;
 	snprintf(what, sizeof what, "setrlimit(%s)", name);
-	return fail(err, errlen, what, errno, NULL);
+	return fail(err, what, errno, NULL);
 }
 
-static int set_rlimits(const struct tp_lockdown *cfg, char *err, size_t errlen)
+static int set_rlimits(const struct tp_lockdown *cfg, struct tp_err *err)
 {
 	rlim_t cpu = (rlim_t)cfg->cpu_sec, nofile = (rlim_t)cfg->nofile;
 
-	if (set_limit(RLIMIT_AS, cfg->as_bytes, cfg->as_bytes, "RLIMIT_AS", err, errlen) < 0 ||
-	    set_limit(RLIMIT_CPU, cpu, cpu + 1, "RLIMIT_CPU", err, errlen) < 0 ||
-	    set_limit(RLIMIT_FSIZE, 0, 0, "RLIMIT_FSIZE", err, errlen) < 0 ||
-	    set_limit(RLIMIT_CORE, 0, 0, "RLIMIT_CORE", err, errlen) < 0 ||
-	    set_limit(RLIMIT_NOFILE, nofile, nofile, "RLIMIT_NOFILE", err, errlen) < 0)
+	if (set_limit(RLIMIT_AS, cfg->as_bytes, cfg->as_bytes, "RLIMIT_AS", err) < 0 ||
+	    set_limit(RLIMIT_CPU, cpu, cpu + 1, "RLIMIT_CPU", err) < 0 ||
+	    set_limit(RLIMIT_FSIZE, 0, 0, "RLIMIT_FSIZE", err) < 0 ||
+	    set_limit(RLIMIT_CORE, 0, 0, "RLIMIT_CORE", err) < 0 ||
+	    set_limit(RLIMIT_NOFILE, nofile, nofile, "RLIMIT_NOFILE", err) < 0)
 		return -1;
 	/* Per-process limit, per-uid count: 0 only stops this worker from forking
 	 * (second wall behind seccomp's EPERM on fork/clone; root is exempt until the drop). */
-	return set_limit(RLIMIT_NPROC, 0, 0, "RLIMIT_NPROC", err, errlen);
+	return set_limit(RLIMIT_NPROC, 0, 0, "RLIMIT_NPROC", err);
 }
 
 static int close_from(unsigned first, unsigned last, unsigned loop_max)
@@ -387,46 +383,45 @@ static int close_from(unsigned first, unsigned last, unsigned loop_max)
 }
 
 /* 0/1/2 on the zygote's /dev/null; every fd other than the kept ones closed. */
-static int reset_fds(const int *keep, int nkeep, unsigned loop_max, char *err, size_t errlen)
+static int reset_fds(const int *keep, int nkeep, unsigned loop_max, struct tp_err *err)
 {
 	unsigned next = 3;
 
 	for (int fd = 0; fd < 3; fd++)
 		if (null_fd != fd && dup2(null_fd, fd) < 0)
-			return fail(err, errlen, "dup2(/dev/null)", errno, NULL);
+			return fail(err, "dup2(/dev/null)", errno, NULL);
 	/* null_fd is >= 3 here (or one of 0..2) and not kept: the sweep closes it. */
 	for (int i = 0; i < nkeep; i++) {
 		if (close_from(next, (unsigned)keep[i] - 1, loop_max) < 0)
-			return fail(err, errlen, "close_range(fds)", errno, NULL);
+			return fail(err, "close_range(fds)", errno, NULL);
 		next = (unsigned)keep[i] + 1;
 	}
 	if (close_from(next, ~0U, loop_max) < 0)
-		return fail(err, errlen, "close_range(fds)", errno, NULL);
+		return fail(err, "close_range(fds)", errno, NULL);
 	return 0;
 }
 
 /* Root gives up every uid, gid and capability: nothing after this can be undone. */
-static int drop_root(char *err, size_t errlen)
+static int drop_root(struct tp_err *err)
 {
 	if (geteuid() != 0)
 		return 0;
 	if (setgroups(0, NULL) < 0)
-		return fail(err, errlen, "setgroups(0)", errno, NULL);
+		return fail(err, "setgroups(0)", errno, NULL);
 	if (setresgid(NOBODY, NOBODY, NOBODY) < 0)
-		return fail(err, errlen, "setresgid(65534)", errno, NULL);
+		return fail(err, "setresgid(65534)", errno, NULL);
 	if (setresuid(NOBODY, NOBODY, NOBODY) < 0)
-		return fail(err, errlen, "setresuid(65534)", errno, NULL);
+		return fail(err, "setresuid(65534)", errno, NULL);
 	if (setresuid(0, 0, 0) == 0 || geteuid() != NOBODY)
-		return fail(err, errlen, "setresuid(0) after drop", EPERM,
-			    "the uid drop did not stick");
+		return fail(err, "setresuid(0) after drop", EPERM, "the uid drop did not stick");
 	/* The parent-death signal is cleared by an euid change: set it again. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		return fail(err, errlen, "prctl(PR_SET_PDEATHSIG)", errno, NULL);
+		return fail(err, "prctl(PR_SET_PDEATHSIG)", errno, NULL);
 	return 0;
 }
 
 /* No filesystem access at all, no TCP, no signals or abstract sockets out of the domain. */
-static int apply_landlock(char *err, size_t errlen)
+static int apply_landlock(struct tp_err *err)
 {
 	struct tp_landlock_attr attr;
 	int rfd, e;
@@ -438,13 +433,13 @@ static int apply_landlock(char *err, size_t errlen)
 	attr.scoped = tp_landlock_scoped_for_abi(landlock_abi);
 	rfd = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
 	if (rfd < 0)
-		return fail(err, errlen, "landlock_create_ruleset(deny all)", errno,
+		return fail(err, "landlock_create_ruleset(deny all)", errno,
 			    "the ABI probed in the zygote no longer matches");
 	/* No rules: every handled right is denied everywhere. One layer per fork. */
 	if (syscall(SYS_landlock_restrict_self, rfd, 0) < 0) {
 		e = errno;
 		close(rfd);
-		return fail(err, errlen, "landlock_restrict_self(deny all)", e,
+		return fail(err, "landlock_restrict_self(deny all)", e,
 			    "no_new_privs must be set first");
 	}
 	close(rfd);
@@ -464,7 +459,7 @@ static void on_sigsys(int sig, siginfo_t *info, void *uctx)
 
 /* The reporter is installed once, before Z (which refuses rt_sigaction(SIGSYS));
  * every worker inherits it through clone. */
-static int install_reporter(char *err, size_t errlen)
+static int install_reporter(struct tp_err *err)
 {
 	struct sigaction sa;
 
@@ -473,12 +468,12 @@ static int install_reporter(char *err, size_t errlen)
 	sa.sa_flags = SA_SIGINFO;
 	sigfillset(&sa.sa_mask);
 	if (sigaction(SIGSYS, &sa, NULL) < 0)
-		return fail(err, errlen, "sigaction(SIGSYS)", errno, NULL);
+		return fail(err, "sigaction(SIGSYS)", errno, NULL);
 	return 0;
 }
 
 /* Per worker: where to report, and SIGSYS deliverable. */
-static int arm_reporter(struct tp_shm *shm, char *err, size_t errlen)
+static int arm_reporter(struct tp_shm *shm, struct tp_err *err)
 {
 	sigset_t sys;
 
@@ -487,51 +482,51 @@ static int arm_reporter(struct tp_shm *shm, char *err, size_t errlen)
 	sigemptyset(&sys);
 	sigaddset(&sys, SIGSYS);
 	if (sigprocmask(SIG_UNBLOCK, &sys, NULL) < 0)
-		return fail(err, errlen, "sigprocmask(SIGSYS)", errno, NULL);
+		return fail(err, "sigprocmask(SIGSYS)", errno, NULL);
 	return 0;
 }
 
 static int load_filter(const struct sock_filter *insns, unsigned short len, const char *what,
-		       char *err, size_t errlen)
+		       struct tp_err *err)
 {
 	struct sock_fprog prog = { .len = len, .filter = (struct sock_filter *)insns };
 
 	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
 		return fail(
-		    err, errlen, what, errno,
+		    err, what, errno,
 		    "no_new_privs must be set first; the kernel needs CONFIG_SECCOMP_FILTER");
 	return 0;
 }
 
-static int set_nnp(char *err, size_t errlen)
+static int set_nnp(struct tp_err *err)
 {
 	/* No new privileges: exec of a setuid binary must not undo the filter. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return fail(err, errlen, "prctl(PR_SET_NO_NEW_PRIVS)", errno, NULL);
+		return fail(err, "prctl(PR_SET_NO_NEW_PRIVS)", errno, NULL);
 	return 0;
 }
 
-int tp_lockdown_landlock_only(char *err, size_t errlen)
+int tp_lockdown_landlock_only(struct tp_err *err)
 {
-	if (set_nnp(err, errlen) < 0)
+	if (set_nnp(err) < 0)
 		return -1;
-	return apply_landlock(err, errlen);
+	return apply_landlock(err);
 }
 
-int tp_lockdown_enter_zygote(char *err, size_t errlen)
+int tp_lockdown_enter_zygote(struct tp_err *err)
 {
 	if (entered)
 		return 0;
 	if (!prepared)
-		return fail(err, errlen, "tp_lockdown_enter_zygote()", EINVAL,
+		return fail(err, "tp_lockdown_enter_zygote()", EINVAL,
 			    "call tp_lockdown_prepare() first");
 	/* Z refuses open: workers dup2 this one onto 0/1/2. */
 	null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null_fd < 0)
-		return fail(err, errlen, "open(/dev/null)", errno, NULL);
+		return fail(err, "open(/dev/null)", errno, NULL);
 	/* NNP is inherited by every worker, which then never needs prctl for it. */
-	if (install_reporter(err, errlen) < 0 || set_nnp(err, errlen) < 0 ||
-	    load_filter(zygote_insns, zygote_len, "seccomp(zygote filter)", err, errlen) < 0)
+	if (install_reporter(err) < 0 || set_nnp(err) < 0 ||
+	    load_filter(zygote_insns, zygote_len, "seccomp(zygote filter)", err) < 0)
 		return -1;
 	entered = 1;
 	return 0;
@@ -545,7 +540,7 @@ int tp_lockdown_enter_zygote(char *err, size_t errlen)
  * opened under the old, larger limit. Every step is done before the seal W, which
  * refuses those calls again (Z+W is the worker policy): seccomp is still last.
  */
-int tp_lockdown_apply(const struct tp_lockdown *cfg, char *err, size_t errlen)
+int tp_lockdown_apply(const struct tp_lockdown *cfg, struct tp_err *err)
 {
 	int keep[MAX_KEEP];
 	struct rlimit nofile;
@@ -553,14 +548,13 @@ int tp_lockdown_apply(const struct tp_lockdown *cfg, char *err, size_t errlen)
 
 	/* The worker must not outlive the host, even before it is locked down. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-		return fail(err, errlen, "prctl(PR_SET_PDEATHSIG)", errno, NULL);
-	if (check_cfg(cfg, keep, err, errlen) < 0 || tp_lockdown_enter_zygote(err, errlen) < 0)
+		return fail(err, "prctl(PR_SET_PDEATHSIG)", errno, NULL);
+	if (check_cfg(cfg, keep, err) < 0 || tp_lockdown_enter_zygote(err) < 0)
 		return -1;
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_max < loop_max)
 		loop_max = (unsigned)nofile.rlim_max;
-	if (reset_fds(keep, cfg->nkeep, loop_max, err, errlen) < 0 ||
-	    set_rlimits(cfg, err, errlen) < 0 || drop_root(err, errlen) < 0 ||
-	    apply_landlock(err, errlen) < 0 || arm_reporter(cfg->shm, err, errlen) < 0)
+	if (reset_fds(keep, cfg->nkeep, loop_max, err) < 0 || set_rlimits(cfg, err) < 0 ||
+	    drop_root(err) < 0 || apply_landlock(err) < 0 || arm_reporter(cfg->shm, err) < 0)
 		return -1;
-	return load_filter(seal_insns, seal_len, "seccomp(worker seal)", err, errlen);
+	return load_filter(seal_insns, seal_len, "seccomp(worker seal)", err);
 }

@@ -21,10 +21,12 @@
  *      filesystem access, TCP, signal and abstract-socket scopes), SIGSYS armed
  *      (report to cfg->shm), and last the seal W. A process that never entered a
  *      zygote (tests) gets step 2 done here first, at the cost of loading Z. On
- *      failure the worker must exit (TP_EXIT_FATAL) without running code; err holds
- *      "call(object): reason. Hint: ...". After it returns the worker must not
- *      block SIGSYS, and can no longer open, fork, exec, or create sockets
- *      (docs/kernel-layer.md).
+ *      failure the worker must exit (TP_EXIT_FATAL) without running code. After it
+ *      returns the worker must not block SIGSYS, and can no longer open, fork,
+ *      exec, or create sockets (docs/kernel-layer.md).
+ * Each step returns 0, or -1 with the first failure recorded in err (err.h; NULL:
+ * not recorded): TP_KIND_INTERNAL at TP_LAYER_KERNEL, the errno in sys_errno, the
+ * message "call(object): reason. Hint: ...".
  */
 #ifndef TP_LOCKDOWN_H
 #define TP_LOCKDOWN_H
@@ -32,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "err.h"
 #include "msg.h"
 #include "shm.h"
 
@@ -44,9 +47,9 @@ struct tp_lockdown {
 	struct tp_shm *shm; /* where the SIGSYS handler reports; may be NULL */
 };
 
-int tp_lockdown_prepare(char *err, size_t errlen);
-int tp_lockdown_enter_zygote(char *err, size_t errlen);
-int tp_lockdown_apply(const struct tp_lockdown *cfg, char *err, size_t errlen);
+int tp_lockdown_prepare(struct tp_err *err);
+int tp_lockdown_enter_zygote(struct tp_err *err);
+int tp_lockdown_apply(const struct tp_lockdown *cfg, struct tp_err *err);
 /* Landlock ABI found by tp_lockdown_prepare(), or -errno of the probe when
  * unavailable (the host logs that once: the worker then relies on seccomp alone). */
 int tp_lockdown_landlock_abi(void);
@@ -66,6 +69,6 @@ size_t tp_lockdown_program(enum tp_filter which, const void **insns);
  * omit_nr >= 0 the seal leaves that syscall out. Its length, or 0 on error. */
 size_t tp_lockdown_compile(enum tp_filter which, int omit_nr, void *insns, size_t max);
 /* For tests: no_new_privs plus the Landlock step alone, without seccomp. */
-int tp_lockdown_landlock_only(char *err, size_t errlen);
+int tp_lockdown_landlock_only(struct tp_err *err);
 
 #endif

@@ -53,7 +53,7 @@ static void reply(int chan, const struct tp_reply *r)
 
 _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 {
-	char err[256];
+	struct tp_err err = { 0 };
 	/* Die with the host from the first instruction: a host that exits before it
 	 * learns our pid cannot kill us, and its request may already be in the
 	 * channel. Parent-death signals are not inherited through clone, and a host
@@ -81,8 +81,8 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 		.nkeep = 1,
 		.shm = shm,
 	};
-	if (tp_lockdown_apply(&ld, err, sizeof err) != 0)
-		die("lockdown", err);
+	if (tp_lockdown_apply(&ld, &err) != 0)
+		die("lockdown", err.msg);
 
 	/* Locked down: from here on, only the request and the language run. */
 	size_t len;

@@ -54,7 +54,7 @@ pid_t tp_zygote_clone_worker(void)
 
 int tp_zygote_main(const char *lang_name)
 {
-	char err[256];
+	struct tp_err err = { 0 };
 	const struct tp_lang *lang = tp_lang_find(lang_name);
 	struct tp_worker_cfg cfg = { .lang = lang };
 
@@ -67,8 +67,8 @@ int tp_zygote_main(const char *lang_name)
 	/* UTC, fixed once: os.date is deterministic and never reads /etc/localtime. */
 	setenv("TZ", "UTC", 1);
 	tzset();
-	if (lang->zygote_init(err, sizeof err) != 0 || tp_lockdown_prepare(err, sizeof err) != 0) {
-		fprintf(stderr, "tidepool zygote: %s\n", err);
+	if (lang->zygote_init(&err) != 0 || tp_lockdown_prepare(&err) != 0) {
+		fprintf(stderr, "tidepool zygote: %s\n", err.msg);
 		return 1;
 	}
 	tp_limits_default(&cfg.ceiling);
@@ -87,8 +87,8 @@ int tp_zygote_main(const char *lang_name)
 	/* Trimming leaves the merged chunks unsorted; one large request sorts them
 	 * into bins here, once, instead of in every worker. */
 	free(malloc(96u << 10));
-	if (tp_lockdown_enter_zygote(err, sizeof err) != 0) { /* Z: no open from here on */
-		fprintf(stderr, "tidepool zygote: %s\n", err);
+	if (tp_lockdown_enter_zygote(&err) != 0) { /* Z: no open from here on */
+		fprintf(stderr, "tidepool zygote: %s\n", err.msg);
 		return 1;
 	}
 	for (;;) {

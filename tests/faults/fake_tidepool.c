@@ -335,14 +335,14 @@ static int fake_zygote(void)
 
 int main(int argc, char **argv)
 {
-	char err[256];
+	struct tp_err err = { 0 };
 	if (argc >= 3 && strcmp(argv[1], "--zygote") == 0)
 		return fake_zygote();
 	struct tp_host_cfg cfg;
 	tp_host_default_cfg(&cfg);
-	struct tp_host *h = tp_host_new(&cfg, err, sizeof err);
+	struct tp_host *h = tp_host_new(&cfg, &err);
 	if (h == NULL) {
-		fprintf(stderr, "fake_tidepool: %s\n", err);
+		fprintf(stderr, "fake_tidepool: %s\n", err.msg);
 		return 1;
 	}
 	int rc = tp_host_run(h);

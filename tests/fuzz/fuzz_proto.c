@@ -68,17 +68,18 @@ static void check_exec(const struct tp_exec_params *p, const struct tp_limits *c
 static void dispatch(const struct tp_rpc *rpc, const struct tp_limits *ceiling)
 {
 	struct tp_exec_params p;
-	char err[256];
+	struct tp_err err = { 0 };
 
-	if (tp_exec_params_parse(rpc->params, ceiling, &p, err, sizeof err) == 0)
+	if (tp_exec_params_parse(rpc->params, ceiling, &p, &err) == 0)
 		check_exec(&p, ceiling);
 	else
-		send_reply(tp_rpc_error(rpc->id, TP_RPC_INVALID_PARAMS, err, NULL));
-	if (tp_exec_params_parse_tool(rpc->params, ceiling, &p, err, sizeof err) == 0) {
+		send_reply(tp_rpc_error(rpc->id, TP_RPC_INVALID_PARAMS, err.msg, NULL));
+	tp_err_clear(&err);
+	if (tp_exec_params_parse_tool(rpc->params, ceiling, &p, &err) == 0) {
 		check_exec(&p, ceiling);
 		CHECK(p.tool_call == 1);
 	} else {
-		send_reply(tp_rpc_error(rpc->id, TP_RPC_INVALID_PARAMS, err, NULL));
+		send_reply(tp_rpc_error(rpc->id, TP_RPC_INVALID_PARAMS, err.msg, NULL));
 	}
 	if (strcmp(rpc->method, "initialize") == 0 || json_is_object(rpc->params)) {
 		json_t *r = tp_mcp_initialize(rpc->params);

@@ -76,13 +76,15 @@ static void check_result(const json_t *r, const struct ctx *c)
 
 static void outcome(struct ctx *c, const struct tp_reply *reply)
 {
+	struct tp_err host = { 0 };
+	if (c->host_kind)
+		tp_err_set(&host, (enum tp_kind)c->host_kind, TP_LAYER_HOST, 0, "host verdict");
 	struct tp_outcome o = {
 		.reply = reply,
 		.shm = c->use_shm ? &c->view : NULL,
 		.exited = c->exited,
 		.status = c->status,
-		.host_kind = (enum tp_kind)c->host_kind,
-		.host_msg = c->host_kind ? "host verdict" : NULL,
+		.host = &host,
 		.wall_ms = 12.5,
 		.cpu_ms = (c->status & 1) ? 3.25 : -1,
 		.limits = &c->lim,
@@ -94,12 +96,13 @@ static void outcome(struct ctx *c, const struct tp_reply *reply)
 
 static void on_frame(struct ctx *c, const char *buf, size_t len)
 {
-	char err[256] = "";
+	struct tp_err err = { 0 };
 	struct tp_reply r;
 
 	CHECK(buf[len] == '\0');
-	if (tp_msg_reply_decode(buf, len, &c->lim, &r, err, sizeof err) != 0) {
-		CHECK(r.value == NULL && r.error.message.s == NULL && err[0] != '\0');
+	if (tp_msg_reply_decode(buf, len, &c->lim, &r, &err) != 0) {
+		CHECK(r.value == NULL && r.error.message.s == NULL && tp_err_failed(&err) &&
+		      err.msg[0] != '\0');
 		outcome(c, NULL); /* a refused reply: the worker is killed, its death decides */
 		return;
 	}

@@ -120,12 +120,12 @@ static inline void run_req(struct run *r, const struct tp_request *req, uint64_t
 	r->reply = NULL;
 	if (len) {
 		struct tp_reply rep;
-		char why[200];
-		if (tp_msg_reply_decode(buf, len, &req->limits, &rep, why, sizeof why) == 0) {
+		struct tp_err why = { 0 };
+		if (tp_msg_reply_decode(buf, len, &req->limits, &rep, &why) == 0) {
 			r->reply = reply_json(&rep);
 			tp_reply_free(&rep);
 		} else {
-			fprintf(stderr, "# %s\n", why);
+			fprintf(stderr, "# %s\n", why.msg);
 		}
 	}
 	struct tp_shm_view v;
@@ -199,13 +199,13 @@ static inline char *value_text(void)
 /* Builds the language's pristine state in this process and the shared page. */
 static inline int harness_setup(const struct tp_lang *lang)
 {
-	char err[256] = "";
+	struct tp_err err = { 0 };
 	setenv("TZ", "UTC", 1); /* as the zygote does */
 	harness_lang = lang;
 	shm = mmap(NULL, tp_shm_size(AREA), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
 		   0);
-	if (shm == MAP_FAILED || lang->zygote_init(err, sizeof err) != 0) {
-		fprintf(stderr, "setup failed: %s\n", err);
+	if (shm == MAP_FAILED || lang->zygote_init(&err) != 0) {
+		fprintf(stderr, "setup failed: %s\n", err.msg);
 		return -1;
 	}
 	return 0;

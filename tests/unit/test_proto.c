@@ -124,13 +124,14 @@ static void test_initialize(void)
 	json_decref(r);
 }
 
-static int exec_params(const char *js, struct tp_exec_params *out, char *err)
+static int exec_params(const char *js, struct tp_exec_params *out, struct tp_err *err)
 {
 	struct tp_limits ceiling;
 	tp_limits_default(&ceiling);
 	json_t *p = json_loads(js, 0, NULL);
 	CHECK(p != NULL);
-	int r = tp_exec_params_parse(p, &ceiling, out, err, 200);
+	tp_err_clear(err);
+	int r = tp_exec_params_parse(p, &ceiling, out, err);
 	json_decref(p);
 	return r;
 }
@@ -138,11 +139,11 @@ static int exec_params(const char *js, struct tp_exec_params *out, char *err)
 static void test_exec_params(void)
 {
 	struct tp_exec_params e;
-	char err[200];
+	struct tp_err err = { 0 };
 	CHECK_EQ_INT(
 	    exec_params("{\"lang\":\"lua\",\"code\":\"return 1\",\"limits\":{\"cpu_ms\":10,"
 			"\"instructions\":5},\"seed\":9}",
-			&e, err),
+			&e, &err),
 	    0);
 	CHECK_EQ_INT(e.limits.cpu_ms, 10);
 	CHECK_EQ_INT(e.limits.instructions, 5);
@@ -150,22 +151,22 @@ static void test_exec_params(void)
 	CHECK_EQ_INT(e.has_seed, 1);
 	CHECK_EQ_INT(e.seed, 9);
 	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"limits\":{\"cpu_ms\":999999}}",
-				 &e, err),
+				 &e, &err),
 		     -1);
-	CHECK(strstr(err, "may only be tightened") != NULL);
+	CHECK(strstr(err.msg, "may only be tightened") != NULL);
 	CHECK_EQ_INT(
-	    exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"limits\":{\"cpu\":1}}", &e, err), -1);
-	CHECK(strstr(err, "unknown limit 'cpu'") != NULL);
+	    exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"limits\":{\"cpu\":1}}", &e, &err), -1);
+	CHECK(strstr(err.msg, "unknown limit 'cpu'") != NULL);
 	CHECK_EQ_INT(
-	    exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"limits\":{\"cpu_ms\":0}}", &e, err),
+	    exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"limits\":{\"cpu_ms\":0}}", &e, &err),
 	    -1);
-	CHECK_EQ_INT(exec_params("{\"lang\":\"cobol\",\"code\":\"x\"}", &e, err), -1);
-	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":1}", &e, err), -1);
-	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"bogus\":1}", &e, err), -1);
-	CHECK(strstr(err, "unknown parameter 'bogus'") != NULL);
-	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"inputs\":[1]}", &e, err), -1);
-	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"session_id\":\"s\"}", &e, err),
-		     -1);
+	CHECK_EQ_INT(exec_params("{\"lang\":\"cobol\",\"code\":\"x\"}", &e, &err), -1);
+	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":1}", &e, &err), -1);
+	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"bogus\":1}", &e, &err), -1);
+	CHECK(strstr(err.msg, "unknown parameter 'bogus'") != NULL);
+	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"inputs\":[1]}", &e, &err), -1);
+	CHECK_EQ_INT(
+	    exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"session_id\":\"s\"}", &e, &err), -1);
 }
 
 static void test_frames(void)
@@ -199,7 +200,7 @@ static struct tp_reply *roundtrip(const struct tp_reply *r, int expect)
 {
 	static struct tp_reply out;
 	struct tp_limits l = reply_caps();
-	char err[200] = "";
+	struct tp_err err = { 0 };
 	size_t n;
 	char *buf = tp_msg_reply_encode(r, &n);
 
@@ -207,21 +208,23 @@ static struct tp_reply *roundtrip(const struct tp_reply *r, int expect)
 	if (buf == NULL)
 		return NULL;
 	tp_reply_free(&out);
-	int rc = tp_msg_reply_decode(buf, n, &l, &out, err, sizeof err);
+	int rc = tp_msg_reply_decode(buf, n, &l, &out, &err);
 	CHECK_EQ_INT(rc, expect);
-	CHECK(rc == 0 || strncmp(err, "worker reply refused: ", 22) == 0);
+	CHECK(rc == 0 || strncmp(err.msg, "worker reply refused: ", 22) == 0);
 	/* Every prefix is refused, and so is one trailing byte. */
 	for (size_t k = 0; rc == 0 && k < n; k++) {
 		struct tp_reply cut;
-		CHECK_EQ_INT(tp_msg_reply_decode(buf, k, &l, &cut, err, sizeof err), -1);
+		tp_err_clear(&err);
+		CHECK_EQ_INT(tp_msg_reply_decode(buf, k, &l, &cut, &err), -1);
 	}
 	if (rc == 0) {
 		struct tp_reply more;
 		char *longer = malloc(n + 1);
 		memcpy(longer, buf, n);
 		longer[n] = 0;
-		CHECK_EQ_INT(tp_msg_reply_decode(longer, n + 1, &l, &more, err, sizeof err), -1);
-		CHECK(strstr(err, "bytes after the message") != NULL);
+		tp_err_clear(&err);
+		CHECK_EQ_INT(tp_msg_reply_decode(longer, n + 1, &l, &more, &err), -1);
+		CHECK(strstr(err.msg, "bytes after the message") != NULL);
 		free(longer);
 	}
 	free(buf);
@@ -239,7 +242,7 @@ static struct tp_reply failure(enum tp_kind kind, const char *msg)
 static void test_check_reply(void)
 {
 	struct tp_reply r = { .ok = 1, .usage = { 1, 2, 500 } }, *d, tmp;
-	char err[200];
+	struct tp_err err = { 0 };
 	struct tp_limits l = reply_caps();
 
 	r.value = json_loads("[1,[2]]", 0, NULL);
@@ -281,16 +284,16 @@ static void test_check_reply(void)
 	tp_reply_free(&r);
 
 	/* Bytes that are no reply of this version. */
-	CHECK_EQ_INT(tp_msg_reply_decode("[]", 2, &l, &r, err, sizeof err), -1);
-	CHECK_EQ_INT(tp_msg_reply_decode("", 0, &l, &r, err, sizeof err), -1);
+	CHECK_EQ_INT(tp_msg_reply_decode("[]", 2, &l, &r, &err), -1);
+	CHECK_EQ_INT(tp_msg_reply_decode("", 0, &l, &r, &err), -1);
 	r = (struct tp_reply){ .ok = 1, .value = json_integer(1) };
 	size_t n;
 	char *buf = tp_msg_reply_encode(&r, &n);
 	buf[4] = TP_MSG_VERSION + 1;
-	CHECK_EQ_INT(tp_msg_reply_decode(buf, n, &l, &tmp, err, sizeof err), -1);
+	CHECK_EQ_INT(tp_msg_reply_decode(buf, n, &l, &tmp, &err), -1);
 	buf[4] = TP_MSG_VERSION;
 	buf[8] = 2; /* ok is neither 0 nor 1 */
-	CHECK_EQ_INT(tp_msg_reply_decode(buf, n, &l, &tmp, err, sizeof err), -1);
+	CHECK_EQ_INT(tp_msg_reply_decode(buf, n, &l, &tmp, &err), -1);
 	free(buf);
 	json_decref(r.value);
 	d = roundtrip(&(struct tp_reply){ .ok = 1, .value = json_null() }, 0);
@@ -374,8 +377,11 @@ static void test_build(void)
 	v.len[0] = 5;
 	v.out[1] = "";
 	struct tp_outcome o = { .shm = &v, .limits = &l, .cpu_ms = -1, .wall_ms = 12.5 };
+	struct tp_err timeout = { 0 };
 
-	o.host_kind = TP_KIND_TIMEOUT;
+	tp_err_set(&timeout, TP_KIND_TIMEOUT, TP_LAYER_HOST, 0, "%s",
+		   tp_limit_message(TP_LIMIT_WALL_MS));
+	o.host = &timeout;
 	json_t *res = tp_result_build(&o);
 	CHECK_EQ_STR(err_field(res, "kind"), "timeout");
 	CHECK_EQ_STR(err_field(res, "layer"), "host");
@@ -383,7 +389,7 @@ static void test_build(void)
 	CHECK(json_is_false(json_object_get(res, "ok")));
 	json_decref(res);
 
-	o.host_kind = TP_KIND_NONE;
+	o.host = NULL;
 	o.exited = 1;
 	o.status = SIGSEGV; /* a wait status for "killed by SIGSEGV" */
 	res = tp_result_build(&o);
