@@ -70,7 +70,8 @@ struct zygote {
 	const struct tp_lang_info *lang;
 	pid_t pid;
 	int ctl;
-	int failures;
+	int failures;                /* consecutive: a worker that replied resets it */
+	double retry_at;             /* no spawn before this (tp_host_now_ms), after a failure */
 	int used;                    /* keep a warm pool only for languages a client has used */
 	struct worker *spawning[64]; /* FIFO awaiting a pid from the zygote */
 	int nspawning;
@@ -95,7 +96,6 @@ struct tp_host {
 	struct worker **pws; /* max_workers entries */
 	struct early_exit early[32];
 	int nearly;
-	int spawn_failures;
 };
 
 /* output.c: replies go out through here, never blocking. */

@@ -25,7 +25,15 @@
 #include "spawn.h"
 #include "zygote_ctl.h"
 
-#define MAX_SPAWN_FAILURES 8
+/* Consecutive failures of one language's workers (a zygote that will not start
+ * or died, a fork that failed, a warm worker dead before use) back off
+ * exponentially, and every FAIL_QUEUE_AFTER of them the zygote is restarted and
+ * what is queued for that language is answered rather than held. Nothing is
+ * permanent (a worker that replies resets the count), and one language's
+ * trouble never stops the other's. */
+#define FAIL_QUEUE_AFTER 8
+#define BACKOFF_MIN_MS 10.0
+#define BACKOFF_MAX_MS 2000.0
 
 /* ---- workers and the zygote --------------------------------------------------- */
 
@@ -127,16 +135,38 @@ void tp_pool_worker_free(struct tp_host *h, struct worker *w)
 	free(w);
 }
 
-static int start_zygote(struct zygote *z)
+static void fail_queue(struct tp_host *h, int lang, const char *msg);
+
+/* One more consecutive failure of this language's workers. What is queued for it
+ * waits out the backoff, unless the failures go on: then it is answered. */
+static void zygote_failed(struct tp_host *h, struct zygote *z)
+{
+	double backoff = BACKOFF_MIN_MS;
+	z->failures++;
+	for (int i = 1; i < z->failures && backoff < BACKOFF_MAX_MS; i++)
+		backoff *= 2;
+	z->retry_at = tp_host_now_ms() + (backoff < BACKOFF_MAX_MS ? backoff : BACKOFF_MAX_MS);
+	if (z->failures % FAIL_QUEUE_AFTER == 0 && z->pid > 0) {
+		tp_out_log("restarting the %s zygote: its workers keep failing", z->lang->name);
+		kill(z->pid, SIGKILL); /* reaped as any zygote death; the next spawn starts one */
+	}
+	if (z->failures >= FAIL_QUEUE_AFTER)
+		fail_queue(h, (int)(z - h->zyg), "workers fail to start: see the host's stderr");
+}
+
+static int backing_off(const struct zygote *z, double now)
+{
+	return z->failures > 0 && now < z->retry_at;
+}
+
+static int start_zygote(struct tp_host *h, struct zygote *z)
 {
 	struct tp_err err = { 0 };
 	if (z->ctl >= 0)
 		return 0;
-	if (z->failures >= MAX_SPAWN_FAILURES)
-		return -1;
 	z->ctl = tp_zygote_start(z->lang, &z->pid, &err);
 	if (z->ctl < 0) {
-		z->failures++;
+		zygote_failed(h, z);
 		tp_out_log("%s", err.msg);
 		return -1;
 	}
@@ -170,7 +200,7 @@ static int spawn_worker(struct tp_host *h, int lang)
 	int sv[2], page;
 	struct zygote *z = &h->zyg[lang];
 	if (z->nspawning == (int)(sizeof z->spawning / sizeof z->spawning[0]) ||
-	    start_zygote(z) != 0)
+	    start_zygote(h, z) != 0)
 		return -1;
 	struct worker *w = calloc(1, sizeof *w);
 	if (w == NULL)
@@ -277,10 +307,8 @@ static void refill_lang(struct tp_host *h, int lang)
 {
 	struct zygote *z = &h->zyg[lang];
 	int warm, live = count_live(h, lang, &warm), queued = queued_for(h, lang);
-	if (h->spawn_failures >= MAX_SPAWN_FAILURES || z->failures >= MAX_SPAWN_FAILURES) {
-		fail_queue(h, lang, "workers fail to start: see the host's stderr");
-		return;
-	}
+	if (backing_off(z, tp_host_now_ms()))
+		return; /* tp_pool_next_timeout wakes the loop when it is over */
 	/* Once stdin is closed no new exec can come: stop keeping workers warm. */
 	int target = (h->stdin_open && z->used ? h->cfg.pool_size : 0) + queued;
 	/* A fork and a lockdown compete with a running exec for the CPU: while one
@@ -379,7 +407,7 @@ static void take_reply(struct tp_host *h, struct worker *w, const char *buf, siz
 		tp_host_finish(h, w, &err);
 	} else {
 		w->reply = r;
-		h->spawn_failures = 0;
+		h->zyg[w->lang].failures = 0; /* this language's workers work */
 		tp_host_finish(h, w, NULL);
 	}
 	tp_pool_kill_worker(w); /* one-shot: it has said all it may say */
@@ -437,7 +465,7 @@ static void worker_exited(struct tp_host *h, struct worker *w, int status, doubl
 		snprintf(d, sizeof d, "%s %d", WIFEXITED(status) ? "status" : "signal",
 			 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 		tp_out_log("a warm worker died before use (%s)", d);
-		h->spawn_failures++;
+		zygote_failed(h, &h->zyg[w->lang]);
 	}
 	tp_pool_worker_free(h, w);
 }
@@ -450,7 +478,7 @@ static void zygote_gone(struct tp_host *h, struct zygote *z)
 		close(z->ctl);
 	z->ctl = -1;
 	z->pid = 0;
-	z->failures++;
+	zygote_failed(h, z);
 	for (int i = 0; i < z->nspawning; i++)
 		drop_unborn(h, z->spawning[i]);
 	z->nspawning = 0;
@@ -482,11 +510,10 @@ void tp_pool_read_zygote(struct tp_host *h, struct zygote *z)
 			(size_t)--z->nspawning * sizeof z->spawning[0]);
 		if (pid <= 0) {
 			tp_out_log("the zygote could not fork: %s", strerror(-pid));
-			h->spawn_failures++;
+			zygote_failed(h, z);
 			drop_unborn(h, w);
 			continue;
 		}
-		z->failures = 0;
 		w->pid = pid;
 		if (w->exec != NULL)
 			boost(w);
@@ -540,6 +567,17 @@ int tp_pool_next_timeout(const struct tp_host *h, double now)
 		if (e == NULL || w->answered || tp_err_failed(&e->verdict))
 			continue;
 		double left = e->deadline - now;
+		if (!any || left < best)
+			best = left;
+		any = 1;
+	}
+	/* A language backing off wakes the loop when it may try again, if it has
+	 * work or keeps a warm pool. */
+	for (int i = 0; i < TP_NLANGS; i++) {
+		const struct zygote *z = &h->zyg[i];
+		if (!backing_off(z, now) || (!z->used && queued_for(h, i) == 0))
+			continue;
+		double left = z->retry_at - now;
 		if (!any || left < best)
 			best = left;
 		any = 1;

@@ -6,6 +6,7 @@
  * names (see scenarios[]). Nothing here is linked into build/tidepool, so no
  * untrusted snippet can reach these behaviours in a real host.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
@@ -264,6 +265,47 @@ static void w_close_then_live(int fd, struct tp_shm *shm)
 	_exit(0);
 }
 
+/* What a snippet that could signal other workers would do (on a kernel without
+ * Landlock's signal scope): for two seconds, kill every other worker of its own
+ * language (the same command line: a worker has its zygote's), warm ones included. */
+static void w_kill_siblings(int fd, struct tp_shm *shm)
+{
+	char self[256], path[64], cmd[256];
+	(void)shm;
+	FILE *f = fopen("/proc/self/cmdline", "r");
+	size_t len = f ? fread(self, 1, sizeof self, f) : 0;
+	if (f)
+		fclose(f);
+	for (int round = 0; round < 400; round++) {
+		DIR *d = opendir("/proc");
+		struct dirent *e;
+		while (d != NULL && (e = readdir(d)) != NULL) {
+			pid_t pid = (pid_t)atoi(e->d_name);
+			if (pid <= 0 || pid == getpid())
+				continue;
+			snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+			f = fopen(path, "r");
+			size_t k = f ? fread(cmd, 1, sizeof cmd, f) : 0;
+			if (f)
+				fclose(f);
+			snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+			char comm[32] = "";
+			f = fopen(path, "r");
+			if (f) {
+				if (fgets(comm, sizeof comm, f) == NULL)
+					comm[0] = '\0';
+				fclose(f);
+			}
+			if (k == len && memcmp(cmd, self, len) == 0 && strcmp(comm, "tp-worker\n") == 0)
+				kill(pid, SIGTERM); /* not SIGKILL: the host kills its used workers so */
+		}
+		if (d)
+			closedir(d);
+		usleep(5000);
+	}
+	(void)fd; /* and no reply: nothing from this exec resets the host's count */
+}
+
 static const struct scenario {
 	const char *name;
 	void (*run)(int fd, struct tp_shm *shm);
@@ -287,6 +329,7 @@ static const struct scenario {
 	{"scribble", w_scribble},
 	{"slow", w_slow},
 	{"close_then_live", w_close_then_live},
+	{"kill_siblings", w_kill_siblings},
 };
 
 static _Noreturn void fake_worker(int chan, int shm_fd, uint32_t area)
