@@ -5,8 +5,12 @@ Each seed is named for what it exercises."""
 import json
 import os
 import struct
+import sys
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "corpus")
+sys.path.insert(0, os.path.join(HERE, "..", "cases"))
+import protocol_cases  # noqa: E402
 
 
 def put(harness, name, data):
@@ -39,39 +43,16 @@ P = {
     "tools_call": rpc("tools/call", {"name": "run_lua", "arguments": {"code": "return {1,2}", "inputs": {"a": 1}}}),
     "tools_call_python": rpc("tools/call", {"name": "run_python", "arguments": {"code": "1"}}),
     "cancel": b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}',
-    # protocol faults
-    "fault_bad_json": b'{"jsonrpc":"2.0","id":1,"method":',
-    "fault_invalid_utf8": b'{"jsonrpc":"2.0","id":1,"method":"ping\xff\xfe"}',
-    "fault_duplicate_keys": b'{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}',
-    "fault_not_object": b'[1,2,3]',
-    "fault_scalar": b'"just a string"',
-    "fault_batch": b'[' + rpc("ping") + b',' + rpc("ping", id=2) + b']',
-    "fault_bad_version": b'{"jsonrpc":"1.0","id":1,"method":"ping"}',
-    "fault_bad_id": b'{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}',
-    "fault_float_id": b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}',
-    "fault_method_not_string": b'{"jsonrpc":"2.0","id":1,"method":7}',
-    "fault_params_scalar": b'{"jsonrpc":"2.0","id":1,"method":"ping","params":3}',
-    "fault_response_from_client": b'{"jsonrpc":"2.0","id":1,"result":{}}',
-    "fault_unknown_method": rpc("no/such/method"),
-    "fault_unknown_param": rpc("sandbox/exec", {"lang": "lua", "code": "", "bogus": 1}),
-    "fault_bad_lang": rpc("sandbox/exec", {"lang": "ruby", "code": ""}),
-    "fault_code_not_string": rpc("sandbox/exec", {"lang": "lua", "code": 5}),
-    "fault_limit_raised": rpc("sandbox/exec", {"lang": "lua", "code": "", "limits": {"memory_bytes": 1 << 40}}),
-    "fault_limit_zero": rpc("sandbox/exec", {"lang": "lua", "code": "", "limits": {"cpu_ms": 0}}),
-    "fault_limit_negative": rpc("sandbox/exec", {"lang": "lua", "code": "", "limits": {"wall_ms": -1}}),
-    "fault_limit_huge": b'{"jsonrpc":"2.0","id":1,"method":"sandbox/exec","params":{"lang":"lua","code":"","limits":{"instructions":18446744073709551615}}}',
-    "fault_unknown_limit": rpc("sandbox/exec", {"lang": "lua", "code": "", "limits": {"disk": 1}}),
-    "fault_session": rpc("sandbox/exec", {"lang": "lua", "code": "", "session_id": "s"}),
-    "fault_stream": rpc("sandbox/exec", {"lang": "lua", "code": "", "stream": True}),
-    "fault_policy": rpc("sandbox/exec", {"lang": "lua", "code": "", "policy": "lax"}),
-    "fault_seed_float": rpc("sandbox/exec", {"lang": "lua", "code": "", "seed": 1.5}),
-    "fault_inputs_array": rpc("sandbox/exec", {"lang": "lua", "code": "", "inputs": [1]}),
-    "fault_unknown_tool": rpc("tools/call", {"name": "run_ruby", "arguments": {}}),
-    "fault_tool_args": rpc("tools/call", {"name": "run_lua", "arguments": {"code": "", "limits": {}}}),
     "nul_in_code": b'{"jsonrpc":"2.0","id":1,"method":"sandbox/exec","params":{"lang":"lua","code":"a\\u0000b"}}',
 }
 for name, line in P.items():
     put("proto", name, b"\x00" + line + b"\n")
+# protocol faults: one seed per case of tests/cases/protocol/, its input as sent
+for case in protocol_cases.load():
+    if case.fill is None:
+        put("proto", "fault_" + case.name, b"\x00" + case.input())
+    else:  # a small line cap (byte 0) makes a short fill overlong
+        put("proto", "fault_" + case.name, b"\x41" + case.input(fill=300))
 # framing: several lines, CRLF, blank lines, no final newline, small read chunks
 put("proto", "pipelined_crlf", b"\x05" + P["exec_lua"] + b"\r\n\r\n  \t\n" + P["tools_list"] + b"\n" + P["ping_string_id"])
 put("proto", "overlong_line_small_cap", b"\x41" + b'{"jsonrpc":"2.0","id":1,"method":"' + b"x" * 300 + b'"}\n' + P["tools_list"] + b"\n")

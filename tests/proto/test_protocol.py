@@ -3,9 +3,15 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 
+import pytest
+
 from conftest import BINARY, Host, assert_healthy
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cases"))
+import protocol_cases  # noqa: E402
 
 
 def test_issue_example(host):
@@ -103,12 +109,6 @@ def test_every_error_matches_the_output_schema(host):
     assert {"result_error", "input_error", "instruction_limit", "timeout", "policy_violation"} <= seen
 
 
-def test_tools_call_unknown_tool_is_invalid_params(host):
-    r = host.call("tools/call", {"name": "run_cobol", "arguments": {"code": "x"}})
-    assert r["error"]["code"] == -32602
-    assert "Unknown tool: run_cobol" in r["error"]["message"]
-
-
 def test_pipelined_requests_match_ids(host):
     n = 40
     for i in range(n):
@@ -119,51 +119,37 @@ def test_pipelined_requests_match_ids(host):
         assert r["result"]["value"] == i * 3
 
 
-def test_protocol_faults_and_host_keeps_serving(host):
-    cases = [
-        (b"{not json\n", -32700),
-        (b"[1,2,3]\n", -32600),
-        (b"17\n", -32600),
-        (b'{"jsonrpc":"2.0","id":5,"method":"no/such"}\n', -32601),
-        (b'{"jsonrpc":"1.0","id":6,"method":"ping"}\n', -32600),
-        (b'{"jsonrpc":"2.0","id":7,"method":"sandbox/exec","params":{"lang":"lua"}}\n', -32602),
-        (b'{"jsonrpc":"2.0","id":8,"method":"sandbox/exec","params":{"lang":"lua","code":"return 1","limits":{"cpu_ms":99999999}}}\n', -32602),
-        (b'{"jsonrpc":"2.0","id":9,"method":"sandbox/exec","params":{"lang":"lua","code":"return 1","limits":{"bogus":1}}}\n', -32602),
-        (b'{"jsonrpc":"2.0","id":10,"method":"ping","params":"x"}\n', -32600),
-        (b'{"jsonrpc":"2.0","id":11,"method":"p\xffng"}\n', -32700),
-        (b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}\n', -32600),
-    ]
-    for raw, code in cases:
-        host.send_raw(raw)
-        msg = host.read_line()
-        assert msg["error"]["code"] == code, (raw, msg)
+# Every protocol fault is a case of tests/cases/protocol/ (tests/cases/README.md):
+# its raw input lines, and the replies they get, in order.
+CASES = protocol_cases.load()
+
+
+def test_fault_cases_cover_every_stage():
+    assert {c.stage for c in CASES} == set(protocol_cases.STAGES)
+    assert len(CASES) >= 30
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_protocol_fault_then_host_keeps_serving(host, case):
+    host.send_raw(case.input())
+    for want in case.replies:
+        got = host.read_line(timeout=60)
+        assert protocol_cases.matches(want, got), (case.name, want, got)
+    # Nothing else was answered: the next line is the reply to this ping.
+    assert host.call("ping")["result"] == {}
+    assert host.pending == {}, (case.name, host.pending)
     assert_healthy(host)
 
 
-def test_error_ids_are_echoed(host):
-    host.send_raw(b'{"jsonrpc":"2.0","id":"abc","method":"nope"}\n')
-    assert host.read_line()["id"] == "abc"
-    host.send_raw(b"{broken\n")
-    assert host.read_line()["id"] is None
-
-
-def test_line_too_long_is_refused_then_serving_continues(host):
-    big = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * (9 << 20) + b'"}}\n'
-    host.send_raw(big)
-    msg = host.read_line()
-    assert msg["error"]["code"] == -32600
-    assert "line longer than" in msg["error"]["message"]
-    assert msg["id"] is None
+def test_all_fault_cases_through_one_host(host):
+    for case in CASES:
+        host.send_raw(case.input())
+        for want in case.replies:
+            got = host.read_line(timeout=60)
+            assert protocol_cases.matches(want, got), (case.name, want, got)
+    assert host.call("ping")["result"] == {}
+    assert host.pending == {}
     assert_healthy(host)
-
-
-def test_duplicate_id_in_flight_is_refused(host):
-    host.send({"jsonrpc": "2.0", "id": 77, "method": "sandbox/exec", "params": {"lang": "lua", "code": "local t=os.clock() while os.clock()-t < 0.3 do end return 1"}})
-    host.send({"jsonrpc": "2.0", "id": 77, "method": "sandbox/exec", "params": {"lang": "lua", "code": "return 2"}})
-    first = host.read_line()
-    assert first["id"] == 77 and first["error"]["code"] == -32600
-    second = host.read_line()
-    assert second["id"] == 77 and second["result"]["value"] == 1
 
 
 def test_cancel_stops_exec_and_sends_no_reply(host):
