@@ -10,6 +10,9 @@ PKGS      := lua5.4 libseccomp jansson python3-embed
 DEB_PKGS  := gcc make pkg-config liblua5.4-dev lua5.4 libseccomp-dev libjansson-dev \
              libpython3.11-dev python3.11 python3 python3-pytest clang libclang-rt-14-dev
 PYTHON    := /usr/bin/python3
+# Where code runs: common/ in every process, host/ in the host only, sandbox/ in
+# the zygotes and workers, one directory per language layer (docs/architecture.md).
+SRC_DIRS  := common host sandbox lua-sandbox py-sandbox
 SANITIZE  ?=
 WARN      := -std=c17 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wformat=2 -Wno-format-nonliteral -Werror
@@ -19,7 +22,7 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 # The three libraries are linked statically: one mapping for all our code makes
 # fork cheaper, and with -z now no worker pays a lazy-binding fault.
 PKG_LIBS   = -Wl,-Bstatic -llua5.4 -ljansson -lseccomp -Wl,-Bdynamic -lpython3.11 -lm -ldl
-CPPFLAGS  := -D_GNU_SOURCE -iquote host -iquote lua-sandbox -iquote py-sandbox
+CPPFLAGS  := -D_GNU_SOURCE $(addprefix -iquote ,$(SRC_DIRS))
 CFLAGS     = $(OPT) $(WARN) -MMD -MP $(PKG_CFLAGS) $(SAN_FLAGS)
 LDFLAGS    = $(SAN_FLAGS) -Wl,-z,now -Wl,-z,relro
 # ---- SANITIZE settings (owner: hardening, docs/hardening.md) ----------------
@@ -45,7 +48,7 @@ LDFLAGS   += $(FA_FLAGS)
 endif
 # ---- end FAILALLOC settings ---------------------------------------------------
 
-CORE_SRCS := $(wildcard host/*.c lua-sandbox/*.c py-sandbox/*.c)
+CORE_SRCS := $(wildcard $(SRC_DIRS:%=%/*.c))
 CORE_SRCS := $(filter-out host/main.c,$(CORE_SRCS))
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 # ---- SANITIZE objects (owner: hardening) -------------------------------------
@@ -116,7 +119,7 @@ bench: $(BUILD)/tidepool $(BUILD)/tidepool-python
 
 # py-sandbox/pyshim.c is generated from shim.py (gen_shim.py): left as generated.
 FORMAT_SRCS = $(filter-out py-sandbox/pyshim.c,$(CORE_SRCS)) host/main.c \
-              $(wildcard host/*.h lua-sandbox/*.h py-sandbox/*.h)
+              $(wildcard $(SRC_DIRS:%=%/*.h))
 format:
 	clang-format -i $(FORMAT_SRCS) $(wildcard tests/unit/*.[ch])
 format-check:
@@ -178,7 +181,7 @@ FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined -f
 FUZZ_CFLAGS    = -O1 -g $(filter-out -Werror,$(WARN)) -Wno-missing-field-initializers $(PKG_CFLAGS) \
                  $(FUZZ_SAN) -DTP_FUZZ=1
 # The pure host modules (not the loop, the zygote or the worker) and the Lua JSON layer.
-FUZZ_LIB_SRCS  = $(filter-out host/main.c host/host.c host/zygote.c host/worker.c host/lang.c, \
+FUZZ_LIB_SRCS  = $(wildcard common/*.c) $(filter-out host/main.c host/host.c host/output.c host/pool.c host/zygote_ctl.c, \
                    $(wildcard host/*.c)) lua-sandbox/ljson.c lua-sandbox/lalloc.c
 FUZZ_LIB_OBJS  = $(FUZZ_LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_BINS     := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)

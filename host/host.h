@@ -3,7 +3,7 @@
  * zygote, child exits and timers. It never runs untrusted code.
  *
  * Usage:
- *   1. tp_host_new(cfg): starts nothing yet; the zygote starts on first use.
+ *   1. tp_host_new(cfg, &err): starts nothing yet; the zygote starts on first use.
  *   2. Either serve stdin (cfg.use_stdin) or inject lines with tp_host_line().
  *   3. tp_host_run() loops until stdin is closed (or, without stdin, until
  *      nothing is in flight) and every reply is written; returns an exit code.
@@ -14,6 +14,8 @@
 
 #include <jansson.h>
 #include <stddef.h>
+
+#include "err.h"
 
 struct tp_host;
 
@@ -28,7 +30,8 @@ struct tp_host_cfg {
 };
 
 void tp_host_default_cfg(struct tp_host_cfg *cfg);
-struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, char *err, size_t errlen);
+/* NULL with err recorded (out of memory, the signalfd) when it cannot start. */
+struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err);
 void tp_host_line(struct tp_host *h, const char *line, size_t len);
 int tp_host_run(struct tp_host *h);
 void tp_host_free(struct tp_host *h);

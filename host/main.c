@@ -9,16 +9,26 @@
 
 #include "failalloc.h"
 #include "host.h"
-#include "proto.h"
+#include "langs.h"
+#include "mcp.h"
 #include "zygote.h"
 
 #define MAX_FILE (8u << 20)
 
 static int usage(FILE *f)
 {
-	fprintf(f, "usage: tidepool                      serve JSON-RPC (MCP) on stdin/stdout\n"
-		   "       tidepool run [--lang lua] FILE|-  run one file and print its verdict\n"
-		   "       tidepool --version\n");
+	char names[256];
+	fprintf(f,
+		"usage: tidepool                          serve JSON-RPC (MCP) on stdin/stdout\n"
+		"       tidepool run [--lang LANG] FILE|-  run one file and print its verdict\n"
+		"       tidepool --version\n"
+		"LANG is %s; without --lang, FILE's name picks it:",
+		tp_langs_names(names, sizeof names, "%s", ", ", " or "));
+	for (int i = 0; i < TP_NLANGS; i++)
+		for (int j = 0; j < TP_LANG_MAX_EXTS && tp_langs[i].exts[j] != NULL; j++)
+			fprintf(f, "%s *%s is %s", i + j ? "," : "", tp_langs[i].exts[j],
+				tp_langs[i].name);
+	fputc('\n', f);
 	return f == stdout ? 0 : 2;
 }
 
@@ -71,12 +81,28 @@ static void print_verdict(const json_t *res)
 	free(u);
 }
 
+/* --lang NAME, else the file's name; NULL after a usage message. */
+static const struct tp_lang_info *run_lang(const char *name, const char *path)
+{
+	const struct tp_lang_info *lang = name ? tp_langs_by_name(name) : tp_langs_by_path(path);
+	if (lang == NULL && name != NULL)
+		fprintf(stderr, "tidepool run: unknown language '%s'\n", name);
+	else if (lang == NULL)
+		fprintf(stderr,
+			"tidepool run: %s: cannot tell the language from the name: "
+			"pass --lang\n",
+			path);
+	if (lang == NULL)
+		usage(stderr);
+	return lang;
+}
+
 static int run_file(int argc, char **argv)
 {
-	const char *lang = "lua", *path = NULL;
+	const char *name = NULL, *path = NULL;
 	for (int i = 0; i < argc; i++) {
 		if (strcmp(argv[i], "--lang") == 0 && i + 1 < argc)
-			lang = argv[++i];
+			name = argv[++i];
 		else if (path == NULL)
 			path = argv[i];
 		else
@@ -84,8 +110,11 @@ static int run_file(int argc, char **argv)
 	}
 	if (path == NULL)
 		return usage(stderr);
+	const struct tp_lang_info *lang = run_lang(name, path);
+	if (lang == NULL)
+		return 2;
 	size_t len;
-	char *code = slurp(path, &len), err[256];
+	char *code = slurp(path, &len);
 	if (code == NULL) {
 		fprintf(stderr, "tidepool run: %s: %s\n", path, strerror(errno));
 		return 2;
@@ -93,18 +122,19 @@ static int run_file(int argc, char **argv)
 	json_t *reply = NULL;
 	json_t *req =
 	    json_pack("{s:s, s:i, s:s, s:{s:s, s:s%}}", "jsonrpc", "2.0", "id", 1, "method",
-		      "sandbox/exec", "params", "lang", lang, "code", code, len);
+		      "sandbox/exec", "params", "lang", lang->name, "code", code, len);
 	free(code);
+	struct tp_err err = { 0 };
 	struct tp_host_cfg cfg;
 	tp_host_default_cfg(&cfg);
 	cfg.use_stdin = 0;
 	cfg.emit = keep_reply;
 	cfg.emit_ctx = &reply;
-	struct tp_host *h = tp_host_new(&cfg, err, sizeof err);
+	struct tp_host *h = tp_host_new(&cfg, &err);
 	char *line = req ? json_dumps(req, JSON_COMPACT) : NULL;
 	json_decref(req);
 	if (h == NULL || line == NULL) {
-		fprintf(stderr, "tidepool run: %s\n", h ? "out of memory" : err);
+		fprintf(stderr, "tidepool run: %s\n", h ? "out of memory" : err.msg);
 		return 2;
 	}
 	tp_host_line(h, line, strlen(line));
@@ -127,7 +157,7 @@ static int run_file(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	char err[256];
+	struct tp_err err = { 0 };
 	if (argc >= 3 && strcmp(argv[1], "--zygote") == 0)
 		return tp_zygote_main(argv[2]);
 	tp_failalloc_arm(); /* test builds only; before the host allocates anything */
@@ -141,9 +171,9 @@ int main(int argc, char **argv)
 		return usage(strcmp(argv[1], "--help") == 0 ? stdout : stderr);
 	struct tp_host_cfg cfg;
 	tp_host_default_cfg(&cfg);
-	struct tp_host *h = tp_host_new(&cfg, err, sizeof err);
+	struct tp_host *h = tp_host_new(&cfg, &err);
 	if (h == NULL) {
-		fprintf(stderr, "tidepool: %s\n", err);
+		fprintf(stderr, "tidepool: %s\n", err.msg);
 		return 1;
 	}
 	int rc = tp_host_run(h);

@@ -3,10 +3,10 @@
  * about one exec: the worker's reply (checked), its shared page, how it ended.
  *
  * Usage:
- *   1. tp_result_check_reply() validates a worker's reply frame (hostile input)
- *      and returns a clean copy, or refuses it.
+ *   1. A worker's reply frame is decoded and checked by tp_msg_reply_decode()
+ *      (common/msg.h), which refuses it whole or hands over a bounded struct.
  *   2. Fill a struct tp_outcome and call tp_result_build(). The verdict order is:
- *      host verdict (timeout) > sticky limit in the page > seccomp report >
+ *      host verdict (timeout, internal error) > sticky limit in the page > seccomp report >
  *      the worker's reply > the way the worker died.
  */
 #ifndef TP_RESULT_H
@@ -17,24 +17,24 @@
 
 #include "err.h"
 #include "limits.h"
+#include "msg.h"
 #include "shm.h"
 
 struct tp_outcome {
-	json_t *reply;                 /* checked worker reply (borrowed) or NULL */
+	const struct tp_reply *reply;  /* the decoded worker reply (borrowed) or NULL */
 	const struct tp_shm_view *shm; /* NULL when the page was never mapped */
 	int exited;                    /* status is valid */
 	int status;                    /* wait status */
-	enum tp_kind host_kind;        /* TP_KIND_TIMEOUT, TP_KIND_INTERNAL, or 0 */
-	const char *host_msg;
+	const struct tp_err *host;     /* the host's own verdict (a timeout, an internal
+					* error; kind and layer as given), or NULL/unset */
 	double wall_ms;
 	double cpu_ms; /* measured by the host (rusage), or < 0 when unknown */
 	const struct tp_limits *limits;
 };
 
-/* Largest reply frame the host accepts from a worker with these limits. */
-size_t tp_result_max_frame(const struct tp_limits *lim);
-int tp_result_check_reply(const char *buf, size_t len, const struct tp_limits *lim, json_t **out,
-			  char *err, size_t errlen);
 json_t *tp_result_build(const struct tp_outcome *o);
+
+/* Name of an x86-64 syscall number (a SIGSYS report's); "nr_<N>" when unknown. */
+void tp_syscall_name(int nr, char *buf, size_t len);
 
 #endif

@@ -7,7 +7,7 @@
  *      It pops them, converts inside a protected call and fills out.
  *   2. JSON -> Lua: tp_ljson_push(L, v, max_depth) inside a protected call; it
  *      raises a Lua error ("input nested deeper than N") or a memory error.
- *   3. Strings go through host/utf8.h: invalid UTF-8 becomes U+FFFD.
+ *   3. Strings go through common/utf8.h: invalid UTF-8 becomes U+FFFD.
  */
 #ifndef TP_LJSON_H
 #define TP_LJSON_H

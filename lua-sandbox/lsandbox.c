@@ -140,18 +140,6 @@ static void hook(lua_State *L, lua_Debug *ar)
 
 /* ---- the guard the environment calls (lenv.h) ------------------------------------ */
 
-static const char *limit_message(enum tp_limit_id id)
-{
-	switch (id) {
-	case TP_LIMIT_MEMORY_BYTES: return "memory limit exceeded";
-	case TP_LIMIT_INSTRUCTIONS: return "instruction limit exceeded";
-	case TP_LIMIT_CPU_MS: return "cpu limit exceeded";
-	case TP_LIMIT_RESULT_BYTES: return "result larger than result_bytes";
-	case TP_LIMIT_RESULT_DEPTH: return "result nested deeper than result_depth";
-	default: return "output limit exceeded";
-	}
-}
-
 int tp_lua_guard_tripped(void)
 {
 	return tripped();
@@ -162,7 +150,7 @@ int tp_lua_guard_raise(lua_State *L)
 	/* Every further step of this thread raises again, and no finalizer runs. */
 	lua_sethook(L, hook, HOOK_ALL, 1);
 	lua_gc(L, LUA_GCSTOP);
-	lua_pushstring(L, limit_message((enum tp_limit_id)g_shm->tripped_limit));
+	lua_pushstring(L, tp_limit_message((int)g_shm->tripped_limit));
 	return lua_error(L);
 }
 
@@ -258,7 +246,7 @@ static void reseed(uint64_t seed)
 		lua_pop(g_L, 1);
 }
 
-static void begin(const struct tp_exec_req *req, struct tp_shm *shm)
+static void begin(const struct tp_request *req, struct tp_shm *shm)
 {
 	g_shm = shm;
 	g_lim = req->limits;
@@ -281,7 +269,7 @@ static void begin(const struct tp_exec_req *req, struct tp_shm *shm)
 /* Protected: [1] = the request. Each key of inputs becomes a global. */
 static int inputs_main(lua_State *L)
 {
-	const struct tp_exec_req *req = lua_touserdata(L, 1);
+	const struct tp_request *req = lua_touserdata(L, 1);
 	json_t *obj = (json_t *)req->inputs;
 
 	if (obj == NULL || json_is_null(obj))
@@ -297,7 +285,7 @@ static int inputs_main(lua_State *L)
 	return 0;
 }
 
-static int set_inputs(lua_State *L, const struct tp_exec_req *req)
+static int set_inputs(lua_State *L, const struct tp_request *req)
 {
 	lua_pushcfunction(L, inputs_main);
 	lua_pushlightuserdata(L, (void *)req);
@@ -360,17 +348,13 @@ static json_t *traceback(lua_State *L)
 	return v;
 }
 
-static json_t *limit_error(lua_State *L)
+static int limit_failure(lua_State *L, struct tp_failure *f)
 {
-	enum tp_limit_id id = (enum tp_limit_id)g_shm->tripped_limit;
-	json_t *e = tp_verdict_error(tp_kind_name((enum tp_kind)g_shm->tripped), "limit",
-				     json_string(limit_message(id)), traceback(L), g_err_line);
+	json_t *tb = traceback(L);
+	int rc = tp_verdict_tripped_failure(f, NULL, tb, g_err_line);
 
-	json_object_set_new(e, "limit",
-			    json_pack("{s:s,s:I,s:I}", "name", tp_limit_name(id), "limit",
-				      (json_int_t)g_shm->limit_value, "used",
-				      (json_int_t)g_shm->limit_used));
-	return e;
+	json_decref(tb);
+	return rc;
 }
 
 /* "snippet:12: msg" -> "msg", line 12; other text is left as it is. */
@@ -416,26 +400,39 @@ static json_t *error_message(lua_State *L, int idx, int *line)
 	}
 }
 
-static json_t *lua_tp_verdict_error(lua_State *L, enum stage stage)
+/* The error value on top of the stack as the reply's failure. */
+static int error_failure(lua_State *L, enum stage stage, struct tp_failure *f)
 {
-	int line = -1;
-	json_t *msg = error_message(L, -1, &line);
-	const char *type = stage == ST_INPUTS ? "input_error" : luaL_typename(L, -1);
+	int line = -1, rc;
+	json_t *msg = error_message(L, -1, &line), *tb = NULL;
+	const char *type = luaL_typename(L, -1);
 
-	if (stage != ST_RUN)
-		return tp_verdict_error(stage == ST_LOAD ? "syntax_error" : "runtime_error", type,
-					msg, NULL, line);
-	return tp_verdict_error("runtime_error", type, msg, traceback(L),
-				line > 0 ? line : g_err_line);
+	if (stage == ST_INPUTS)
+		rc = tp_verdict_failure(f, TP_KIND_INPUT_ERROR, NULL, msg, NULL, line);
+	else if (stage == ST_LOAD)
+		rc = tp_verdict_failure(f, TP_KIND_SYNTAX_ERROR, type, msg, NULL, line);
+	else {
+		tb = traceback(L);
+		rc = tp_verdict_failure(f, TP_KIND_RUNTIME_ERROR, type, msg, tb,
+					line > 0 ? line : g_err_line);
+	}
+	json_decref(msg);
+	json_decref(tb);
+	return rc;
 }
 
-static json_t *result_error(const char *message)
+static int result_failure(struct tp_failure *f, const char *message)
 {
-	return tp_verdict_error("runtime_error", "result_error", json_string(message), NULL, -1);
+	json_t *m = json_string(message);
+	int rc = tp_verdict_failure(f, TP_KIND_RESULT_ERROR, NULL, m, NULL, -1);
+
+	json_decref(m);
+	return rc;
 }
 
-/* The values above the message handler, as JSON; NULL with *err or a trip on failure. */
-static json_t *convert_result(lua_State *L, json_t **err)
+/* The values above the message handler, as JSON; NULL with *fail set (a cycle,
+ * a value that cannot be converted) or a trip. */
+static json_t *convert_result(lua_State *L, const char **fail)
 {
 	struct tp_ljson_caps caps = { g_lim.result_depth, g_lim.result_bytes };
 	struct tp_ljson_out out;
@@ -456,49 +453,54 @@ static json_t *convert_result(lua_State *L, json_t **err)
 	case TP_LJSON_BYTES:
 		trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_RESULT_BYTES, caps.bytes, out.used);
 		break;
-	case TP_LJSON_CYCLE: *err = result_error("cycle in returned value"); break;
+	case TP_LJSON_CYCLE: *fail = "cycle in returned value"; break;
 	case TP_LJSON_LUAERR:
 		if (out.lua_status == LUA_ERRMEM)
 			trip_memory();
 		else
-			*err = result_error("the returned value could not be converted");
+			*fail = "the returned value could not be converted";
 	}
 	return NULL;
 }
 
-static json_t *usage(void)
+static void usage(struct tp_usage *u)
 {
-	return json_pack("{s:I,s:I,s:f}", "instructions",
-			 (json_int_t)(g_lim.instructions ? g_charged : 0), "memory_peak_bytes",
-			 (json_int_t)g_alloc.peak, "cpu_ms", (double)tp_verdict_cpu_us() / 1000.0);
+	u->instructions = g_lim.instructions ? g_charged : 0;
+	u->memory_peak_bytes = g_alloc.peak;
+	u->cpu_us = tp_verdict_cpu_us();
 }
 
-static json_t *reply(lua_State *L, enum stage stage, int status)
+static int reply(lua_State *L, enum stage stage, int status, struct tp_reply *out)
 {
-	json_t *value = NULL, *err = NULL;
+	const char *fail = NULL;
+	json_t *value = NULL;
 
+	memset(out, 0, sizeof *out);
 	if (!tripped() && status == LUA_OK)
-		value = convert_result(L, &err);
+		value = convert_result(L, &fail);
 	publish_usage(g_shm);
+	usage(&out->usage);
 	if (tripped()) {
-		json_decref(err);
-		err = limit_error(L);
-	} else if (status != LUA_OK) {
-		err = lua_tp_verdict_error(L, stage);
+		json_decref(value);
+		return limit_failure(L, &out->error);
 	}
-	if (err != NULL)
-		return json_pack("{s:b,s:o,s:o}", "ok", 0, "error", err, "usage", usage());
-	return json_pack("{s:b,s:o,s:n,s:o}", "ok", 1, "value", value, "error", "usage", usage());
+	if (status != LUA_OK)
+		return error_failure(L, stage, &out->error);
+	if (fail != NULL)
+		return result_failure(&out->error, fail);
+	out->ok = 1;
+	out->value = value;
+	return value != NULL ? 0 : -1;
 }
 
-json_t *tp_lua_exec(const struct tp_exec_req *req, struct tp_shm *shm)
+int tp_lua_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_reply *out)
 {
 	lua_State *L = g_L;
 	enum stage stage = ST_INPUTS;
 	int status;
 
 	if (L == NULL)
-		return NULL;
+		return -1;
 	begin(req, shm);
 	lua_settop(L, 0);
 	lua_pushcfunction(L, msgh); /* index 1 for the whole exec */
@@ -513,7 +515,7 @@ json_t *tp_lua_exec(const struct tp_exec_req *req, struct tp_shm *shm)
 		status = run(L);
 	}
 	end_run(L, status);
-	return reply(L, stage, status);
+	return reply(L, stage, status, out);
 }
 
 /* ---- zygote and worker --------------------------------------------------------------- */
@@ -534,21 +536,21 @@ static int zygote_main(lua_State *L)
 	return 0;
 }
 
-int tp_lua_zygote_init(char *err, size_t errlen)
+int tp_lua_zygote_init(struct tp_err *err)
 {
 	if (g_L != NULL)
 		return 0;
 	tzset(); /* reads TZ's zone file now: after lockdown no file can be opened */
 	tp_lalloc_init(&g_alloc, 0);
 	g_L = lua_newstate(tp_lalloc, &g_alloc);
-	if (g_L == NULL) {
-		snprintf(err, errlen, "lua_newstate: out of memory");
-		return -1;
-	}
+	if (g_L == NULL)
+		return tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_LANGUAGE, ENOMEM,
+				  "lua_newstate: out of memory");
 	lua_atpanic(g_L, on_panic);
 	lua_pushcfunction(g_L, zygote_main);
 	if (lua_pcall(g_L, 0, 0, 0) != LUA_OK) {
-		snprintf(err, errlen, "building the Lua environment: %s", lua_tostring(g_L, -1));
+		tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_LANGUAGE, 0,
+			   "building the Lua environment: %s", lua_tostring(g_L, -1));
 		lua_close(g_L);
 		g_L = NULL;
 		return -1;
@@ -564,7 +566,7 @@ void tp_lua_worker_init(uint64_t entropy)
 }
 
 const struct tp_lang tp_lang_lua = {
-	.name = "lua",
+	.id = TP_LANG_LUA,
 	.zygote_init = tp_lua_zygote_init,
 	.worker_init = tp_lua_worker_init,
 	.exec = tp_lua_exec,

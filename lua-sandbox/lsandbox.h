@@ -2,8 +2,8 @@
  * lsandbox.h — the Lua 5.4 language layer.
  *
  * Usage:
- *   1. tp_lua_zygote_init(): build the pristine lua_State from the allowlist
- *      (in the zygote, once).
+ *   1. tp_lua_zygote_init(err): build the pristine lua_State from the allowlist
+ *      (in the zygote, once); -1 with the failure recorded in err.
  *   2. tp_lua_worker_init(entropy): reseed math.random in a fresh worker.
  *   3. tp_lua_exec(req, shm): run one snippet under the memory, instruction, CPU
  *      and output limits; return the worker reply object.
@@ -11,11 +11,11 @@
 #ifndef TP_LSANDBOX_H
 #define TP_LSANDBOX_H
 
-#include "../host/lang.h"
+#include "lang.h"
 
-int tp_lua_zygote_init(char *err, size_t errlen);
+int tp_lua_zygote_init(struct tp_err *err);
 void tp_lua_worker_init(uint64_t entropy);
-json_t *tp_lua_exec(const struct tp_exec_req *req, struct tp_shm *shm);
+int tp_lua_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_reply *out);
 
 extern const struct tp_lang tp_lang_lua;
 

@@ -2,9 +2,10 @@
  * pysandbox.h — the Python 3.11 language layer (Debian's libpython3.11).
  *
  * Usage:
- *   1. tp_py_zygote_init(): initialize CPython once (isolated, counting
+ *   1. tp_py_zygote_init(err): initialize CPython once (isolated, counting
  *      allocators, audit hook), pre-import the allowed modules, build the
- *      facades and the trimmed builtins, then gc.collect() + gc.freeze().
+ *      facades and the trimmed builtins, then gc.collect() + gc.freeze();
+ *      -1 with the failure recorded in err.
  *   2. tp_py_worker_init(entropy): in a fresh worker, before lockdown: CPython's
  *      after-fork step and a reseed of random.
  *   3. tp_py_exec(req, shm): run one snippet under the memory, instruction, CPU
@@ -14,11 +15,11 @@
 #ifndef TP_PYSANDBOX_H
 #define TP_PYSANDBOX_H
 
-#include "../host/lang.h"
+#include "lang.h"
 
-int tp_py_zygote_init(char *err, size_t errlen);
+int tp_py_zygote_init(struct tp_err *err);
 void tp_py_worker_init(uint64_t entropy);
-json_t *tp_py_exec(const struct tp_exec_req *req, struct tp_shm *shm);
+int tp_py_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_reply *out);
 
 extern const struct tp_lang tp_lang_python;
 

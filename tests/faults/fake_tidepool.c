@@ -6,6 +6,7 @@
  * names (see scenarios[]). Nothing here is linked into build/tidepool, so no
  * untrusted snippet can reach these behaviours in a real host.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
@@ -19,15 +20,48 @@
 #include <unistd.h>
 
 #include "frame.h"
+#include "msg.h"
 #include "host.h"
 #include "shm.h"
+#include "spawn.h"
 #include "zygote.h"
 
-#define CTL_FD 3
+#define CTL_FD TP_ZYGOTE_CTL_FD
 
-static const char ok_reply[] =
-	"{\"ok\":true,\"value\":1,\"error\":null,"
-	"\"usage\":{\"instructions\":0,\"memory_peak_bytes\":0,\"cpu_ms\":0.0}}";
+/* Replies in the real wire format (common/msg.h), made by the real encoder;
+ * the broken ones are made from a real one, then altered. */
+static char *ok_reply;
+static size_t ok_len;
+
+static void make_ok_reply(void)
+{
+	struct tp_reply r = { .ok = 1, .value = json_integer(1) };
+	ok_reply = tp_msg_reply_encode(&r, &ok_len);
+	json_decref(r.value);
+	if (ok_reply == NULL)
+		_exit(9);
+}
+
+/* An ok reply whose value is the text given, which need not be JSON. */
+static char *reply_with_value_text(const char *text, size_t n, size_t *len)
+{
+	struct tp_reply r = { .ok = 1, .value = json_null() };
+	size_t k;
+	char *head = tp_msg_reply_encode(&r, &k), *out;
+	uint32_t n32 = (uint32_t)n;
+
+	k -= 8; /* the value's length word and "null" */
+	out = head ? malloc(k + 4 + n) : NULL;
+	if (out == NULL)
+		_exit(9);
+	memcpy(out, head, k);
+	for (int i = 0; i < 4; i++)
+		out[k + (size_t)i] = (char)(n32 >> (8 * i));
+	memcpy(out + k + 4, text, n);
+	free(head);
+	*len = k + 4 + n;
+	return out;
+}
 
 /* ---- worker behaviours ------------------------------------------------------- */
 
@@ -53,7 +87,7 @@ static void frame(int fd, const char *payload, size_t n)
 
 static void reply_ok(int fd)
 {
-	frame(fd, ok_reply, strlen(ok_reply));
+	frame(fd, ok_reply, ok_len);
 }
 
 static void w_ok(int fd, struct tp_shm *shm)
@@ -78,7 +112,7 @@ static void w_truncated(int fd, struct tp_shm *shm)
 {
 	char hdr[TP_FRAME_HDR];
 	(void)shm;
-	tp_frame_header(hdr, strlen(ok_reply));
+	tp_frame_header(hdr, ok_len);
 	send_all(fd, hdr, sizeof hdr);
 	send_all(fd, ok_reply, 10); /* then exit: the rest never comes */
 }
@@ -99,7 +133,9 @@ static void w_header_only_hang(int fd, struct tp_shm *shm)
 /* One byte above the cap for the default limits (result_bytes 1 MiB). */
 static void w_oversize(int fd, struct tp_shm *shm)
 {
-	size_t n = (size_t)(1u << 20) * 6 + 2 * (64u << 10) + 65536 + 1;
+	struct tp_limits l;
+	tp_limits_default(&l);
+	size_t n = tp_msg_reply_max(&l) + 1;
 	char *big = malloc(n);
 	(void)shm;
 	if (big == NULL)
@@ -108,19 +144,19 @@ static void w_oversize(int fd, struct tp_shm *shm)
 	frame(fd, big, n); /* the host stops reading at the header: this blocks, then EPIPE */
 }
 
-/* A well-framed reply whose value is above result_bytes (checked in the host). */
+/* Just above the default result_bytes (1 MiB), so the frame is within its cap. */
 static void w_big_value(int fd, struct tp_shm *shm)
 {
-	size_t n = (2u << 20);
-	char *s = malloc(n + 200);
+	size_t n = (1u << 20) + 8, len;
+	char *s = malloc(n + 2), *r;
 	(void)shm;
 	if (s == NULL)
 		_exit(9);
-	int h = sprintf(s, "{\"ok\":true,\"value\":\"");
-	memset(s + h, 'x', n);
-	h += (int)n;
-	h += sprintf(s + h, "\",\"error\":null,\"usage\":{\"instructions\":0,\"memory_peak_bytes\":0,\"cpu_ms\":0}}");
-	frame(fd, s, (size_t)h);
+	s[0] = '"';
+	memset(s + 1, 'x', n);
+	s[n + 1] = '"';
+	r = reply_with_value_text(s, n + 2, &len);
+	frame(fd, r, len);
 }
 
 static void w_twice(int fd, struct tp_shm *shm)
@@ -139,35 +175,37 @@ static void w_reply_then_hang(int fd, struct tp_shm *shm)
 
 static void w_bad_kind(int fd, struct tp_shm *shm)
 {
-	static const char r[] = "{\"ok\":false,\"error\":{\"kind\":\"timeout\",\"message\":\"x\"},"
-				"\"usage\":{\"instructions\":0,\"memory_peak_bytes\":0,\"cpu_ms\":0}}";
+	struct tp_reply r = { .ok = 0, .error = { .kind = TP_KIND_TIMEOUT, .limit_id = -1 } };
+	size_t len;
+	char *buf;
 	(void)shm;
-	frame(fd, r, strlen(r));
+	tp_text_set(&r.error.message, "x", 1, 16);
+	buf = tp_msg_reply_encode(&r, &len);
+	if (buf == NULL)
+		_exit(9);
+	frame(fd, buf, len);
 }
 
 static void w_bad_utf8(int fd, struct tp_shm *shm)
 {
-	static const char r[] = "{\"ok\":true,\"value\":\"\xc3\x28\xff\",\"error\":null,"
-				"\"usage\":{\"instructions\":0,\"memory_peak_bytes\":0,\"cpu_ms\":0}}";
+	static const char v[] = "\"\xc3\x28\xff\"";
+	size_t len;
+	char *r = reply_with_value_text(v, sizeof v - 1, &len);
 	(void)shm;
-	frame(fd, r, strlen(r));
+	frame(fd, r, len);
 }
 
 static void w_deep(int fd, struct tp_shm *shm)
 {
-	size_t depth = 100000, n = 0;
-	char *s = malloc(2 * depth + 200);
+	size_t depth = 100000, len;
+	char *s = malloc(2 * depth), *r;
 	(void)shm;
 	if (s == NULL)
 		_exit(9);
-	n += (size_t)sprintf(s, "{\"ok\":true,\"value\":");
-	memset(s + n, '[', depth);
-	n += depth;
-	memset(s + n, ']', depth);
-	n += depth;
-	n += (size_t)sprintf(s + n, ",\"error\":null,\"usage\":{\"instructions\":0,"
-				    "\"memory_peak_bytes\":0,\"cpu_ms\":0}}");
-	frame(fd, s, n);
+	memset(s, '[', depth);
+	memset(s + depth, ']', depth);
+	r = reply_with_value_text(s, 2 * depth, &len);
+	frame(fd, r, len);
 }
 
 static void w_silent_exit(int fd, struct tp_shm *shm)
@@ -211,9 +249,9 @@ static void w_slow(int fd, struct tp_shm *shm)
 {
 	char hdr[TP_FRAME_HDR];
 	(void)shm;
-	tp_frame_header(hdr, strlen(ok_reply));
+	tp_frame_header(hdr, ok_len);
 	send_all(fd, hdr, sizeof hdr);
-	for (size_t i = 0; ok_reply[i]; i++) {
+	for (size_t i = 0; i < ok_len; i++) {
 		send_all(fd, ok_reply + i, 1);
 		usleep(2000);
 	}
@@ -225,6 +263,64 @@ static void w_close_then_live(int fd, struct tp_shm *shm)
 	close(fd);
 	sleep(1);
 	_exit(0);
+}
+
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	char *p = strrchr(buf, ')');
+	int ppid = -1;
+	if (p == NULL || sscanf(p + 1, " %*c %d", &ppid) != 1)
+		return -1;
+	return (pid_t)ppid;
+}
+
+/* What a snippet that could signal other workers would do (on a kernel without
+ * Landlock's signal scope): for two seconds, kill every other worker of its own
+ * language (the same command line: a worker has its zygote's), warm ones included. */
+static void w_kill_siblings(int fd, struct tp_shm *shm)
+{
+	char self[256], path[64], cmd[256];
+	(void)shm;
+	FILE *f = fopen("/proc/self/cmdline", "r");
+	size_t len = f ? fread(self, 1, sizeof self, f) : 0;
+	if (f)
+		fclose(f);
+	for (int round = 0; round < 400; round++) {
+		DIR *d = opendir("/proc");
+		struct dirent *e;
+		while (d != NULL && (e = readdir(d)) != NULL) {
+			pid_t pid = (pid_t)atoi(e->d_name);
+			if (pid <= 0 || pid == getpid())
+				continue;
+			snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+			f = fopen(path, "r");
+			size_t k = f ? fread(cmd, 1, sizeof cmd, f) : 0;
+			if (f)
+				fclose(f);
+			snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+			char comm[32] = "";
+			f = fopen(path, "r");
+			if (f) {
+				if (fgets(comm, sizeof comm, f) == NULL)
+					comm[0] = '\0';
+				fclose(f);
+			}
+			if (k == len && memcmp(cmd, self, len) == 0 && strcmp(comm, "tp-worker\n") == 0 &&
+			    parent_of(pid) == getppid()) /* its siblings: the same host's workers */
+				kill(pid, SIGTERM); /* not SIGKILL: the host kills its used workers so */
+		}
+		if (d)
+			closedir(d);
+		usleep(5000);
+	}
+	(void)fd; /* and no reply: nothing from this exec resets the host's count */
 }
 
 static const struct scenario {
@@ -250,6 +346,7 @@ static const struct scenario {
 	{"scribble", w_scribble},
 	{"slow", w_slow},
 	{"close_then_live", w_close_then_live},
+	{"kill_siblings", w_kill_siblings},
 };
 
 static _Noreturn void fake_worker(int chan, int shm_fd, uint32_t area)
@@ -261,8 +358,9 @@ static _Noreturn void fake_worker(int chan, int shm_fd, uint32_t area)
 	char *req = tp_frame_recv(chan, 64u << 20, &len);
 	if (p == MAP_FAILED || req == NULL)
 		_exit(0);
-	json_t *m = json_loads(req, 0, NULL);
-	const char *code = json_string_value(json_object_get(m, "code"));
+	struct tp_request r;
+	const char *code = tp_msg_request_decode(req, len, &r) == 0 ? r.code : NULL;
+	make_ok_reply();
 	tp_shm_begin(p, 1u << 20);
 	for (size_t i = 0; code != NULL && i < sizeof scenarios / sizeof scenarios[0]; i++) {
 		if (strcmp(code, scenarios[i].name) == 0) {
@@ -281,7 +379,7 @@ static int fake_zygote(void)
 	uint32_t area;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_NAME, "tp-zygote");
-	while (tp_zygote_recv_spawn(CTL_FD, &chan, &shm, &area) == 1) {
+	while (tp_spawn_recv(CTL_FD, &chan, &shm, &area) == 1) {
 		pid_t pid = tp_zygote_clone_worker();
 		if (pid == 0) {
 			close(CTL_FD);
@@ -289,7 +387,7 @@ static int fake_zygote(void)
 		}
 		close(chan);
 		close(shm);
-		if (tp_zygote_send_pid(CTL_FD, pid < 0 ? -errno : pid) != 0)
+		if (tp_spawn_send_pid(CTL_FD, pid < 0 ? -errno : pid) != 0)
 			return 1;
 	}
 	return 0;
@@ -297,14 +395,14 @@ static int fake_zygote(void)
 
 int main(int argc, char **argv)
 {
-	char err[256];
+	struct tp_err err = { 0 };
 	if (argc >= 3 && strcmp(argv[1], "--zygote") == 0)
 		return fake_zygote();
 	struct tp_host_cfg cfg;
 	tp_host_default_cfg(&cfg);
-	struct tp_host *h = tp_host_new(&cfg, err, sizeof err);
+	struct tp_host *h = tp_host_new(&cfg, &err);
 	if (h == NULL) {
-		fprintf(stderr, "fake_tidepool: %s\n", err);
+		fprintf(stderr, "fake_tidepool: %s\n", err.msg);
 		return 1;
 	}
 	int rc = tp_host_run(h);

@@ -11,12 +11,16 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from faultlib import ENV, FAILALLOC_BIN, ProtocolViolation, alive, check_response, usable_cpus
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cases"))
+import protocol_cases  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not os.path.exists(FAILALLOC_BIN), reason="build with `make FAILALLOC=1` first")
 
@@ -51,13 +55,31 @@ SESSION = [
     (rq(9, "tools/call", {"name": "run_lua", "arguments": {"code": "return 6*7"}}),
      lambda m: m["result"]["isError"] is False and m["result"]["structuredContent"]["value"] == 42
      and json.loads(m["result"]["content"][0]["text"])["value"] == 42),
-    (b"{not json", lambda m: m["error"]["code"] == -32700),
-    (b'{"jsonrpc":"2.0","id":10,"method":"p\xffng"}', lambda m: m["error"]["code"] == -32700),
-    (b"[1,2]", lambda m: m["error"]["code"] == -32600),
-    (rq(11, "no/such"), lambda m: m["error"]["code"] == -32601),
-    (ex(12, "return 1", limits={"cpu_ms": 10 ** 9}), lambda m: m["error"]["code"] == -32602),
-    (rq(13, "tools/call", {"name": "run_cobol", "arguments": {}}), lambda m: m["error"]["code"] == -32602),
 ]
+
+
+def fault_line(case, id):
+    """A one-line case of tests/cases/protocol/, with the id of its request (when the
+    reply echoes one) set to `id` so that it is unique in the session; the reply's pattern."""
+    (want,) = case.replies
+    line = case.input().rstrip(b"\n")
+    if want["id"] is not None:
+        m = json.loads(line)
+        m["id"] = id
+        line = json.dumps(m).encode()
+        want = dict(want, id=id)
+    return line, want
+
+
+# One protocol fault of each code, after the session (every case would double the
+# replay's time). Not unknown_method yet: its 14-byte string "no/such/method" makes
+# jansson 2.14 overrun its buffer when the closing quote's allocation fails.
+FAULT_CASES = ("not_json", "invalid_utf8", "array_of_numbers", "unknown_method_string_id", "limit_raised",
+               "unknown_tool")
+FAULTS = [fault_line(c, 100 + i) for i, c in enumerate(c for c in protocol_cases.load() if c.name in FAULT_CASES)]
+assert len(FAULTS) == len(FAULT_CASES)
+
+
 def _id_of(line):
     try:
         m = json.loads(line)
@@ -66,14 +88,19 @@ def _id_of(line):
     return m.get("id") if isinstance(m, dict) else None
 
 
+def _check(want):
+    return lambda m: protocol_cases.matches(want, m)
+
+
 CHECKS = {_id_of(line): check for line, check in SESSION if check is not None and _id_of(line) is not None}
-# Lines whose id cannot be read get id null: bad JSON, invalid UTF-8, a batch.
-NULL_ID_REPLIES = 3
-EXPECTED = len(CHECKS) + NULL_ID_REPLIES
+CHECKS.update({want["id"]: _check(want) for _, want in FAULTS if want["id"] is not None})
+# Faults whose id cannot be read or is not valid get id null: bad JSON, invalid UTF-8, a batch...
+NULL_ID = [want for _, want in FAULTS if want["id"] is None]
+EXPECTED = len(CHECKS) + len(NULL_ID)
 
 
 def null_id_ok(m):
-    return m["error"]["code"] in (-32700, -32600)
+    return any(protocol_cases.matches(want, m) for want in NULL_ID)
 
 
 def host_refused(m):
@@ -88,7 +115,7 @@ def host_refused(m):
 
 
 def session_bytes():
-    return b"\n".join(line for line, _ in SESSION) + b"\n"
+    return b"\n".join([line for line, _ in SESSION] + [line for line, _ in FAULTS]) + b"\n"
 
 
 def run_session(fail_at):

@@ -6,6 +6,7 @@ then do what its `code` names (tests/faults/fake_tidepool.c). The fake is a sepa
 test-only binary: no snippet can reach these behaviours in build/tidepool.
 """
 import json
+import time
 
 import pytest
 
@@ -52,7 +53,7 @@ def scribbled(r):
 
 SCENARIOS = {
     "ok": (None, ok),
-    "garbage": (None, internal("not JSON")),
+    "garbage": (None, internal("not a reply of this version")),
     "raw_bytes": (None, internal("framing")),
     "truncated": (None, internal("before replying", layer="process")),
     "truncated_hang": (SHORT, timeout),
@@ -61,9 +62,9 @@ SCENARIOS = {
     "big_value": (None, internal("larger than result_bytes")),
     "twice": (None, ok),
     "reply_then_hang": (None, ok),
-    "bad_kind": (None, internal("bad error object")),
-    "bad_utf8": (None, internal("not JSON")),
-    "deep": (None, internal("not JSON")),
+    "bad_kind": (None, internal("a kind the language layer may not claim")),
+    "bad_utf8": (None, internal("a value is not JSON")),
+    "deep": (None, internal("a value is not JSON")),
     "silent_exit": (None, internal("before replying", layer="process")),
     "exit3": (None, internal("status 3", layer="process")),
     "segv": (None, crashed("SIGSEGV")),
@@ -112,3 +113,25 @@ def test_all_misbehaviours_pipelined(fake):
     fake.read_to_eof()
     assert fake.proc.wait(timeout=10) == 0
     assert fake.null_id == []
+
+
+def test_worker_deaths_back_off_and_recover_per_language(fake):
+    """A snippet able to signal other workers (a kernel without Landlock's signal
+    scope) kills every warm worker of its language for two seconds: the host
+    never gives up, the other language is not stopped, and its own recovers."""
+    assert fake.exec("ok", lang="python")["value"] == 1
+    internal("before replying", layer="process")(fake.exec("kill_siblings"))
+    assert fake.stderr().count("a warm worker died before use") >= 8  # the attack happened
+    assert fake.exec("ok", lang="python")["value"] == 1
+    for _ in range(3):  # Lua's next execs run: the backoff is over, the pool refilled
+        assert fake.exec("ok", timeout=30)["value"] == 1
+    # And while it happens, the other language keeps serving.
+    killer = fake.exec_req("kill_siblings")
+    served, end = 0, time.monotonic() + 1.5
+    while time.monotonic() < end:
+        assert fake.exec("ok", lang="python")["value"] == 1
+        served += 1
+    internal("before replying", layer="process")(fake.reply(killer, timeout=30)["result"])
+    assert served > 5
+    assert fake.exec("ok", timeout=30)["value"] == 1
+    assert fake.proc.poll() is None

@@ -123,10 +123,10 @@ def test_deep_inputs_within_the_parser_limit_are_refused(host):
     if "error" in r:
         assert r["error"]["code"] == -32602, r
     else:
-        # README says output_limit (limit result_depth); the Lua layer says
-        # runtime_error "input nested deeper than 64" (see docs/robustness.md).
-        assert r["result"]["ok"] is False and r["result"]["error"]["kind"] in ("output_limit", "runtime_error"), r
-        assert "nested deeper" in r["result"]["error"]["message"]
+        # The language layer refuses it before any code runs (docs/robustness.md).
+        e = r["result"]["error"]
+        assert r["result"]["ok"] is False and e["kind"] == "input_error" and e["type"] is None, r
+        assert e["message"] == "input nested deeper than 64", e
     assert_healthy(host)
 
 

@@ -1,6 +1,6 @@
 /*
  * fuzz_proto.c — libFuzzer harness for the client side of the host: bytes from
- * stdin through tp_linebuf, tp_proto_parse and the param parsers, as the host
+ * stdin through tp_linebuf, tp_rpc_parse and the param parsers, as the host
  * loop would dispatch them, without starting a zygote. Invariants checked:
  * every fault has an encodable reply, accepted limits never exceed the ceiling.
  */
@@ -8,8 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "exec_params.h"
+#include "jsonrpc.h"
+#include "langs.h"
 #include "limits.h"
-#include "proto.h"
+#include "linebuf.h"
+#include "mcp.h"
+#include "msg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -22,7 +27,7 @@ static void send_reply(json_t *reply)
 
 	if (reply == NULL)
 		return;
-	line = tp_proto_encode(reply, &len);
+	line = tp_rpc_encode(reply, &len);
 	CHECK(line != NULL);
 	CHECK(len > 0 && line[len - 1] == '\n' && memchr(line, '\n', len - 1) == NULL);
 	free(line);
@@ -31,7 +36,7 @@ static void send_reply(json_t *reply)
 
 static void check_exec(const struct tp_exec_params *p, const struct tp_limits *ceiling)
 {
-	CHECK(strcmp(p->lang, "lua") == 0 || strcmp(p->lang, "python") == 0);
+	CHECK((unsigned)p->lang < TP_NLANGS);
 	CHECK(p->code != NULL);
 	CHECK(p->inputs == NULL || json_is_object(p->inputs));
 	for (int i = 0; i < TP_LIMIT__COUNT; i++) {
@@ -39,12 +44,23 @@ static void check_exec(const struct tp_exec_params *p, const struct tp_limits *c
 		uint64_t cap = tp_limit_get(ceiling, (enum tp_limit_id)i);
 		CHECK(cap == 0 || (want > 0 && want <= cap)); /* a request only tightens */
 	}
-	/* What the host sends a worker must come back identical. */
-	json_t *lj = tp_limits_to_json(&p->limits);
-	struct tp_limits back;
-	CHECK(lj != NULL && tp_limits_from_json(&back, lj) == 0);
-	CHECK(memcmp(&back, &p->limits, sizeof back) == 0);
-	json_decref(lj);
+	/* What the host sends a worker must come back identical (common/msg.h). */
+	struct tp_request req = { .code = p->code,
+				  .code_len = p->code_len,
+				  .inputs = p->inputs,
+				  .limits = p->limits,
+				  .has_seed = p->has_seed,
+				  .seed = (uint64_t)p->seed },
+			  back;
+	size_t n;
+	char *buf = tp_msg_request_encode(&req, &n);
+	CHECK(buf != NULL && tp_msg_request_decode(buf, n, &back) == 0);
+	CHECK(memcmp(&back.limits, &p->limits, sizeof back.limits) == 0);
+	CHECK(back.code_len == p->code_len && memcmp(back.code, p->code, p->code_len) == 0);
+	CHECK(back.has_seed == p->has_seed && (!p->has_seed || back.seed == (uint64_t)p->seed));
+	CHECK(p->inputs == NULL ? back.inputs == NULL : json_equal(back.inputs, p->inputs));
+	tp_request_free(&back);
+	free(buf);
 }
 
 /* Dispatch like the host: each params parser sees the params of every method,
@@ -52,27 +68,28 @@ static void check_exec(const struct tp_exec_params *p, const struct tp_limits *c
 static void dispatch(const struct tp_rpc *rpc, const struct tp_limits *ceiling)
 {
 	struct tp_exec_params p;
-	char err[256];
+	struct tp_err err = { 0 };
 
-	if (tp_proto_exec_params(rpc->params, ceiling, &p, err, sizeof err) == 0)
+	if (tp_exec_params_parse(rpc->params, ceiling, &p, &err) == 0)
 		check_exec(&p, ceiling);
 	else
-		send_reply(tp_proto_error(rpc->id, TP_RPC_INVALID_PARAMS, err, NULL));
-	if (tp_proto_tool_params(rpc->params, ceiling, &p, err, sizeof err) == 0) {
+		send_reply(tp_rpc_error(rpc->id, TP_RPC_INVALID_PARAMS, err.msg, NULL));
+	tp_err_clear(&err);
+	if (tp_exec_params_parse_tool(rpc->params, ceiling, &p, &err) == 0) {
 		check_exec(&p, ceiling);
 		CHECK(p.tool_call == 1);
 	} else {
-		send_reply(tp_proto_error(rpc->id, TP_RPC_INVALID_PARAMS, err, NULL));
+		send_reply(tp_rpc_error(rpc->id, TP_RPC_INVALID_PARAMS, err.msg, NULL));
 	}
 	if (strcmp(rpc->method, "initialize") == 0 || json_is_object(rpc->params)) {
-		json_t *r = tp_proto_initialize(rpc->params);
+		json_t *r = tp_mcp_initialize(rpc->params);
 		CHECK(r != NULL);
-		send_reply(tp_proto_result(rpc->id, r));
+		send_reply(tp_rpc_result(rpc->id, r));
 	}
 	if (strcmp(rpc->method, "tools/list") == 0)
-		send_reply(tp_proto_result(rpc->id, tp_proto_tools_list()));
+		send_reply(tp_rpc_result(rpc->id, tp_mcp_tools_list()));
 	if (strcmp(rpc->method, "tools/call") == 0 && json_is_object(rpc->params))
-		send_reply(tp_proto_result(rpc->id, tp_proto_tool_result(json_deep_copy(rpc->params))));
+		send_reply(tp_rpc_result(rpc->id, tp_mcp_tool_result(json_deep_copy(rpc->params))));
 }
 
 static void handle_line(const char *line, size_t len, const struct tp_limits *ceiling)
@@ -80,7 +97,7 @@ static void handle_line(const char *line, size_t len, const struct tp_limits *ce
 	struct tp_rpc rpc;
 	json_t *reply;
 
-	if (tp_proto_parse(line, len, &rpc, &reply) != 0) {
+	if (tp_rpc_parse(line, len, &rpc, &reply) != 0) {
 		CHECK(rpc.msg == NULL);
 		send_reply(reply);
 		return;
@@ -98,7 +115,7 @@ static void drain(struct tp_linebuf *lb, int at_eof, const struct tp_limits *cei
 
 	while ((st = tp_linebuf_next(lb, at_eof, &line, &len)) != TP_LINE_NONE) {
 		if (st == TP_LINE_TOO_LONG) {
-			send_reply(tp_proto_error(NULL, TP_RPC_INVALID_REQUEST, "line too long", NULL));
+			send_reply(tp_rpc_error(NULL, TP_RPC_INVALID_REQUEST, "line too long", NULL));
 			continue;
 		}
 		CHECK(len <= lb->max && memchr(line, '\n', len) == NULL);

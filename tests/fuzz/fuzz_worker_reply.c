@@ -1,7 +1,7 @@
 /*
  * fuzz_worker_reply.c — libFuzzer harness for everything the host reads from a
  * worker: the framed channel bytes (tp_frame_parse, tp_frame_rx_*), each reply
- * frame (tp_result_check_reply), a shared page the worker scribbled over
+ * frame (tp_msg_reply_decode, the decoder the host uses), a shared page the worker scribbled over
  * (tp_shm_snapshot) and how it died (wait status), composed by tp_result_build.
  * Invariant: whatever the worker sends, the client gets a well-formed result.
  *
@@ -19,6 +19,7 @@
 #include "err.h"
 #include "frame.h"
 #include "limits.h"
+#include "msg.h"
 #include "result.h"
 #include "shm.h"
 
@@ -35,7 +36,7 @@ struct ctx {
 	struct tp_shm_view view;
 };
 
-static const char *const kinds[] = {"syntax_error",       "runtime_error",  "memory_limit",
+static const char *const kinds[] = {"syntax_error", "runtime_error", "input_error", "result_error", "memory_limit",
 				    "instruction_limit",  "cpu_limit",      "timeout",
 				    "output_limit",       "policy_violation", "sandbox_violation",
 				    "crashed",            "internal_error", "cancelled"};
@@ -73,15 +74,17 @@ static void check_result(const json_t *r, const struct ctx *c)
 	free(text);
 }
 
-static void outcome(struct ctx *c, json_t *reply)
+static void outcome(struct ctx *c, const struct tp_reply *reply)
 {
+	struct tp_err host = { 0 };
+	if (c->host_kind)
+		tp_err_set(&host, (enum tp_kind)c->host_kind, TP_LAYER_HOST, 0, "host verdict");
 	struct tp_outcome o = {
 		.reply = reply,
 		.shm = c->use_shm ? &c->view : NULL,
 		.exited = c->exited,
 		.status = c->status,
-		.host_kind = (enum tp_kind)c->host_kind,
-		.host_msg = c->host_kind ? "host verdict" : NULL,
+		.host = &host,
 		.wall_ms = 12.5,
 		.cpu_ms = (c->status & 1) ? 3.25 : -1,
 		.limits = &c->lim,
@@ -93,21 +96,53 @@ static void outcome(struct ctx *c, json_t *reply)
 
 static void on_frame(struct ctx *c, const char *buf, size_t len)
 {
-	char err[256];
-	json_t *clean = NULL;
+	struct tp_err err = { 0 };
+	struct tp_reply r;
 
 	CHECK(buf[len] == '\0');
-	if (tp_result_check_reply(buf, len, &c->lim, &clean, err, sizeof err) != 0) {
-		CHECK(clean == NULL && err[0] != '\0');
+	if (tp_msg_reply_decode(buf, len, &c->lim, &r, &err) != 0) {
+		CHECK(r.value == NULL && r.error.message.s == NULL && tp_err_failed(&err) &&
+		      err.msg[0] != '\0');
 		outcome(c, NULL); /* a refused reply: the worker is killed, its death decides */
 		return;
 	}
-	CHECK(json_is_boolean(json_object_get(clean, "ok")));
-	char *v = json_dumps(json_object_get(clean, "value"), JSON_COMPACT | JSON_ENCODE_ANY);
-	CHECK(v != NULL && strlen(v) <= c->lim.result_bytes);
-	free(v);
-	outcome(c, clean);
-	json_decref(clean);
+	/* What the decoder hands out is bounded. */
+	CHECK(r.ok == 0 || r.ok == 1);
+	if (r.ok) {
+		char *v = json_dumps(r.value, JSON_COMPACT | JSON_ENCODE_ANY);
+		CHECK(v != NULL && strlen(v) <= c->lim.result_bytes);
+		free(v);
+	} else {
+		CHECK(tp_msg_claimable(r.error.kind));
+		CHECK(r.error.message.s != NULL && r.error.message.n <= TP_MSG_MAX_TEXT);
+		CHECK(r.error.type.n <= TP_MSG_MAX_TYPE && r.error.traceback.n <= TP_MSG_MAX_TEXT);
+		CHECK(r.error.limit_id >= -1 && r.error.limit_id < TP_LIMIT__COUNT);
+	}
+	/* Re-encoding what was decoded gives the same bytes back, but for a value
+	 * whose JSON text the decoder normalized (spacing, escapes). */
+	size_t n;
+	char *again = tp_msg_reply_encode(&r, &n);
+	CHECK(again != NULL);
+	CHECK(!r.ok ? n == len && memcmp(again, buf, n) == 0 : 1);
+	free(again);
+	outcome(c, &r);
+	tp_reply_free(&r);
+}
+
+/* The request decoder on the same bytes: whatever it accepts, it can encode. */
+static void request_bytes(const uint8_t *bytes, size_t n)
+{
+	struct tp_request req;
+	size_t len;
+
+	if (tp_msg_request_decode((const char *)bytes, n, &req) != 0)
+		return;
+	CHECK(req.code != NULL && req.code[req.code_len] == '\0');
+	CHECK(req.inputs == NULL || json_is_object(req.inputs));
+	char *again = tp_msg_request_encode(&req, &len);
+	CHECK(again != NULL);
+	free(again);
+	tp_request_free(&req);
 }
 
 /* The channel: a pipe, read as the host reads a worker's socket. */
@@ -118,13 +153,13 @@ static void channel(struct ctx *c, const uint8_t *bytes, size_t n)
 	size_t plen;
 
 	/* The pure core on the raw bytes first. */
-	int r = tp_frame_parse((const char *)bytes, n, tp_result_max_frame(&c->lim), &plen);
+	int r = tp_frame_parse((const char *)bytes, n, tp_msg_reply_max(&c->lim), &plen);
 	CHECK(r != 1 || plen + TP_FRAME_HDR <= n);
 	if (n > 60000 || pipe2(fds, O_NONBLOCK | O_CLOEXEC) != 0)
 		return;
 	CHECK(write(fds[1], bytes, n) == (ssize_t)n);
 	close(fds[1]);
-	tp_frame_rx_init(&rx, c->lim.result_bytes < 4096 ? c->lim.result_bytes * 8 : tp_result_max_frame(&c->lim));
+	tp_frame_rx_init(&rx, c->lim.result_bytes < 4096 ? c->lim.result_bytes * 8 : tp_msg_reply_max(&c->lim));
 	for (int frames = 0; frames < 64;) {
 		long got = tp_frame_rx_read(&rx, fds[0]);
 		char *p;
@@ -174,6 +209,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(c.view.tripped_limit < TP_LIMIT__COUNT);
 	CHECK(c.view.syscall_nr >= -1 && c.view.syscall_nr < 4096);
 	channel(&c, data + HDR + PAGE + 2 * AREA, size - HDR - PAGE - 2 * AREA);
+	request_bytes(data + HDR + PAGE + 2 * AREA, size - HDR - PAGE - 2 * AREA);
 	free(shm);
 	return 0;
 }

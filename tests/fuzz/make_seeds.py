@@ -5,8 +5,12 @@ Each seed is named for what it exercises."""
 import json
 import os
 import struct
+import sys
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "corpus")
+sys.path.insert(0, os.path.join(HERE, "..", "cases"))
+import protocol_cases  # noqa: E402
 
 
 def put(harness, name, data):
@@ -39,39 +43,16 @@ P = {
     "tools_call": rpc("tools/call", {"name": "run_lua", "arguments": {"code": "return {1,2}", "inputs": {"a": 1}}}),
     "tools_call_python": rpc("tools/call", {"name": "run_python", "arguments": {"code": "1"}}),
     "cancel": b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}',
-    # protocol faults
-    "fault_bad_json": b'{"jsonrpc":"2.0","id":1,"method":',
-    "fault_invalid_utf8": b'{"jsonrpc":"2.0","id":1,"method":"ping\xff\xfe"}',
-    "fault_duplicate_keys": b'{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}',
-    "fault_not_object": b'[1,2,3]',
-    "fault_scalar": b'"just a string"',
-    "fault_batch": b'[' + rpc("ping") + b',' + rpc("ping", id=2) + b']',
-    "fault_bad_version": b'{"jsonrpc":"1.0","id":1,"method":"ping"}',
-    "fault_bad_id": b'{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}',
-    "fault_float_id": b'{"jsonrpc":"2.0","id":1.5,"method":"ping"}',
-    "fault_method_not_string": b'{"jsonrpc":"2.0","id":1,"method":7}',
-    "fault_params_scalar": b'{"jsonrpc":"2.0","id":1,"method":"ping","params":3}',
-    "fault_response_from_client": b'{"jsonrpc":"2.0","id":1,"result":{}}',
-    "fault_unknown_method": rpc("no/such/method"),
-    "fault_unknown_param": rpc("sandbox/exec", {"lang": "lua", "code": "", "bogus": 1}),
-    "fault_bad_lang": rpc("sandbox/exec", {"lang": "ruby", "code": ""}),
-    "fault_code_not_string": rpc("sandbox/exec", {"lang": "lua", "code": 5}),
-    "fault_limit_raised": rpc("sandbox/exec", {"lang": "lua", "code": "", "limits": {"memory_bytes": 1 << 40}}),
-    "fault_limit_zero": rpc("sandbox/exec", {"lang": "lua", "code": "", "limits": {"cpu_ms": 0}}),
-    "fault_limit_negative": rpc("sandbox/exec", {"lang": "lua", "code": "", "limits": {"wall_ms": -1}}),
-    "fault_limit_huge": b'{"jsonrpc":"2.0","id":1,"method":"sandbox/exec","params":{"lang":"lua","code":"","limits":{"instructions":18446744073709551615}}}',
-    "fault_unknown_limit": rpc("sandbox/exec", {"lang": "lua", "code": "", "limits": {"disk": 1}}),
-    "fault_session": rpc("sandbox/exec", {"lang": "lua", "code": "", "session_id": "s"}),
-    "fault_stream": rpc("sandbox/exec", {"lang": "lua", "code": "", "stream": True}),
-    "fault_policy": rpc("sandbox/exec", {"lang": "lua", "code": "", "policy": "lax"}),
-    "fault_seed_float": rpc("sandbox/exec", {"lang": "lua", "code": "", "seed": 1.5}),
-    "fault_inputs_array": rpc("sandbox/exec", {"lang": "lua", "code": "", "inputs": [1]}),
-    "fault_unknown_tool": rpc("tools/call", {"name": "run_ruby", "arguments": {}}),
-    "fault_tool_args": rpc("tools/call", {"name": "run_lua", "arguments": {"code": "", "limits": {}}}),
     "nul_in_code": b'{"jsonrpc":"2.0","id":1,"method":"sandbox/exec","params":{"lang":"lua","code":"a\\u0000b"}}',
 }
 for name, line in P.items():
     put("proto", name, b"\x00" + line + b"\n")
+# protocol faults: one seed per case of tests/cases/protocol/, its input as sent
+for case in protocol_cases.load():
+    if case.fill is None:
+        put("proto", "fault_" + case.name, b"\x00" + case.input())
+    else:  # a small line cap (byte 0) makes a short fill overlong
+        put("proto", "fault_" + case.name, b"\x41" + case.input(fill=300))
 # framing: several lines, CRLF, blank lines, no final newline, small read chunks
 put("proto", "pipelined_crlf", b"\x05" + P["exec_lua"] + b"\r\n\r\n  \t\n" + P["tools_list"] + b"\n" + P["ping_string_id"])
 put("proto", "overlong_line_small_cap", b"\x41" + b'{"jsonrpc":"2.0","id":1,"method":"' + b"x" * 300 + b'"}\n' + P["tools_list"] + b"\n")
@@ -96,17 +77,47 @@ def header(depth=64, rbytes=0x80, cpu=100, flags=3, status=0, host_kind=0, fill=
 
 
 OUT = (b"hello" + b"\x00" * 59 + b"err\xff\xfe" + b"\x00" * 59)
-OK = json.dumps({"ok": True, "value": {"a": [1, 2.5, "x"]}, "error": None,
-                 "usage": {"instructions": 10, "memory_peak_bytes": 100, "cpu_ms": 0.5}}).encode()
-ERR = json.dumps({"ok": False, "error": {"kind": "runtime_error", "type": "string", "message": "boom",
-                                         "traceback": "tb", "line": 3},
-                  "usage": {"instructions": 1, "memory_peak_bytes": 1, "cpu_ms": 0}}).encode()
-LIM = json.dumps({"ok": False, "error": {"kind": "memory_limit", "type": "limit", "message": "m",
-                                         "limit": {"name": "memory_bytes", "limit": 1, "used": 2}},
-                  "usage": {"instructions": 1, "memory_peak_bytes": 1, "cpu_ms": 0}}).encode()
+# Worker replies in the wire format of common/msg.h (docs/worker-protocol.md).
+KINDS = {"syntax_error": 1, "runtime_error": 2, "memory_limit": 3, "instruction_limit": 4, "cpu_limit": 5,
+         "timeout": 6, "output_limit": 7, "policy_violation": 8, "sandbox_violation": 9, "crashed": 10,
+         "cancelled": 11, "internal_error": 12, "input_error": 13, "result_error": 14}
+ABSENT = 0xffffffff
+
+
+def msg_header(kind, version=1):
+    return struct.pack("<IBBBB", 0x676d7074, version, kind, 0, 0)
+
+
+def text(b):
+    return struct.pack("<I", ABSENT) if b is None else struct.pack("<I", len(b)) + b
+
+
+def ok_reply(value, repr=0, usage=(10, 100, 500), raw=None):
+    v = raw if raw is not None else json.dumps(value, separators=(",", ":")).encode()
+    return msg_header(2) + struct.pack("<BBQQQ", 1, repr, *usage) + text(v)
+
+
+def err_reply(kind, type, message, traceback=None, line=0, limit=None, usage=(1, 1, 0)):
+    lid, lv, lu = limit if limit else (ABSENT, 0, 0)
+    return (msg_header(2) + struct.pack("<BBQQQ", 0, 0, *usage) + struct.pack("<BIQQI", KINDS[kind], lid, lv, lu, line)
+            + text(type) + text(message) + text(traceback))
+
+
+def request(code, inputs=None, limits=(64 << 20, 0, 5000, 10000, 1 << 20, 1 << 20, 64), seed=None):
+    return (msg_header(1) + struct.pack("<7Q", *limits) + struct.pack("<BQ", seed is not None, seed or 0)
+            + text(code) + text(None if inputs is None else json.dumps(inputs).encode()))
+
+
+OK = ok_reply({"a": [1, 2.5, "x"]})
+ERR = err_reply("runtime_error", b"string", b"boom", b"tb", 3)
+LIM = err_reply("memory_limit", None, b"m", limit=(0, 1, 2))
 W = {
     "ok_reply": (header(), page(), frame(OK)),
-    "ok_repr": (header(), page(), frame(OK[:-1] + b',"value_repr":true}')),
+    "ok_repr": (header(), page(), frame(ok_reply("{1, 2}", repr=1))),
+    "input_error": (header(), page(), frame(err_reply("input_error", None, b"input nested deeper than 64"))),
+    "result_error": (header(), page(), frame(err_reply("result_error", None, b"cycle in returned value"))),
+    "request_frame": (header(), page(), request(b"return x", {"x": [1, {"y": None}]}, seed=42)),
+    "request_no_inputs": (header(), page(), request(b"1+1")),
     "error_reply": (header(), page(), frame(ERR)),
     "limit_reply": (header(), page(), frame(LIM)),
     "sticky_trip_overrides_reply": (header(), page(tripped=4, tripped_limit=1, limit=1000, used=1000), frame(OK)),
@@ -121,22 +132,26 @@ W = {
     "host_internal_no_page": (header(host_kind=12, flags=5), page(), b""),
     "worker_lost": (header(flags=2), page(), b""),
     # hostile replies
-    "hostile_claims_sandbox_violation": (header(), page(), frame(ERR.replace(b"runtime_error", b"sandbox_violation"))),
-    "hostile_unknown_kind": (header(), page(), frame(ERR.replace(b"runtime_error", b"pwned"))),
-    "hostile_too_deep": (header(depth=3), page(), frame(b'{"ok":true,"value":[[[[1]]]],"usage":{"instructions":0,"memory_peak_bytes":0,"cpu_ms":0}}')),
+    "hostile_claims_sandbox_violation": (header(), page(), frame(err_reply("sandbox_violation", None, b"x"))),
+    "hostile_unknown_kind": (header(), page(), frame(ERR.replace(struct.pack("<B", 2) + struct.pack("<I", ABSENT), b"\x63" + struct.pack("<I", ABSENT), 1))),
+    "hostile_too_deep": (header(depth=3), page(), frame(ok_reply([[[[1]]]]))),
     "hostile_too_big": (header(rbytes=2), page(), frame(OK)),
-    "hostile_negative_usage": (header(), page(), frame(OK.replace(b'"instructions": 10', b'"instructions": -10'))),
-    "hostile_dup_keys": (header(), page(), frame(b'{"ok":true,"ok":false,"value":1,"usage":{"instructions":0,"memory_peak_bytes":0,"cpu_ms":0}}')),
+    "hostile_dup_keys": (header(), page(), frame(ok_reply(None, raw=b'{"a":1,"a":2}'))),
     "hostile_not_json": (header(), page(), frame(b"\xff\xfe not json")),
-    "hostile_nul_in_text": (header(), page(), frame(ERR.replace(b"boom", b"bo\\u0000om"))),
+    "hostile_value_not_json": (header(), page(), frame(ok_reply(None, raw=b"\xff\xfe not json"))),
+    "hostile_nul_in_text": (header(), page(), frame(err_reply("runtime_error", b"string", b"bo\x00om"))),
     "hostile_huge_declared_len": (header(), page(), b"\xff\xff\xff\x7f" + OK),
     "hostile_truncated_frame": (header(), page(), frame(OK)[:-10]),
     "hostile_two_frames": (header(), page(), frame(OK) + frame(ERR)),
     "hostile_forged_lengths": (header(), page(out_len=(0xffffffff, 0x80000000), tripped=99, tripped_limit=77, syscall=1 << 20), frame(OK)),
     "hostile_bad_trip_limit": (header(), page(tripped=3, tripped_limit=0xffffffff), b""),
     "hostile_note_unterminated": (header(fill=0x41, status=159 << 8), page(), b""),
-    "hostile_ok_with_error": (header(), page(), frame(OK.replace(b'"error": null', b'"error": {"kind": "runtime_error"}'))),
-    "hostile_text_too_long": (header(), page(), frame(ERR.replace(b'"type": "string"', b'"type": "' + b"t" * 300 + b'"'))),
+    "hostile_trailing_bytes": (header(), page(), frame(OK + b"\x00")),
+    "hostile_text_too_long": (header(), page(), frame(err_reply("runtime_error", b"t" * 300, b"boom"))),
+    "hostile_text_len_past_end": (header(), page(), frame(ERR[:-2] + struct.pack("<I", 1 << 20))),
+    "hostile_wrong_version": (header(), page(), frame(msg_header(2, version=9) + OK[8:])),
+    "hostile_bad_limit_id": (header(), page(), frame(err_reply("memory_limit", None, b"m", limit=(77, 1, 2)))),
+    "hostile_no_message": (header(), page(), frame(err_reply("runtime_error", b"string", None))),
 }
 for name, (h, pg, ch) in W.items():
     put("worker_reply", name, h + pg + OUT + ch)

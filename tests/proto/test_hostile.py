@@ -1,6 +1,6 @@
 """Hostile Lua snippets, each refused or contained with an exact verdict; after
-each one the same host answers `return 1+1` with 2. Classes follow
-shared/research/lua-anchors.md: escapes through removed libraries, bytecode,
+each one the same host answers `return 1+1` with 2. Classes are those of the
+published Lua sandbox escapes: removed libraries, bytecode,
 metatables, address leaks, finalizers, resource bombs, state leaks, marshalling."""
 import pytest
 
@@ -56,7 +56,7 @@ CASES = [
     ("huge error message", "error(string.rep('e', 1e7))", {}, "runtime_error", lambda r: len(r["error"]["message"]) < 100000),
     ("invalid utf8 output", "io.write('a\\0b\\255') return 'c\\255'", {}, "ok",
      lambda r: r["stdout"] == "a\x00b\ufffd" and r["value"] == "c\ufffd"),
-    ("cycle", "local t = {} t.self = t return t", {}, "runtime_error", lambda r: "cycle" in r["error"]["message"]),
+    ("cycle", "local t = {} t.self = t return t", {}, "result_error", lambda r: "cycle" in r["error"]["message"]),
     # -- resource bombs in C (string.rep, pack, concat, unpack) --------------------
     ("string.rep 2^31", "return #string.rep('x', 2^31)", {}, "runtime_error", lambda r: "too large" in r["error"]["message"]),
     ("string.rep 2^30", "return #string.rep('x', 2^30)", {"memory_bytes": 16 << 20}, "memory_limit", None),

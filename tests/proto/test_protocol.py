@@ -1,11 +1,18 @@
 """JSON-RPC and MCP behaviour of the real binary."""
 import json
+import os
 import signal
 import subprocess
+import sys
 import time
+
+import pytest
 
 from conftest import (BINARY, Host, alive_since, assert_healthy, cpu_ticks, identities, wait_spinning,
                       wait_warm_workers)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cases"))
+import protocol_cases  # noqa: E402
 
 
 def test_issue_example(host):
@@ -53,10 +60,54 @@ def test_tools_list_and_call(host):
     assert r["structuredContent"]["error"]["kind"] == "runtime_error"
 
 
-def test_tools_call_unknown_tool_is_invalid_params(host):
-    r = host.call("tools/call", {"name": "run_cobol", "arguments": {"code": "x"}})
-    assert r["error"]["code"] == -32602
-    assert "Unknown tool: run_cobol" in r["error"]["message"]
+def conforms(v, schema, path="$"):
+    """The subset of JSON Schema the outputSchema uses: type, enum, properties, required."""
+    kinds = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+    types = schema.get("type")
+    if types is not None:
+        types = types if isinstance(types, list) else [types]
+        ok = any((t == "integer" and isinstance(v, int) and not isinstance(v, bool)) or
+                 (t == "number" and isinstance(v, (int, float)) and not isinstance(v, bool)) or
+                 (t in kinds and isinstance(v, kinds[t])) for t in types)
+        assert ok, f"{path}: {v!r} is not {types}"
+    if "enum" in schema:
+        assert v in schema["enum"], f"{path}: {v!r} not in {schema['enum']}"
+    if isinstance(v, dict):
+        for k in schema.get("required", []):
+            assert k in v, f"{path}: {k} missing"
+        for k, sub in schema.get("properties", {}).items():
+            if k in v:
+                conforms(v[k], sub, f"{path}.{k}")
+
+
+ERROR_CASES = [
+    ("lua", "return 1", {}, None),
+    ("lua", "return (", {}, "syntax_error"),
+    ("lua", "error({})", {}, "runtime_error"),
+    ("lua", "local t = {} t.t = t return t", {}, "result_error"),
+    ("lua", "return x", {"inputs": {"x": [[[1]]]}, "limits": {"result_depth": 2}}, "input_error"),
+    ("lua", "while true do end", {"limits": {"instructions": 1000}}, "instruction_limit"),
+    ("lua", "return string.rep('x', 1 << 26)", {"limits": {"memory_bytes": 1 << 20}}, "memory_limit"),
+    ("lua", "print(string.rep('x', 100))", {"limits": {"output_bytes": 10}}, "output_limit"),
+    ("lua", "local t = os.time() while os.time() - t < 5 do end", {"limits": {"wall_ms": 100}}, "timeout"),
+    ("python", "1/0", {}, "runtime_error"),
+    ("python", "__import__('os')", {}, "policy_violation"),
+    ("python", "{1, 2}", {}, None),
+]
+
+
+def test_every_error_matches_the_output_schema(host):
+    """The MCP SDK checks structuredContent against outputSchema, errors included."""
+    schema = host.call("tools/list")["result"]["tools"][0]["outputSchema"]
+    seen = set()
+    for lang, code, extra, kind in ERROR_CASES:
+        r = host.call("sandbox/exec", {"lang": lang, "code": code, **extra})["result"]
+        conforms(r, schema)
+        assert (r["error"] or {}).get("kind") == kind, (code, r["error"])
+        if kind is not None:
+            assert r["error"]["type"] is None or isinstance(r["error"]["type"], str)
+            seen.add(kind)
+    assert {"result_error", "input_error", "instruction_limit", "timeout", "policy_violation"} <= seen
 
 
 def test_pipelined_requests_match_ids(host):
@@ -69,54 +120,37 @@ def test_pipelined_requests_match_ids(host):
         assert r["result"]["value"] == i * 3
 
 
-def test_protocol_faults_and_host_keeps_serving(host):
-    cases = [
-        (b"{not json\n", -32700),
-        (b"[1,2,3]\n", -32600),
-        (b"17\n", -32600),
-        (b'{"jsonrpc":"2.0","id":5,"method":"no/such"}\n', -32601),
-        (b'{"jsonrpc":"1.0","id":6,"method":"ping"}\n', -32600),
-        (b'{"jsonrpc":"2.0","id":7,"method":"sandbox/exec","params":{"lang":"lua"}}\n', -32602),
-        (b'{"jsonrpc":"2.0","id":8,"method":"sandbox/exec","params":{"lang":"lua","code":"return 1","limits":{"cpu_ms":99999999}}}\n', -32602),
-        (b'{"jsonrpc":"2.0","id":9,"method":"sandbox/exec","params":{"lang":"lua","code":"return 1","limits":{"bogus":1}}}\n', -32602),
-        (b'{"jsonrpc":"2.0","id":10,"method":"ping","params":"x"}\n', -32600),
-        (b'{"jsonrpc":"2.0","id":11,"method":"p\xffng"}\n', -32700),
-        (b'{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}\n', -32600),
-    ]
-    for raw, code in cases:
-        host.send_raw(raw)
-        msg = host.read_line()
-        assert msg["error"]["code"] == code, (raw, msg)
+# Every protocol fault is a case of tests/cases/protocol/ (tests/cases/README.md):
+# its raw input lines, and the replies they get, in order.
+CASES = protocol_cases.load()
+
+
+def test_fault_cases_cover_every_stage():
+    assert {c.stage for c in CASES} == set(protocol_cases.STAGES)
+    assert len(CASES) >= 30
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_protocol_fault_then_host_keeps_serving(host, case):
+    host.send_raw(case.input())
+    for want in case.replies:
+        got = host.read_line(timeout=60)
+        assert protocol_cases.matches(want, got), (case.name, want, got)
+    # Nothing else was answered: the next line is the reply to this ping.
+    assert host.call("ping")["result"] == {}
+    assert host.pending == {}, (case.name, host.pending)
     assert_healthy(host)
 
 
-def test_error_ids_are_echoed(host):
-    host.send_raw(b'{"jsonrpc":"2.0","id":"abc","method":"nope"}\n')
-    assert host.read_line()["id"] == "abc"
-    host.send_raw(b"{broken\n")
-    assert host.read_line()["id"] is None
-
-
-def test_line_too_long_is_refused_then_serving_continues(host):
-    big = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"' + b"x" * (9 << 20) + b'"}}\n'
-    host.send_raw(big)
-    msg = host.read_line()
-    assert msg["error"]["code"] == -32600
-    assert "line longer than" in msg["error"]["message"]
-    assert msg["id"] is None
+def test_all_fault_cases_through_one_host(host):
+    for case in CASES:
+        host.send_raw(case.input())
+        for want in case.replies:
+            got = host.read_line(timeout=60)
+            assert protocol_cases.matches(want, got), (case.name, want, got)
+    assert host.call("ping")["result"] == {}
+    assert host.pending == {}
     assert_healthy(host)
-
-
-def test_duplicate_id_in_flight_is_refused(host):
-    # Both lines in one write: the host reads the second while the first is in
-    # flight however slowly this machine runs the test.
-    host.send_raw(b"".join(json.dumps(m).encode() + b"\n" for m in (
-        {"jsonrpc": "2.0", "id": 77, "method": "sandbox/exec", "params": {"lang": "lua", "code": "local t=os.clock() while os.clock()-t < 0.3 do end return 1"}},
-        {"jsonrpc": "2.0", "id": 77, "method": "sandbox/exec", "params": {"lang": "lua", "code": "return 2"}})))
-    first = host.read_line()
-    assert first["id"] == 77 and first["error"]["code"] == -32600
-    second = host.read_line()
-    assert second["id"] == 77 and second["result"]["value"] == 1
 
 
 def test_cancel_stops_exec_and_sends_no_reply(host):
@@ -179,3 +213,38 @@ def test_run_command(tmp_path):
     p = subprocess.run([BINARY, "run", str(tmp_path / "missing.lua")], capture_output=True, text=True, timeout=20)
     assert p.returncode == 2
     assert "No such file" in p.stderr
+
+
+def test_run_picks_the_language_from_the_file_name(tmp_path):
+    def run(*args, stdin=None):
+        return subprocess.run([BINARY, "run", *args], input=stdin, capture_output=True, text=True, timeout=20)
+
+    py = tmp_path / "snippet.py"
+    py.write_text("print('from python')\n[1, 2][-1] + 40\n")  # not Lua: a negative index
+    p = run(str(py))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "from python\n"
+    assert "value: 42" in p.stderr
+    lua = tmp_path / "snippet.lua"
+    lua.write_text("return #{1, 2} + 40\n")  # not Python
+    p = run(str(lua))
+    assert p.returncode == 0, p.stderr
+    assert "value: 42" in p.stderr
+    # No known ending and no --lang: a usage error that names the choices.
+    txt = tmp_path / "snippet.txt"
+    txt.write_text(py.read_text())
+    for args in ((str(txt),), ("-",)):
+        p = run(*args, stdin="return 1\n")
+        assert p.returncode == 2
+        assert p.stdout == ""
+        assert "--lang" in p.stderr and "lua" in p.stderr and "python" in p.stderr
+    # --lang decides over the name.
+    p = run("--lang", "python", str(txt))
+    assert p.returncode == 0, p.stderr
+    assert "value: 42" in p.stderr
+    p = run("--lang", "lua", "-", stdin="return 7\n")
+    assert p.returncode == 0, p.stderr
+    assert "value: 7" in p.stderr
+    p = run("--lang", "cobol", str(lua))
+    assert p.returncode == 2
+    assert "cobol" in p.stderr and "lua" in p.stderr and "python" in p.stderr

@@ -1,6 +1,6 @@
 """Hostile Python snippets through the real binary, each with its exact verdict;
-after each one the same host answers `6*7` with 42. Classes follow
-shared/research/python-anchors.md: object-graph walks, builtins recovery, import
+after each one the same host answers `6*7` with 42. Classes are those of the
+published Python sandbox escapes: object-graph walks, builtins recovery, import
 bypasses, frames, format strings, code objects, NFKC identifiers, C-level bombs,
 recursion, catching limits, floods, files, network, processes, environment,
 threads and signals, state leaks."""
@@ -96,7 +96,7 @@ CASES = [
     ("print flood", "while True: print('x' * 100)", {"output_bytes": 1000}, "output_limit", lambda r: len(r["stdout"]) == 1000),
     ("caught flood", "while True:\n try: print('flood')\n except BaseException: pass", {"output_bytes": 1000}, "output_limit", None),
     ("result bytes", "'x' * 10 ** 6", {"result_bytes": 1000}, "output_limit", None),
-    ("cycle", "l = []\nl.append(l)\nl", {}, RT, lambda r: "cycle" in r["error"]["message"]),
+    ("cycle", "l = []\nl.append(l)\nl", {}, "result_error", lambda r: "cycle" in r["error"]["message"]),
     ("repr marking", "{1, 2}", {}, "ok", lambda r: r["value"] == "{1, 2}" and r.get("value_repr") is True),
     # -- files, network, processes, environment, threads, signals ------------------------------
     ("os via typing", "import typing\nclass A:\n x: 'sys'\ntyping.get_type_hints(A)", {}, RT, None),

@@ -1,7 +1,7 @@
 /*
- * test_confine.c — confinement tests for host/lockdown.c, against the real kernel.
+ * test_confine.c — confinement tests for sandbox/lockdown.c, against the real kernel.
  * Each case gets a worker from a test zygote (forked once, under the zygote filter,
- * cloning workers with CLONE_PARENT as host/zygote.c does), locks down only that
+ * cloning workers with CLONE_PARENT as sandbox/zygote.c does), locks down only that
  * worker, lets it try one thing and report {return value, errno} through a kept
  * pipe; the parent asserts the exact outcome and, at the end, that it was itself
  * never confined. The stacked filters are also proved equal to the one-program
@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "lockdown.h"
+#include "result.h"
 #include "zygote.h"
 #include "shm.h"
 #include "tap.h"
@@ -121,17 +122,17 @@ static void child_main(child_fn fn, enum mode mode, int stdout_fd, int rep, int 
 				   .nkeep = 2,
 				   .shm = shm };
 	struct timespec t0, t1;
-	char err[256] = "";
+	struct tp_err err = { 0 };
 	int rc;
 
 	if (stdout_fd >= 0 && dup2(stdout_fd, 1) < 0)
 		_exit(92);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	rc = mode == LANDLOCK_ONLY ? tp_lockdown_landlock_only(err, sizeof err)
-				   : tp_lockdown_apply(&cfg, err, sizeof err);
+	rc =
+	    mode == LANDLOCK_ONLY ? tp_lockdown_landlock_only(&err) : tp_lockdown_apply(&cfg, &err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (rc < 0) {
-		memcpy(shm->data, err, sizeof err);
+		memcpy(shm->data, err.msg, sizeof err.msg);
 		_exit(TP_EXIT_FATAL);
 	}
 	send_report(rep, (t1.tv_sec - t0.tv_sec) * 1000000000L + (t1.tv_nsec - t0.tv_nsec), 0);
@@ -170,7 +171,7 @@ static int send_spawn(int ctl, const struct spawn *sp, const int *fds)
 	return sendmsg(ctl, &mh, MSG_NOSIGNAL) == (ssize_t)sizeof *sp ? 0 : -1;
 }
 
-/* Under the zygote filter: recvmsg with MSG_CMSG_CLOEXEC, as host/zygote.c does. */
+/* Under the zygote filter: recvmsg with MSG_CMSG_CLOEXEC, as sandbox/zygote.c does. */
 static int recv_spawn(int ctl, struct spawn *sp, int *fds)
 {
 	union fd_cmsg u;
@@ -193,12 +194,14 @@ static int recv_spawn(int ctl, struct spawn *sp, int *fds)
 
 static _Noreturn void zygote_main(int ctl)
 {
-	char err[256] = "open(/dev/zero) failed";
+	struct tp_err err = { 0 };
 	/* A stray fd every worker inherits and must close (the real zygote has CTL_FD). */
 	int stray = open("/dev/zero", O_RDONLY);
 
-	if (stray < 0 || tp_lockdown_enter_zygote(err, sizeof err) < 0) {
-		fprintf(stderr, "# tp_lockdown_enter_zygote: %s\n", err);
+	if (stray < 0)
+		tp_err_sys(&err, TP_LAYER_KERNEL, "open(/dev/zero)", errno, NULL);
+	if (stray < 0 || tp_lockdown_enter_zygote(&err) < 0) {
+		fprintf(stderr, "# tp_lockdown_enter_zygote: %s\n", err.msg);
 		_exit(1);
 	}
 	for (;;) {
@@ -1274,7 +1277,7 @@ static void test_works(void)
 
 static void zygote_side_child(int ctl, int rep)
 {
-	char err[256] = "";
+	struct tp_err err = { 0 };
 	char *argv[] = { "/bin/true", NULL };
 	char *envp[] = { NULL };
 	struct spawn sp;
@@ -1284,8 +1287,8 @@ static void zygote_side_child(int ctl, int rep)
 	struct iovec iov = { &c, 1 };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
-	if (tp_lockdown_enter_zygote(err, sizeof err) < 0) {
-		memcpy(shm->data, err, sizeof err);
+	if (tp_lockdown_enter_zygote(&err) < 0) {
+		memcpy(shm->data, err.msg, sizeof err.msg);
 		_exit(TP_EXIT_FATAL);
 	}
 	REPORT(rep, recv_spawn(ctl, &sp, fds));
@@ -1374,7 +1377,7 @@ static void test_bad_cfg(void)
 	struct tp_lockdown cfg = {
 		.as_bytes = AS_BYTES, .cpu_sec = CPU_SEC, .nofile = NOFILE, .shm = shm
 	};
-	char err[256];
+	struct tp_err err = { 0 };
 	pid_t pid = fork();
 	int st;
 
@@ -1382,14 +1385,15 @@ static void test_bad_cfg(void)
 		int bad = 0;
 		cfg.keep_fds = keep_low;
 		cfg.nkeep = 1;
-		bad += tp_lockdown_apply(&cfg, err, sizeof err) == -1 && strstr(err, "keep_fds");
+		bad += tp_lockdown_apply(&cfg, &err) == -1 && strstr(err.msg, "keep_fds");
+		tp_err_clear(&err);
 		cfg.keep_fds = keep_closed;
-		bad += tp_lockdown_apply(&cfg, err, sizeof err) == -1 &&
-		       strstr(err, "Bad file descriptor. Hint: kept fds") != NULL;
+		bad += tp_lockdown_apply(&cfg, &err) == -1 &&
+		       strstr(err.msg, "Bad file descriptor. Hint: kept fds") != NULL;
+		tp_err_clear(&err);
 		cfg.nkeep = 0;
 		cfg.as_bytes = 0;
-		bad +=
-		    tp_lockdown_apply(&cfg, err, sizeof err) == -1 && strstr(err, "limits") != NULL;
+		bad += tp_lockdown_apply(&cfg, &err) == -1 && strstr(err.msg, "limits") != NULL;
 		_exit(bad == 3 ? 0 : 1);
 	}
 	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && exited_with(st, 0));
@@ -1480,7 +1484,7 @@ static void zygote_stop(void)
 int main(void)
 {
 	init_as_bytes();
-	char err[256];
+	struct tp_err err = { 0 };
 	struct timespec t0, t1;
 	int fd;
 
@@ -1502,8 +1506,8 @@ int main(void)
 	unlink("/tmp/tp-confine-created");
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	if (tp_lockdown_prepare(err, sizeof err) < 0) {
-		fprintf(stderr, "tp_lockdown_prepare: %s\n", err);
+	if (tp_lockdown_prepare(&err) < 0) {
+		fprintf(stderr, "tp_lockdown_prepare: %s\n", err.msg);
 		return 1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);

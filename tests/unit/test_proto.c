@@ -2,15 +2,20 @@
  * test_proto.c — the host's pure modules: line framing, JSON-RPC envelopes,
  * exec parameters and limits, worker frames, reply checking, exec results.
  */
+#include <dirent.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 
+#include "exec_params.h"
 #include "frame.h"
-#include "lockdown.h"
-#include "proto.h"
+#include "jsonrpc.h"
+#include "linebuf.h"
+#include "mcp.h"
+#include "msg.h"
 #include "result.h"
 #include "utf8.h"
+#include "cases.h"
 #include "tap.h"
 
 static void feed(struct tp_linebuf *lb, const char *s)
@@ -55,79 +60,44 @@ static void test_linebuf(void)
 	tp_linebuf_free(&lb);
 }
 
-static int err_code(const json_t *reply)
-{
-	return (int)json_integer_value(json_object_get(json_object_get(reply, "error"), "code"));
-}
-
-static void parse_fails(const char *s, int code, int id_null)
-{
-	struct tp_rpc rpc;
-	json_t *reply;
-	CHECK_EQ_INT(tp_proto_parse(s, strlen(s), &rpc, &reply), -1);
-	if (code == 0) {
-		CHECK(reply == NULL);
-		return;
-	}
-	CHECK(reply != NULL);
-	CHECK_EQ_INT(err_code(reply), code);
-	CHECK_EQ_INT(json_is_null(json_object_get(reply, "id")), id_null);
-	json_decref(reply);
-}
-
 static void test_parse(void)
 {
 	struct tp_rpc rpc;
 	json_t *reply;
 	const char *ok = "{\"jsonrpc\":\"2.0\",\"id\":\"a\",\"method\":\"ping\"}";
-	CHECK_EQ_INT(tp_proto_parse(ok, strlen(ok), &rpc, &reply), 0);
+	CHECK_EQ_INT(tp_rpc_parse(ok, strlen(ok), &rpc, &reply), 0);
 	CHECK_EQ_STR(rpc.method, "ping");
 	CHECK_EQ_STR(json_string_value(rpc.id), "a");
 	tp_rpc_clear(&rpc);
-
-	parse_fails("{nope", TP_RPC_PARSE_ERROR, 1);
-	parse_fails("[1,2]", TP_RPC_INVALID_REQUEST, 1);
-	parse_fails("42", TP_RPC_INVALID_REQUEST, 1);
-	parse_fails("{\"jsonrpc\":\"1.0\",\"id\":7,\"method\":\"ping\"}", TP_RPC_INVALID_REQUEST,
-		    0);
-	parse_fails("{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"ping\"}", TP_RPC_INVALID_REQUEST,
-		    1);
-	parse_fails("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":5}", TP_RPC_INVALID_REQUEST, 0);
-	parse_fails("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":3}",
-		    TP_RPC_INVALID_REQUEST, 0);
-	parse_fails("{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"x\"}", TP_RPC_PARSE_ERROR,
-		    1);
-	parse_fails("{\"jsonrpc\":\"2.0\",\"method\":7}", 0, 0); /* bad notification: silence */
-	parse_fails("{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}", 0, 0); /* a response */
-	parse_fails("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\"}", TP_RPC_PARSE_ERROR, 1);
 }
 
 static void test_initialize(void)
 {
 	json_t *p = json_pack("{s:s}", "protocolVersion", "2025-03-26");
-	json_t *r = tp_proto_initialize(p);
+	json_t *r = tp_mcp_initialize(p);
 	CHECK_EQ_STR(json_string_value(json_object_get(r, "protocolVersion")), "2025-03-26");
 	json_decref(r);
 	json_decref(p);
 	p = json_pack("{s:s}", "protocolVersion", "1999-01-01");
-	r = tp_proto_initialize(p);
+	r = tp_mcp_initialize(p);
 	CHECK_EQ_STR(json_string_value(json_object_get(r, "protocolVersion")), "2025-11-25");
 	json_decref(r);
 	json_decref(p);
-	r = tp_proto_tools_list();
+	r = tp_mcp_tools_list();
 	json_t *tool = json_array_get(json_object_get(r, "tools"), 0);
 	CHECK_EQ_STR(json_string_value(json_object_get(tool, "name")), "run_lua");
 	CHECK(json_is_object(json_object_get(tool, "outputSchema")));
 	json_decref(r);
 }
 
-static int exec_params(const char *js, struct tp_exec_params *out, char *err)
+static int exec_params(const char *js, struct tp_exec_params *out, struct tp_err *err)
 {
 	struct tp_limits ceiling;
 	tp_limits_default(&ceiling);
 	json_t *p = json_loads(js, 0, NULL);
 	CHECK(p != NULL);
-	int r = tp_proto_exec_params(p, &ceiling, out, err, 200);
+	tp_err_clear(err);
+	int r = tp_exec_params_parse(p, &ceiling, out, err);
 	json_decref(p);
 	return r;
 }
@@ -135,34 +105,110 @@ static int exec_params(const char *js, struct tp_exec_params *out, char *err)
 static void test_exec_params(void)
 {
 	struct tp_exec_params e;
-	char err[200];
+	struct tp_err err = { 0 };
 	CHECK_EQ_INT(
 	    exec_params("{\"lang\":\"lua\",\"code\":\"return 1\",\"limits\":{\"cpu_ms\":10,"
 			"\"instructions\":5},\"seed\":9}",
-			&e, err),
+			&e, &err),
 	    0);
 	CHECK_EQ_INT(e.limits.cpu_ms, 10);
 	CHECK_EQ_INT(e.limits.instructions, 5);
 	CHECK_EQ_INT(e.limits.memory_bytes, 64u << 20);
 	CHECK_EQ_INT(e.has_seed, 1);
 	CHECK_EQ_INT(e.seed, 9);
-	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"limits\":{\"cpu_ms\":999999}}",
-				 &e, err),
-		     -1);
-	CHECK(strstr(err, "may only be tightened") != NULL);
-	CHECK_EQ_INT(
-	    exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"limits\":{\"cpu\":1}}", &e, err), -1);
-	CHECK(strstr(err, "unknown limit 'cpu'") != NULL);
-	CHECK_EQ_INT(
-	    exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"limits\":{\"cpu_ms\":0}}", &e, err),
-	    -1);
-	CHECK_EQ_INT(exec_params("{\"lang\":\"cobol\",\"code\":\"x\"}", &e, err), -1);
-	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":1}", &e, err), -1);
-	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"bogus\":1}", &e, err), -1);
-	CHECK(strstr(err, "unknown parameter 'bogus'") != NULL);
-	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"inputs\":[1]}", &e, err), -1);
-	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"x\",\"session_id\":\"s\"}", &e, err),
-		     -1);
+}
+
+/* ---- the protocol-fault cases (tests/cases/protocol/) ------------------------- */
+
+/* The reply to one line from the stage that refuses it, or NULL for none. A
+ * "params" case passes the envelope and is refused by the exec params. */
+static json_t *stage_reply(const char *stage, const char *line, size_t len)
+{
+	struct tp_limits ceiling;
+	struct tp_exec_params p;
+	struct tp_rpc rpc;
+	json_t *reply;
+	struct tp_err err = { 0 };
+	int r = tp_rpc_parse(line, len, &rpc, &reply);
+
+	if (strcmp(stage, "jsonrpc") == 0) {
+		CHECK_EQ_INT(r, -1);
+		return reply;
+	}
+	CHECK_EQ_INT(r, 0);
+	if (r != 0)
+		return reply;
+	tp_limits_default(&ceiling);
+	if (strcmp(rpc.method, "tools/call") == 0)
+		r = tp_exec_params_parse_tool(rpc.params, &ceiling, &p, &err);
+	else if (strcmp(rpc.method, "sandbox/exec") == 0)
+		r = tp_exec_params_parse(rpc.params, &ceiling, &p, &err);
+	CHECK_EQ_INT(r, -1);
+	reply = r != 0 ? tp_rpc_error(rpc.id, TP_RPC_INVALID_PARAMS, err.msg, NULL) : NULL;
+	tp_rpc_clear(&rpc);
+	return reply;
+}
+
+static void check_reply(const char *name, const json_t *want, const json_t *got)
+{
+	CHECK(case_matches(want, got));
+	if (!case_matches(want, got)) {
+		char *w = json_dumps(want, JSON_COMPACT | JSON_ENCODE_ANY);
+		char *g = json_dumps(got, JSON_COMPACT);
+		fprintf(stderr, "  case %s: want %s\n  got %s\n", name, w ? w : "no reply", g);
+		free(w);
+		free(g);
+	}
+}
+
+/* Each line of the case's input gets the next expected reply, or none. Cases of
+ * the "host" stage need the loop (ids in flight, line length, dispatch): tests/proto. */
+static int run_fault_case(const char *name)
+{
+	char rel[300];
+	size_t len = 0, k = 0;
+	snprintf(rel, sizeof rel, "protocol/%s/expected.json", name);
+	json_t *exp = json_load_file(case_path(rel), 0, NULL);
+	snprintf(rel, sizeof rel, "protocol/%s/input", name);
+	char *input = case_read(case_path(rel), &len), *end = input + len, *nl;
+	const char *stage = json_string_value(json_object_get(exp, "stage"));
+	json_t *replies = json_object_get(exp, "replies");
+	int checked = input != NULL && stage != NULL && strcmp(stage, "host") != 0;
+
+	CHECK(input != NULL && stage != NULL && json_is_array(replies));
+	for (char *line = input; checked && (nl = memchr(line, '\n', (size_t)(end - line)));
+	     line = nl + 1) {
+		json_t *got = stage_reply(stage, line, (size_t)(nl - line));
+		if (got != NULL)
+			check_reply(name, json_array_get(replies, k++), got);
+		json_decref(got);
+	}
+	if (checked && k != json_array_size(replies)) {
+		CHECK_EQ_INT(k, json_array_size(replies));
+		fprintf(stderr, "  case %s: %zu replies\n", name, k);
+	}
+	free(input);
+	json_decref(exp);
+	return checked;
+}
+
+static void test_fault_cases(void)
+{
+	struct dirent **names;
+	int n = scandir(case_path("protocol"), &names, NULL, alphasort), cases = 0, checked = 0;
+
+	CHECK(n > 0);
+	for (int i = 0; i < n; i++) {
+		if (names[i]->d_name[0] != '.') {
+			cases++;
+			checked += run_fault_case(names[i]->d_name);
+		}
+		free(names[i]);
+	}
+	if (n > 0)
+		free(names);
+	CHECK(checked >= 30);
+	printf("# protocol cases: %d, %d checked here, the rest by tests/proto\n", cases, checked);
 }
 
 static void test_frames(void)
@@ -180,39 +226,180 @@ static void test_frames(void)
 	CHECK_EQ_INT(tp_frame_parse(buf, 4, 1u << 30, &n), -1);
 }
 
-static json_t *check(const char *js, int expect)
+/* ---- the worker messages (common/msg.h) ------------------------------------- */
+
+static struct tp_limits reply_caps(void)
 {
 	struct tp_limits l;
-	char err[200];
-	json_t *out = NULL;
 	tp_limits_default(&l);
 	l.result_depth = 3;
 	l.result_bytes = 20;
-	CHECK_EQ_INT(tp_result_check_reply(js, strlen(js), &l, &out, err, sizeof err), expect);
-	return out;
+	return l;
 }
 
-#define USAGE "\"usage\":{\"instructions\":1,\"memory_peak_bytes\":2,\"cpu_ms\":0.5}"
+/* Encodes r, decodes it under reply_caps(); the decoded reply or NULL. */
+static struct tp_reply *roundtrip(const struct tp_reply *r, int expect)
+{
+	static struct tp_reply out;
+	struct tp_limits l = reply_caps();
+	struct tp_err err = { 0 };
+	size_t n;
+	char *buf = tp_msg_reply_encode(r, &n);
+
+	CHECK(buf != NULL);
+	if (buf == NULL)
+		return NULL;
+	tp_reply_free(&out);
+	int rc = tp_msg_reply_decode(buf, n, &l, &out, &err);
+	CHECK_EQ_INT(rc, expect);
+	CHECK(rc == 0 || strncmp(err.msg, "worker reply refused: ", 22) == 0);
+	/* Every prefix is refused, and so is one trailing byte. */
+	for (size_t k = 0; rc == 0 && k < n; k++) {
+		struct tp_reply cut;
+		tp_err_clear(&err);
+		CHECK_EQ_INT(tp_msg_reply_decode(buf, k, &l, &cut, &err), -1);
+	}
+	if (rc == 0) {
+		struct tp_reply more;
+		char *longer = malloc(n + 1);
+		memcpy(longer, buf, n);
+		longer[n] = 0;
+		tp_err_clear(&err);
+		CHECK_EQ_INT(tp_msg_reply_decode(longer, n + 1, &l, &more, &err), -1);
+		CHECK(strstr(err.msg, "bytes after the message") != NULL);
+		free(longer);
+	}
+	free(buf);
+	return rc == 0 ? &out : NULL;
+}
+
+static struct tp_reply failure(enum tp_kind kind, const char *msg)
+{
+	struct tp_reply r = { .ok = 0, .error = { .kind = kind, .limit_id = -1 } };
+	if (msg != NULL)
+		tp_text_set(&r.error.message, msg, strlen(msg), TP_MSG_MAX_TEXT);
+	return r;
+}
 
 static void test_check_reply(void)
 {
-	json_t *r = check("{\"ok\":true,\"value\":[1,[2]],\"error\":null,\"junk\":1," USAGE "}", 0);
-	CHECK(r != NULL && json_object_get(r, "junk") == NULL);
-	CHECK_EQ_INT(json_integer_value(json_array_get(json_object_get(r, "value"), 0)), 1);
-	json_decref(r);
-	check("{\"ok\":true,\"value\":[[[[1]]]]," USAGE "}", -1);                  /* depth */
-	check("{\"ok\":true,\"value\":\"0123456789012345678901\"," USAGE "}", -1); /* size */
-	check("{\"ok\":true,\"value\":1}", -1);                                    /* usage */
-	check("{\"ok\":false,\"error\":{\"kind\":\"timeout\"}," USAGE "}", -1); /* not claimable */
-	check("{\"ok\":false,\"error\":{\"kind\":\"crashed\"}," USAGE "}", -1);
-	check("{\"ok\":false,\"error\":{\"kind\":\"runtime_error\",\"line\":-1}," USAGE "}", -1);
-	check("[]", -1);
-	check("{\"ok\":1}", -1);
-	r = check("{\"ok\":false,\"error\":{\"kind\":\"runtime_error\",\"message\":\"m\",\"line\":"
-		  "3}," USAGE "}",
-		  0);
-	CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(r, "error"), "line")), 3);
-	json_decref(r);
+	struct tp_reply r = { .ok = 1, .usage = { 1, 2, 500 } }, *d, tmp;
+	struct tp_err err = { 0 };
+	struct tp_limits l = reply_caps();
+
+	r.value = json_loads("[1,[2]]", 0, NULL);
+	d = roundtrip(&r, 0);
+	CHECK(d != NULL && d->ok && json_equal(d->value, r.value));
+	CHECK(d != NULL && d->usage.instructions == 1 && d->usage.memory_peak_bytes == 2 &&
+	      d->usage.cpu_us == 500);
+	json_decref(r.value);
+	r.value = json_loads("[[[[1]]]]", 0, NULL); /* deeper than result_depth */
+	roundtrip(&r, -1);
+	json_decref(r.value);
+	r.value = json_string("0123456789012345678901"); /* larger than result_bytes */
+	roundtrip(&r, -1);
+	json_decref(r.value);
+
+	r = failure(TP_KIND_TIMEOUT, "m"); /* the host's verdicts are not claimable */
+	roundtrip(&r, -1);
+	tp_reply_free(&r);
+	r = failure(TP_KIND_CRASHED, "m");
+	roundtrip(&r, -1);
+	tp_reply_free(&r);
+	r = failure(TP_KIND_RUNTIME_ERROR, NULL); /* no message */
+	roundtrip(&r, -1);
+	r = failure(TP_KIND_RUNTIME_ERROR, "m");
+	r.error.limit_id = TP_LIMIT__COUNT; /* no such limit */
+	roundtrip(&r, -1);
+	r.error.limit_id = -1;
+	r.error.line = 3;
+	d = roundtrip(&r, 0);
+	CHECK(d != NULL && d->error.line == 3 && d->error.kind == TP_KIND_RUNTIME_ERROR);
+	CHECK(d != NULL && d->error.message.n == 1 && d->error.type.s == NULL);
+	char big[TP_MSG_MAX_TYPE + 2];
+	memset(big, 'T', sizeof big);
+	r.error.type.s = big; /* longer than the type cap */
+	r.error.type.n = sizeof big;
+	roundtrip(&r, -1);
+	r.error.type.s = NULL;
+	r.error.type.n = 0;
+	tp_reply_free(&r);
+
+	/* Bytes that are no reply of this version. */
+	CHECK_EQ_INT(tp_msg_reply_decode("[]", 2, &l, &r, &err), -1);
+	CHECK_EQ_INT(tp_msg_reply_decode("", 0, &l, &r, &err), -1);
+	r = (struct tp_reply){ .ok = 1, .value = json_integer(1) };
+	size_t n;
+	char *buf = tp_msg_reply_encode(&r, &n);
+	buf[4] = TP_MSG_VERSION + 1;
+	CHECK_EQ_INT(tp_msg_reply_decode(buf, n, &l, &tmp, &err), -1);
+	buf[4] = TP_MSG_VERSION;
+	buf[8] = 2; /* ok is neither 0 nor 1 */
+	CHECK_EQ_INT(tp_msg_reply_decode(buf, n, &l, &tmp, &err), -1);
+	free(buf);
+	json_decref(r.value);
+	d = roundtrip(&(struct tp_reply){ .ok = 1, .value = json_null() }, 0);
+	CHECK(d != NULL && json_is_null(d->value));
+	if (d != NULL)
+		tp_reply_free(d);
+}
+
+static void test_request_msg(void)
+{
+	json_t *in = json_loads("{\"x\": [1, {\"y\": null}]}", 0, NULL);
+	struct tp_request req = { .code = "return\0 x",
+				  .code_len = 9,
+				  .inputs = in,
+				  .has_seed = 1,
+				  .seed = 1ull << 63 },
+			  out;
+	size_t n;
+	char *buf;
+
+	tp_limits_default(&req.limits);
+	buf = tp_msg_request_encode(&req, &n);
+	CHECK(buf != NULL);
+	CHECK_EQ_INT(tp_msg_request_decode(buf, n, &out), 0);
+	CHECK(out.code_len == 9 && memcmp(out.code, req.code, 9) == 0);
+	CHECK(json_equal(out.inputs, in));
+	CHECK(out.has_seed == 1 && out.seed == 1ull << 63);
+	CHECK(memcmp(&out.limits, &req.limits, sizeof out.limits) == 0);
+	tp_request_free(&out);
+	for (size_t k = 0; k < n; k++)
+		CHECK_EQ_INT(tp_msg_request_decode(buf, k, &out), -1);
+	free(buf);
+	req.limits.result_depth = TP_MAX_RESULT_DEPTH + 1; /* above a hard ceiling */
+	buf = tp_msg_request_encode(&req, &n);
+	CHECK_EQ_INT(tp_msg_request_decode(buf, n, &out), -1);
+	free(buf);
+	tp_limits_default(&req.limits);
+	json_decref(in);
+	req.inputs = in = json_array(); /* inputs must be an object */
+	buf = tp_msg_request_encode(&req, &n);
+	CHECK_EQ_INT(tp_msg_request_decode(buf, n, &out), -1);
+	free(buf);
+	json_decref(in);
+	req.inputs = NULL;
+	buf = tp_msg_request_encode(&req, &n);
+	CHECK_EQ_INT(tp_msg_request_decode(buf, n, &out), 0);
+	CHECK(out.inputs == NULL);
+	tp_request_free(&out);
+	free(buf);
+}
+
+/* A text above its cap is cut within the cap and says how much was cut. */
+static void test_text_cut(void)
+{
+	struct tp_text t;
+	char big[1000];
+
+	memset(big, 'a', sizeof big);
+	CHECK_EQ_INT(tp_text_set(&t, big, sizeof big, 100), 0);
+	CHECK(t.n <= 100 && strstr(t.s, "bytes cut)") != NULL);
+	tp_text_free(&t);
+	CHECK_EQ_INT(tp_text_set(&t, "a\0b", 3, 100), 0);
+	CHECK(t.n == 3 && memcmp(t.s, "a\0b", 3) == 0);
+	tp_text_free(&t);
 }
 
 static const char *err_field(json_t *res, const char *k)
@@ -232,8 +419,11 @@ static void test_build(void)
 	v.len[0] = 5;
 	v.out[1] = "";
 	struct tp_outcome o = { .shm = &v, .limits = &l, .cpu_ms = -1, .wall_ms = 12.5 };
+	struct tp_err timeout = { 0 };
 
-	o.host_kind = TP_KIND_TIMEOUT;
+	tp_err_set(&timeout, TP_KIND_TIMEOUT, TP_LAYER_HOST, 0, "%s",
+		   tp_limit_message(TP_LIMIT_WALL_MS));
+	o.host = &timeout;
 	json_t *res = tp_result_build(&o);
 	CHECK_EQ_STR(err_field(res, "kind"), "timeout");
 	CHECK_EQ_STR(err_field(res, "layer"), "host");
@@ -241,7 +431,7 @@ static void test_build(void)
 	CHECK(json_is_false(json_object_get(res, "ok")));
 	json_decref(res);
 
-	o.host_kind = TP_KIND_NONE;
+	o.host = NULL;
 	o.exited = 1;
 	o.status = SIGSEGV; /* a wait status for "killed by SIGSEGV" */
 	res = tp_result_build(&o);
@@ -266,8 +456,8 @@ static void test_build(void)
 	json_decref(res);
 
 	/* The sticky flag beats a reply that claims success. */
-	json_t *reply = check("{\"ok\":true,\"value\":1," USAGE "}", 0);
-	o.reply = reply;
+	struct tp_reply reply = { .ok = 1, .value = json_integer(1), .usage = { 1, 2, 500 } };
+	o.reply = &reply;
 	o.exited = 0;
 	v.tripped = TP_KIND_INSTRUCTION_LIMIT;
 	v.tripped_limit = TP_LIMIT_INSTRUCTIONS;
@@ -280,6 +470,15 @@ static void test_build(void)
 	CHECK_EQ_STR(json_string_value(json_object_get(lim, "name")), "instructions");
 	CHECK_EQ_INT(json_integer_value(json_object_get(lim, "used")), 1000);
 	CHECK(json_is_null(json_object_get(res, "value")));
+	CHECK(json_is_null(json_object_get(json_object_get(res, "error"), "type")));
+	json_decref(res);
+
+	/* A result above result_bytes is said as such, not as "output limit". */
+	v.tripped = TP_KIND_OUTPUT_LIMIT;
+	v.tripped_limit = TP_LIMIT_RESULT_BYTES;
+	res = tp_result_build(&o);
+	CHECK_EQ_STR(err_field(res, "kind"), "output_limit");
+	CHECK_EQ_STR(err_field(res, "message"), "result larger than result_bytes");
 	json_decref(res);
 
 	/* A policy kill through the page (an audit tripwire) carries its note. */
@@ -295,7 +494,7 @@ static void test_build(void)
 	CHECK_EQ_STR(err_field(res, "message"), "audit event 'os.system' is not allowed");
 	CHECK(json_object_get(json_object_get(res, "error"), "limit") == NULL);
 	json_decref(res);
-	o.reply = reply;
+	o.reply = &reply;
 	o.exited = 0;
 
 	v.tripped = 0;
@@ -307,7 +506,7 @@ static void test_build(void)
 	    json_integer_value(json_object_get(json_object_get(res, "usage"), "memory_peak_bytes")),
 	    2);
 	json_decref(res);
-	json_decref(reply);
+	tp_reply_free(&reply);
 }
 
 static void test_utf8(void)
@@ -326,8 +525,11 @@ int main(void)
 	test_parse();
 	test_initialize();
 	test_exec_params();
+	test_fault_cases();
 	test_frames();
 	test_check_reply();
+	test_request_msg();
+	test_text_cut();
 	test_build();
 	test_utf8();
 	return tp_test_done("test_proto");

@@ -87,7 +87,7 @@ static void probe(const char *src, int fd)
 /* Forks a worker from this (zygote-like) process, locks it down, probes. */
 static void run_locked(const char *src, char *res, size_t reslen, int *status)
 {
-	char err[256];
+	struct tp_err err = { 0 };
 	int fds[2];
 	if (pipe(fds) != 0)
 		abort();
@@ -105,7 +105,7 @@ static void run_locked(const char *src, char *res, size_t reslen, int *status)
 					  .keep_fds = keep,
 					  .nkeep = 1,
 					  .shm = shm };
-		if (tp_lockdown_apply(&ld, err, sizeof err) != 0)
+		if (tp_lockdown_apply(&ld, &err) != 0)
 			_exit(99);
 		probe(src, fds[1]);
 		_exit(0);
@@ -132,15 +132,15 @@ static void expect(const char *src, const char *want)
 
 int main(void)
 {
-	char err[256];
+	struct tp_err err = { 0 };
 	clearenv(); /* as the host's execve of the zygote: an empty environment */
 	init_as_bytes();
 	if (geteuid() != 0) {
 		TP_SKIP("every case: the lockdown drops to uid 65534, which needs root");
 		return tp_test_done("test_py_kernel");
 	}
-	if (tp_py_zygote_init(err, sizeof err) != 0 || tp_lockdown_prepare(err, sizeof err) != 0) {
-		fprintf(stderr, "init: %s\n", err);
+	if (tp_py_zygote_init(&err) != 0 || tp_lockdown_prepare(&err) != 0) {
+		fprintf(stderr, "init: %s\n", err.msg);
 		return 1;
 	}
 	int fd = open(CANARY, O_WRONLY | O_CREAT | O_TRUNC, 0644);

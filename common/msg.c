@@ -1,0 +1,459 @@
+/*
+ * msg.c — encoders and decoders of the host ⇄ worker messages (msg.h).
+ * Invariant: a decoder reads no byte past len, accepts no trailing byte, and
+ * hands out nothing it has not bounded; a reply that fails any check is refused
+ * whole, never patched.
+ */
+#include "msg.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonio.h"
+
+#define MAGIC 0x676d7074u /* "tpmg" */
+#define ABSENT 0xffffffffu
+
+/* ---- texts -------------------------------------------------------------------------- */
+
+int tp_text_set(struct tp_text *t, const char *s, size_t n, size_t max)
+{
+	char note[48] = "";
+	size_t keep = n, nn;
+
+	if (n > max) { /* cut, and say how much, within max */
+		keep = max > sizeof note ? max - sizeof note : 0;
+		snprintf(note, sizeof note, "... (%zu bytes cut)", n - keep);
+	}
+	nn = strlen(note);
+	t->n = 0;
+	t->s = malloc(keep + nn + 1);
+	if (t->s == NULL)
+		return -1;
+	if (keep)
+		memcpy(t->s, s, keep);
+	memcpy(t->s + keep, note, nn + 1);
+	t->n = keep + nn;
+	return 0;
+}
+
+void tp_text_free(struct tp_text *t)
+{
+	free(t->s);
+	t->s = NULL;
+	t->n = 0;
+}
+
+/* ---- writing -------------------------------------------------------------------------- */
+
+struct wbuf {
+	char *p;
+	size_t len, cap;
+	int oom;
+};
+
+static void put(struct wbuf *w, const void *src, size_t n)
+{
+	if (w->oom)
+		return;
+	if (w->len + n > w->cap) {
+		size_t cap = w->cap ? w->cap : 256;
+		while (cap < w->len + n)
+			cap *= 2;
+		char *p = realloc(w->p, cap);
+		if (p == NULL) {
+			w->oom = 1;
+			return;
+		}
+		w->p = p;
+		w->cap = cap;
+	}
+	memcpy(w->p + w->len, src, n);
+	w->len += n;
+}
+
+static void put_u8(struct wbuf *w, unsigned v)
+{
+	unsigned char b = (unsigned char)v;
+	put(w, &b, 1);
+}
+
+static void put_u32(struct wbuf *w, uint32_t v)
+{
+	unsigned char b[4] = { (unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+			       (unsigned char)(v >> 24) };
+	put(w, b, 4);
+}
+
+static void put_u64(struct wbuf *w, uint64_t v)
+{
+	put_u32(w, (uint32_t)v);
+	put_u32(w, (uint32_t)(v >> 32));
+}
+
+static void put_bytes(struct wbuf *w, const char *s, size_t n)
+{
+	if (s == NULL || n >= ABSENT) {
+		put_u32(w, ABSENT);
+		return;
+	}
+	put_u32(w, (uint32_t)n);
+	put(w, s, n);
+}
+
+static void put_json(struct wbuf *w, const json_t *v)
+{
+	char *s;
+
+	if (v == NULL) {
+		put_u32(w, ABSENT);
+		return;
+	}
+	s = tp_json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	if (s == NULL) {
+		w->oom = 1;
+		return;
+	}
+	put_bytes(w, s, strlen(s));
+	free(s);
+}
+
+static void put_header(struct wbuf *w, enum tp_msg_type type)
+{
+	put_u32(w, MAGIC);
+	put_u8(w, TP_MSG_VERSION);
+	put_u8(w, type);
+	put_u8(w, 0);
+	put_u8(w, 0);
+}
+
+static char *finish(struct wbuf *w, size_t *len)
+{
+	if (w->oom) {
+		free(w->p);
+		return NULL;
+	}
+	*len = w->len;
+	return w->p;
+}
+
+char *tp_msg_request_encode(const struct tp_request *req, size_t *len)
+{
+	struct wbuf w = { 0 };
+
+	put_header(&w, TP_MSG_REQUEST);
+	for (int i = 0; i < TP_LIMIT__COUNT; i++)
+		put_u64(&w, tp_limit_get(&req->limits, (enum tp_limit_id)i));
+	put_u8(&w, req->has_seed ? 1 : 0);
+	put_u64(&w, req->has_seed ? req->seed : 0);
+	put_bytes(&w, req->code ? req->code : "", req->code ? req->code_len : 0);
+	put_json(&w, req->inputs);
+	return finish(&w, len);
+}
+
+static void put_text(struct wbuf *w, const struct tp_text *t)
+{
+	put_bytes(w, t->s, t->n);
+}
+
+char *tp_msg_reply_encode(const struct tp_reply *r, size_t *len)
+{
+	struct wbuf w = { 0 };
+	const struct tp_failure *f = &r->error;
+
+	put_header(&w, TP_MSG_REPLY);
+	put_u8(&w, r->ok ? 1 : 0);
+	put_u8(&w, r->value_repr ? 1 : 0);
+	put_u64(&w, r->usage.instructions);
+	put_u64(&w, r->usage.memory_peak_bytes);
+	put_u64(&w, r->usage.cpu_us);
+	if (r->ok) {
+		if (r->value == NULL)
+			w.oom =
+			    1; /* an ok reply always has a value: refuse to encode one without */
+		put_json(&w, r->value);
+		return finish(&w, len);
+	}
+	put_u8(&w, (unsigned)f->kind);
+	put_u32(&w, (uint32_t)f->limit_id);
+	put_u64(&w, f->limit);
+	put_u64(&w, f->used);
+	put_u32(&w, f->line > 0 ? (uint32_t)f->line : 0);
+	put_text(&w, &f->type);
+	put_text(&w, &f->message);
+	put_text(&w, &f->traceback);
+	return finish(&w, len);
+}
+
+/* ---- reading -------------------------------------------------------------------------- */
+
+struct rbuf {
+	const unsigned char *p;
+	size_t len, off;
+	int bad;
+	int too_long; /* the last bad text was above its cap (not cut short) */
+};
+
+static const unsigned char *take(struct rbuf *r, size_t n)
+{
+	if (r->bad || r->len - r->off < n) {
+		r->bad = 1;
+		return NULL;
+	}
+	r->off += n;
+	return r->p + r->off - n;
+}
+
+static unsigned get_u8(struct rbuf *r)
+{
+	const unsigned char *b = take(r, 1);
+	return b ? b[0] : 0;
+}
+
+static uint32_t get_u32(struct rbuf *r)
+{
+	const unsigned char *b = take(r, 4);
+	return b ? (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+		       (uint32_t)b[3] << 24
+		 : 0;
+}
+
+static uint64_t get_u64(struct rbuf *r)
+{
+	uint64_t lo = get_u32(r);
+	return lo | (uint64_t)get_u32(r) << 32;
+}
+
+/* A text of at most max bytes: *s points into the buffer (NULL when absent). */
+static size_t get_bytes(struct rbuf *r, size_t max, const char **s)
+{
+	uint32_t n = get_u32(r);
+
+	*s = NULL;
+	if (n == ABSENT)
+		return 0;
+	if (n > max) {
+		r->bad = r->too_long = 1;
+		return 0;
+	}
+	*s = (const char *)take(r, n);
+	return *s ? n : 0;
+}
+
+static void get_text(struct rbuf *r, size_t max, struct tp_text *t)
+{
+	const char *s;
+	size_t n = get_bytes(r, max, &s);
+
+	if (s == NULL || r->bad)
+		return;
+	t->s = malloc(n + 1);
+	if (t->s == NULL) {
+		r->bad = 1;
+		return;
+	}
+	memcpy(t->s, s, n);
+	t->s[n] = '\0';
+	t->n = n;
+}
+
+static int get_header(struct rbuf *r, enum tp_msg_type type)
+{
+	uint32_t magic = get_u32(r);
+	unsigned version = get_u8(r), t = get_u8(r), z0 = get_u8(r), z1 = get_u8(r);
+
+	return !r->bad && magic == MAGIC && version == TP_MSG_VERSION && t == (unsigned)type &&
+	       z0 == 0 && z1 == 0;
+}
+
+static int depth_ok(const json_t *v, size_t depth, size_t max)
+{
+	size_t i;
+	const char *k;
+	json_t *c;
+
+	if (!json_is_object(v) && !json_is_array(v))
+		return 1;
+	if (depth >= max)
+		return 0;
+	if (json_is_array(v)) {
+		json_array_foreach(v, i, c) if (!depth_ok(c, depth + 1, max)) return 0;
+	} else {
+		json_object_foreach((json_t *)v, k, c) if (!depth_ok(c, depth + 1, max)) return 0;
+	}
+	return 1;
+}
+
+/* JSON text of at most max bytes; NULL when absent or bad (*why says which). */
+static json_t *get_json(struct rbuf *r, size_t max, size_t max_depth, const char **why)
+{
+	const char *s;
+	size_t n = get_bytes(r, max, &s);
+	struct tp_err err = { 0 };
+	json_t *v;
+
+	if (r->bad) {
+		*why = r->too_long ? "value larger than result_bytes" : "truncated";
+		return NULL;
+	}
+	if (s == NULL)
+		return NULL;
+	/* Not json_loadb: short of memory it can drop bytes. */
+	v = tp_json_loadb(s, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &err);
+	if (v == NULL) {
+		r->bad = 1;
+		*why = tp_err_is_oom(&err) ? "out of memory" : "a value is not JSON";
+	} else if (!depth_ok(v, 0, max_depth)) {
+		r->bad = 1;
+		*why = "value nested deeper than result_depth";
+		json_decref(v);
+		v = NULL;
+	}
+	return v;
+}
+
+int tp_msg_request_decode(const char *buf, size_t len, struct tp_request *out)
+{
+	struct rbuf r = { (const unsigned char *)buf, len, 0, 0, 0 };
+	uint64_t lim[TP_LIMIT__COUNT];
+	const char *code, *why = NULL;
+	size_t code_len;
+
+	memset(out, 0, sizeof *out);
+	if (!get_header(&r, TP_MSG_REQUEST))
+		return -1;
+	for (int i = 0; i < TP_LIMIT__COUNT; i++)
+		lim[i] = get_u64(&r);
+	out->has_seed = get_u8(&r) == 1;
+	out->seed = get_u64(&r);
+	code_len = get_bytes(&r, TP_MSG_MAX_REQUEST, &code);
+	if (r.bad || code == NULL || tp_limits_from_array(&out->limits, lim) != 0)
+		return -1;
+	out->inputs =
+	    get_json(&r, TP_MSG_MAX_REQUEST, SIZE_MAX, &why); /* depth: the language says */
+	if (r.bad || r.off != len || (out->inputs != NULL && !json_is_object(out->inputs)))
+		goto fail;
+	char *copy = malloc(code_len + 1);
+	if (copy == NULL)
+		goto fail;
+	memcpy(copy, code, code_len);
+	copy[code_len] = '\0';
+	out->code = copy;
+	out->code_len = code_len;
+	return 0;
+fail:
+	json_decref(out->inputs);
+	memset(out, 0, sizeof *out);
+	return -1;
+}
+
+int tp_msg_claimable(enum tp_kind kind)
+{
+	switch (kind) {
+	case TP_KIND_SYNTAX_ERROR:
+	case TP_KIND_RUNTIME_ERROR:
+	case TP_KIND_INPUT_ERROR:
+	case TP_KIND_RESULT_ERROR:
+	case TP_KIND_MEMORY_LIMIT:
+	case TP_KIND_INSTRUCTION_LIMIT:
+	case TP_KIND_CPU_LIMIT:
+	case TP_KIND_OUTPUT_LIMIT:
+	case TP_KIND_POLICY_VIOLATION: return 1;
+	default: return 0;
+	}
+}
+
+static const char *check_failure(struct rbuf *r, struct tp_failure *f)
+{
+	unsigned kind = get_u8(r);
+	uint32_t id = get_u32(r), line;
+
+	f->limit = get_u64(r);
+	f->used = get_u64(r);
+	line = get_u32(r);
+	get_text(r, TP_MSG_MAX_TYPE, &f->type);
+	get_text(r, TP_MSG_MAX_TEXT, &f->message);
+	get_text(r, TP_MSG_MAX_TEXT, &f->traceback);
+	if (r->bad)
+		return "a text is longer than its cap or than the message";
+	if (kind >= TP_KIND__COUNT || !tp_msg_claimable((enum tp_kind)kind))
+		return "a kind the language layer may not claim";
+	f->kind = (enum tp_kind)kind;
+	if (id != ABSENT && id >= TP_LIMIT__COUNT)
+		return "an unknown limit";
+	f->limit_id = id == ABSENT ? -1 : (int)id;
+	if (line > 100000000u)
+		return "a line number out of range";
+	f->line = (int)line;
+	if (f->message.s == NULL)
+		return "an error without a message";
+	return NULL;
+}
+
+size_t tp_msg_reply_max(const struct tp_limits *lim)
+{
+	/* header, flags, usage, the failure's numbers and four length words: < 128 */
+	return (size_t)lim->result_bytes + TP_MSG_MAX_TYPE + 2 * (size_t)TP_MSG_MAX_TEXT + 128;
+}
+
+int tp_msg_reply_decode(const char *buf, size_t len, const struct tp_limits *lim,
+			struct tp_reply *out, struct tp_err *err)
+{
+	struct rbuf r = { (const unsigned char *)buf, len, 0, 0, 0 };
+	const char *why = NULL;
+	unsigned ok, repr;
+
+	memset(out, 0, sizeof *out);
+	out->error.limit_id = -1;
+	if (!get_header(&r, TP_MSG_REPLY)) {
+		why = "not a reply of this version";
+		goto fail;
+	}
+	ok = get_u8(&r);
+	repr = get_u8(&r);
+	out->usage.instructions = get_u64(&r);
+	out->usage.memory_peak_bytes = get_u64(&r);
+	out->usage.cpu_us = get_u64(&r);
+	if (r.bad || ok > 1 || repr > 1) {
+		why = r.bad ? "truncated" : "a flag that is not 0 or 1";
+		goto fail;
+	}
+	out->ok = (int)ok;
+	out->value_repr = (int)repr;
+	if (ok) {
+		out->value = get_json(&r, lim->result_bytes, lim->result_depth, &why);
+		if (out->value == NULL && why == NULL)
+			why = "an ok reply without a value";
+	} else {
+		why = check_failure(&r, &out->error);
+	}
+	if (why == NULL && r.off != len)
+		why = "bytes after the message";
+	if (why == NULL)
+		return 0;
+fail:
+	/* A worker that breaks the protocol is the host's internal error, never the snippet's. */
+	tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_HOST, 0, "worker reply refused: %s", why);
+	tp_reply_free(out);
+	return -1;
+}
+
+/* ---- freeing -------------------------------------------------------------------------- */
+
+void tp_request_free(struct tp_request *req)
+{
+	free((char *)req->code);
+	json_decref(req->inputs);
+	memset(req, 0, sizeof *req);
+}
+
+void tp_reply_free(struct tp_reply *r)
+{
+	json_decref(r->value);
+	tp_text_free(&r->error.type);
+	tp_text_free(&r->error.message);
+	tp_text_free(&r->error.traceback);
+	memset(r, 0, sizeof *r);
+	r->error.limit_id = -1;
+}

@@ -1,0 +1,111 @@
+/*
+ * msg.h — the messages between the host and a worker: one C type each, one
+ * encoder and one decoder each, used by both ends (and by the fuzz harness).
+ *
+ * Usage:
+ *   1. Host: fill a struct tp_request (borrowed pointers), tp_msg_request_encode()
+ *      and send the bytes as one frame (frame.h).
+ *   2. Worker: tp_msg_request_decode() the frame into an owned struct tp_request
+ *      (tp_request_free() after), run it, fill a struct tp_reply (tp_text_set(),
+ *      value steals a json_t), tp_msg_reply_encode() and send it as one frame.
+ *   3. Host: tp_msg_reply_decode() treats the frame as hostile: every length is
+ *      bounded, every enum range-checked, the value parsed with the exec's caps.
+ *      On success the struct is owned: tp_reply_free() after; on failure the
+ *      struct tp_err (err.h) is the exec's verdict.
+ * Wire format (docs/worker-protocol.md): a header {u32 magic, u8 version, u8
+ * type, u16 0}, then the fields in order, integers little-endian, texts as u32
+ * length + bytes (length 0xffffffff: absent), JSON values as text.
+ * A worker that ends without replying says why in its exit status (TP_EXIT_*).
+ */
+#ifndef TP_MSG_H
+#define TP_MSG_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "limits.h"
+
+#define TP_EXIT_FATAL 157     /* setup failed before any code ran */
+#define TP_EXIT_LIMIT 158     /* a limit tripped and the grace period ran out */
+#define TP_EXIT_VIOLATION 159 /* seccomp trapped a syscall (128 + SIGSYS) */
+
+#define TP_MSG_VERSION 1
+/* Caps the host holds a reply to; the worker cuts its texts below them. */
+#define TP_MSG_MAX_TYPE 256u
+#define TP_MSG_MAX_TEXT (64u << 10)
+/* Largest request a worker reads (the host caps lines far lower). */
+#define TP_MSG_MAX_REQUEST (64u << 20)
+
+enum tp_msg_type { TP_MSG_REQUEST = 1, TP_MSG_REPLY = 2 };
+
+/* A text that may hold any byte; s == NULL means absent. Owned where the
+ * struct holding it says so. UTF-8 is repaired when the host shows it. */
+struct tp_text {
+	char *s;
+	size_t n;
+};
+
+/* Host → worker: one exec. */
+struct tp_request {
+	const char *code;
+	size_t code_len;
+	json_t *inputs; /* an object, or NULL */
+	struct tp_limits limits;
+	int has_seed;
+	uint64_t seed;
+};
+
+/* Why an exec failed, as the language layer saw it. */
+struct tp_failure {
+	enum tp_kind kind;        /* one a language may claim (tp_msg_claimable) */
+	struct tp_text type;      /* the exception class or Lua error type; absent for limits */
+	struct tp_text message;   /* always present */
+	struct tp_text traceback; /* the snippet's own frames, or absent */
+	int line;                 /* snippet line, 0 = unknown */
+	int limit_id;             /* enum tp_limit_id for a limit kind, else -1 */
+	uint64_t limit, used;
+};
+
+struct tp_usage {
+	uint64_t instructions;
+	uint64_t memory_peak_bytes;
+	uint64_t cpu_us;
+};
+
+/* Worker → host: how the exec ended. Output is not here: it is in the shared
+ * page, so it survives a kill. */
+struct tp_reply {
+	int ok;
+	int value_repr;          /* the value is the repr() of a non-JSON object */
+	json_t *value;           /* when ok: owned */
+	struct tp_failure error; /* when !ok */
+	struct tp_usage usage;
+};
+
+/* The kinds a worker may claim; the host refuses a reply with any other. */
+int tp_msg_claimable(enum tp_kind kind);
+
+/* Copies n bytes; more than max are cut and a note of how many is appended.
+ * Returns 0, or -1 out of memory (t left absent). */
+int tp_text_set(struct tp_text *t, const char *s, size_t n, size_t max);
+void tp_text_free(struct tp_text *t);
+
+/* Both return a malloc'd buffer and its length, or NULL out of memory. */
+char *tp_msg_request_encode(const struct tp_request *req, size_t *len);
+char *tp_msg_reply_encode(const struct tp_reply *r, size_t *len);
+
+/* Both return 0 and fill *out (owned), or -1 leaving *out cleared; the reply
+ * decoder records why in err: TP_KIND_INTERNAL at TP_LAYER_HOST, "worker reply
+ * refused: ...". The request decoder copies the code. */
+int tp_msg_request_decode(const char *buf, size_t len, struct tp_request *out);
+int tp_msg_reply_decode(const char *buf, size_t len, const struct tp_limits *lim,
+			struct tp_reply *out, struct tp_err *err);
+/* Largest reply frame the host reads from a worker with these limits. */
+size_t tp_msg_reply_max(const struct tp_limits *lim);
+
+void tp_request_free(struct tp_request *req); /* only a decoded one */
+void tp_reply_free(struct tp_reply *r);
+
+#endif

@@ -1,0 +1,89 @@
+/*
+ * spawn.c — the spawn message and its pid answer (see spawn.h). One layout,
+ * one encoder and one decoder each, used by the host, the zygote and the
+ * test-only fake zygote alike.
+ */
+#include "spawn.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+/* 'S', the output area's size, and two fds (SCM_RIGHTS). */
+struct spawn_msg {
+	char body[1 + sizeof(uint32_t)];
+	struct iovec iov;
+	struct msghdr mh;
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} u;
+};
+
+static void spawn_msg_init(struct spawn_msg *m)
+{
+	memset(m, 0, sizeof *m);
+	m->iov = (struct iovec){ m->body, sizeof m->body };
+	m->mh = (struct msghdr){ .msg_iov = &m->iov,
+				 .msg_iovlen = 1,
+				 .msg_control = m->u.buf,
+				 .msg_controllen = sizeof m->u.buf };
+}
+
+int tp_spawn_send(int ctl, int chan_fd, int shm_fd, uint32_t area_bytes)
+{
+	struct spawn_msg m;
+	int fds[2] = { chan_fd, shm_fd };
+
+	spawn_msg_init(&m);
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m.mh);
+	m.body[0] = 'S';
+	memcpy(m.body + 1, &area_bytes, sizeof area_bytes);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof fds);
+	memcpy(CMSG_DATA(c), fds, sizeof fds);
+	return sendmsg(ctl, &m.mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof m.body ? 0 : -1;
+}
+
+int tp_spawn_recv(int ctl, int *chan, int *shm, uint32_t *area)
+{
+	struct spawn_msg m;
+	ssize_t n;
+
+	spawn_msg_init(&m);
+	do
+		n = recvmsg(ctl, &m.mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		return 0;
+	struct cmsghdr *c = CMSG_FIRSTHDR(&m.mh);
+	if (n != sizeof m.body || m.body[0] != 'S' || c == NULL || c->cmsg_type != SCM_RIGHTS ||
+	    c->cmsg_len != CMSG_LEN(2 * sizeof(int)))
+		return -1;
+	int fds[2];
+	memcpy(fds, CMSG_DATA(c), sizeof fds);
+	*chan = fds[0];
+	*shm = fds[1];
+	memcpy(area, m.body + 1, sizeof *area);
+	return 1;
+}
+
+int tp_spawn_send_pid(int ctl, pid_t pid)
+{
+	int32_t v = pid;
+	return send(ctl, &v, sizeof v, MSG_NOSIGNAL) == (ssize_t)sizeof v ? 0 : -1;
+}
+
+int tp_spawn_recv_pid(int ctl, pid_t *pid)
+{
+	int32_t v;
+	ssize_t n = recv(ctl, &v, sizeof v, MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n != (ssize_t)sizeof v)
+		return -1;
+	*pid = v;
+	return 1;
+}

@@ -1,0 +1,30 @@
+/*
+ * spawn.h — the host ⇄ zygote control protocol, both ends: one message type
+ * each way on a SOCK_SEQPACKET socket (the zygote's fd TP_ZYGOTE_CTL_FD).
+ *
+ * Usage:
+ *   1. Host: tp_spawn_send() asks for one worker, handing over its channel and
+ *      shared-page fds (SCM_RIGHTS) and the page's output-area size.
+ *   2. Zygote: tp_spawn_recv() takes it; it clones the worker and answers with
+ *      tp_spawn_send_pid() (the pid, or -errno when the clone failed).
+ *   3. Host: tp_spawn_recv_pid() reads the answers, in request order.
+ * The zygote never receives anything else: no request data passes through it.
+ */
+#ifndef TP_SPAWN_H
+#define TP_SPAWN_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#define TP_ZYGOTE_CTL_FD 3
+
+/* Host: 0, or -1 (errno set) when the message could not be queued. */
+int tp_spawn_send(int ctl, int chan_fd, int shm_fd, uint32_t area_bytes);
+/* Zygote: 1 with the fds, 0 at EOF, -1 on a malformed message. */
+int tp_spawn_recv(int ctl, int *chan, int *shm, uint32_t *area);
+/* Zygote: a worker's pid, or -errno when the clone failed. 0 or -1. */
+int tp_spawn_send_pid(int ctl, pid_t pid);
+/* Host: 1 with *pid, 0 if nothing to read, -1 when the zygote is gone. */
+int tp_spawn_recv_pid(int ctl, pid_t *pid);
+
+#endif

@@ -1,0 +1,148 @@
+/*
+ * jsonrpc.c — JSON-RPC 2.0 envelopes: a line in, a checked request out; a
+ * result or an error in, one '\n'-terminated line out. Pure: every input is
+ * hostile (JSON validity and UTF-8 via jansson, envelope shape checked here).
+ */
+#include "jsonrpc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonio.h"
+
+void tp_rpc_clear(struct tp_rpc *rpc)
+{
+	json_decref(rpc->msg);
+	memset(rpc, 0, sizeof *rpc);
+}
+
+static int valid_id(const json_t *id)
+{
+	return json_is_string(id) || json_is_integer(id) || json_is_null(id);
+}
+
+int tp_rpc_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **reply)
+{
+	struct tp_err err = { 0 };
+	char msg[256];
+
+	memset(rpc, 0, sizeof *rpc);
+	*reply = NULL;
+	/* Duplicate keys are refused: two readers could disagree on which one wins. */
+	json_t *m = tp_json_loadb(line, len,
+				  JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY, &err);
+	if (tp_err_is_oom(&err)) { /* the id is unknown: the client gets the error with id null */
+		*reply = tp_rpc_error(NULL, TP_RPC_INTERNAL_ERROR,
+				      "out of memory reading the request", NULL);
+		return -1;
+	}
+	if (m == NULL) {
+		snprintf(msg, sizeof msg, "Parse error: %s", err.msg);
+		*reply = tp_rpc_error(NULL, TP_RPC_PARSE_ERROR, msg, NULL);
+		return -1;
+	}
+	if (!json_is_object(m)) {
+		*reply =
+		    tp_rpc_error(NULL, TP_RPC_INVALID_REQUEST,
+				 json_is_array(m) ? "Invalid Request: batches are not supported"
+						  : "Invalid Request: not an object",
+				 NULL);
+		json_decref(m);
+		return -1;
+	}
+	json_t *id = json_object_get(m, "id");
+	json_t *method = json_object_get(m, "method");
+	json_t *params = json_object_get(m, "params");
+	const char *why = NULL;
+	if (id != NULL && !valid_id(id)) {
+		why = "Invalid Request: id must be a string, an integer or null";
+		id = NULL;
+	} else if (!json_is_string(json_object_get(m, "jsonrpc")) ||
+		   strcmp(json_string_value(json_object_get(m, "jsonrpc")), "2.0") != 0) {
+		why = "Invalid Request: jsonrpc must be \"2.0\"";
+	} else if (method == NULL &&
+		   (json_object_get(m, "result") || json_object_get(m, "error"))) {
+		json_decref(m); /* a response from the client: nothing of ours to answer */
+		return -1;
+	} else if (!json_is_string(method)) {
+		why = "Invalid Request: method must be a string";
+	} else if (params != NULL && !json_is_object(params) && !json_is_array(params)) {
+		why = "Invalid Request: params must be an object or an array";
+	}
+	if (why != NULL) {
+		/* A broken notification gets no reply; a broken request does. */
+		if (id != NULL || json_object_get(m, "id") != NULL)
+			*reply = tp_rpc_error(id, TP_RPC_INVALID_REQUEST, why, NULL);
+		json_decref(m);
+		return -1;
+	}
+	rpc->msg = m;
+	rpc->id = id;
+	rpc->method = json_string_value(method);
+	rpc->params = params;
+	return 0;
+}
+
+/* A reply missing a member is not a reply: every set is checked. */
+static json_t *envelope(json_t *id)
+{
+	json_t *r = json_object();
+	if (r == NULL || json_object_set_new(r, "jsonrpc", json_string("2.0")) != 0 ||
+	    json_object_set(r, "id", id ? id : json_null()) != 0) {
+		json_decref(r);
+		return NULL;
+	}
+	return r;
+}
+
+json_t *tp_rpc_result(json_t *id, json_t *result)
+{
+	if (result == NULL) /* building the result ran out of memory: say so */
+		return tp_rpc_error(id, TP_RPC_INTERNAL_ERROR, "out of memory", NULL);
+	json_t *r = envelope(id);
+	if (r == NULL) {
+		json_decref(result);
+		return NULL;
+	}
+	if (json_object_set_new(r, "result", result) != 0) { /* it took result either way */
+		json_decref(r);
+		return NULL;
+	}
+	return r;
+}
+
+json_t *tp_rpc_error(json_t *id, int code, const char *msg, json_t *data)
+{
+	json_t *r = envelope(id);
+	json_t *e = json_object();
+	if (r == NULL || e == NULL || json_object_set_new(e, "code", json_integer(code)) != 0 ||
+	    json_object_set_new(e, "message", json_string(msg)) != 0 ||
+	    (data != NULL && json_object_set(e, "data", data) != 0) ||
+	    json_object_set(r, "error", e) != 0) {
+		json_decref(r);
+		json_decref(e);
+		json_decref(data);
+		return NULL;
+	}
+	json_decref(e);
+	json_decref(data);
+	return r;
+}
+
+char *tp_rpc_encode(const json_t *msg, size_t *len)
+{
+	char *s = tp_json_dumps(msg, JSON_COMPACT);
+	if (s == NULL)
+		return NULL;
+	size_t n = strlen(s);
+	char *line = realloc(s, n + 2);
+	if (line == NULL) {
+		free(s);
+		return NULL;
+	}
+	line[n] = '\n';
+	line[n + 1] = '\0';
+	*len = n + 1;
+	return line;
+}

@@ -1,0 +1,43 @@
+/*
+ * jsonrpc.h — JSON-RPC 2.0 envelopes, one message per line. Pure: no syscalls.
+ *
+ * Usage:
+ *   1. tp_rpc_parse() turns a line (from linebuf.h) into a struct tp_rpc, or
+ *      into the error reply the client must get (parse error, invalid request).
+ *   2. Answer with tp_rpc_result()/tp_rpc_error(); tp_rpc_clear() the request.
+ *   3. tp_rpc_encode() serializes a reply as one line, '\n'-terminated.
+ */
+#ifndef TP_JSONRPC_H
+#define TP_JSONRPC_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#define TP_RPC_PARSE_ERROR -32700
+#define TP_RPC_INVALID_REQUEST -32600
+#define TP_RPC_METHOD_NOT_FOUND -32601
+#define TP_RPC_INVALID_PARAMS -32602
+#define TP_RPC_INTERNAL_ERROR -32603
+#define TP_RPC_BUSY -32001
+
+struct tp_rpc {
+	json_t *msg; /* the whole parsed message (owned) */
+	json_t *id;  /* borrowed from msg; NULL for a notification */
+	const char *method;
+	json_t *params; /* borrowed; NULL when absent */
+};
+
+/* Returns 0 with *rpc filled, or -1 with *reply set to the error reply to send
+ * (NULL when nothing must be sent, e.g. a malformed notification). */
+int tp_rpc_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **reply);
+void tp_rpc_clear(struct tp_rpc *rpc);
+
+/* Steal result / data. id may be NULL (encoded as null). A NULL result (its
+ * construction ran out of memory) becomes an internal-error reply. Both return
+ * NULL only when even that cannot be built. */
+json_t *tp_rpc_result(json_t *id, json_t *result);
+json_t *tp_rpc_error(json_t *id, int code, const char *msg, json_t *data);
+/* Returns a malloc'd line ending in '\n'; NULL on allocation failure. */
+char *tp_rpc_encode(const json_t *msg, size_t *len);
+
+#endif

@@ -1,0 +1,123 @@
+/*
+ * linebuf.c — newline-delimited framing of the client's byte stream. Every
+ * line is bounded here: an overlong one is reported once and dropped up to
+ * its '\n', and memory shrinks back once a huge line has gone through.
+ */
+#include "linebuf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define READ_CHUNK 65536
+
+void tp_linebuf_init(struct tp_linebuf *lb, size_t max)
+{
+	memset(lb, 0, sizeof *lb);
+	lb->max = max;
+}
+
+void tp_linebuf_free(struct tp_linebuf *lb)
+{
+	free(lb->buf);
+	memset(lb, 0, sizeof *lb);
+}
+
+char *tp_linebuf_space(struct tp_linebuf *lb, size_t *room)
+{
+	if (lb->cap - lb->len < READ_CHUNK) {
+		size_t cap = lb->cap ? lb->cap * 2 : READ_CHUNK * 2;
+		while (cap - lb->len < READ_CHUNK)
+			cap *= 2;
+		char *p = realloc(lb->buf, cap);
+		if (p == NULL)
+			return NULL;
+		lb->buf = p;
+		lb->cap = cap;
+	}
+	*room = READ_CHUNK;
+	return lb->buf + lb->len;
+}
+
+void tp_linebuf_commit(struct tp_linebuf *lb, size_t n)
+{
+	lb->len += n;
+}
+
+static void drop_front(struct tp_linebuf *lb, size_t n)
+{
+	memmove(lb->buf, lb->buf + n, lb->len - n);
+	lb->len -= n;
+	lb->scanned = 0;
+}
+
+/* Keeps the buffer small once a huge line has gone through it. */
+static void shrink(struct tp_linebuf *lb)
+{
+	if (lb->cap > 4 * READ_CHUNK && lb->len < READ_CHUNK) {
+		char *p = realloc(lb->buf, 2 * READ_CHUNK);
+		if (p != NULL) {
+			lb->buf = p;
+			lb->cap = 2 * READ_CHUNK;
+		}
+	}
+}
+
+static int blank(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r')
+			return 0;
+	return 1;
+}
+
+enum tp_line_status tp_linebuf_next(struct tp_linebuf *lb, int at_eof, const char **line,
+				    size_t *len)
+{
+	for (;;) {
+		if (lb->taken) {
+			drop_front(lb, lb->taken);
+			lb->taken = 0;
+			shrink(lb);
+		}
+		/* Nothing unscanned (buf may still be NULL): no memchr on a null pointer. */
+		char *nl = lb->len > lb->scanned
+			       ? memchr(lb->buf + lb->scanned, '\n', lb->len - lb->scanned)
+			       : NULL;
+		if (lb->discarding) {
+			if (nl == NULL) {
+				lb->len = lb->scanned = 0;
+				shrink(lb);
+				return TP_LINE_NONE;
+			}
+			drop_front(lb, (size_t)(nl - lb->buf) + 1);
+			lb->discarding = 0;
+			continue;
+		}
+		size_t n;
+		if (nl != NULL) {
+			n = (size_t)(nl - lb->buf);
+			lb->taken = n + 1;
+		} else if (lb->len > lb->max) {
+			lb->discarding = 1;
+			lb->len = lb->scanned = 0;
+			return TP_LINE_TOO_LONG;
+		} else if (at_eof && lb->len > 0) {
+			n = lb->len;
+			lb->taken = n;
+		} else {
+			lb->scanned = lb->len;
+			return TP_LINE_NONE;
+		}
+		lb->scanned = 0;
+		if (n > lb->max)
+			return TP_LINE_TOO_LONG; /* whole line already buffered: dropped via taken
+						  */
+		if (n > 0 && lb->buf[n - 1] == '\r')
+			n--;
+		if (blank(lb->buf, n))
+			continue;
+		*line = lb->buf;
+		*len = n;
+		return TP_LINE_OK;
+	}
+}

@@ -1,0 +1,588 @@
+/*
+ * pool.c — the workers and the zygotes: spawning through a zygote, the warm
+ * pool, the dispatch queue, worker channels, reaping, zygote death, early exits
+ * and timeouts. Invariants: nothing here blocks (worker channels are written
+ * only when poll says so), and every worker is reaped by this process (it is
+ * their parent via CLONE_PARENT).
+ */
+#include "host_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "frame.h"
+#include "jsonio.h"
+#include "result.h"
+#include "spawn.h"
+#include "zygote_ctl.h"
+
+/* Consecutive failures of one language's workers (a zygote that will not start
+ * or died, a fork that failed, a warm worker dead before use) back off
+ * exponentially, and every FAIL_QUEUE_AFTER of them the zygote is restarted and
+ * what is queued for that language is answered rather than held. Nothing is
+ * permanent (a worker that replies resets the count), and one language's
+ * trouble never stops the other's. */
+#define FAIL_QUEUE_AFTER 8
+#define BACKOFF_MIN_MS 10.0
+#define BACKOFF_MAX_MS 2000.0
+
+/* ---- workers and the zygote --------------------------------------------------- */
+
+void tp_pool_kill_worker(struct worker *w)
+{
+	if (w->exited)
+		return;
+	if (w->pid > 0) {
+		/* Its exit (unmapping everything) is cleanup: nobody waits for it. */
+		setpriority(PRIO_PROCESS, (id_t)w->pid, 19);
+		kill(w->pid, SIGKILL);
+	} else {
+		w->kill_pending = 1;
+	}
+}
+
+/* Warm workers wait at the zygote's background priority; the one that runs an
+ * exec gets the normal one (setpriority fails harmlessly when not root). */
+static void boost(struct worker *w)
+{
+	if (w->pid > 0)
+		setpriority(PRIO_PROCESS, (id_t)w->pid, 0);
+}
+
+/* The request message (common/msg.h) in one frame, header included. */
+static char *request_frame(const struct exec *e, size_t *len)
+{
+	struct tp_request req = { .code = e->p.code,
+				  .code_len = e->p.code_len,
+				  .inputs = e->p.inputs,
+				  .limits = e->p.limits,
+				  .has_seed = e->p.has_seed,
+				  .seed = (uint64_t)e->p.seed };
+	size_t n;
+	char *body = tp_msg_request_encode(&req, &n);
+	char *frame = body ? malloc(n + TP_FRAME_HDR) : NULL;
+
+	if (frame != NULL) {
+		tp_frame_header(frame, n);
+		memcpy(frame + TP_FRAME_HDR, body, n);
+		*len = n + TP_FRAME_HDR;
+	}
+	free(body);
+	return frame;
+}
+
+void tp_pool_flush_tx(struct worker *w)
+{
+	while (w->tx != NULL && w->tx_off < w->tx_len) {
+		ssize_t n = send(w->chan, w->tx + w->tx_off, w->tx_len - w->tx_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* EAGAIN: poll for POLLOUT; EPIPE: the exit will be reaped */
+		w->tx_off += (size_t)n;
+	}
+	if (w->tx != NULL && w->tx_off == w->tx_len) {
+		free(w->tx);
+		w->tx = NULL;
+	}
+}
+
+static int assign(struct tp_host *h, struct exec *e, struct worker *w)
+{
+	w->tx = request_frame(e, &w->tx_len);
+	if (w->tx == NULL)
+		return -1;
+	w->tx_off = 0;
+	w->exec = e;
+	e->w = w;
+	boost(w);
+	e->t_start = tp_host_now_ms();
+	e->deadline = e->t_start + (double)e->p.limits.wall_ms;
+	tp_frame_rx_free(&w->rx);
+	tp_frame_rx_init(&w->rx, tp_msg_reply_max(&e->p.limits));
+	tp_pool_flush_tx(w);
+	(void)h;
+	return 0;
+}
+
+void tp_pool_worker_free(struct tp_host *h, struct worker *w)
+{
+	struct worker **pp = &h->workers;
+	while (*pp != NULL && *pp != w)
+		pp = &(*pp)->next;
+	if (*pp == w)
+		*pp = w->next;
+	if (w->chan >= 0)
+		close(w->chan);
+	if (w->shm != NULL)
+		munmap(w->shm, tp_shm_size(w->area));
+	tp_frame_rx_free(&w->rx);
+	free(w->tx);
+	if (w->reply != NULL)
+		tp_reply_free(w->reply);
+	free(w->reply);
+	tp_host_exec_free(w->exec);
+	free(w);
+}
+
+static void fail_queue(struct tp_host *h, int lang, const char *msg);
+
+/* One more consecutive failure of this language's workers. What is queued for it
+ * waits out the backoff, unless the failures go on: then it is answered. */
+static void zygote_failed(struct tp_host *h, struct zygote *z)
+{
+	double backoff = BACKOFF_MIN_MS;
+	z->failures++;
+	for (int i = 1; i < z->failures && backoff < BACKOFF_MAX_MS; i++)
+		backoff *= 2;
+	z->retry_at = tp_host_now_ms() + (backoff < BACKOFF_MAX_MS ? backoff : BACKOFF_MAX_MS);
+	if (z->failures % FAIL_QUEUE_AFTER == 0 && z->pid > 0) {
+		tp_out_log("restarting the %s zygote: its workers keep failing", z->lang->name);
+		kill(z->pid, SIGKILL); /* reaped as any zygote death; the next spawn starts one */
+	}
+	if (z->failures >= FAIL_QUEUE_AFTER)
+		fail_queue(h, (int)(z - h->zyg), "workers fail to start: see the host's stderr");
+}
+
+static int backing_off(const struct zygote *z, double now)
+{
+	return z->failures > 0 && now < z->retry_at;
+}
+
+static int start_zygote(struct tp_host *h, struct zygote *z)
+{
+	struct tp_err err = { 0 };
+	if (z->ctl >= 0)
+		return 0;
+	z->ctl = tp_zygote_start(z->lang, &z->pid, &err);
+	if (z->ctl < 0) {
+		zygote_failed(h, z);
+		tp_out_log("%s", err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* A page per worker; sealed so a worker cannot shrink it under the host's reads. */
+static int new_page(struct worker *w)
+{
+	int fd = memfd_create("tidepool-page", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	size_t size = tp_shm_size(w->area);
+	if (fd < 0)
+		return -1;
+	if (ftruncate(fd, (off_t)size) != 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+		close(fd);
+		return -1;
+	}
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return -1;
+	}
+	w->shm = p;
+	tp_shm_init(w->shm, w->area);
+	return fd;
+}
+
+static int spawn_worker(struct tp_host *h, int lang)
+{
+	int sv[2], page;
+	struct zygote *z = &h->zyg[lang];
+	if (z->nspawning == (int)(sizeof z->spawning / sizeof z->spawning[0]) ||
+	    start_zygote(h, z) != 0)
+		return -1;
+	struct worker *w = calloc(1, sizeof *w);
+	if (w == NULL)
+		return -1;
+	w->lang = lang;
+	w->area = tp_zygote_area_bytes();
+	w->chan = -1;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+		free(w);
+		return -1;
+	}
+	page = new_page(w);
+	if (page < 0 || tp_spawn_send(z->ctl, sv[1], page, w->area) != 0) {
+		if (page >= 0)
+			close(page);
+		close(sv[1]);
+		w->chan = sv[0];
+		w->next = h->workers;
+		h->workers = w;
+		tp_pool_worker_free(h, w);
+		return -1;
+	}
+	close(page);
+	close(sv[1]);
+	w->chan = sv[0];
+	fcntl(w->chan, F_SETFL, O_NONBLOCK);
+	/* Oldest first: dispatch takes the worker most likely done with its lockdown. */
+	struct worker **tail = &h->workers;
+	while (*tail != NULL)
+		tail = &(*tail)->next;
+	*tail = w;
+	z->spawning[z->nspawning++] = w;
+	return 0;
+}
+
+int tp_pool_running(const struct tp_host *h)
+{
+	for (const struct worker *w = h->workers; w != NULL; w = w->next)
+		if (w->exec != NULL && !w->answered)
+			return 1;
+	return 0;
+}
+
+static int is_warm(const struct worker *w)
+{
+	return w->exec == NULL && !w->exited;
+}
+
+/* Live workers in all; warm ones of one language. */
+static int count_live(const struct tp_host *h, int lang, int *warm)
+{
+	int n = 0;
+	*warm = 0;
+	for (const struct worker *w = h->workers; w != NULL; w = w->next) {
+		n++;
+		*warm += is_warm(w) && w->lang == lang;
+	}
+	return n;
+}
+
+static int queued_for(const struct tp_host *h, int lang)
+{
+	int n = 0;
+	for (const struct exec *e = h->qhead; e != NULL; e = e->next)
+		n += e->lang == lang;
+	return n;
+}
+
+static void unlink_exec(struct tp_host *h, struct exec *e)
+{
+	struct exec **pp = &h->qhead, *prev = NULL;
+	while (*pp != NULL && *pp != e) {
+		prev = *pp;
+		pp = &(*pp)->next;
+	}
+	if (*pp == NULL)
+		return;
+	*pp = e->next;
+	if (h->qtail == e)
+		h->qtail = prev;
+	e->next = NULL;
+	h->queued--;
+}
+
+/* Answers every queued exec of one language with an error. */
+static void fail_queue(struct tp_host *h, int lang, const char *msg)
+{
+	struct exec *e = h->qhead;
+	while (e != NULL) {
+		struct exec *next = e->next;
+		if (e->lang == lang) {
+			unlink_exec(h, e);
+			if (e->id != NULL && !e->cancelled)
+				tp_out_error(h, e->id, TP_RPC_INTERNAL_ERROR, msg);
+			tp_host_exec_free(e);
+		}
+		e = next;
+	}
+}
+
+/* Keeps pool_size warm workers per used language, plus one for each queued
+ * exec, within max_workers. */
+static void refill_lang(struct tp_host *h, int lang)
+{
+	struct zygote *z = &h->zyg[lang];
+	int warm, live = count_live(h, lang, &warm), queued = queued_for(h, lang);
+	if (backing_off(z, tp_host_now_ms()))
+		return; /* tp_pool_next_timeout wakes the loop when it is over */
+	/* Once stdin is closed no new exec can come: stop keeping workers warm. */
+	int target = (h->stdin_open && z->used ? h->cfg.pool_size : 0) + queued;
+	/* A fork and a lockdown compete with a running exec for the CPU: while one
+	 * runs and a warm worker is still ready, making more can wait. */
+	if (warm > 0 && queued == 0 && tp_pool_running(h))
+		return;
+	while (warm < target && live < h->cfg.max_workers) {
+		if (spawn_worker(h, lang) != 0)
+			break;
+		warm++;
+		live++;
+	}
+}
+
+static void refill(struct tp_host *h)
+{
+	for (int i = 0; i < TP_NLANGS; i++)
+		refill_lang(h, i);
+}
+
+static struct exec *first_queued(struct tp_host *h, int lang)
+{
+	for (struct exec *e = h->qhead; e != NULL; e = e->next)
+		if (e->lang == lang)
+			return e;
+	return NULL;
+}
+
+/* The host's own failure answers the worker's exec: TP_KIND_INTERNAL at TP_LAYER_HOST. */
+static void fail_exec(struct tp_host *h, struct worker *w, int sys_errno, const char *msg)
+{
+	struct tp_err err = { 0 };
+	tp_err_set(&err, TP_KIND_INTERNAL, TP_LAYER_HOST, sys_errno, "%s", msg);
+	tp_host_finish(h, w, &err);
+}
+
+void tp_pool_dispatch_queue(struct tp_host *h)
+{
+	for (struct worker *w = h->workers; w != NULL && h->qhead != NULL; w = w->next) {
+		struct exec *e = is_warm(w) ? first_queued(h, w->lang) : NULL;
+		if (e == NULL)
+			continue;
+		unlink_exec(h, e);
+		if (assign(h, e, w) != 0) {
+			w->exec = e;
+			fail_exec(h, w, ENOMEM, "out of memory sending the request");
+			tp_pool_kill_worker(w);
+		}
+	}
+	refill(h);
+}
+
+static struct worker *find_pid(struct tp_host *h, pid_t pid)
+{
+	for (struct worker *w = h->workers; w != NULL; w = w->next)
+		if (w->pid == pid)
+			return w;
+	return NULL;
+}
+
+static void requeue_front(struct tp_host *h, struct exec *e)
+{
+	e->w = NULL;
+	e->next = h->qhead;
+	h->qhead = e;
+	if (h->qtail == NULL)
+		h->qtail = e;
+	h->queued++;
+}
+
+/* A worker that never got its pid: its exec (if any) goes back to the queue. */
+static void drop_unborn(struct tp_host *h, struct worker *w)
+{
+	if (w->exec != NULL && !w->answered) {
+		requeue_front(h, w->exec);
+		w->exec = NULL;
+	}
+	tp_pool_worker_free(h, w);
+}
+
+/* ---- worker channels ---------------------------------------------------------- */
+
+static void take_reply(struct tp_host *h, struct worker *w, const char *buf, size_t len)
+{
+	struct tp_err err = { 0 };
+	struct tp_reply *r;
+	if (w->exec == NULL || w->answered) {
+		tp_pool_kill_worker(w); /* unsolicited bytes: the worker is not behaving */
+		return;
+	}
+	r = malloc(sizeof *r);
+	if (r == NULL) {
+		fail_exec(h, w, ENOMEM, "out of memory reading the worker reply");
+	} else if (tp_msg_reply_decode(buf, len, &w->exec->p.limits, r, &err) != 0) {
+		free(r);
+		tp_host_finish(h, w, &err);
+	} else {
+		w->reply = r;
+		h->zyg[w->lang].failures = 0; /* this language's workers work */
+		tp_host_finish(h, w, NULL);
+	}
+	tp_pool_kill_worker(w); /* one-shot: it has said all it may say */
+}
+
+void tp_pool_read_chan(struct tp_host *h, struct worker *w)
+{
+	char *buf;
+	size_t len;
+	int r;
+	for (;;) {
+		long n = tp_frame_rx_read(&w->rx, w->chan);
+		int sys_errno = n < 0 ? errno : 0;
+		if (sys_errno == EINTR)
+			continue;
+		if (sys_errno == EMSGSIZE) {
+			fail_exec(h, w, sys_errno, "worker reply larger than the frame cap");
+			tp_pool_kill_worker(w);
+		}
+		if (sys_errno == ENOMEM) { /* our failure, not the snippet's */
+			fail_exec(h, w, sys_errno, "out of memory reading the worker reply");
+			tp_pool_kill_worker(w);
+		}
+		if (n <= 0) {
+			if (n == 0 || sys_errno != EAGAIN) {
+				close(w->chan);
+				w->chan = -1;
+			}
+			break;
+		}
+		while ((r = tp_frame_rx_take(&w->rx, &buf, &len)) == 1) {
+			take_reply(h, w, buf, len);
+			free(buf);
+		}
+		if (r < 0) {
+			fail_exec(h, w, 0, "worker broke the channel framing");
+			tp_pool_kill_worker(w);
+			break;
+		}
+	}
+}
+
+static void worker_exited(struct tp_host *h, struct worker *w, int status, double cpu_ms)
+{
+	w->exited = 1;
+	w->status = status;
+	w->cpu_ms = cpu_ms;
+	if (w->chan >= 0)
+		tp_pool_read_chan(h, w); /* a reply written just before exit is still buffered */
+	if (w->exec != NULL) {
+		tp_host_finish(h, w, NULL);
+	} else if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) &&
+		   !(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)) {
+		char d[64];
+		snprintf(d, sizeof d, "%s %d", WIFEXITED(status) ? "status" : "signal",
+			 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		tp_out_log("a warm worker died before use (%s)", d);
+		zygote_failed(h, &h->zyg[w->lang]);
+	}
+	tp_pool_worker_free(h, w);
+}
+
+/* ---- zygote and child exits ------------------------------------------------- */
+
+static void zygote_gone(struct tp_host *h, struct zygote *z)
+{
+	if (z->ctl >= 0)
+		close(z->ctl);
+	z->ctl = -1;
+	z->pid = 0;
+	zygote_failed(h, z);
+	for (int i = 0; i < z->nspawning; i++)
+		drop_unborn(h, z->spawning[i]);
+	z->nspawning = 0;
+}
+
+static void take_early_exit(struct tp_host *h, struct worker *w)
+{
+	for (int i = 0; i < h->nearly; i++) {
+		if (h->early[i].pid != w->pid)
+			continue;
+		struct early_exit x = h->early[i];
+		h->early[i] = h->early[--h->nearly];
+		worker_exited(h, w, x.status, x.cpu_ms);
+		return;
+	}
+}
+
+void tp_pool_read_zygote(struct tp_host *h, struct zygote *z)
+{
+	pid_t pid;
+	int r;
+	while (z->ctl >= 0 && (r = tp_spawn_recv_pid(z->ctl, &pid)) != 0) {
+		if (r < 0 || z->nspawning == 0) {
+			kill(z->pid, SIGKILL); /* reaped below; its spawns are dropped then */
+			return;
+		}
+		struct worker *w = z->spawning[0];
+		memmove(z->spawning, z->spawning + 1,
+			(size_t)--z->nspawning * sizeof z->spawning[0]);
+		if (pid <= 0) {
+			tp_out_log("the zygote could not fork: %s", strerror(-pid));
+			zygote_failed(h, z);
+			drop_unborn(h, w);
+			continue;
+		}
+		w->pid = pid;
+		if (w->exec != NULL)
+			boost(w);
+		if (w->kill_pending)
+			kill(pid, SIGKILL);
+		take_early_exit(h, w);
+	}
+}
+
+void tp_pool_reap(struct tp_host *h)
+{
+	int status;
+	struct rusage ru;
+	pid_t pid;
+	while ((pid = wait4(-1, &status, WNOHANG, &ru)) > 0) {
+		double cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+			     (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
+		struct worker *w = find_pid(h, pid);
+		struct zygote *z = NULL;
+		for (int i = 0; i < TP_NLANGS; i++)
+			if (h->zyg[i].pid == pid)
+				z = &h->zyg[i];
+		if (z != NULL)
+			zygote_gone(h, z);
+		else if (w != NULL)
+			worker_exited(h, w, status, cpu);
+		else if (h->nearly < (int)(sizeof h->early / sizeof h->early[0]))
+			h->early[h->nearly++] = (struct early_exit){ pid, status, cpu };
+	}
+}
+
+void tp_pool_check_timeouts(struct tp_host *h, double now)
+{
+	for (struct worker *w = h->workers; w != NULL; w = w->next) {
+		struct exec *e = w->exec;
+		if (e != NULL && !w->answered && !tp_err_failed(&e->verdict) &&
+		    now >= e->deadline) {
+			tp_err_set(&e->verdict, TP_KIND_TIMEOUT, TP_LAYER_HOST, 0, "%s",
+				   tp_limit_message(TP_LIMIT_WALL_MS));
+			tp_pool_kill_worker(w);
+		}
+	}
+}
+
+int tp_pool_next_timeout(const struct tp_host *h, double now)
+{
+	double best = 0;
+	int any = 0;
+	for (const struct worker *w = h->workers; w != NULL; w = w->next) {
+		const struct exec *e = w->exec;
+		if (e == NULL || w->answered || tp_err_failed(&e->verdict))
+			continue;
+		double left = e->deadline - now;
+		if (!any || left < best)
+			best = left;
+		any = 1;
+	}
+	/* A language backing off wakes the loop when it may try again, if it has
+	 * work or keeps a warm pool. */
+	for (int i = 0; i < TP_NLANGS; i++) {
+		const struct zygote *z = &h->zyg[i];
+		if (!backing_off(z, now) || (!z->used && queued_for(h, i) == 0))
+			continue;
+		double left = z->retry_at - now;
+		if (!any || left < best)
+			best = left;
+		any = 1;
+	}
+	if (!any)
+		return -1;
+	return best <= 0 ? 0 : (int)best + 1;
+}

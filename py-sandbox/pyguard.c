@@ -1,0 +1,278 @@
+/*
+ * pyguard.c — the sticky verdict wired into CPython (pending calls, the line
+ * trace that counts instructions, allocator refusals), who is calling, and the
+ * audit tripwire. Invariant: once a verdict is recorded no snippet code runs to
+ * completion: every trace event and every pending call raises it again.
+ */
+#include "pyint.h"
+
+#include <frameobject.h>
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pyalloc.h"
+
+volatile sig_atomic_t tp_py_running;
+volatile sig_atomic_t tp_py_limits_on;
+volatile sig_atomic_t tp_py_armed;
+volatile sig_atomic_t tp_py_pending;
+volatile uint64_t tp_py_count;
+size_t tp_py_base;
+char tp_py_policy_msg[512];
+int tp_py_policy_line = -1;
+PyObject *tp_py_exc_limit, *tp_py_exc_policy;
+
+static int g_self_trace; /* our own PyEval_SetTrace call, not the snippet's */
+static int g_tracing;
+
+/* ---- the sticky verdict ------------------------------------------------------- */
+
+uint64_t tp_py_mem_peak(void)
+{
+	const struct tp_pyalloc *a = tp_pyalloc_stats();
+	return a->peak > tp_py_base ? a->peak - tp_py_base : 0;
+}
+
+/* Async-signal-safe (tp_verdict calls it from the CPU timer's handler). */
+void tp_py_publish_usage(struct tp_shm *shm)
+{
+	shm->instructions = tp_py_count;
+	shm->mem_peak = tp_py_mem_peak();
+}
+
+static int pending_raise(void *arg);
+
+/* Async-signal-safe: Py_AddPendingCall needs neither the GIL nor a thread state. */
+static void schedule_raise(void)
+{
+	if (tp_py_running && !tp_py_pending) {
+		tp_py_pending = 1;
+		if (Py_AddPendingCall(pending_raise, NULL) != 0)
+			tp_py_pending = 0;
+	}
+}
+
+const struct tp_verdict_ops tp_py_verdict_ops = { tp_py_publish_usage, schedule_raise };
+
+/* The kind of the first verdict of this exec, or 0. */
+int tp_py_verdict(void)
+{
+	return (int)tp_verdict_kind();
+}
+
+void tp_py_trip(enum tp_kind kind, int id, uint64_t limit, uint64_t used)
+{
+	tp_verdict_trip(kind, id, limit, used);
+}
+
+void tp_py_on_refuse(void)
+{
+	const struct tp_pyalloc *a = tp_pyalloc_stats();
+
+	if (tp_py_limits_on)
+		tp_py_trip(TP_KIND_MEMORY_LIMIT, TP_LIMIT_MEMORY_BYTES, tp_py_lim.memory_bytes,
+			   a->refused_total > tp_py_base ? a->refused_total - tp_py_base : 0);
+}
+
+int tp_py_raise_verdict(void)
+{
+	if (tp_py_verdict() == TP_KIND_POLICY_VIOLATION)
+		PyErr_SetString(tp_py_exc_policy, tp_py_policy_msg);
+	else
+		PyErr_SetString(tp_py_exc_limit, tp_limit_message(tp_verdict_limit_id()));
+	return -1;
+}
+
+static int trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
+
+void tp_py_trace_on(void)
+{
+	if (g_tracing)
+		return;
+	g_self_trace = 1;
+	PyEval_SetTrace(trace_fn, NULL);
+	g_self_trace = 0;
+	g_tracing = 1;
+}
+
+void tp_py_trace_off(void)
+{
+	g_self_trace = 1;
+	PyEval_SetTrace(NULL, NULL);
+	g_self_trace = 0;
+	g_tracing = 0;
+}
+
+/* Runs at the eval loop's next check (a back edge, a call): raises, turns on the
+ * trace so every later line raises too, and queues itself again. */
+static int pending_raise(void *arg)
+{
+	(void)arg;
+	tp_py_pending = 0;
+	if (!tp_py_verdict() || !tp_py_running)
+		return 0;
+	tp_py_trace_on();
+	schedule_raise();
+	return tp_py_raise_verdict();
+}
+
+/* Line events are the instruction count; after a verdict every event raises. */
+static int trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+	(void)obj, (void)frame, (void)arg;
+	/* Not on exception or return events: an error is already unwinding, and
+	 * replacing it there would drop its traceback. */
+	if (tp_py_verdict())
+		return tp_py_running && (what == PyTrace_LINE || what == PyTrace_CALL)
+			   ? tp_py_raise_verdict()
+			   : 0;
+	if (what != PyTrace_LINE || tp_py_lim.instructions == 0)
+		return 0;
+	if (tp_py_count >= tp_py_lim.instructions) {
+		tp_py_trip(TP_KIND_INSTRUCTION_LIMIT, TP_LIMIT_INSTRUCTIONS, tp_py_lim.instructions,
+			   tp_py_count);
+		return tp_py_raise_verdict();
+	}
+	tp_py_count++;
+	return 0;
+}
+
+/* Records a policy verdict (first wins) and raises PolicyViolation. */
+PyObject *tp_py_refuse(const char *msg, int line)
+{
+	if (!tp_py_verdict()) {
+		snprintf(tp_py_policy_msg, sizeof tp_py_policy_msg, "%s", msg);
+		tp_py_policy_line = line;
+		tp_py_trip(TP_KIND_POLICY_VIOLATION, -1, 0, 0);
+	}
+	tp_py_raise_verdict();
+	return NULL;
+}
+
+/* ---- who is calling ------------------------------------------------------------ */
+
+static int caller_file_is(const char *prefix, size_t n)
+{
+	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+	PyCodeObject *code;
+	const char *file;
+	int r;
+
+	if (f == NULL)
+		return -1; /* no Python frame: our own C code */
+	code = PyFrame_GetCode(f);
+	file = PyUnicode_AsUTF8(code->co_filename);
+	r = file != NULL && strncmp(file, prefix, n) == 0;
+	Py_DECREF(code);
+	if (file == NULL)
+		PyErr_Clear();
+	return r;
+}
+
+static int caller_is_snippet(void)
+{
+	return caller_file_is(SNIPPET, sizeof SNIPPET) == 1;
+}
+
+/* Stdlib code and the shim may still use exec, eval, compile and __import__. */
+int tp_py_caller_trusted(void)
+{
+	int r = caller_file_is(STDLIB "/", sizeof STDLIB);
+	return r != 0 || caller_file_is(SHIM, sizeof SHIM) == 1;
+}
+
+/* ---- audit tripwire --------------------------------------------------------------- */
+
+/* Events that end the worker at once: files, processes, sockets, native code,
+ * a real import (everything allowed was loaded in the zygote), tracing changes. */
+static const char *const kill_events[] = {
+	"open",
+	"import",
+	"os.",
+	"subprocess.",
+	"socket.",
+	"ctypes.",
+	"shutil.",
+	"_posixsubprocess.",
+	"pty.",
+	"glob.",
+	"marshal.",
+	"pickle.",
+	"code.__new__",
+	"sys.settrace",
+	"sys.setprofile",
+	"sys._current_frames",
+	"mmap.",
+	"fcntl.",
+	"resource.",
+	"signal.",
+	"syslog.",
+	"sqlite3.",
+	"urllib.",
+	"http.",
+	"ftplib.",
+	"smtplib.",
+	"webbrowser.",
+	"tempfile.",
+};
+
+static int is_kill_event(const char *event)
+{
+	for (size_t i = 0; i < sizeof kill_events / sizeof kill_events[0]; i++) {
+		const char *k = kill_events[i];
+		size_t n = strlen(k);
+		if (k[n - 1] == '.' ? strncmp(event, k, n) == 0 : strcmp(event, k) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static int is_snippet_path(PyObject *args)
+{
+	PyObject *p =
+	    PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0) : NULL;
+	const char *s = p && PyUnicode_Check(p) ? PyUnicode_AsUTF8(p) : NULL;
+
+	PyErr_Clear();
+	return s != NULL && strcmp(s, SNIPPET) == 0;
+}
+
+int tp_py_audit_hook(const char *event, PyObject *args, void *ud)
+{
+	char note[160];
+
+	(void)ud;
+	if (!tp_py_armed || g_self_trace)
+		return 0;
+	if (strcmp(event, "open") == 0 && is_snippet_path(args)) {
+		/* The parser looks for the source of "<snippet>" to quote a syntax
+		 * error; it falls back to the string it has. Refuse quietly. */
+		PyErr_SetString(PyExc_PermissionError, "no files");
+		return -1;
+	}
+	if (is_kill_event(event)) {
+		/* A tripwire, not a boundary: record the verdict, say why, stop. */
+		int n = snprintf(note, sizeof note,
+				 "tidepool: audit event '%.80s' stopped the worker\n", event);
+		tp_shm_write(tp_py_shm, TP_STDERR, note, (size_t)n);
+		if (!tp_py_verdict()) {
+			snprintf(tp_py_policy_msg, sizeof tp_py_policy_msg,
+				 "audit event '%s' is not allowed", event);
+			tp_shm_note(tp_py_shm, tp_py_policy_msg);
+			tp_py_trip(TP_KIND_POLICY_VIOLATION, -1, 0, 0);
+		}
+		tp_py_publish_usage(tp_py_shm);
+		_exit(TP_EXIT_LIMIT);
+	}
+	if (strcmp(event, "object.__getattr__") == 0 && caller_is_snippet()) {
+		PyObject *name = PyTuple_Size(args) >= 2 ? PyTuple_GetItem(args, 1) : NULL;
+		const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+		char msg[160];
+		snprintf(msg, sizeof msg, "attribute '%s' is not allowed", s ? s : "?");
+		tp_py_refuse(msg, -1);
+		return -1;
+	}
+	return 0;
+}

@@ -1,0 +1,75 @@
+/*
+ * pyint.h — private to py-sandbox/: the state of one exec and what the Python
+ * layer's parts share.
+ *   pyguard.c    the sticky verdict wiring, who is calling, the audit tripwire
+ *   pyshimfns.c  the C functions the shim and the snippet call
+ *   pyerror.c    capturing an exception: type, message, traceback, line
+ *   pysandbox.c  one exec, the fast path, zygote and worker init, struct tp_lang
+ * Nothing outside py-sandbox/ includes it: the public API is pysandbox.h.
+ * Include it first: it includes <Python.h>, which must come before any header.
+ */
+#ifndef TP_PYINT_H
+#define TP_PYINT_H
+
+#include <Python.h>
+
+#include <jansson.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lang.h"
+#include "verdict.h"
+
+#define STDLIB "/usr/lib/python3.11"
+#define SNIPPET "<snippet>"
+#define SHIM "<tidepool>"
+
+/* The exec's page and limits (pysandbox.c sets them at the start of an exec). */
+extern struct tp_shm *tp_py_shm; /* NULL outside an exec */
+extern struct tp_limits tp_py_lim;
+
+/* The verdict's state (pyguard.c). The CPU timer's signal handler reaches the
+ * ones marked volatile through tp_py_verdict_ops. */
+extern volatile sig_atomic_t tp_py_running;   /* snippet code may run: sticky raises armed */
+extern volatile sig_atomic_t tp_py_limits_on; /* allocator refusals trip memory_limit */
+extern volatile sig_atomic_t tp_py_armed;     /* the audit tripwire is live */
+extern volatile sig_atomic_t tp_py_pending;
+extern volatile uint64_t tp_py_count; /* line events charged */
+extern size_t tp_py_base;             /* allocator bytes when the exec began */
+extern char tp_py_policy_msg[512];
+extern int tp_py_policy_line;
+extern PyObject *tp_py_exc_limit, *tp_py_exc_policy; /* made by the zygote (pysandbox.c) */
+
+/* pyguard.c: the sticky verdict, who is calling, the audit tripwire. */
+extern const struct tp_verdict_ops tp_py_verdict_ops;
+uint64_t tp_py_mem_peak(void);
+void tp_py_publish_usage(struct tp_shm *shm);
+int tp_py_verdict(void);
+void tp_py_trip(enum tp_kind kind, int id, uint64_t limit, uint64_t used);
+void tp_py_on_refuse(void);
+int tp_py_raise_verdict(void);
+void tp_py_trace_on(void);
+void tp_py_trace_off(void);
+PyObject *tp_py_refuse(const char *msg, int line);
+int tp_py_caller_trusted(void);
+int tp_py_audit_hook(const char *event, PyObject *args, void *ud);
+
+/* pyshimfns.c: the shim's C functions, put in its globals by the zygote. */
+extern PyMethodDef tp_py_shim_fns[];
+
+/* pyerror.c: an exec's failure, taken from the pending exception. */
+enum stage { ST_INPUTS, ST_LOAD, ST_RUN };
+
+struct failure {
+	int set;
+	enum stage stage;
+	int syntax; /* a SyntaxError (or a source the parser refused) */
+	int line;
+	char type[64];
+	json_t *message, *traceback;
+};
+
+void tp_py_capture(struct failure *f, enum stage stage, const struct tp_request *req);
+
+#endif

@@ -1,0 +1,192 @@
+/*
+ * pyshimfns.c — the C functions the shim and the snippet call: _write, _print
+ * (into the capped output page), _refuse, _settype, _gate. Invariant: nothing
+ * is written outside an exec or after a verdict, and a gated builtin runs only
+ * for a trusted caller (stdlib, shim, our own C code), never for the snippet.
+ */
+#include "pyint.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int write_text(enum tp_stream s, PyObject *text)
+{
+	Py_ssize_t n;
+	const char *u;
+	PyObject *b = NULL;
+
+	if (tp_py_shm == NULL || tp_py_verdict())
+		return 0; /* nothing is written outside an exec or after a verdict */
+	u = PyUnicode_AsUTF8AndSize(text, &n);
+	if (u == NULL) {
+		PyErr_Clear(); /* lone surrogates */
+		b = PyUnicode_AsEncodedString(text, "utf-8", "replace");
+		if (b == NULL)
+			return -1;
+		u = PyBytes_AS_STRING(b), n = PyBytes_GET_SIZE(b);
+	}
+	if (tp_shm_write(tp_py_shm, s, u, (size_t)n) != 0)
+		tp_py_trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_OUTPUT_BYTES, tp_py_lim.output_bytes,
+			   tp_py_shm->wanted);
+	Py_XDECREF(b);
+	return tp_py_verdict() ? tp_py_raise_verdict() : 0;
+}
+
+static PyObject *py_write(PyObject *self, PyObject *args)
+{
+	int stream;
+	PyObject *text;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "iU", &stream, &text))
+		return NULL;
+	if (write_text(stream == 1 ? TP_STDERR : TP_STDOUT, text) != 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+static int emit(PyObject *file, PyObject *text)
+{
+	PyObject *r;
+
+	if (file == NULL || file == Py_None)
+		return write_text(TP_STDOUT, text);
+	r = PyObject_CallMethod(file, "write", "O", text);
+	Py_XDECREF(r);
+	return r ? 0 : -1;
+}
+
+static int emit_str(PyObject *file, PyObject *v)
+{
+	PyObject *s = PyObject_Str(v);
+	int rc = s ? emit(file, s) : -1;
+
+	Py_XDECREF(s);
+	return rc;
+}
+
+static int print_kw(PyObject *kw, PyObject **sep, PyObject **end, PyObject **file)
+{
+	Py_ssize_t pos = 0;
+	PyObject *k, *v;
+
+	while (kw != NULL && PyDict_Next(kw, &pos, &k, &v)) {
+		const char *name = PyUnicode_AsUTF8(k);
+		if (name == NULL)
+			return -1;
+		if (strcmp(name, "sep") == 0)
+			*sep = v;
+		else if (strcmp(name, "end") == 0)
+			*end = v;
+		else if (strcmp(name, "file") == 0)
+			*file = v;
+		else if (strcmp(name, "flush") != 0) {
+			PyErr_Format(PyExc_TypeError,
+				     "'%s' is an invalid keyword argument for print()", name);
+			return -1;
+		}
+	}
+	if ((*sep != Py_None && !PyUnicode_Check(*sep)) ||
+	    (*end != Py_None && !PyUnicode_Check(*end))) {
+		PyErr_SetString(PyExc_TypeError, "sep and end must be None or a string");
+		return -1;
+	}
+	return 0;
+}
+
+/* print(*args, sep=' ', end='\n', file=None, flush=False) into the capped page. */
+static PyObject *py_print(PyObject *self, PyObject *args, PyObject *kw)
+{
+	PyObject *sep = Py_None, *end = Py_None, *file = Py_None;
+	Py_ssize_t n = PyTuple_GET_SIZE(args);
+
+	(void)self;
+	if (print_kw(kw, &sep, &end, &file) != 0)
+		return NULL;
+	for (Py_ssize_t i = 0; i < n; i++) {
+		if (i > 0) {
+			PyObject *s =
+			    sep == Py_None ? PyUnicode_FromString(" ") : (Py_INCREF(sep), sep);
+			int rc = s ? emit(file, s) : -1;
+			Py_XDECREF(s);
+			if (rc != 0)
+				return NULL;
+		}
+		if (emit_str(file, PyTuple_GET_ITEM(args, i)) != 0)
+			return NULL;
+	}
+	PyObject *e = end == Py_None ? PyUnicode_FromString("\n") : (Py_INCREF(end), end);
+	int rc = e ? emit(file, e) : -1;
+	Py_XDECREF(e);
+	if (rc != 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
+static PyObject *py_refuse(PyObject *self, PyObject *args)
+{
+	const char *msg;
+	int line = -1;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "s|i", &msg, &line))
+		return NULL;
+	return tp_py_refuse(msg, line);
+}
+
+/* _settype(type, name[, value]): sets or deletes an entry of a (static) type's
+ * dict, which type.__setattr__ refuses. Zygote only. */
+static PyObject *py_settype(PyObject *self, PyObject *args)
+{
+	PyTypeObject *t;
+	const char *name;
+	PyObject *v = NULL;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "O!s|O", &PyType_Type, &t, &name, &v))
+		return NULL;
+	if (v != NULL ? PyDict_SetItemString(t->tp_dict, name, v)
+		      : PyDict_DelItemString(t->tp_dict, name))
+		return NULL;
+	PyType_Modified(t);
+	Py_RETURN_NONE;
+}
+
+/* A gated builtin: self is (original, name). */
+static PyObject *gate_call(PyObject *self, PyObject *args, PyObject *kw)
+{
+	char msg[96];
+
+	if (!tp_py_caller_trusted()) {
+		snprintf(msg, sizeof msg, "%s() is not allowed",
+			 PyUnicode_AsUTF8(PyTuple_GET_ITEM(self, 1)));
+		return tp_py_refuse(msg, -1);
+	}
+	return PyObject_Call(PyTuple_GET_ITEM(self, 0), args, kw);
+}
+
+static PyMethodDef gate_def = { "gated", (PyCFunction)(void (*)(void))gate_call,
+				METH_VARARGS | METH_KEYWORDS, NULL };
+
+static PyObject *py_gate(PyObject *self, PyObject *args)
+{
+	PyObject *fn, *name, *t, *g;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "OU", &fn, &name))
+		return NULL;
+	t = PyTuple_Pack(2, fn, name);
+	g = t ? PyCFunction_NewEx(&gate_def, t, NULL) : NULL;
+	Py_XDECREF(t);
+	return g;
+}
+
+PyMethodDef tp_py_shim_fns[] = {
+	{ "_write", py_write, METH_VARARGS, NULL },
+	{ "_refuse", py_refuse, METH_VARARGS, NULL },
+	{ "_settype", py_settype, METH_VARARGS, NULL },
+	{ "_gate", py_gate, METH_VARARGS, NULL },
+	{ "_print", (PyCFunction)(void (*)(void))py_print, METH_VARARGS | METH_KEYWORDS,
+	  "print(*values, sep=' ', end='\\n', file=None, flush=False)" },
+	{ NULL, NULL, 0, NULL },
+};

@@ -1,0 +1,19 @@
+/*
+ * lang.c — the interpreters a zygote can host, one per row of common/langs.c
+ * and indexed by the same id; each language directory defines its struct.
+ */
+#include "lang.h"
+
+#include "lsandbox.h"
+#include "pysandbox.h"
+
+static const struct tp_lang *const langs[TP_NLANGS] = {
+	[TP_LANG_LUA] = &tp_lang_lua,
+	[TP_LANG_PYTHON] = &tp_lang_python,
+};
+
+const struct tp_lang *tp_lang_find(const char *name)
+{
+	const struct tp_lang_info *info = tp_langs_by_name(name);
+	return info != NULL ? langs[info->id] : NULL;
+}

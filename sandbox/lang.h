@@ -1,0 +1,37 @@
+/*
+ * lang.h — what a language plugs into the zygote and the worker.
+ *
+ * Usage (one struct tp_lang per row of common/langs.c, found by tp_lang_find()):
+ *   1. zygote_init(err): in the zygote, once, before any fork. Build the pristine
+ *      interpreter every worker inherits. No request data exists yet. Returns 0,
+ *      or -1 with the failure recorded in err (TP_KIND_INTERNAL, TP_LAYER_LANGUAGE).
+ *   2. worker_init(entropy): in a fresh worker, before lockdown. Reseed.
+ *   3. exec(req, shm, out): in the locked-down worker, once (one-shot). Starts
+ *      the page with tp_shm_begin(), runs, and fills *out (common/msg.h): the
+ *      value or the failure, and the usage; output goes to shm. Returns 0, or
+ *      -1 when no reply could be made (the worker then exits TP_EXIT_FATAL).
+ */
+#ifndef TP_LANG_H
+#define TP_LANG_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "langs.h"
+#include "limits.h"
+#include "msg.h"
+#include "shm.h"
+
+struct tp_lang {
+	enum tp_lang_id id; /* its row in common/langs.c: name, tool, texts */
+	int (*zygote_init)(struct tp_err *err);
+	void (*worker_init)(uint64_t entropy);
+	int (*exec)(const struct tp_request *req, struct tp_shm *shm, struct tp_reply *out);
+};
+
+/* By the row's name ("lua"); NULL for a language this build does not host. */
+const struct tp_lang *tp_lang_find(const char *name);
+
+#endif

@@ -1,0 +1,560 @@
+/*
+ * lockdown.c — the kernel layer: rlimits, fds, uid, no_new_privs, Landlock, seccomp.
+ * Invariant: the worker policy is two stacked seccomp programs compiled once from
+ * the same tables (tp_lockdown_prepare): the zygote filter Z, inherited by every
+ * worker, and the seal W each worker loads last; the kernel's strictest-wins rule
+ * makes Z+W the worker allowlist below. Anything not in a table traps.
+ */
+#include "lockdown.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "landlock.h"
+#include "seccomp_policy.h"
+
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+
+#define MAX_KEEP 32
+
+/* ---- state kept from prepare to apply (and for the SIGSYS handler) ------- */
+
+#define SEAL_MAX 512 /* the seal is 34 instructions today */
+
+static struct sock_filter zygote_insns[BPF_MAXINSNS];
+static struct sock_filter seal_insns[SEAL_MAX];
+static unsigned short zygote_len, seal_len;
+static int landlock_abi = -ENOSYS;
+static int prepared;
+static int entered;      /* Z installed here or in an ancestor (inherited through clone) */
+static int null_fd = -1; /* opened before Z: workers dup2 it onto 0/1/2 */
+static struct tp_shm *volatile report_shm; /* set by each worker for the handler */
+
+/* Every failure here is our own, at the kernel layer: "call(object): reason. Hint: ...". */
+static int fail(struct tp_err *err, const char *what, int e, const char *hint)
+{
+	return tp_err_sys(err, TP_LAYER_KERNEL, what, e, hint);
+}
+
+/* ---- prepare (zygote, once) ---------------------------------------------- */
+
+static const char *const filter_names[] = {
+	[TP_FILTER_WORKER] = "worker policy",
+	[TP_FILTER_ZYGOTE] = "zygote filter",
+	[TP_FILTER_SEAL] = "worker seal",
+};
+
+/* Which filter is being built; omit >= 0 leaves that syscall out of the seal (tests). */
+struct build {
+	enum tp_filter which;
+	int omit;
+	uint32_t deflt;
+	int bad;
+};
+
+static int listed(const int *nrs, size_t n, int nr)
+{
+	for (size_t i = 0; i < n; i++)
+		if (nrs[i] == nr)
+			return 1;
+	return 0;
+}
+
+static int has_rule(const struct tp_arg_rule *rules, size_t n, int nr)
+{
+	for (size_t i = 0; i < n; i++)
+		if (rules[i].nr == nr)
+			return 1;
+	return 0;
+}
+
+static int zygote_extra(int nr)
+{
+	return has_rule(tp_policy_zygote_rules, tp_policy_nzygote_rules, nr);
+}
+
+/* Named in a worker table (not the ENOSYS sweep, not the default TRAP). */
+static int classified(int nr)
+{
+	return listed(tp_policy_allow_nrs, tp_policy_nallow_nrs, nr) ||
+	       listed(tp_policy_eperm_nrs, tp_policy_neperm_nrs, nr) ||
+	       listed(tp_policy_enosys_nrs, tp_policy_nenosys_nrs, nr) ||
+	       has_rule(tp_policy_arg_rules, tp_policy_narg_rules, nr);
+}
+
+/* Does this filter carry the worker's own rules for nr? The worker policy does for
+ * all, Z for all but the extras (which get tp_policy_zygote_rules), W for the extras only. */
+static int takes_worker_rules(const struct build *b, int nr)
+{
+	switch (b->which) {
+	case TP_FILTER_ZYGOTE: return !zygote_extra(nr);
+	case TP_FILTER_SEAL: return zygote_extra(nr) && nr != b->omit;
+	default: return 1;
+	}
+}
+
+/* A rule whose action is the filter's default is left out: libseccomp refuses it,
+ * and an unmatched call gets that action anyway. */
+static int add(scmp_filter_ctx ctx, struct build *b, uint32_t action, int nr, unsigned ncmp,
+	       const struct scmp_arg_cmp *cmp)
+{
+	int rc;
+
+	if (action == b->deflt)
+		return 0;
+	rc = seccomp_rule_add_array(ctx, action, nr, ncmp, cmp);
+	if (rc < 0)
+		b->bad = nr;
+	return rc;
+}
+
+static int add_list(scmp_filter_ctx ctx, struct build *b, const int *nrs, size_t n, uint32_t action)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (takes_worker_rules(b, nrs[i]))
+			rc = add(ctx, b, action, nrs[i], 0, NULL);
+	return rc;
+}
+
+static int add_arg_rules(scmp_filter_ctx ctx, struct build *b, const struct tp_arg_rule *rules,
+			 size_t n, int worker)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (!worker || takes_worker_rules(b, rules[i].nr))
+			rc = add(ctx, b, rules[i].action, rules[i].nr, rules[i].ncmp, rules[i].cmp);
+	return rc;
+}
+
+/* The worker policy, restricted to the syscalls this filter takes it for. */
+static int add_worker_rules(scmp_filter_ctx ctx, struct build *b)
+{
+	int rc = add_list(ctx, b, tp_policy_allow_nrs, tp_policy_nallow_nrs, SCMP_ACT_ALLOW);
+
+	if (rc == 0)
+		rc = add_list(ctx, b, tp_policy_eperm_nrs, tp_policy_neperm_nrs, EPERM_ACT);
+	if (rc == 0)
+		rc = add_list(ctx, b, tp_policy_enosys_nrs, tp_policy_nenosys_nrs,
+			      SCMP_ACT_ERRNO(ENOSYS));
+	if (rc == 0)
+		rc = add_arg_rules(ctx, b, tp_policy_arg_rules, tp_policy_narg_rules, 1);
+	for (uint64_t sig = SIGSYS + 1; rc == 0 && sig <= 64; sig++) {
+		struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_EQ, sig);
+		if (takes_worker_rules(b, SYS_rt_sigaction))
+			rc = add(ctx, b, SCMP_ACT_ALLOW, SYS_rt_sigaction, 1, &c);
+	}
+	/* Unknown or future numbers: ENOSYS, so runtimes take their fallback path;
+	 * anything else the tables do not name traps, also in a default-allow seal. */
+	for (int nr = 0; rc == 0 && nr < SWEEP_END; nr++) {
+		if (classified(nr) || !takes_worker_rules(b, nr))
+			continue;
+		if (nr >= SWEEP_FIRST)
+			rc = add(ctx, b, SCMP_ACT_ERRNO(ENOSYS), nr, 0, NULL);
+		else
+			rc = add(ctx, b, SCMP_ACT_TRAP, nr, 0, NULL);
+	}
+	return rc;
+}
+
+/* One of the three programs as a libseccomp context: native x86-64 only. */
+static scmp_filter_ctx build_filter(enum tp_filter which, int omit, struct tp_err *err)
+{
+	char what[64];
+	struct build b = { .which = which,
+			   .omit = omit,
+			   .bad = -1,
+			   .deflt = which == TP_FILTER_SEAL ? SCMP_ACT_ALLOW : SCMP_ACT_TRAP };
+	scmp_filter_ctx ctx = seccomp_init(b.deflt);
+	int rc;
+
+	if (!ctx) {
+		fail(err, "seccomp_init", ENOMEM, NULL);
+		return NULL;
+	}
+	/* i386 and x32 calls would bypass a native table: kill the process outright. */
+	rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+	if (rc == 0) /* binary tree: ~8 comparisons per syscall instead of ~250 */
+		rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+	if (rc < 0) {
+		fail(err, "seccomp_attr_set(BADARCH, OPTIMIZE)", -rc, "libseccomp older than 2.5");
+		goto out_release;
+	}
+	rc = add_worker_rules(ctx, &b);
+	if (rc == 0 && which == TP_FILTER_ZYGOTE)
+		rc = add_arg_rules(ctx, &b, tp_policy_zygote_rules, tp_policy_nzygote_rules, 0);
+	if (rc < 0) {
+		snprintf(what, sizeof what, "seccomp_rule_add(%s, nr %d)", filter_names[which],
+			 b.bad);
+		fail(err, what, -rc,
+		     "a rule in sandbox/seccomp_policy.c conflicts or is malformed");
+		goto out_release;
+	}
+	return ctx;
+out_release:
+	seccomp_release(ctx);
+	return NULL;
+}
+
+/* The context as BPF, into out (max instructions); the length, or 0 on error. */
+static size_t export_program(scmp_filter_ctx ctx, struct sock_filter *out, size_t max,
+			     struct tp_err *err)
+{
+	const char *what = "seccomp_export_bpf(memfd)", *hint = NULL;
+	int fd = memfd_create("tp-seccomp", MFD_CLOEXEC), e;
+	off_t size;
+
+	if (fd < 0) {
+		fail(err, "memfd_create(tp-seccomp)", errno, NULL);
+		return 0;
+	}
+	e = -seccomp_export_bpf(ctx, fd);
+	size = e ? 0 : lseek(fd, 0, SEEK_END);
+	if (e == 0 && (size <= 0 || size % sizeof *out != 0 || (size_t)size > max * sizeof *out)) {
+		e = E2BIG;
+		hint = "the program exceeds its buffer; shrink the ENOSYS sweep";
+	}
+	errno = EIO; /* a short read sets none */
+	if (e == 0 && pread(fd, out, (size_t)size, 0) != size) {
+		e = errno;
+		what = "pread(tp-seccomp memfd)";
+	}
+	close(fd);
+	if (e) {
+		fail(err, what, e, hint);
+		return 0;
+	}
+	return (size_t)size / sizeof *out;
+}
+
+static size_t compile(enum tp_filter which, int omit, struct sock_filter *out, size_t max,
+		      struct tp_err *err)
+{
+	scmp_filter_ctx ctx = build_filter(which, omit, err);
+	size_t n;
+
+	if (!ctx)
+		return 0;
+	n = export_program(ctx, out, max, err);
+	seccomp_release(ctx);
+	return n;
+}
+
+int tp_lockdown_prepare(struct tp_err *err)
+{
+	size_t nz = compile(TP_FILTER_ZYGOTE, -1, zygote_insns, BPF_MAXINSNS, err);
+	size_t nw = nz ? compile(TP_FILTER_SEAL, -1, seal_insns, SEAL_MAX, err) : 0;
+	int rc;
+
+	if (nz == 0 || nw == 0)
+		return -1;
+	zygote_len = (unsigned short)nz;
+	seal_len = (unsigned short)nw;
+	rc = (int)syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	landlock_abi = rc > 0 ? rc : -errno;
+	prepared = 1;
+	return 0;
+}
+
+int tp_lockdown_landlock_abi(void)
+{
+	return landlock_abi;
+}
+
+int tp_lockdown_export_pfc(int fd)
+{
+	scmp_filter_ctx ctx = build_filter(TP_FILTER_WORKER, -1, NULL);
+	int rc;
+
+	if (!ctx)
+		return -1;
+	rc = seccomp_export_pfc(ctx, fd);
+	seccomp_release(ctx);
+	return rc < 0 ? -1 : 0;
+}
+
+size_t tp_lockdown_program(enum tp_filter which, const void **insns)
+{
+	*insns = which == TP_FILTER_SEAL ? seal_insns : zygote_insns;
+	if (!prepared || which == TP_FILTER_WORKER)
+		return 0;
+	return which == TP_FILTER_SEAL ? seal_len : zygote_len;
+}
+
+size_t tp_lockdown_compile(enum tp_filter which, int omit_nr, void *insns, size_t max)
+{
+	return compile(which, omit_nr, insns, max, NULL);
+}
+
+/* ---- apply (worker, after fork) ------------------------------------------ */
+
+static int check_cfg(const struct tp_lockdown *cfg, int *keep, struct tp_err *err)
+{
+	if (!prepared)
+		return fail(err, "tp_lockdown_apply()", EINVAL,
+			    "call tp_lockdown_prepare() in the zygote first");
+	if (cfg->as_bytes == 0 || cfg->cpu_sec == 0 || cfg->nofile < 3)
+		return fail(err, "tp_lockdown_apply(limits)", EINVAL,
+			    "as_bytes and cpu_sec must be > 0 and nofile >= 3");
+	if (cfg->nkeep < 0 || cfg->nkeep > MAX_KEEP || (cfg->nkeep > 0 && !cfg->keep_fds))
+		return fail(err, "tp_lockdown_apply(keep_fds)", EINVAL,
+			    "at most 32 fds may be kept");
+	/* Sorted copy, so the closing step can walk the gaps between kept fds. */
+	for (int i = 0; i < cfg->nkeep; i++) {
+		int fd = cfg->keep_fds[i], j = i;
+		if (fd < 3 || fcntl(fd, F_GETFD) < 0)
+			return fail(err, "tp_lockdown_apply(keep_fds)", EBADF,
+				    "kept fds must be open and >= 3");
+		while (j > 0 && keep[j - 1] > fd) {
+			keep[j] = keep[j - 1];
+			j--;
+		}
+		keep[j] = fd;
+	}
+	return 0;
+}
+
+static int set_limit(int resource, rlim_t soft, rlim_t hard, const char *name, struct tp_err *err)
+{
+	struct rlimit old, lim;
+	char what[48];
+
+	/* Never ask for more than we hold: an unprivileged worker may only lower. */
+	if (getrlimit(resource, &old) == 0 && old.rlim_max != RLIM_INFINITY) {
+		if (hard > old.rlim_max)
+			hard = old.rlim_max;
+		if (soft > hard)
+			soft = hard;
+	}
+	lim.rlim_cur = soft;
+	lim.rlim_max = hard;
+	if (setrlimit(resource, &lim) == 0)
+		return 0;
+	snprintf(what, sizeof what, "setrlimit(%s)", name);
+	return fail(err, what, errno, NULL);
+}
+
+static int set_rlimits(const struct tp_lockdown *cfg, struct tp_err *err)
+{
+	rlim_t cpu = (rlim_t)cfg->cpu_sec, nofile = (rlim_t)cfg->nofile;
+
+	if (set_limit(RLIMIT_AS, cfg->as_bytes, cfg->as_bytes, "RLIMIT_AS", err) < 0 ||
+	    set_limit(RLIMIT_CPU, cpu, cpu + 1, "RLIMIT_CPU", err) < 0 ||
+	    set_limit(RLIMIT_FSIZE, 0, 0, "RLIMIT_FSIZE", err) < 0 ||
+	    set_limit(RLIMIT_CORE, 0, 0, "RLIMIT_CORE", err) < 0 ||
+	    set_limit(RLIMIT_NOFILE, nofile, nofile, "RLIMIT_NOFILE", err) < 0)
+		return -1;
+	/* Per-process limit, per-uid count: 0 only stops this worker from forking
+	 * (second wall behind seccomp's EPERM on fork/clone; root is exempt until the drop). */
+	return set_limit(RLIMIT_NPROC, 0, 0, "RLIMIT_NPROC", err);
+}
+
+static int close_from(unsigned first, unsigned last, unsigned loop_max)
+{
+	if (first > last)
+		return 0;
+	if (syscall(SYS_close_range, first, last, 0) == 0)
+		return 0;
+	if (errno != ENOSYS)
+		return -1;
+	for (unsigned fd = first; fd <= last && fd < loop_max; fd++)
+		close((int)fd);
+	return 0;
+}
+
+/* 0/1/2 on the zygote's /dev/null; every fd other than the kept ones closed. */
+static int reset_fds(const int *keep, int nkeep, unsigned loop_max, struct tp_err *err)
+{
+	unsigned next = 3;
+
+	for (int fd = 0; fd < 3; fd++)
+		if (null_fd != fd && dup2(null_fd, fd) < 0)
+			return fail(err, "dup2(/dev/null)", errno, NULL);
+	/* null_fd is >= 3 here (or one of 0..2) and not kept: the sweep closes it. */
+	for (int i = 0; i < nkeep; i++) {
+		if (close_from(next, (unsigned)keep[i] - 1, loop_max) < 0)
+			return fail(err, "close_range(fds)", errno, NULL);
+		next = (unsigned)keep[i] + 1;
+	}
+	if (close_from(next, ~0U, loop_max) < 0)
+		return fail(err, "close_range(fds)", errno, NULL);
+	return 0;
+}
+
+/* Root gives up every uid, gid and capability: nothing after this can be undone. */
+static int drop_root(struct tp_err *err)
+{
+	if (geteuid() != 0)
+		return 0;
+	if (setgroups(0, NULL) < 0)
+		return fail(err, "setgroups(0)", errno, NULL);
+	if (setresgid(NOBODY, NOBODY, NOBODY) < 0)
+		return fail(err, "setresgid(65534)", errno, NULL);
+	if (setresuid(NOBODY, NOBODY, NOBODY) < 0)
+		return fail(err, "setresuid(65534)", errno, NULL);
+	if (setresuid(0, 0, 0) == 0 || geteuid() != NOBODY)
+		return fail(err, "setresuid(0) after drop", EPERM, "the uid drop did not stick");
+	/* The parent-death signal is cleared by an euid change: set it again. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		return fail(err, "prctl(PR_SET_PDEATHSIG)", errno, NULL);
+	return 0;
+}
+
+/* No filesystem access at all, no TCP, no signals or abstract sockets out of the domain. */
+static int apply_landlock(struct tp_err *err)
+{
+	struct tp_landlock_attr attr;
+	int rfd, e;
+
+	if (landlock_abi <= 0)
+		return 0; /* unavailable: seccomp already refuses every path call */
+	attr.handled_access_fs = tp_landlock_fs_for_abi(landlock_abi);
+	attr.handled_access_net = tp_landlock_net_for_abi(landlock_abi);
+	attr.scoped = tp_landlock_scoped_for_abi(landlock_abi);
+	rfd = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
+	if (rfd < 0)
+		return fail(err, "landlock_create_ruleset(deny all)", errno,
+			    "the ABI probed in the zygote no longer matches");
+	/* No rules: every handled right is denied everywhere. One layer per fork. */
+	if (syscall(SYS_landlock_restrict_self, rfd, 0) < 0) {
+		e = errno;
+		close(rfd);
+		return fail(err, "landlock_restrict_self(deny all)", e,
+			    "no_new_privs must be set first");
+	}
+	close(rfd);
+	return 0;
+}
+
+static void on_sigsys(int sig, siginfo_t *info, void *uctx)
+{
+	struct tp_shm *shm = report_shm;
+
+	(void)sig;
+	(void)uctx;
+	if (shm)
+		__atomic_store_n(&shm->syscall_nr, info->si_syscall, __ATOMIC_RELEASE);
+	_exit(TP_EXIT_VIOLATION);
+}
+
+/* The reporter is installed once, before Z (which refuses rt_sigaction(SIGSYS));
+ * every worker inherits it through clone. */
+static int install_reporter(struct tp_err *err)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_sigsys;
+	sa.sa_flags = SA_SIGINFO;
+	sigfillset(&sa.sa_mask);
+	if (sigaction(SIGSYS, &sa, NULL) < 0)
+		return fail(err, "sigaction(SIGSYS)", errno, NULL);
+	return 0;
+}
+
+/* Per worker: where to report, and SIGSYS deliverable. */
+static int arm_reporter(struct tp_shm *shm, struct tp_err *err)
+{
+	sigset_t sys;
+
+	report_shm = shm;
+	/* A blocked SIGSYS would make the kernel kill without a report. */
+	sigemptyset(&sys);
+	sigaddset(&sys, SIGSYS);
+	if (sigprocmask(SIG_UNBLOCK, &sys, NULL) < 0)
+		return fail(err, "sigprocmask(SIGSYS)", errno, NULL);
+	return 0;
+}
+
+static int load_filter(const struct sock_filter *insns, unsigned short len, const char *what,
+		       struct tp_err *err)
+{
+	struct sock_fprog prog = { .len = len, .filter = (struct sock_filter *)insns };
+
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+		return fail(
+		    err, what, errno,
+		    "no_new_privs must be set first; the kernel needs CONFIG_SECCOMP_FILTER");
+	return 0;
+}
+
+static int set_nnp(struct tp_err *err)
+{
+	/* No new privileges: exec of a setuid binary must not undo the filter. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return fail(err, "prctl(PR_SET_NO_NEW_PRIVS)", errno, NULL);
+	return 0;
+}
+
+int tp_lockdown_landlock_only(struct tp_err *err)
+{
+	if (set_nnp(err) < 0)
+		return -1;
+	return apply_landlock(err);
+}
+
+int tp_lockdown_enter_zygote(struct tp_err *err)
+{
+	if (entered)
+		return 0;
+	if (!prepared)
+		return fail(err, "tp_lockdown_enter_zygote()", EINVAL,
+			    "call tp_lockdown_prepare() first");
+	/* Z refuses open: workers dup2 this one onto 0/1/2. */
+	null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null_fd < 0)
+		return fail(err, "open(/dev/null)", errno, NULL);
+	/* NNP is inherited by every worker, which then never needs prctl for it. */
+	if (install_reporter(err) < 0 || set_nnp(err) < 0 ||
+	    load_filter(zygote_insns, zygote_len, "seccomp(zygote filter)", err) < 0)
+		return -1;
+	entered = 1;
+	return 0;
+}
+
+/*
+ * Order. Z is in force from the start (inherited from the zygote, or installed
+ * here by a process that never entered one), and it allows exactly the calls the
+ * steps below make, with the arguments they use. fds before rlimits: /dev/null
+ * must dup whatever the new fd limit, and the close loop fallback must reach fds
+ * opened under the old, larger limit. Every step is done before the seal W, which
+ * refuses those calls again (Z+W is the worker policy): seccomp is still last.
+ */
+int tp_lockdown_apply(const struct tp_lockdown *cfg, struct tp_err *err)
+{
+	int keep[MAX_KEEP];
+	struct rlimit nofile;
+	unsigned loop_max = 1u << 20;
+
+	/* The worker must not outlive the host, even before it is locked down. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		return fail(err, "prctl(PR_SET_PDEATHSIG)", errno, NULL);
+	if (check_cfg(cfg, keep, err) < 0 || tp_lockdown_enter_zygote(err) < 0)
+		return -1;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_max < loop_max)
+		loop_max = (unsigned)nofile.rlim_max;
+	if (reset_fds(keep, cfg->nkeep, loop_max, err) < 0 || set_rlimits(cfg, err) < 0 ||
+	    drop_root(err) < 0 || apply_landlock(err) < 0 || arm_reporter(cfg->shm, err) < 0)
+		return -1;
+	return load_filter(seal_insns, seal_len, "seccomp(worker seal)", err);
+}

@@ -1,0 +1,173 @@
+/*
+ * verdict.c — one sticky verdict per exec and the CPU timer behind cpu_ms.
+ * Everything a signal handler touches is a volatile scalar; nothing allocates.
+ */
+#include "verdict.h"
+
+#include <errno.h>
+#include <string.h>
+#include <signal.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "limits.h"
+#include "lockdown.h"
+
+static struct tp_shm *volatile g_shm;
+static const struct tp_verdict_ops *volatile g_ops;
+static volatile sig_atomic_t g_kind, g_id, g_cpu_fired;
+static volatile uint64_t g_limit, g_used, g_cpu_ms;
+static struct timespec g_cpu_start;
+
+static void set_timer(uint64_t ms)
+{
+	struct itimerval it = { .it_value = { .tv_sec = (time_t)(ms / 1000),
+					      .tv_usec = (suseconds_t)(ms % 1000) * 1000 } };
+	setitimer(ITIMER_PROF, &it, NULL);
+}
+
+uint64_t tp_verdict_cpu_us(void)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+	int64_t us = (int64_t)(now.tv_sec - g_cpu_start.tv_sec) * 1000000 +
+		     (int64_t)(now.tv_nsec - g_cpu_start.tv_nsec) / 1000;
+	return us > 0 ? (uint64_t)us : 0;
+}
+
+static void publish(void)
+{
+	if (g_ops != NULL && g_shm != NULL)
+		g_ops->publish(g_shm);
+}
+
+void tp_verdict_trip_now(enum tp_kind kind, int id, uint64_t limit, uint64_t used)
+{
+	if (g_kind != TP_KIND_NONE || g_shm == NULL)
+		return;
+	g_kind = kind;
+	g_id = id;
+	g_limit = limit;
+	g_used = used;
+	publish();
+	tp_shm_trip(g_shm, kind, id, limit, used);
+	if (g_ops != NULL)
+		g_ops->interrupt();
+}
+
+void tp_verdict_trip(enum tp_kind kind, int id, uint64_t limit, uint64_t used)
+{
+	sigset_t set, old;
+	sigemptyset(&set);
+	sigaddset(&set, SIGPROF);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	tp_verdict_trip_now(kind, id, limit, used);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/* First expiry: trip and interrupt, then allow a grace period. Second: the code
+ * is stuck in one C call no hook or check can reach; end the worker. */
+static void on_sigprof(int sig)
+{
+	int saved = errno;
+	(void)sig;
+	if (g_cpu_fired) {
+		publish();
+		_exit(TP_EXIT_LIMIT);
+	}
+	g_cpu_fired = 1;
+	uint64_t used = (tp_verdict_cpu_us() + 999) / 1000;
+	/* The kernel's tick accounting says the budget is spent, whatever our clock says. */
+	tp_verdict_trip_now(TP_KIND_CPU_LIMIT, TP_LIMIT_CPU_MS, g_cpu_ms,
+			    used > g_cpu_ms ? used : g_cpu_ms);
+	set_timer(TP_CPU_GRACE_MS);
+	errno = saved;
+}
+
+void tp_verdict_begin(struct tp_shm *shm, uint64_t cpu_ms, const struct tp_verdict_ops *ops)
+{
+	g_kind = TP_KIND_NONE;
+	g_id = -1;
+	g_limit = g_used = 0;
+	g_cpu_fired = 0;
+	g_cpu_ms = cpu_ms;
+	g_ops = ops;
+	g_shm = shm;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &g_cpu_start);
+	if (cpu_ms == 0)
+		return;
+	struct sigaction sa = { .sa_handler = on_sigprof, .sa_flags = SA_RESTART };
+	sigset_t set;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGPROF, &sa, NULL);
+	sigemptyset(&set);
+	sigaddset(&set, SIGPROF);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	set_timer(cpu_ms);
+}
+
+void tp_verdict_end(void)
+{
+	set_timer(0);
+}
+
+enum tp_kind tp_verdict_kind(void)
+{
+	return (enum tp_kind)g_kind;
+}
+
+int tp_verdict_limit_id(void)
+{
+	return (int)g_id;
+}
+
+uint64_t tp_verdict_limit(void)
+{
+	return g_limit;
+}
+
+uint64_t tp_verdict_used(void)
+{
+	return g_used;
+}
+
+static int set_json_text(struct tp_text *t, const json_t *j)
+{
+	if (!json_is_string(j))
+		return 0;
+	return tp_text_set(t, json_string_value(j), json_string_length(j), TP_MSG_MAX_TEXT);
+}
+
+int tp_verdict_failure(struct tp_failure *f, enum tp_kind kind, const char *type,
+		       const json_t *message, const json_t *traceback, int line)
+{
+	memset(f, 0, sizeof *f);
+	f->kind = kind;
+	f->limit_id = -1;
+	f->line = line > 0 ? line : 0;
+	if ((type != NULL && tp_text_set(&f->type, type, strlen(type), TP_MSG_MAX_TYPE) != 0) ||
+	    set_json_text(&f->traceback, traceback) != 0)
+		return -1;
+	if (json_is_string(message))
+		return set_json_text(&f->message, message);
+	return tp_text_set(&f->message, "?", 1, TP_MSG_MAX_TEXT);
+}
+
+int tp_verdict_tripped_failure(struct tp_failure *f, const char *policy_msg,
+			       const json_t *traceback, int line)
+{
+	enum tp_kind kind = (enum tp_kind)g_kind;
+	int policy = kind == TP_KIND_POLICY_VIOLATION;
+	const char *msg = policy ? policy_msg : tp_limit_message((int)g_id);
+	json_t *m = json_stringn(msg ? msg : "?", msg ? strlen(msg) : 1);
+	int rc = tp_verdict_failure(f, kind, policy ? "PolicyViolation" : NULL, m, traceback, line);
+
+	json_decref(m);
+	if (!policy && g_id >= 0) {
+		f->limit_id = (int)g_id;
+		f->limit = g_limit;
+		f->used = g_used;
+	}
+	return m == NULL ? -1 : rc;
+}

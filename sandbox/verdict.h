@@ -1,0 +1,56 @@
+/*
+ * verdict.h — the sticky verdict and the CPU budget of one exec, shared by the
+ * language layers (in the worker). The first verdict wins and is recorded in
+ * the shared page at once, so the host has it even if the worker is killed.
+ *
+ * Usage:
+ *   1. tp_verdict_begin(shm, cpu_ms, ops) at the start of the exec: clears the
+ *      verdict, starts the CPU clock and, when cpu_ms is set, arms ITIMER_PROF.
+ *   2. A limit or a refusal calls tp_verdict_trip() (normal code) or
+ *      tp_verdict_trip_now() (a signal handler). Both call ops->interrupt so the
+ *      interpreter raises again at its next step.
+ *   3. The CPU timer's first expiry trips cpu_limit; its second, TP_CPU_GRACE_MS
+ *      later, means the code sits in one C call no check reaches: the worker
+ *      publishes its usage and _exit(TP_EXIT_LIMIT)s.
+ *   4. tp_verdict_end() stops the timer before the reply is built.
+ */
+#ifndef TP_VERDICT_H
+#define TP_VERDICT_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "msg.h"
+#include "shm.h"
+
+struct tp_verdict_ops {
+	void (*publish)(struct tp_shm *shm); /* async-signal-safe: usage into the page */
+	void (*interrupt)(void);             /* async-signal-safe: make the code raise soon */
+};
+
+void tp_verdict_begin(struct tp_shm *shm, uint64_t cpu_ms, const struct tp_verdict_ops *ops);
+void tp_verdict_end(void);
+/* Async-signal-safe. id is an enum tp_limit_id, or -1 for a refusal. */
+void tp_verdict_trip_now(enum tp_kind kind, int id, uint64_t limit, uint64_t used);
+/* From normal code: holds SIGPROF so a CPU trip cannot interleave. */
+void tp_verdict_trip(enum tp_kind kind, int id, uint64_t limit, uint64_t used);
+
+enum tp_kind tp_verdict_kind(void); /* TP_KIND_NONE until something trips */
+int tp_verdict_limit_id(void);
+uint64_t tp_verdict_limit(void);
+uint64_t tp_verdict_used(void);
+/* CPU time of this process since tp_verdict_begin. */
+uint64_t tp_verdict_cpu_us(void);
+
+/* Fills a reply's failure (common/msg.h), copying the texts: message and
+ * traceback are JSON strings (traceback may be NULL), type may be NULL (none),
+ * a line <= 0 is unknown. 0, or -1 out of memory. */
+int tp_verdict_failure(struct tp_failure *f, enum tp_kind kind, const char *type,
+		       const json_t *message, const json_t *traceback, int line);
+/* The sticky verdict as a failure: its kind, its limit and the limit's message,
+ * or for a refusal the PolicyViolation type and policy_msg. */
+int tp_verdict_tripped_failure(struct tp_failure *f, const char *policy_msg,
+			       const json_t *traceback, int line);
+
+#endif

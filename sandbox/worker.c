@@ -1,0 +1,101 @@
+/*
+ * worker.c — the life of a one-shot worker. It maps its shared page, reseeds,
+ * locks itself down, and only then reads its request from the host. It trusts
+ * the host's bytes, but nothing it computes is trusted by the host.
+ */
+#include "worker.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "frame.h"
+#include "msg.h"
+#include "lockdown.h"
+
+static _Noreturn void die(const char *what, const char *detail)
+{
+	/* stderr is still the host's stderr only before lockdown; after it, /dev/null. */
+	fprintf(stderr, "tidepool worker: %s: %s\n", what, detail);
+	_exit(TP_EXIT_FATAL);
+}
+
+static struct tp_shm *map_page(int fd, uint32_t area)
+{
+	void *p = mmap(NULL, tp_shm_size(area), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static uint64_t entropy(void)
+{
+	uint64_t e = 0;
+	if (getrandom(&e, sizeof e, 0) != sizeof e)
+		die("getrandom", strerror(errno));
+	return e;
+}
+
+static void reply(int chan, const struct tp_reply *r)
+{
+	size_t len;
+	char *s = tp_msg_reply_encode(r, &len);
+
+	if (s == NULL || tp_frame_send(chan, s, len) != 0)
+		_exit(TP_EXIT_FATAL);
+	free(s);
+}
+
+_Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
+{
+	struct tp_err err = { 0 };
+	/* Die with the host from the first instruction: a host that exits before it
+	 * learns our pid cannot kill us, and its request may already be in the
+	 * channel. Parent-death signals are not inherited through clone, and a host
+	 * that died before the prctl shows as another parent. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != cfg->host_pid)
+		_exit(0);
+	prctl(PR_SET_NAME, "tp-worker"); /* tells workers from the zygote in ps and /proc */
+	struct tp_shm *shm = map_page(cfg->shm_fd, cfg->area_bytes);
+	if (shm == NULL)
+		die("mmap(shared page)", strerror(errno));
+	uint64_t e = entropy();
+	/* jansson seeds its hash from /dev/urandom on first use, which lockdown
+	 * forbids: seed it now (a no-op if the zygote already used jansson). */
+	json_object_seed((size_t)(e | 1));
+	cfg->lang->worker_init(e);
+
+	int keep[1] = { cfg->chan_fd };
+	struct tp_lockdown ld = {
+		.as_bytes = cfg->as_bytes,
+		/* RLIMIT_CPU is the backstop behind the language's own CPU timer. */
+		.cpu_sec = (cfg->ceiling.cpu_ms + TP_CPU_GRACE_MS) / 1000 + 1,
+		.nofile = 8,
+		.keep_fds = keep,
+		.nkeep = 1,
+		.shm = shm,
+	};
+	if (tp_lockdown_apply(&ld, &err) != 0)
+		die("lockdown", err.msg);
+
+	/* Locked down: from here on, only the request and the language run. */
+	size_t len;
+	char *buf = tp_frame_recv(cfg->chan_fd, TP_MSG_MAX_REQUEST, &len);
+	struct tp_request req;
+	struct tp_reply out;
+	if (buf == NULL)
+		_exit(0); /* the host closed the channel: pool shutdown */
+	if (tp_msg_request_decode(buf, len, &req) != 0)
+		_exit(TP_EXIT_FATAL);
+	free(buf);
+	if (cfg->lang->exec(&req, shm, &out) != 0)
+		_exit(TP_EXIT_FATAL);
+	reply(cfg->chan_fd, &out);
+	_exit(0);
+}

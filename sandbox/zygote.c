@@ -1,0 +1,110 @@
+/*
+ * zygote.c — the template process. It is exec'd with an empty environment, so
+ * the client's secrets never reach its memory; it builds the interpreter once
+ * and clones workers from that pristine state. It never receives request data:
+ * its only input is "spawn" with two fds, its only output a pid.
+ */
+#include "zygote.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lang.h"
+#include "limits.h"
+#include "lockdown.h"
+#include "spawn.h"
+#include "worker.h"
+
+#define CTL_FD TP_ZYGOTE_CTL_FD
+/* Address space a worker may map beyond the zygote's and its heap cap:
+ * jansson buffers for the reply and libc's own arenas. */
+#define AS_SLACK (256ull << 20)
+
+uint64_t tp_zygote_vm_bytes(void)
+{
+	unsigned long pages = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (f != NULL) {
+		if (fscanf(f, "%lu", &pages) != 1)
+			pages = 0;
+		fclose(f);
+	}
+	return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* clone(CLONE_PARENT): the worker becomes the host's child, so the host reaps it
+ * and sees its real exit status. glibc's fork() would also run atfork handlers;
+ * the zygote registers none and is single-threaded, so a raw clone is safe. */
+pid_t tp_zygote_clone_worker(void)
+{
+	return (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
+}
+
+int tp_zygote_main(const char *lang_name)
+{
+	struct tp_err err = { 0 };
+	const struct tp_lang *lang = tp_lang_find(lang_name);
+	struct tp_worker_cfg cfg = { .lang = lang };
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	prctl(PR_SET_NAME, "tp-zygote");
+	if (lang == NULL) {
+		fprintf(stderr, "tidepool zygote: unknown language '%s'\n", lang_name);
+		return 1;
+	}
+	/* UTC, fixed once: os.date is deterministic and never reads /etc/localtime. */
+	setenv("TZ", "UTC", 1);
+	tzset();
+	if (lang->zygote_init(&err) != 0 || tp_lockdown_prepare(&err) != 0) {
+		fprintf(stderr, "tidepool zygote: %s\n", err.msg);
+		return 1;
+	}
+	tp_limits_default(&cfg.ceiling);
+	cfg.host_pid = getppid();
+	cfg.as_bytes = tp_zygote_vm_bytes() + cfg.ceiling.memory_bytes + AS_SLACK;
+	/* Purge before forking (Android's zygote lesson): consolidate the free chunks
+	 * init left behind, or every worker's first large malloc does it again and
+	 * takes a copy-on-write fault on each heap page it walks. */
+	malloc_trim(0);
+	/* Making workers is background work: at a lower priority, the fork and the
+	 * lockdown give way to the host, its client and the exec that is running.
+	 * The host raises each worker back to normal when it hands it an exec (it
+	 * can only do that as root, so only then is the zygote lowered). */
+	if (geteuid() == 0)
+		setpriority(PRIO_PROCESS, 0, TP_BACKGROUND_NICE);
+	/* Trimming leaves the merged chunks unsorted; one large request sorts them
+	 * into bins here, once, instead of in every worker. */
+	free(malloc(96u << 10));
+	if (tp_lockdown_enter_zygote(&err) != 0) { /* Z: no open from here on */
+		fprintf(stderr, "tidepool zygote: %s\n", err.msg);
+		return 1;
+	}
+	for (;;) {
+		int r = tp_spawn_recv(CTL_FD, &cfg.chan_fd, &cfg.shm_fd, &cfg.area_bytes);
+		if (r == 0)
+			return 0;
+		if (r < 0 || cfg.area_bytes > TP_MAX_OUTPUT_BYTES)
+			return 1; /* the host broke the protocol: stop rather than guess */
+		pid_t pid = tp_zygote_clone_worker();
+		if (pid == 0) {
+			close(CTL_FD);
+			tp_worker_main(&cfg);
+		}
+		close(cfg.chan_fd);
+		close(cfg.shm_fd);
+		if (tp_spawn_send_pid(CTL_FD, pid < 0 ? -errno : pid) != 0)
+			return 1;
+	}
+}
