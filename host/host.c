@@ -107,15 +107,9 @@ static void cancel(struct tp_host *h, const json_t *params)
 static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 {
 	struct tp_err err = { 0 };
-	struct worker *w;
 	struct exec *e;
 	if (rpc->id == NULL)
 		return; /* an exec nobody can hear about is not run */
-	if (find_exec(h, rpc->id, &w) != NULL) {
-		tp_out_error(h, rpc->id, TP_RPC_INVALID_REQUEST,
-			     "Invalid Request: id already in flight");
-		return;
-	}
 	e = calloc(1, sizeof *e);
 	if (e == NULL) {
 		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
@@ -144,7 +138,13 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 static void handle(struct tp_host *h, struct tp_rpc *rpc)
 {
 	const char *m = rpc->method;
-	if (strcmp(m, "sandbox/exec") == 0)
+	struct worker *w;
+	/* An id names one request until it is answered: any request reusing it, an
+	 * exec or not, is refused, and the first keeps its one answer. */
+	if (rpc->id != NULL && find_exec(h, rpc->id, &w) != NULL)
+		tp_out_error(h, rpc->id, TP_RPC_INVALID_REQUEST,
+			     "Invalid Request: id already in flight");
+	else if (strcmp(m, "sandbox/exec") == 0)
 		start_exec(h, rpc, 0);
 	else if (strcmp(m, "tools/call") == 0)
 		start_exec(h, rpc, 1);

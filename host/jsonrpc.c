@@ -17,9 +17,11 @@ void tp_rpc_clear(struct tp_rpc *rpc)
 	memset(rpc, 0, sizeof *rpc);
 }
 
+/* MCP's RequestId: a string or an integer. JSON-RPC's null id is not one (it
+ * would make the request unanswerable by id), nor is a fraction. */
 static int valid_id(const json_t *id)
 {
-	return json_is_string(id) || json_is_integer(id) || json_is_null(id);
+	return json_is_string(id) || json_is_integer(id);
 }
 
 int tp_rpc_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **reply)
@@ -55,8 +57,9 @@ int tp_rpc_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **repl
 	json_t *method = json_object_get(m, "method");
 	json_t *params = json_object_get(m, "params");
 	const char *why = NULL;
+	char note[160];
 	if (id != NULL && !valid_id(id)) {
-		why = "Invalid Request: id must be a string, an integer or null";
+		why = "Invalid Request: id must be a string or an integer";
 		id = NULL;
 	} else if (!json_is_string(json_object_get(m, "jsonrpc")) ||
 		   strcmp(json_string_value(json_object_get(m, "jsonrpc")), "2.0") != 0) {
@@ -69,6 +72,13 @@ int tp_rpc_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **repl
 		why = "Invalid Request: method must be a string";
 	} else if (params != NULL && !json_is_object(params) && !json_is_array(params)) {
 		why = "Invalid Request: params must be an object or an array";
+	} else if (id != NULL && strncmp(json_string_value(method), "notifications/", 14) == 0) {
+		/* A request must get a reply; a notification gets none and acts. Either
+		 * way one of the two would be broken: refuse, and do not act on it. */
+		snprintf(note, sizeof note,
+			 "Invalid Request: %.100s is a notification: send it without an id",
+			 json_string_value(method));
+		why = note;
 	}
 	if (why != NULL) {
 		/* A broken notification gets no reply; a broken request does. */
@@ -84,12 +94,14 @@ int tp_rpc_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **repl
 	return 0;
 }
 
-/* A reply missing a member is not a reply: every set is checked. */
+/* A reply missing a member is not a reply: every set is checked. An error to a
+ * request whose id could not be read has no id member (MCP's schema has no null
+ * id; JSON-RPC 2.0 would send null). */
 static json_t *envelope(json_t *id)
 {
 	json_t *r = json_object();
 	if (r == NULL || json_object_set_new(r, "jsonrpc", json_string("2.0")) != 0 ||
-	    json_object_set(r, "id", id ? id : json_null()) != 0) {
+	    (id != NULL && json_object_set(r, "id", id) != 0)) {
 		json_decref(r);
 		return NULL;
 	}

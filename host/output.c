@@ -95,7 +95,7 @@ static size_t id_text(const json_t *id, char *buf, size_t len)
 	if (json_is_integer(id))
 		return (size_t)snprintf(buf, len, "%lld", (long long)json_integer_value(id));
 	if (s == NULL || strlen(s) > 200)
-		return (size_t)snprintf(buf, len, "null");
+		return 0; /* unknown, or too long for the reserve: the reply has no id */
 	buf[o++] = '"';
 	for (; *s != '\0' && o + 8 < len; s++) {
 		unsigned char c = (unsigned char)*s;
@@ -114,16 +114,17 @@ static size_t id_text(const json_t *id, char *buf, size_t len)
 static void emit_oom(struct tp_host *h, const json_t *id)
 {
 	char idbuf[256], line[OUT_RESERVE];
-	id_text(id, idbuf, sizeof idbuf);
+	size_t k = id_text(id, idbuf, sizeof idbuf);
+	idbuf[k] = '\0';
 	int n = snprintf(line, sizeof line,
-			 "{\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":%d,"
+			 "{\"jsonrpc\":\"2.0\",%s%s%s\"error\":{\"code\":%d,"
 			 "\"message\":\"out of memory\"}}\n",
-			 idbuf, TP_RPC_INTERNAL_ERROR);
+			 k ? "\"id\":" : "", idbuf, k ? "," : "", TP_RPC_INTERNAL_ERROR);
 	if (out_append(h, line, (size_t)n, 1) != 0)
 		tp_out_log("%s", "out of memory: reply dropped");
 }
 
-/* Sends msg (stolen), the reply to request id (borrowed; NULL for null). */
+/* Sends msg (stolen), the reply to request id (borrowed; NULL when unknown). */
 void tp_out_emit(struct tp_host *h, const json_t *id, json_t *msg)
 {
 	if (h->cfg.emit != NULL) {

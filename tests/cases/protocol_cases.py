@@ -7,6 +7,7 @@ import os
 DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "protocol")
 STAGES = ("jsonrpc", "params", "host")
 FILL = b"@FILL@"
+ABSENT = "@ABSENT@"  # a member that must not be in the reply
 
 
 class Case:
@@ -39,12 +40,16 @@ def load():
 
 def matches(want, got):
     """True when `got` has every member of the pattern `want`: objects match
-    member by member (extra members are allowed), a "message" by substring,
-    anything else by equality."""
+    member by member (extra members are allowed; a member whose pattern is
+    ABSENT must not be there), a "message" by substring, anything else by equality."""
     if isinstance(want, dict):
         if not isinstance(got, dict):
             return False
         for k, v in want.items():
+            if v == ABSENT:
+                if k in got:
+                    return False
+                continue
             if k not in got:
                 return False
             if k == "message" and isinstance(v, str):

@@ -35,8 +35,10 @@ def check_response(line: bytes):
         msg = json.loads(line)
     except ValueError as e:
         raise ProtocolViolation(f"not JSON on stdout: {line[:200]!r}: {e}")
-    if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or "id" not in msg:
+    if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or ("id" not in msg and "error" not in msg):
         raise ProtocolViolation(f"not a JSON-RPC response: {line[:200]!r}")
+    if "id" in msg and msg["id"] is None:
+        raise ProtocolViolation(f"id null (an unknown id is left out): {line[:200]!r}")
     if ("result" in msg) == ("error" in msg):
         raise ProtocolViolation(f"needs exactly one of result/error: {line[:200]!r}")
     if "error" in msg:
@@ -60,7 +62,7 @@ class Host:
         self.buf = b""
         self.replies = {}      # id -> message, not yet taken
         self.seen = {}         # id -> number of replies (ids that are hashable)
-        self.null_id = []      # replies with id null
+        self.null_id = []      # replies with no id (to a request whose id was unknown)
         self.lines = 0
         self.next_id = 0
         self.stderr_chunks = []
@@ -98,8 +100,8 @@ class Host:
     def _take_line(self, line):
         self.lines += 1
         msg = check_response(line)
-        key = json.dumps(msg["id"])
-        if msg["id"] is None:
+        key = json.dumps(msg.get("id"))
+        if msg.get("id") is None:
             self.null_id.append(msg)
         else:
             self.seen[key] = self.seen.get(key, 0) + 1

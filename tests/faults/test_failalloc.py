@@ -63,7 +63,7 @@ def fault_line(case, id):
     reply echoes one) set to `id` so that it is unique in the session; the reply's pattern."""
     (want,) = case.replies
     line = case.input().rstrip(b"\n")
-    if want["id"] is not None:
+    if want["id"] != protocol_cases.ABSENT:
         m = json.loads(line)
         m["id"] = id
         line = json.dumps(m).encode()
@@ -93,9 +93,9 @@ def _check(want):
 
 
 CHECKS = {_id_of(line): check for line, check in SESSION if check is not None and _id_of(line) is not None}
-CHECKS.update({want["id"]: _check(want) for _, want in FAULTS if want["id"] is not None})
-# Faults whose id cannot be read or is not valid get id null: bad JSON, invalid UTF-8, a batch...
-NULL_ID = [want for _, want in FAULTS if want["id"] is None]
+CHECKS.update({want["id"]: _check(want) for _, want in FAULTS if want["id"] != protocol_cases.ABSENT})
+# Faults whose id cannot be read or is not valid get no id: bad JSON, invalid UTF-8, a batch...
+NULL_ID = [want for _, want in FAULTS if want["id"] == protocol_cases.ABSENT]
 EXPECTED = len(CHECKS) + len(NULL_ID)
 
 
@@ -164,12 +164,12 @@ def judge(fail_at):
         except ProtocolViolation as e:
             problems.append(f"N={fail_at}: {e}")
             continue
-        key = json.dumps(m["id"])
+        key = json.dumps(m.get("id"))
         seen[key] = seen.get(key, 0) + 1
-        if m["id"] is not None and seen[key] > 1:
+        if m.get("id") is not None and seen[key] > 1:
             problems.append(f"N={fail_at}: two replies for id {key}")
-        check = CHECKS.get(m["id"], null_id_ok if m["id"] is None else None)
-        if m["id"] is not None and m["id"] not in CHECKS:
+        check = CHECKS.get(m.get("id"), null_id_ok if m.get("id") is None else None)
+        if m.get("id") is not None and m["id"] not in CHECKS:
             problems.append(f"N={fail_at}: reply for an id never sent: {line[:200]!r}")
         elif "error" in m and m["error"]["code"] == -32603 or host_refused(m):
             answered += 1  # out of memory in the host: the documented errors

@@ -94,7 +94,7 @@ def test_100_mb_line_is_refused_and_serving_continues(host):
     before = rss_kb(host.proc.pid)
     _write_big_line(host, 100 << 20)
     msg = host.read_msg(timeout=60)
-    assert msg["id"] is None and msg["error"]["code"] == -32600
+    assert "id" not in msg and msg["error"]["code"] == -32600
     assert "line longer than" in msg["error"]["message"]
     assert_healthy(host)
     # The line was dropped as it came, not buffered whole.
@@ -107,7 +107,7 @@ def test_deep_nesting_is_a_parse_error(host):
                 b'{"jsonrpc":"2.0","id":1,"method":"ping","params":' + b"[" * 100000 + b"]" * 100000 + b"}"):
         host.send_raw(raw + b"\n")
         msg = host.read_msg()
-        assert msg["id"] is None and msg["error"]["code"] == -32700, msg
+        assert "id" not in msg and msg["error"]["code"] == -32700, msg
     assert_healthy(host)
 
 
@@ -142,7 +142,7 @@ def test_invalid_utf8_anywhere_is_a_parse_error(host):
                      bad + b'{"jsonrpc":"2.0","id":1,"method":"ping"}'):
             host.send_raw(line + b"\n")
             msg = host.read_msg()
-            assert msg["id"] is None and msg["error"]["code"] == -32700, (line, msg)
+            assert "id" not in msg and msg["error"]["code"] == -32700, (line, msg)
     assert_healthy(host)
 
 
@@ -150,7 +150,7 @@ def test_raw_nul_and_control_bytes(host):
     for line in (b'{"jsonrpc":"2.0","id":1,"method":"pi\x00ng"}', b"\x00\x00\x00", b'{"jsonrpc":"2.0","id":1,"method":"ping\x01"}'):
         host.send_raw(line + b"\n")
         msg = host.read_msg()
-        assert msg["id"] is None and msg["error"]["code"] == -32700, (line, msg)
+        assert "id" not in msg and msg["error"]["code"] == -32700, (line, msg)
     # An escaped NUL is valid JSON: the method is simply unknown.
     host.send_raw(b'{"jsonrpc":"2.0","id":9,"method":"pi\\u0000ng"}\n')
     assert host.reply(9)["error"]["code"] == -32601

@@ -140,6 +140,7 @@ class Host:
         self.lines.append(line)
         msg = json.loads(line)  # anything on stdout must be JSON
         assert msg.get("jsonrpc") == "2.0", line
+        assert msg.get("id", 0) is not None, line  # an unknown id is left out, never null
         return msg
 
     def reply(self, id, timeout=20.0):

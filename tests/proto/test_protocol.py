@@ -165,6 +165,16 @@ def test_cancel_stops_exec_and_sends_no_reply(host):
     assert all(json.loads(l).get("id") != "long" for l in host.lines)
 
 
+def test_cancel_sent_as_a_request_is_refused_and_cancels_nothing(host):
+    """A notification with an id is refused (a request must be answered, a
+    notification must not be): the exec it names runs on and answers."""
+    host.send({"jsonrpc": "2.0", "id": "slow", "method": "sandbox/exec",
+               "params": {"lang": "lua", "code": "local t=os.clock() while os.clock()-t < 0.3 do end return 'ran'"}})
+    r = host.call("notifications/cancelled", {"requestId": "slow"})
+    assert r["error"]["code"] == -32600 and "is a notification" in r["error"]["message"], r
+    assert host.reply("slow", timeout=60)["result"]["value"] == "ran"
+
+
 def test_eof_finishes_in_flight_then_exits_zero():
     h = Host()
     h.send({"jsonrpc": "2.0", "id": 1, "method": "sandbox/exec", "params": {"lang": "lua", "code": "local t=os.clock() while os.clock()-t < 0.2 do end return 'done'"}})

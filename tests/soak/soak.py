@@ -136,7 +136,8 @@ class Soak:
             for line in lines:
                 m = json.loads(line)
                 assert m.get("jsonrpc") == "2.0" and ("result" in m) != ("error" in m), line[:200]
-                if m["id"] is None:
+                assert "id" not in m or m["id"] is not None, line[:200]  # an unknown id is left out
+                if "id" not in m:
                     nulls.append(m)
                 elif m["id"] in got or m["id"] not in want:
                     raise AssertionError(f"unexpected or second reply: {line[:200]!r}")

@@ -55,6 +55,11 @@ static inline int case_matches(const json_t *want, const json_t *got)
 	json_object_foreach((json_t *)want, key, w)
 	{
 		json_t *g = json_object_get(got, key);
+		if (json_is_string(w) && strcmp(json_string_value(w), "@ABSENT@") == 0) {
+			if (g != NULL) /* a member that must not be in the reply */
+				return 0;
+			continue;
+		}
 		if (g == NULL)
 			return 0;
 		if (strcmp(key, "message") == 0 && json_is_string(w)) {
