@@ -1,73 +1,81 @@
-# tidepool — one GNU Makefile.
-# `make` builds build/tidepool; `make demo` runs an example session; `make test`
-# runs every test; `make bench` measures. Missing Debian packages are installed
-# by `make deps` (as root, with apt-get), which every target that needs them calls.
+# tidepool — one GNU Makefile, read top to bottom: settings, sources, the build,
+# the test stages, the tools.
+#
+#   make            build/tidepool and build/tidepool-python
+#   make demo       an example session, printing the replies
+#   make test       every test stage, in the order of TEST_STAGES (~6 min)
+#   make bench      latency and cost figures, as ratios measured in one run
+#   make install    PREFIX=/usr/local DESTDIR= ; make uninstall
+#
+# Missing Debian packages are installed by `make deps` (as root, with apt-get);
+# the entry points above call it first. Knobs: SANITIZE=address,undefined (into
+# build-san/), FAILALLOC=1 (into build-failalloc/), QUICK=1 (test: the first
+# stages only), FUZZ_SECONDS, SOAK_N.
 
-# ---- settings ---------------------------------------------------------------
+# ---- settings ----------------------------------------------------------------
 CC        ?= cc
-BUILD     ?= build
-PKGS      := lua5.4 libseccomp jansson python3-embed
-DEB_PKGS  := gcc make pkg-config liblua5.4-dev lua5.4 libseccomp-dev libjansson-dev \
-             libpython3.11-dev python3.11 python3 python3-pytest clang libclang-rt-14-dev
 PYTHON    := /usr/bin/python3
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+BUILD     ?= build
 # Where code runs: common/ in every process, host/ in the host only, sandbox/ in
 # the zygotes and workers, one directory per language layer (docs/architecture.md).
 SRC_DIRS  := common host sandbox lua-sandbox py-sandbox
-SANITIZE  ?=
+DEB_PKGS  := gcc make pkg-config liblua5.4-dev lua5.4 libseccomp-dev libjansson-dev \
+             libpython3.11-dev python3.11 python3 python3-pytest clang libclang-rt-14-dev \
+             clang-format
+PKGS      := lua5.4 libseccomp jansson python3-embed
 WARN      := -std=c17 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wformat=2 -Wno-format-nonliteral -Werror
 OPT       ?= -O2 -g
 # Recursively expanded: evaluated in recipes, after `deps` has run.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
-# The three libraries are linked statically: one mapping for all our code makes
-# fork cheaper, and with -z now no worker pays a lazy-binding fault.
-PKG_LIBS   = -Wl,-Bstatic -llua5.4 -ljansson -lseccomp -Wl,-Bdynamic -lpython3.11 -lm -ldl
+# Lua, jansson and libseccomp are linked statically: one mapping for all our
+# code makes fork cheaper, and with -z now no worker pays a lazy-binding fault.
+STATIC_LIBS := -llua5.4 -ljansson -lseccomp
+PKG_LIBS   = -Wl,-Bstatic $(STATIC_LIBS) -Wl,-Bdynamic -lpython3.11 -lm -ldl
 CPPFLAGS  := -D_GNU_SOURCE $(addprefix -iquote ,$(SRC_DIRS))
-CFLAGS     = $(OPT) $(WARN) -MMD -MP $(PKG_CFLAGS) $(SAN_FLAGS)
-LDFLAGS    = $(SAN_FLAGS) -Wl,-z,now -Wl,-z,relro
-# ---- SANITIZE settings (owner: hardening, docs/hardening.md) ----------------
-# `make SANITIZE=address,undefined` builds into build-san/. UB is fatal (no
-# recovery), so a test that triggers it fails. Sanitizer options are compiled in
-# (tests/sanitize/san_options.c): the zygote is exec'd with an empty environment.
+CFLAGS     = $(OPT) $(WARN) -MMD -MP $(PKG_CFLAGS) $(SAN_FLAGS) $(FA_FLAGS)
+LDFLAGS    = $(SAN_FLAGS) $(FA_FLAGS) -Wl,-z,now -Wl,-z,relro
+
+# SANITIZE: UB is fatal (no recovery), so a test that triggers it fails. The
+# sanitizer options are compiled in (tests/sanitize/san_options.c): the zygote
+# is exec'd with an empty environment (docs/hardening.md).
 ifneq ($(SANITIZE),)
 SAN_FLAGS := -fsanitize=$(SANITIZE) -fno-sanitize-recover=undefined -fno-omit-frame-pointer \
              -DTP_SANITIZE=1
 BUILD     := build-san
 endif
-# ---- end SANITIZE settings ---------------------------------------------------
-
-# ---- FAILALLOC settings (owner: tests/faults, tests/soak) --------------------
-# `make FAILALLOC=1` builds into $(BUILD)-failalloc/: every malloc, calloc and
-# realloc reference (ours and the static jansson's) goes through the counter in
-# host/failalloc.c, which only the host process arms (TIDEPOOL_FAILALLOC=N).
+# FAILALLOC: every malloc, calloc and realloc reference (ours and the static
+# jansson's) goes through the counter in common/failalloc.c, which only the host
+# process arms (TIDEPOOL_FAILALLOC=N) (docs/robustness.md).
 ifneq ($(FAILALLOC),)
 FA_FLAGS  := -DTP_FAILALLOC=1 -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc
 BUILD     := $(BUILD)-failalloc
-CFLAGS    += $(FA_FLAGS)
-LDFLAGS   += $(FA_FLAGS)
 endif
-# ---- end FAILALLOC settings ---------------------------------------------------
 
-CORE_SRCS := $(wildcard $(SRC_DIRS:%=%/*.c))
-CORE_SRCS := $(filter-out host/main.c,$(CORE_SRCS))
+# ---- sources -----------------------------------------------------------------
+CORE_SRCS := $(filter-out host/main.c,$(wildcard $(SRC_DIRS:%=%/*.c)))
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
-# ---- SANITIZE objects (owner: hardening) -------------------------------------
 ifneq ($(SANITIZE),)
 CORE_OBJS += $(BUILD)/obj/tests/sanitize/san_options.o
 # Not instrumented: it runs inside the sanitizer's init, before shadow memory exists.
 $(BUILD)/obj/tests/sanitize/san_options.o: SAN_FLAGS := -DTP_SANITIZE=1
 endif
-# ---- end SANITIZE objects ----------------------------------------------------
 MAIN_OBJ  := $(BUILD)/obj/host/main.o
-UNIT_SRCS := $(wildcard tests/unit/test_*.c)
-UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
+# py-sandbox/pyshim.c is generated from shim.py by gen_shim.py: not formatted.
+FORMAT_SRCS = $(filter-out py-sandbox/pyshim.c,$(CORE_SRCS)) host/main.c \
+              $(wildcard $(SRC_DIRS:%=%/*.h)) $(wildcard tests/unit/*.[ch])
 
-.PHONY: all deps demo test unit proto bench clean format format-check
-all: $(BUILD)/tidepool $(BUILD)/tidepool-python
+.PHONY: all deps demo test bench install uninstall clean unit proto faults failalloc soak \
+        soak-ci test-sanitize fuzz fuzz-build fuzz-regress format format-check shim-check
 
-# ---- dependencies -----------------------------------------------------------
-deps: $(BUILD)/.deps
-$(BUILD)/.deps:
+# ---- entry points ------------------------------------------------------------
+all: deps
+	@$(MAKE) --no-print-directory $(BUILD)/tidepool $(BUILD)/tidepool-python
+
+deps:
 	@missing=""; for p in $(DEB_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
 	done; \
@@ -77,10 +85,36 @@ $(BUILD)/.deps:
 	  DEBIAN_FRONTEND=noninteractive apt-get update -q && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing; \
 	fi
-	@mkdir -p $(BUILD) && touch $@
 
-# ---- build ------------------------------------------------------------------
-$(BUILD)/obj/%.o: %.c | $(BUILD)/.deps
+demo: all
+	@sh tests/demo.sh $(BUILD)/tidepool
+
+# The stages `make test` runs, in order; QUICK=1 keeps the first four. The
+# checks of the sources come before anything is built (a build would regenerate
+# a stale pyshim.c and hide it).
+TEST_STAGES := format-check shim-check unit proto \
+               $(if $(QUICK),,faults soak-ci test-sanitize fuzz)
+test: deps
+	@set -e; for s in $(TEST_STAGES); do echo "==== make $$s"; \
+	  $(MAKE) --no-print-directory $$s; done
+
+bench: all
+	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) tests/bench/bench.py
+
+# The two binaries sit in one directory: the host runs tidepool-python from
+# beside itself.
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(BUILD)/tidepool $(BUILD)/tidepool-python $(DESTDIR)$(PREFIX)/bin/
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/tidepool $(DESTDIR)$(PREFIX)/bin/tidepool-python
+
+clean:
+	rm -rf build build-san build-failalloc build-san-failalloc build-fuzz
+
+# ---- the build ---------------------------------------------------------------
+$(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
@@ -95,118 +129,90 @@ $(BUILD)/tidepool: $(MAIN_OBJ) $(CORE_OBJS)
 # falls back to its own binary when this one is not beside it.
 PY_STATIC  = /usr/lib/python3.11/config-3.11-x86_64-linux-gnu/libpython3.11.a
 $(BUILD)/tidepool-python: $(MAIN_OBJ) $(CORE_OBJS)
-	$(CC) $(LDFLAGS) -no-pie -Wl,-E -o $@ $^ -Wl,-Bstatic -llua5.4 -ljansson -lseccomp \
+	$(CC) $(LDFLAGS) -no-pie -Wl,-E -o $@ $^ -Wl,-Bstatic $(STATIC_LIBS) \
 	  -Wl,-Bdynamic $(PY_STATIC) -lz -lexpat -lutil -lm -ldl -lpthread
 
-$(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS) | $(BUILD)/.deps
+$(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests/unit -o $@ $< $(CORE_OBJS) $(PKG_LIBS)
 
-# ---- run --------------------------------------------------------------------
-demo: $(BUILD)/tidepool
-	@sh tests/demo.sh $(BUILD)/tidepool
-
-unit: $(UNIT_BINS)
-	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
-
-proto: $(BUILD)/tidepool $(BUILD)/tidepool-python
-	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) -m pytest -q tests/proto
-
-test: unit proto
-
-bench: $(BUILD)/tidepool $(BUILD)/tidepool-python
-	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) tests/bench/bench.py
-
-# py-sandbox/pyshim.c is generated from shim.py (gen_shim.py): left as generated.
-FORMAT_SRCS = $(filter-out py-sandbox/pyshim.c,$(CORE_SRCS)) host/main.c \
-              $(wildcard $(SRC_DIRS:%=%/*.h))
-format:
-	clang-format -i $(FORMAT_SRCS) $(wildcard tests/unit/*.[ch])
-format-check:
-	clang-format --dry-run --Werror $(FORMAT_SRCS)
-
-clean:
-	rm -rf build build-san
-
-# ---- FAILALLOC, faults and soak (owner: tests/faults, tests/soak) -------------
-# `make faults` runs tests/faults: fault injection against the real binary, a
-# fake zygote whose workers misbehave (tests/faults/fake_tidepool.c, a test-only
-# binary), and the allocation-failure replay against the FAILALLOC build.
-# `make soak` runs SOAK_N mixed execs through one host (SOAK_N=10000 in CI).
-# `make test QUICK=1` skips both.
-SOAK_N    ?= 100000
-SOAK_CI_N ?= 10000
-FA_BIN    := $(if $(FAILALLOC),$(BUILD),$(BUILD)-failalloc)/tidepool
-FAULT_ENV  = TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool TIDEPOOL_FAKE=$(CURDIR)/$(BUILD)/tests/fake_tidepool \
-             TIDEPOOL_FAILALLOC_BIN=$(CURDIR)/$(FA_BIN)
-.PHONY: faults failalloc soak soak-ci clean-failalloc
-
-$(BUILD)/tests/fake_tidepool: tests/faults/fake_tidepool.c $(CORE_OBJS) | $(BUILD)/.deps
+# A test-only host whose fake zygote's workers misbehave (tests/faults).
+$(BUILD)/tests/fake_tidepool: tests/faults/fake_tidepool.c $(CORE_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(CORE_OBJS) $(PKG_LIBS)
 
+# Generated code: regenerated when its source changes, checked by `make test`.
+py-sandbox/pyshim.c: py-sandbox/shim.py py-sandbox/gen_shim.py
+	$(PYTHON) py-sandbox/gen_shim.py
+
+# ---- test stages ---------------------------------------------------------------
+# The C unit tests of each module.
+unit: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+
+# The protocol suites: JSON lines into the real binary.
+proto: $(BUILD)/tidepool $(BUILD)/tidepool-python
+	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) -m pytest -q tests/proto
+
+# Fault injection against the real binary, the fake zygote, and the
+# allocation-failure replay against the FAILALLOC build.
+FA_BIN    := $(if $(FAILALLOC),$(BUILD),$(BUILD)-failalloc)/tidepool
 failalloc:
-	$(MAKE) FAILALLOC=1 all
-
+	$(MAKE) --no-print-directory FAILALLOC=1 $(BUILD)-failalloc/tidepool $(BUILD)-failalloc/tidepool-python
 faults: $(BUILD)/tidepool $(BUILD)/tests/fake_tidepool failalloc
-	$(FAULT_ENV) $(PYTHON) -m pytest -q tests/faults
+	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool TIDEPOOL_FAKE=$(CURDIR)/$(BUILD)/tests/fake_tidepool \
+	  TIDEPOOL_FAILALLOC_BIN=$(CURDIR)/$(FA_BIN) $(PYTHON) -m pytest -q tests/faults
 
+# Mixed execs through one host; RSS, fds and children must stay flat.
+SOAK_N    ?= 100000
+SOAK_CI_N ?= 10000
 soak: $(BUILD)/tidepool
 	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) tests/soak/soak.py -n $(SOAK_N)
-
 soak-ci: $(BUILD)/tidepool
 	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) tests/soak/soak.py -n $(SOAK_CI_N)
 
-ifeq ($(QUICK),)
-test: faults soak-ci
-endif
-
-clean: clean-failalloc
-clean-failalloc:
-	rm -rf build-failalloc build-san-failalloc
-# ---- end FAILALLOC, faults and soak ------------------------------------------
-
-# ---- SANITIZE and fuzz targets (owner: hardening, docs/hardening.md) ---------
-# `make test-sanitize` runs the C unit tests and the protocol suites against
-# build-san/ (ASan + UBSan; LeakSanitizer in the host). `make fuzz` builds the
-# libFuzzer harnesses of tests/fuzz/ with clang into build-fuzz/ and runs each
-# for FUZZ_SECONDS; `make fuzz-regress` replays the checked-in corpora once.
-# `make test` runs both after the normal tests; `make test QUICK=1` skips them.
-SAN_DEFAULT   := address,undefined
-FUZZ_CC       ?= clang
-FUZZ_SECONDS  ?= 60
-FUZZ_BUILD    := build-fuzz
-FUZZ_NAMES    := proto worker_reply ljson
-FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
-FUZZ_CFLAGS    = -O1 -g $(filter-out -Werror,$(WARN)) -Wno-missing-field-initializers $(PKG_CFLAGS) \
-                 $(FUZZ_SAN) -DTP_FUZZ=1
-# The pure host modules (not the loop, the zygote or the worker) and the Lua JSON layer.
-FUZZ_LIB_SRCS  = $(wildcard common/*.c) $(filter-out host/main.c host/host.c host/output.c host/pool.c host/zygote_ctl.c, \
-                   $(wildcard host/*.c)) lua-sandbox/ljson.c lua-sandbox/lalloc.c
-FUZZ_LIB_OBJS  = $(FUZZ_LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
-FUZZ_BINS     := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
-# libFuzzer flags: small inputs (the parsers are line/frame-sized), a hang or
-# 2 GiB of RSS is a finding too.
-FUZZ_RUN_FLAGS = -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
-                 -print_final_stats=1
-.PHONY: test-sanitize fuzz fuzz-build fuzz-regress clean-hardening \
-        hardening-tests
-
+# The unit tests and the protocol suites again, under ASan + UBSan (LeakSanitizer
+# in the host).
+SAN_DEFAULT := address,undefined
 test-sanitize:
 	$(MAKE) --no-print-directory SANITIZE=$(SAN_DEFAULT) unit build-san/tidepool
 	TIDEPOOL=$(CURDIR)/build-san/tidepool PYTHONPATH=$(CURDIR)/tests/sanitize \
 	  $(PYTHON) -m pytest -q -p pytest_sanitize tests/proto
 
-$(FUZZ_BUILD)/obj/%.o: %.c | $(BUILD)/.deps
+format-check:
+	clang-format --dry-run --Werror $(FORMAT_SRCS)
+
+shim-check:
+	@$(PYTHON) py-sandbox/gen_shim.py --check
+
+# libFuzzer harnesses (tests/fuzz/), built with clang into build-fuzz/, each run
+# for FUZZ_SECONDS: the pure host modules (not the loop, the pool or the
+# zygote's start) and the Lua JSON layer. A hang or 2 GiB of RSS is a finding.
+FUZZ_CC       ?= clang
+FUZZ_SECONDS  ?= 60
+FUZZ_BUILD    := build-fuzz
+FUZZ_NAMES    := proto worker_reply ljson
+FUZZ_CFLAGS    = -O1 -g $(filter-out -Werror,$(WARN)) -Wno-missing-field-initializers \
+                 $(PKG_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+                 -fno-omit-frame-pointer -DTP_FUZZ=1
+FUZZ_LIB_SRCS  = $(wildcard common/*.c) lua-sandbox/ljson.c lua-sandbox/lalloc.c \
+                 $(filter-out host/main.c host/host.c host/output.c host/pool.c host/zygote_ctl.c, \
+                   $(wildcard host/*.c))
+FUZZ_LIB_OBJS  = $(FUZZ_LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_BINS     := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
+FUZZ_RUN_FLAGS = -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+                 -print_final_stats=1
+.SECONDARY: $(FUZZ_LIB_OBJS)
+
+$(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
 
-$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJS) | $(BUILD)/.deps
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJS)
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJS) \
-	  -Wl,-Bstatic -llua5.4 -ljansson -lseccomp -Wl,-Bdynamic -lm -ldl
+	  -Wl,-Bstatic $(STATIC_LIBS) -Wl,-Bdynamic -lm -ldl
 
 fuzz-build: $(FUZZ_BINS)
-.SECONDARY: $(FUZZ_LIB_OBJS)
 
 # One target per harness, so `make -j2 fuzz` runs two at a time. New inputs go
 # to build-fuzz/corpus/<name>; crashes to build-fuzz/artifacts/<name>/.
@@ -220,22 +226,13 @@ fuzz-run-%: $(FUZZ_BUILD)/fuzz_%
 
 fuzz: $(FUZZ_NAMES:%=fuzz-run-%)
 
+# Replays the checked-in corpora once.
 fuzz-regress: $(FUZZ_BINS)
 	@set -e; for n in $(FUZZ_NAMES); do echo "== replay tests/fuzz/corpus/$$n"; \
 	  $(FUZZ_BUILD)/fuzz_$$n -runs=0 tests/fuzz/corpus/$$n 2>&1 | tail -1; done
 
-# After the normal tests (also under -j): sanitizers, then the fuzz smoke run.
-hardening-tests: unit proto
-	$(MAKE) --no-print-directory test-sanitize
-	$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SECONDS)
-ifeq ($(QUICK)$(SANITIZE),)
-test: hardening-tests
-endif
+# ---- tools -------------------------------------------------------------------
+format:
+	clang-format -i $(FORMAT_SRCS)
 
-clean: clean-hardening
-clean-hardening:
-	rm -rf $(FUZZ_BUILD)
--include $(shell find $(FUZZ_BUILD) -name '*.d' 2>/dev/null)
-# ---- end SANITIZE and fuzz targets -------------------------------------------
-
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) $(FUZZ_BUILD) -name '*.d' 2>/dev/null)
