@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "pyaddr.h"
 #include "pysandbox.h"
 #include "pyalloc.h"
 #include "pyjson.h"
@@ -531,9 +532,15 @@ int tp_py_zygote_init(struct tp_err *err)
 	if (g_shim != NULL)
 		return 0;
 	tzset(); /* reads TZ's zone file now: after lockdown no file can be opened */
+	if (tp_pyaddr_preinit(err) != 0) /* before any type is ready */
+		return -1;
 	if (start_interpreter(err) != 0)
 		return -1;
 	if (load_shim(err) != 0) {
+		g_shim = NULL;
+		return -1;
+	}
+	if (tp_pyaddr_zygote_init(err) != 0) {
 		g_shim = NULL;
 		return -1;
 	}
@@ -546,6 +553,7 @@ void tp_py_worker_init(uint64_t entropy)
 		return;
 	PyOS_AfterFork_Child(); /* CPython's locks and thread state after a fork */
 	reseed(entropy);        /* forked workers must never share a random stream */
+	tp_pyaddr_worker_init(entropy);
 }
 
 const struct tp_lang tp_lang_python = {
