@@ -87,18 +87,27 @@ void tp_out_finish_open_line(struct tp_host *h)
 	}
 }
 
-/* Appends a JSON text for a request id, written by hand: no allocation. */
-static size_t id_text(const json_t *id, char *buf, size_t len)
+/* The JSON text of a request id, written by hand (no allocation) into buf,
+ * NUL-terminated; an id that does not fit is written null. */
+static void id_text(const json_t *id, char *buf, size_t len)
 {
 	const char *s = json_string_value(id);
 	size_t o = 0;
-	if (json_is_integer(id))
-		return (size_t)snprintf(buf, len, "%lld", (long long)json_integer_value(id));
-	if (s == NULL || strlen(s) > 200)
-		return (size_t)snprintf(buf, len, "null");
+	if (json_is_integer(id)) {
+		snprintf(buf, len, "%lld", (long long)json_integer_value(id));
+		return;
+	}
+	if (s == NULL || strlen(s) > 200) {
+		snprintf(buf, len, "null");
+		return;
+	}
 	buf[o++] = '"';
-	for (; *s != '\0' && o + 8 < len; s++) {
+	for (; *s != '\0'; s++) {
 		unsigned char c = (unsigned char)*s;
+		if (o + 8 > len) { /* room for an escape, the quote and the NUL */
+			snprintf(buf, len, "null");
+			return;
+		}
 		if (c == '"' || c == '\\')
 			o += (size_t)snprintf(buf + o, len - o, "\\%c", c);
 		else if (c < 0x20)
@@ -107,7 +116,7 @@ static size_t id_text(const json_t *id, char *buf, size_t len)
 			buf[o++] = (char)c; /* already valid UTF-8: jansson checked the line */
 	}
 	buf[o++] = '"';
-	return o;
+	buf[o] = '\0';
 }
 
 /* The one answer a request gets when its real reply could not be built. */
