@@ -1,43 +1,310 @@
 /*
  * jsonio.c — jansson calls that fail whole (see jsonio.h for the jansson bugs).
- * Invariant: a document that comes back was read or written with every byte;
- * one allocation failure anywhere inside the call refuses the result.
+ * Invariants: a document that comes back was read or written with every byte;
+ * one allocation failure anywhere inside the call refuses the result. After that
+ * failure, every allocation of the call fails but one: jansson's lexer growing its
+ * token buffer (saved_text), which the reserve serves, so the lexer never drops a
+ * byte. Reserve blocks never outlive the load that took them.
+ *
+ * Why only that one, and how it is recognized (docs/robustness.md §6):
+ *   - jansson checks every other allocation of a load and unwinds; lex_save alone
+ *     ignores a failure (strbuffer_append_byte) and loses the byte, after which
+ *     lex_scan_string decodes past its buffers and lex_unget_unsave asserts.
+ *   - The growth is jsonp_malloc(2 × size) from strbuffer_append_bytes; jsonp_malloc
+ *     tail-calls our hook, so the hook's return address is the instruction after
+ *     that call. Sizes alone would not do: a 32-byte json_string_t, a hashtable's
+ *     buckets or an array's table can ask for exactly the next growth's size, and
+ *     a reserve shared with them could refuse the growth itself.
+ *   - The address is learned at the first call by calibrate(): a load of a 39-byte
+ *     string from a static arena, in which the growths are the allocations of twice
+ *     the lexer's buffer followed at once by the free of that buffer. It must grow
+ *     twice from one call site that no other allocation of that load used; else
+ *     growth_site stays NULL and loads only fail fast (jsonio.h).
  */
 #include "jsonio.h"
 
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
-static unsigned long failures; /* allocations jansson asked for and did not get */
+enum scope { OUTSIDE, LOADING, DUMPING, CALIBRATING };
 
-static void *counting_malloc(size_t n)
+static json_malloc_t sys_malloc; /* what jansson had before us: malloc, or a test's */
+static json_free_t sys_free;
+static int installed;
+static const void *growth_site; /* the lexer's buffer growth, or NULL (not recognized) */
+
+static enum scope scope;
+static int failed; /* an allocation failed during the current call */
+
+/* ---- the reserve ------------------------------------------------------------------- */
+
+/* One private anonymous mapping, bump-allocated during a load and emptied after
+ * it. The lexer asks for 32, 64, ... bytes and frees each buffer as soon as its
+ * contents are copied into the next, so a load of len bytes takes less than
+ * reserve_need(len). */
+#define RESERVE_MIN (64u << 10)
+
+static struct {
+	char *base;
+	size_t cap;  /* bytes mapped */
+	size_t used; /* bump offset */
+	size_t live; /* blocks handed out and not yet freed */
+} rsv;
+
+/* The lexer holds one token (at most len bytes: each is a byte of the text) in a
+ * buffer of 16 << k bytes, NUL-terminated, doubled when full: it grows from S to
+ * 2S only to save a token's Sth byte, so its requests are 32, 64, ..., 2 × top, top
+ * the largest power of two ≤ len (at least 16); their sum is < 4 × top. 0 when
+ * len is too large to bound. */
+static size_t reserve_need(size_t len)
 {
-	void *p = malloc(n);
-	if (p == NULL)
-		failures++;
+	size_t top = 16;
+	if (len > SIZE_MAX / 8)
+		return 0;
+	while (top <= len / 2)
+		top *= 2;
+	return 4 * top < RESERVE_MIN ? RESERVE_MIN : 4 * top;
+}
+
+static int in_reserve(const void *p)
+{
+	uintptr_t a = (uintptr_t)p, b = (uintptr_t)rsv.base;
+	return rsv.base != NULL && a >= b && a - b < rsv.cap;
+}
+
+/* Makes sure need bytes are free in the reserve; maps a larger one if not. */
+static int reserve_ensure(size_t need)
+{
+	if (need == 0)
+		return -1;
+	if (rsv.base != NULL && need <= rsv.cap - rsv.used)
+		return 0;
+	if (rsv.live != 0) /* never: blocks do not outlive their load; still, never unmap them */
+		return -1;
+	void *p = mmap(NULL, need, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return -1;
+	if (rsv.base != NULL)
+		munmap(rsv.base, rsv.cap);
+	rsv.base = p;
+	rsv.cap = need;
+	rsv.used = 0;
+	return 0;
+}
+
+static void *reserve_take(size_t n)
+{
+	void *p;
+	n = (n + 15) & ~(size_t)15;
+	if (rsv.base == NULL || n > rsv.cap - rsv.used)
+		return NULL;
+	p = rsv.base + rsv.used;
+	rsv.used += n;
+	rsv.live++;
 	return p;
 }
 
-/* The free function stays free(): values made before the switch are freed alike. */
-static void watch(void)
+/* After a load: give the touched pages back; the next load starts from the top. */
+static void reserve_release(void)
 {
-	static int installed;
-	if (!installed) {
-		json_set_alloc_funcs(counting_malloc, free);
-		installed = 1;
-	}
+	if (rsv.used == 0 || rsv.live != 0)
+		return;
+	long page = sysconf(_SC_PAGESIZE);
+	size_t len = (rsv.used + (size_t)page - 1) & ~((size_t)page - 1);
+	madvise(rsv.base, len < rsv.cap ? len : rsv.cap, MADV_DONTNEED);
+	rsv.used = 0;
 }
+
+int tp_json_reserve(size_t max_len)
+{
+	return reserve_ensure(reserve_need(max_len));
+}
+
+/* ---- calibration ------------------------------------------------------------------- */
+
+static struct {
+	_Alignas(16) char mem[512];
+	size_t used;
+	void *buf; /* the lexer's buffer, as far as we can tell */
+	size_t buf_size;
+	void *pending; /* the last allocation, if nothing happened since */
+	size_t pending_size;
+	const void *pending_site;
+	const void *other[16]; /* sites of allocations that were not growths */
+	int nother;
+	const void *growth[4]; /* sites of the growths */
+	int ngrowth;
+} cal;
+
+static void cal_other(const void *site)
+{
+	if (cal.nother < (int)(sizeof cal.other / sizeof cal.other[0]))
+		cal.other[cal.nother++] = site;
+	else
+		cal.ngrowth = -1; /* more allocations than that string needs: give up */
+}
+
+static void cal_settle(void)
+{
+	if (cal.pending != NULL)
+		cal_other(cal.pending_site);
+	cal.pending = NULL;
+}
+
+static void *cal_malloc(size_t n, const void *site)
+{
+	void *p;
+	cal_settle();
+	n = (n + 15) & ~(size_t)15;
+	if (n > sizeof cal.mem - cal.used)
+		return NULL;
+	p = cal.mem + cal.used;
+	cal.used += n;
+	if (cal.buf == NULL) { /* strbuffer_init: the lexer's first buffer */
+		cal.buf = p;
+		cal.buf_size = n;
+		cal_other(site);
+	} else {
+		cal.pending = p;
+		cal.pending_size = n;
+		cal.pending_site = site;
+	}
+	return p;
+}
+
+static void cal_free(void *p)
+{
+	if (cal.pending != NULL && p == cal.buf && cal.pending_size == 2 * cal.buf_size) {
+		if (cal.ngrowth >= 0 &&
+		    cal.ngrowth < (int)(sizeof cal.growth / sizeof cal.growth[0]))
+			cal.growth[cal.ngrowth++] = cal.pending_site;
+		cal.buf = cal.pending;
+		cal.buf_size = cal.pending_size;
+		cal.pending = NULL;
+	}
+	cal_settle();
+}
+
+static void calibrate(void)
+{
+	/* 39 bytes with the quotes: the lexer's buffer grows 16 → 32 → 64. */
+	static const char text[] = "\"calibrating jansson's lexer buffer...\"";
+	json_t *v;
+	int ok;
+
+	memset(&cal, 0, sizeof cal);
+	scope = CALIBRATING;
+	v = json_loadb(text, sizeof text - 1, JSON_DECODE_ANY, NULL);
+	cal_settle();
+	ok = json_is_string(v) && json_string_length(v) == sizeof text - 3 && cal.ngrowth == 2 &&
+	     cal.growth[0] == cal.growth[1];
+	for (int i = 0; ok && i < cal.nother; i++)
+		ok = cal.other[i] != cal.growth[0];
+	json_decref(v);
+	scope = OUTSIDE;
+	growth_site = ok ? cal.growth[0] : NULL;
+}
+
+/* ---- the hooks --------------------------------------------------------------------- */
+
+/* noinline: the return address must be jansson's, not an inlining caller's. */
+__attribute__((noinline)) static void *hook_malloc(size_t n)
+{
+	const void *site = __builtin_return_address(0);
+	void *p;
+
+	switch (scope) {
+	case OUTSIDE: return sys_malloc(n);
+	case CALIBRATING: return cal_malloc(n, site);
+	case LOADING:
+	case DUMPING: break;
+	}
+	if (!failed) {
+		p = sys_malloc(n);
+		if (p != NULL)
+			return p;
+		failed = 1;
+	}
+	/* The call is lost: fail fast, but never let the lexer drop a byte. */
+	if (scope == LOADING && growth_site != NULL && site == growth_site && (n & (n - 1)) == 0)
+		return reserve_take(n);
+	return NULL;
+}
+
+static void hook_free(void *p)
+{
+	if (in_reserve(p)) {
+		rsv.live--;
+		return;
+	}
+	if ((uintptr_t)p - (uintptr_t)cal.mem < sizeof cal.mem) {
+		if (scope == CALIBRATING)
+			cal_free(p);
+		return;
+	}
+	sys_free(p);
+}
+
+/* Values made before the switch are freed by sys_free, which made them. */
+static void install(void)
+{
+	if (installed)
+		return;
+	installed = 1;
+	json_get_alloc_funcs(&sys_malloc, &sys_free);
+	json_set_alloc_funcs(hook_malloc, hook_free);
+	calibrate();
+}
+
+int tp_json_lexer_guarded(void)
+{
+	install();
+	return growth_site != NULL;
+}
+
+static void begin(enum scope s)
+{
+	install();
+	scope = s;
+	failed = 0;
+}
+
+/* Ends the call; returns whether an allocation failed in it. */
+static int end(void)
+{
+	int f = failed;
+	scope = OUTSIDE;
+	failed = 0;
+	reserve_release();
+	return f;
+}
+
+/* ---- the calls --------------------------------------------------------------------- */
 
 json_t *tp_json_loadb(const char *buf, size_t len, size_t flags, struct tp_err *err)
 {
 	json_error_t jerr;
-	watch();
-	unsigned long before = failures;
-	json_t *j = json_loadb(buf, len, flags, &jerr);
-	if (failures != before) {
-		json_decref(j);
+	json_t *j;
+
+	install();
+	/* Without room for every growth a byte could still be dropped: refuse instead. */
+	if (growth_site != NULL && reserve_ensure(reserve_need(len)) != 0) {
 		tp_err_oom(err, TP_LAYER_HOST);
 		return NULL;
 	}
+	begin(LOADING);
+	j = json_loadb(buf, len, flags, &jerr);
+	if (failed) {
+		json_decref(j); /* before end(): its frees may be reserve blocks' */
+		end();
+		tp_err_oom(err, TP_LAYER_HOST);
+		return NULL;
+	}
+	end();
 	if (j == NULL)
 		tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0, "%s at column %d", jerr.text,
 			   jerr.column);
@@ -46,11 +313,13 @@ json_t *tp_json_loadb(const char *buf, size_t len, size_t flags, struct tp_err *
 
 char *tp_json_dumps(const json_t *json, size_t flags)
 {
-	watch();
-	unsigned long before = failures;
-	char *s = json_dumps(json, flags);
-	if (failures != before) {
-		free(s);
+	char *s;
+
+	begin(DUMPING);
+	s = json_dumps(json, flags);
+	if (end()) {
+		if (s != NULL)
+			sys_free(s);
 		return NULL;
 	}
 	return s;
@@ -58,8 +327,11 @@ char *tp_json_dumps(const json_t *json, size_t flags)
 
 size_t tp_json_size(const json_t *json, size_t flags)
 {
-	watch();
-	unsigned long before = failures;
-	size_t n = json_dumpb(json, NULL, 0, flags);
-	return failures != before || (n == 0 && json != NULL) ? (size_t)-1 : n;
+	size_t n;
+
+	begin(DUMPING);
+	n = json_dumpb(json, NULL, 0, flags);
+	if (end())
+		return (size_t)-1;
+	return n == 0 && json != NULL ? (size_t)-1 : n;
 }

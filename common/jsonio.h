@@ -1,18 +1,30 @@
 /*
  * jsonio.h — jansson's load and dump, refused whole when memory runs out.
  *
- * Why: jansson 2.14 keeps going after some failed allocations and returns a
- * different document. Its lexer drops the byte it could not save (lex_save
- * ignores strbuffer_append_byte's result), so "return 10" can parse as
- * "return 1"; its dumper drops an object key it could not write (do_dump
- * ignores dump_string's result), so the output is not JSON, or names another key.
+ * Why: jansson 2.14 keeps going after some failed allocations. Its lexer drops
+ * the byte it could not save (lex_save ignores strbuffer_append_byte's result),
+ * so "return 10" can parse as "return 1" — and when the dropped byte is a
+ * string's closing quote, lex_scan_string decodes past the end of its buffers
+ * (heap overflow, a crash in the host), while a dropped digit or terminator
+ * trips one of jansson's assert()s (abort). Its dumper drops an object key it
+ * could not write (do_dump ignores dump_string's result), so the output is not
+ * JSON, or names another key. docs/robustness.md §6 tells the whole story.
+ *
+ * What: the first call installs allocation hooks over the allocator jansson had
+ * (json_get_alloc_funcs: malloc/free, or a test's). Inside tp_json_loadb,
+ * tp_json_dumps and tp_json_size, once one allocation has failed every later one
+ * fails too (jansson checks them and unwinds), and the result is refused. The
+ * one allocation jansson does not check — its lexer's buffer growing — is then
+ * served from a reserve instead, so a load never drops a byte.
  *
  * Usage:
  *   1. Call tp_json_loadb / tp_json_dumps / tp_json_size instead of json_loadb,
  *      json_dumps and json_dumpb(NULL, 0) wherever the text crosses a trust
  *      boundary (client lines, worker frames, replies).
- *   2. The first call installs a counting allocator (malloc/free, unchanged
- *      otherwise); an operation during which any allocation failed is refused.
+ *   2. Optionally tp_json_reserve(longest text) at startup, so that no load has
+ *      to map its reserve later, when memory may be short.
+ * Not thread-safe (one allocator state per process); the fork of a process that
+ * used it inherits a consistent copy.
  */
 #ifndef TP_JSONIO_H
 #define TP_JSONIO_H
@@ -24,12 +36,24 @@
 
 /* Like json_loadb. On failure records in err (at the host layer: what crosses a
  * trust boundary is the host's to refuse) either running out of memory
- * (tp_err_is_oom()) or the text being bad: TP_KIND_INPUT_ERROR, jansson's
+ * (tp_err_is_oom(), also when the reserve for a text of len bytes cannot be
+ * mapped) or the text being bad: TP_KIND_INPUT_ERROR, jansson's
  * "<reason> at column <N>". */
 json_t *tp_json_loadb(const char *buf, size_t len, size_t flags, struct tp_err *err);
 /* Like json_dumps: NULL on failure, never a partial document. */
 char *tp_json_dumps(const json_t *json, size_t flags);
 /* Bytes json_dumps would write, or (size_t)-1 when that cannot be known. */
 size_t tp_json_size(const json_t *json, size_t flags);
+
+/* Maps the reserve a load of up to max_len bytes may need: 4 × the largest power
+ * of two ≤ max_len (32 MiB for the host's 8 MiB lines), address space only; its
+ * pages are touched only when a load runs out of memory and released after it.
+ * 0, or -1 if the mapping failed (loads retry on demand). */
+int tp_json_reserve(size_t max_len);
+/* 1 when the lexer's buffer growth was recognized (the self-check at the first
+ * call, see jsonio.c), i.e. the reserve is in use; 0 with an unknown jansson
+ * build: loads are then still refused whole and never overrun (every allocation
+ * after a failure fails), but a dropped byte can trip an assert in jansson. */
+int tp_json_lexer_guarded(void);
 
 #endif

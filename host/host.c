@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "exec_params.h"
+#include "jsonio.h"
 #include "jsonrpc.h"
 #include "langs.h"
 #include "mcp.h"
@@ -194,6 +195,11 @@ static void read_stdin(struct tp_host *h)
 			tp_host_line(h, line, len);
 			continue;
 		}
+		if (st == TP_LINE_NO_MEMORY) { /* as when the line cannot be parsed */
+			tp_out_error(h, NULL, TP_RPC_INTERNAL_ERROR,
+				     "out of memory reading the request");
+			continue;
+		}
 		snprintf(msg, sizeof msg, "Invalid Request: line longer than %zu bytes",
 			 h->cfg.max_line);
 		tp_out_error(h, NULL, TP_RPC_INVALID_REQUEST, msg);
@@ -328,6 +334,10 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err)
 	h->stdin_open = cfg->use_stdin;
 	tp_limits_default(&h->ceiling);
 	tp_linebuf_init(&h->lb, cfg->max_line);
+	/* The reserve jansson's lexer draws on when memory runs out while it reads a
+	 * line (common/jsonio.h), mapped while memory is plentiful; if this fails,
+	 * each parse maps it on demand or is refused as out of memory. */
+	(void)tp_json_reserve(cfg->max_line);
 	/* Workers are our children (CLONE_PARENT); a subreaper also catches any
 	 * grandchild, should one ever exist. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);

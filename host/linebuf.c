@@ -29,10 +29,20 @@ char *tp_linebuf_space(struct tp_linebuf *lb, size_t *room)
 		while (cap - lb->len < READ_CHUNK)
 			cap *= 2;
 		char *p = realloc(lb->buf, cap);
-		if (p == NULL)
+		if (p != NULL) {
+			lb->buf = p;
+			lb->cap = cap;
+		} else if (lb->cap == 0) {
 			return NULL;
-		lb->buf = p;
-		lb->cap = cap;
+		} else if (lb->cap == lb->len) {
+			/* The line being read does not fit: drop it like an overlong one.
+			 * Complete lines were taken before this read, so it is the only one. */
+			lb->discarding = 1;
+			lb->no_memory = 1;
+			lb->len = lb->scanned = 0;
+		}
+		*room = lb->cap - lb->len < READ_CHUNK ? lb->cap - lb->len : READ_CHUNK;
+		return lb->buf + lb->len;
 	}
 	*room = READ_CHUNK;
 	return lb->buf + lb->len;
@@ -73,6 +83,10 @@ static int blank(const char *p, size_t n)
 enum tp_line_status tp_linebuf_next(struct tp_linebuf *lb, int at_eof, const char **line,
 				    size_t *len)
 {
+	if (lb->no_memory) {
+		lb->no_memory = 0;
+		return TP_LINE_NO_MEMORY;
+	}
 	for (;;) {
 		if (lb->taken) {
 			drop_front(lb, lb->taken);

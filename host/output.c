@@ -87,18 +87,25 @@ void tp_out_finish_open_line(struct tp_host *h)
 	}
 }
 
-/* Appends a JSON text for a request id, written by hand: no allocation. */
+/* The JSON text of a request id, written by hand (no allocation) into buf and
+ * NUL-terminated; its length, or 0 when the id is unknown or does not fit (the
+ * reply then has no id). */
 static size_t id_text(const json_t *id, char *buf, size_t len)
 {
 	const char *s = json_string_value(id);
 	size_t o = 0;
+	buf[0] = '\0';
 	if (json_is_integer(id))
 		return (size_t)snprintf(buf, len, "%lld", (long long)json_integer_value(id));
 	if (s == NULL || strlen(s) > 200)
-		return 0; /* unknown, or too long for the reserve: the reply has no id */
+		return 0;
 	buf[o++] = '"';
-	for (; *s != '\0' && o + 8 < len; s++) {
+	for (; *s != '\0'; s++) {
 		unsigned char c = (unsigned char)*s;
+		if (o + 8 > len) { /* room for an escape, the quote and the NUL */
+			buf[0] = '\0';
+			return 0;
+		}
 		if (c == '"' || c == '\\')
 			o += (size_t)snprintf(buf + o, len - o, "\\%c", c);
 		else if (c < 0x20)
@@ -107,6 +114,7 @@ static size_t id_text(const json_t *id, char *buf, size_t len)
 			buf[o++] = (char)c; /* already valid UTF-8: jansson checked the line */
 	}
 	buf[o++] = '"';
+	buf[o] = '\0';
 	return o;
 }
 
@@ -115,7 +123,6 @@ static void emit_oom(struct tp_host *h, const json_t *id)
 {
 	char idbuf[256], line[OUT_RESERVE];
 	size_t k = id_text(id, idbuf, sizeof idbuf);
-	idbuf[k] = '\0';
 	int n = snprintf(line, sizeof line,
 			 "{\"jsonrpc\":\"2.0\",%s%s%s\"error\":{\"code\":%d,"
 			 "\"message\":\"out of memory\"}}\n",

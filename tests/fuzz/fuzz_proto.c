@@ -114,7 +114,7 @@ static void drain(struct tp_linebuf *lb, int at_eof, const struct tp_limits *cei
 	enum tp_line_status st;
 
 	while ((st = tp_linebuf_next(lb, at_eof, &line, &len)) != TP_LINE_NONE) {
-		if (st == TP_LINE_TOO_LONG) {
+		if (st != TP_LINE_OK) { /* too long (no allocation fails here) */
 			send_reply(tp_rpc_error(NULL, TP_RPC_INVALID_REQUEST, "line too long", NULL));
 			continue;
 		}
