@@ -4,7 +4,7 @@
 # reach is decided here: the module allowlist, the facades, the AST check, the
 # guarded builtins. None of this is the security boundary (docs/python.md).
 # The C layer injects before running this: _write, _refuse, _settype, _gate,
-# _print, PolicyViolation, LimitExceeded.
+# _print, _eval_builtins, _guard, PolicyViolation, LimitExceeded.
 import ast
 import builtins
 import sys
@@ -52,6 +52,23 @@ cr_frame cr_code cr_await cr_origin ag_frame ag_code ag_await tb_frame tb_next
 co_code co_consts co_names
 '''.split())
 NAME_DUNDER_OK = frozenset(('__name__', '__doc__', '__class__', '__debug__', '__annotations__'))
+# What the attribute guard (pyattr.c) refuses in C, on every path: from snippet
+# source, from "<string>" code the stdlib compiled, a match pattern, super(),
+# getattr, attrgetter, a format field, a descriptor. Only names that lead out of
+# the snippet's own objects: down the class graph (__subclasses__), into a
+# function (its globals, builtins, cells, code, defaults), a namespace (__dict__:
+# a type's descriptors, a module's globals), a C function's module (__self__),
+# the import system (__loader__, __spec__), an object's raw state (__reduce__,
+# __reduce_ex__, __getstate__), frames and code (ATTR_DENY, __traceback__). The
+# AST check refuses more (every dunder not in DUNDER_OK), for early readable
+# errors; the guard cannot: CPython and the stdlib read protocol names such as
+# __parameters__, __mro_entries__, __set_name__ or __bases__ on the snippet's
+# behalf, and __mro__/__bases__ only give what type.mro() gives.
+GUARD_DENY = frozenset('''
+__subclasses__ __globals__ __builtins__ __closure__ __code__ __defaults__
+__kwdefaults__ __dict__ __self__ __loader__ __spec__ __reduce__ __reduce_ex__
+__getstate__ __traceback__
+'''.split()) | ATTR_DENY
 
 
 def _attr_bad(name):
@@ -95,8 +112,9 @@ def _check(tree):
             if _attr_bad(node.attr):
                 _refuse("attribute '%s' is not allowed" % node.attr, line)
         elif isinstance(node, ast.Name):
+            # DUNDER_OK: class bodies set __slots__, __match_args__, __hash__ ...
             if node.id.startswith('__') and node.id.endswith('__') \
-                    and node.id not in NAME_DUNDER_OK:
+                    and node.id not in NAME_DUNDER_OK and node.id not in DUNDER_OK:
                 _refuse("name '%s' is not allowed" % node.id, line)
         elif isinstance(node, ast.alias):
             if node.name.startswith('__') or (node.asname or '').startswith('__'):
@@ -187,12 +205,21 @@ def _facade(name, real):
 
 
 def _patch_string(f, real):
-    class Formatter(real.Formatter):
-        def get_field(self, field_name, args, kwargs):
-            bad = _field_bad(field_name)
-            if bad:
-                _refuse("format string reads attribute '%s', which is not allowed" % bad)
-            return real.Formatter.get_field(self, field_name, args, kwargs)
+    # In the real class, so super(string.Formatter, x).get_field and subclasses of
+    # string.Formatter meet it too; the original stays in this closure only.
+    orig = real.Formatter.get_field
+
+    def get_field(self, field_name, args, kwargs):
+        bad = _field_bad(str.__str__(field_name)) if isinstance(field_name, str) else None
+        if bad:
+            _refuse("format string reads attribute '%s', which is not allowed" % bad)
+        return orig(self, field_name, args, kwargs)
+    get_field.__qualname__ = 'Formatter.get_field'
+    get_field.__doc__ = orig.__doc__
+    real.Formatter.get_field = get_field
+
+    class Formatter(real.Formatter):  # as before: the snippet's subclasses sit below it
+        pass
     Formatter.__module__ = 'string'
     f.Formatter = Formatter
 
@@ -312,6 +339,8 @@ def _lock_types():
     _settype(str, 'format_map', format_map)
     for k in REAL_REMOVE:
         builtins.__dict__.pop(k, None)
+    # The real builtins' __loader__ is BuiltinImporter (load_module('sys')).
+    builtins.__loader__ = builtins.__spec__ = None
     for k in REAL_GATE:
         builtins.__dict__[k] = _gate(builtins.__dict__[k], k)
 
@@ -324,6 +353,9 @@ def init():
     sys.__stdout__, sys.__stderr__, sys.stdin = sys.stdout, sys.stderr, None
     b = _snippet_builtins()
     _lock_types()
+    _eval_builtins(b)
+    assert all(_attr_bad(n) for n in GUARD_DENY)  # the AST check refuses them first
+    _guard(GUARD_DENY)  # last: from here on a denied name is refused in C
     return b
 
 
