@@ -236,6 +236,41 @@ def _patch_operator(f, real):
     f.attrgetter, f.methodcaller = attrgetter, methodcaller
 
 
+def _guard_typing(real):
+    # typing hands the namespace it resolves from a class's __module__ (a real
+    # module's, when the snippet's class claims one) to t._evaluate() for every t
+    # that passes isinstance(t, ForwardRef): a subclass (class F(ForwardRef,
+    # _root=True)), an object whose __class__ says ForwardRef, or a patched
+    # ForwardRef._evaluate would receive it. Only typing's own may.
+    orig, fr = real._eval_type, real.ForwardRef
+    evaluate = fr._evaluate
+
+    def _eval_type(t, globalns, localns, recursive_guard=frozenset()):
+        if isinstance(t, fr) and (type(t) is not fr or fr._evaluate is not evaluate):
+            _refuse('typing: only typing.ForwardRef itself may evaluate a forward reference')
+        return orig(t, globalns, localns, recursive_guard)
+    real._eval_type = _eval_type
+
+
+def _patch_classes(f, real, name):
+    # Classes these make get the calling frame's module as __module__, which is
+    # the stdlib's here (no frame globals): make them the snippet's, so code that
+    # resolves cls.__module__ (dataclasses' exec, get_type_hints) uses its namespace.
+    if name == 'dataclasses':
+        def make_dataclass(cls_name, fields, *, namespace=None, **kwargs):
+            ns = dict(namespace or {})
+            ns.setdefault('__module__', '__main__')
+            return real.make_dataclass(cls_name, fields, namespace=ns, **kwargs)
+        make_dataclass.__doc__ = real.make_dataclass.__doc__
+        f.make_dataclass = make_dataclass
+    else:
+        def namedtuple(typename, field_names, *, rename=False, defaults=None, module=None):
+            return real.namedtuple(typename, field_names, rename=rename, defaults=defaults,
+                                   module='__main__' if module is None else module)
+        namedtuple.__doc__ = real.namedtuple.__doc__
+        f.namedtuple = namedtuple
+
+
 def _build_facades():
     import importlib
     for name in PRELOAD:
@@ -246,6 +281,9 @@ def _build_facades():
     FACADES['collections'].abc = FACADES['collections.abc']
     _patch_string(FACADES['string'], sys.modules['string'])
     _patch_operator(FACADES['operator'], sys.modules['operator'])
+    _patch_classes(FACADES['dataclasses'], sys.modules['dataclasses'], 'dataclasses')
+    _patch_classes(FACADES['collections'], sys.modules['collections'], 'collections')
+    _guard_typing(sys.modules['typing'])
 
 
 # -- output --------------------------------------------------------------------------

@@ -136,6 +136,41 @@ K = type('K', (), {'__annotations__': {'x': int}, '__module__': 'typing'})
 K = dataclasses.dataclass(K)
 reached(K)
 """, "namespace"),
+    # typing hands the namespace named by a class's __module__ to whatever passes
+    # isinstance(t, ForwardRef): a patched _evaluate, a _root subclass, a duck.
+    ("patched ForwardRef._evaluate gets a stdlib namespace", PRE + """
+got = []
+def ev(self, g, l, r):
+    got.append((g, l))
+    return int
+typing.ForwardRef._evaluate = ev
+class A:
+    x: 'int'
+A.__module__ = 'typing'
+typing.get_type_hints(A)
+reached([d['sys'] for pair in got for d in pair if 'sys' in d][0])
+""", "ForwardRef"),
+    ("ForwardRef subclass gets a stdlib namespace", PRE + """
+got = []
+class FR(typing.ForwardRef, _root=True):
+    def _evaluate(self, g, l, r):
+        got.append((g, l))
+        return int
+A = type('A', (), {'__annotations__': {'x': FR('int')}, '__module__': 'typing'})
+typing.get_type_hints(A)
+reached([d['sys'] for pair in got for d in pair if 'sys' in d][0])
+""", "ForwardRef"),
+    ("duck ForwardRef gets a stdlib namespace", PRE + """
+got = []
+class Duck:
+    __class__ = property(lambda s: typing.ForwardRef)
+    def _evaluate(self, g, l, r):
+        got.append((g, l))
+        return int
+A = type('A', (), {'__annotations__': {'x': Duck()}, '__module__': 'typing'})
+typing.get_type_hints(A)
+reached([d['sys'] for pair in got for d in pair if 'sys' in d][0])
+""", "ForwardRef"),
     ("forwardref string reads with a computed name", PRE + """
 g = {'S': SUB}
 reached(typing.ForwardRef('getattr(object, S)')._evaluate(g, None, frozenset())())
@@ -318,12 +353,17 @@ class TD(TypedDict):
 h = get_type_hints(Node)
 [str(h['next']), str(h['kids']), Pt(1)._asdict(), list(TD.__annotations__), f.__annotations__['a']]
 """, ["typing.Optional[__main__.Node]", "typing.List[__main__.Node]", {"x": 1, "y": 0.0}, ["k"], "int"]),
-    ("namedtuple", """
+    ("namedtuple and make_dataclass", """
 from collections import namedtuple
+from dataclasses import make_dataclass, field
+from typing import NamedTuple, get_type_hints
 P = namedtuple('P', 'x y', defaults=[0])
 p = P(1)
-[p, p._replace(y=3), p.x + p.y, repr(p)]
-""", [[1, 0], [1, 3], 1, "P(x=1, y=0)"]),
+M = make_dataclass('M', [('a', int), ('b', 'str', field(default='z'))])
+class N(NamedTuple):
+    a: 'int'
+[p, p._replace(y=3), p.x + p.y, repr(p), repr(M(1)), P.__module__, M.__module__, get_type_hints(N)['a'].__name__]
+""", [[1, 0], [1, 3], 1, "P(x=1, y=0)", "M(a=1, b='z')", "__main__", "__main__", "int"]),
     ("match class patterns on own classes", """
 from dataclasses import dataclass
 @dataclass
