@@ -232,6 +232,18 @@ W = type('W', (), {D('dict'): property(lambda s: Spy())})
 functools.update_wrapper(W(), type, assigned=())
 reached(got[0][SUB](object))
 """, "__subclasses__"),
+    # dataclasses reads a class attribute the snippet names (its annotations) from
+    # stdlib code, and hands it back as the field's default
+    ("dataclass default launders __getstate__", PRE + """
+K = dataclasses.dataclass(init=False)(type('K', (), {'__annotations__': {D('getstate'): object}}))
+raw = dataclasses.fields(K)[0].default(int)
+reached(raw)
+""", None),
+    ("dataclass default launders __subclasses__", PRE + """
+M = type('M', (type,), {})
+K = dataclasses.dataclass(init=False)(M('K', (), {'__annotations__': {SUB: object}}))
+reached(dataclasses.fields(K)[0].default())
+""", "__subclasses__"),
     ("getattribute via match", PRE + """
 class M(type):
     def __instancecheck__(cls, o):
