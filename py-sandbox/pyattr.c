@@ -11,8 +11,12 @@
  * descriptors (object.__getattribute__ and the like), whose d_wrapped keeps the
  * original pointer, are pointed at the same trampolines, so a class made later
  * (which takes its slot from that wrapper, or inherits it) is guarded too, and
- * `object.__getattribute__(x, name)` is too. No type keeps PyObject_GenericGetAttr,
- * so CPython's specialiser never caches a lookup that skips the check.
+ * `object.__getattribute__(x, name)` is too. CPython 3.11's specialiser caches
+ * attribute loads and method calls only on types whose tp_getattro is exactly
+ * PyObject_GenericGetAttr, so it never caches a lookup that skips the check; the
+ * builtin types whose instances cannot hold a denied name (no __dict__, no
+ * denied name in their MRO but object's reduce trio: list, dict, str ...) keep
+ * that function and their speed (keeps_generic).
  * type.__subclasses__ itself answers only the standard library (a second wall for
  * a descriptor that stdlib code handed out), and object.__dir__/type.__dir__ are
  * replaced by versions that read the dicts directly, so dir() keeps working.
@@ -294,6 +298,35 @@ static int tramp_for(getattrofunc fn, getattrofunc *out)
 	return 0;
 }
 
+/* A builtin type whose instances have no __dict__ and whose MRO holds no denied
+ * name but object's __reduce__/__reduce_ex__/__getstate__ (list, dict, str,
+ * int, tuple, set, deque, Decimal, re.Pattern, the iterators ...) keeps
+ * PyObject_GenericGetAttr: a lookup on its instances can only find what its
+ * type's dicts hold, and those three only describe the object itself. CPython
+ * 3.11 specialises (caches) attribute loads and method calls only on types that
+ * keep that exact function, so `l.append(x)`, `d.get(k)`, `s.join(p)` keep their
+ * speed. Its subclasses made later take the guarded wrapper (they have dicts). */
+static int keeps_generic(PyTypeObject *t)
+{
+	PyObject *mro = t->tp_mro;
+
+	if (t->tp_getattro != PyObject_GenericGetAttr || t == &PyBaseObject_Type ||
+	    (t->tp_flags & (Py_TPFLAGS_HEAPTYPE | Py_TPFLAGS_MANAGED_DICT)) || t->tp_dictoffset != 0 ||
+	    mro == NULL || !PyTuple_Check(mro))
+		return 0;
+	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mro); i++) {
+		PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+		PyObject *k, *v;
+		Py_ssize_t pos = 0;
+		if (b == &PyBaseObject_Type)
+			continue;
+		while (b->tp_dict != NULL && PyDict_Next(b->tp_dict, &pos, &k, &v))
+			if (tp_py_attr_denied(k))
+				return 0;
+	}
+	return 1;
+}
+
 static int guard_type(PyTypeObject *t)
 {
 	getattrofunc g;
@@ -308,7 +341,7 @@ static int guard_type(PyTypeObject *t)
 			d->d_wrapped = (void *)g;
 		}
 	}
-	if (t->tp_getattro != NULL) {
+	if (t->tp_getattro != NULL && !keeps_generic(t)) {
 		if (tramp_for(t->tp_getattro, &g) != 0)
 			return -1;
 		t->tp_getattro = g;
