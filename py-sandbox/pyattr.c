@@ -15,8 +15,8 @@
  * attribute loads and method calls only on types whose tp_getattro is exactly
  * PyObject_GenericGetAttr, so it never caches a lookup that skips the check; the
  * builtin types whose instances cannot hold a denied name (no __dict__, no
- * denied name in their MRO but object's reduce trio: list, dict, str ...) keep
- * that function and their speed (keeps_generic).
+ * denied name in their MRO but the pickle protocol's: list, dict, str, set ...)
+ * keep that function and their speed (keeps_generic).
  * type.__subclasses__ itself answers only the standard library (a second wall for
  * a descriptor that stdlib code handed out), and object.__dir__/type.__dir__ are
  * replaced by versions that read the dicts directly, so dir() keeps working.
@@ -298,19 +298,53 @@ static int tramp_for(getattrofunc fn, getattrofunc *out)
 	return 0;
 }
 
+/* Types the shim took a denied descriptor from (_settype): a read of it there
+ * is refused by name, not answered "no such attribute". */
+static PyTypeObject *g_locked[16];
+static size_t g_nlocked;
+
+int tp_py_guard_locked(PyTypeObject *t)
+{
+	for (size_t i = 0; i < g_nlocked; i++)
+		if (g_locked[i] == t)
+			return 0;
+	if (g_nlocked == sizeof g_locked / sizeof g_locked[0]) {
+		PyErr_SetString(PyExc_RuntimeError, "attribute guard: too many locked types");
+		return -1;
+	}
+	g_locked[g_nlocked++] = t;
+	return 0;
+}
+
+static int is_locked(PyTypeObject *t)
+{
+	for (size_t i = 0; i < g_nlocked; i++)
+		if (g_locked[i] == t)
+			return 1;
+	return 0;
+}
+
+/* The pickle protocol's names: on an object without a __dict__ they give what
+ * rebuilds it (its type, its contents), nothing it does not hold. */
+static int pickle_name(PyObject *k)
+{
+	return PyUnicode_CompareWithASCIIString(k, "__reduce__") == 0 ||
+	       PyUnicode_CompareWithASCIIString(k, "__reduce_ex__") == 0 ||
+	       PyUnicode_CompareWithASCIIString(k, "__getstate__") == 0;
+}
+
 /* A builtin type whose instances have no __dict__ and whose MRO holds no denied
- * name but object's __reduce__/__reduce_ex__/__getstate__ (list, dict, str,
- * int, tuple, set, deque, Decimal, re.Pattern, the iterators ...) keeps
- * PyObject_GenericGetAttr: a lookup on its instances can only find what its
- * type's dicts hold, and those three only describe the object itself. CPython
+ * name but the pickle protocol's (list, dict, str, int, tuple, set, deque,
+ * Decimal, re.Pattern, the iterators ...) keeps PyObject_GenericGetAttr: a
+ * lookup on its instances can only find what its type's dicts hold. CPython
  * 3.11 specialises (caches) attribute loads and method calls only on types that
- * keep that exact function, so `l.append(x)`, `d.get(k)`, `s.join(p)` keep their
+ * keep that exact function, so `l.append(x)`, `d.get(k)`, `s.add(x)` keep their
  * speed. Its subclasses made later take the guarded wrapper (they have dicts). */
 static int keeps_generic(PyTypeObject *t)
 {
 	PyObject *mro = t->tp_mro;
 
-	if (t->tp_getattro != PyObject_GenericGetAttr || t == &PyBaseObject_Type ||
+	if (t->tp_getattro != PyObject_GenericGetAttr || t == &PyBaseObject_Type || is_locked(t) ||
 	    (t->tp_flags & (Py_TPFLAGS_HEAPTYPE | Py_TPFLAGS_MANAGED_DICT)) || t->tp_dictoffset != 0 ||
 	    mro == NULL || !PyTuple_Check(mro))
 		return 0;
@@ -318,10 +352,8 @@ static int keeps_generic(PyTypeObject *t)
 		PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
 		PyObject *k, *v;
 		Py_ssize_t pos = 0;
-		if (b == &PyBaseObject_Type)
-			continue;
 		while (b->tp_dict != NULL && PyDict_Next(b->tp_dict, &pos, &k, &v))
-			if (tp_py_attr_denied(k))
+			if (tp_py_attr_denied(k) && !pickle_name(k))
 				return 0;
 	}
 	return 1;

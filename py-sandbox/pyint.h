@@ -59,6 +59,7 @@ int tp_py_audit_hook(const char *event, PyObject *args, void *ud);
 
 /* pyattr.c: the attribute guard (installed by the shim in the zygote). */
 int tp_py_guard_install(PyObject *deny);
+int tp_py_guard_locked(PyTypeObject *t);
 int tp_py_attr_denied(PyObject *name);
 int tp_py_real_namespace(PyObject *dict);
 

@@ -136,7 +136,8 @@ static PyObject *py_refuse(PyObject *self, PyObject *args)
 }
 
 /* _settype(type, name[, value]): sets or deletes an entry of a (static) type's
- * dict, which type.__setattr__ refuses. Zygote only. */
+ * dict, which type.__setattr__ refuses; a type that lost one keeps the attribute
+ * guard's trampoline (pyattr.c). Zygote only. */
 static PyObject *py_settype(PyObject *self, PyObject *args)
 {
 	PyTypeObject *t;
@@ -147,7 +148,7 @@ static PyObject *py_settype(PyObject *self, PyObject *args)
 	if (!PyArg_ParseTuple(args, "O!s|O", &PyType_Type, &t, &name, &v))
 		return NULL;
 	if (v != NULL ? PyDict_SetItemString(t->tp_dict, name, v)
-		      : PyDict_DelItemString(t->tp_dict, name))
+		      : PyDict_DelItemString(t->tp_dict, name) || tp_py_guard_locked(t))
 		return NULL;
 	PyType_Modified(t);
 	Py_RETURN_NONE;
