@@ -153,34 +153,62 @@ PyObject *tp_py_refuse(const char *msg, int line)
 
 /* ---- who is calling ------------------------------------------------------------ */
 
-static int caller_file_is(const char *prefix, size_t n)
+static int starts(PyObject *file, const char *prefix)
+{
+	const char *s = PyUnicode_Check(file) ? PyUnicode_AsUTF8(file) : NULL;
+
+	if (s == NULL)
+		PyErr_Clear();
+	return s != NULL && strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static int caller_file_is(const char *prefix)
 {
 	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
 	PyCodeObject *code;
-	const char *file;
 	int r;
 
 	if (f == NULL)
 		return -1; /* no Python frame: our own C code */
 	code = PyFrame_GetCode(f);
-	file = PyUnicode_AsUTF8(code->co_filename);
-	r = file != NULL && strncmp(file, prefix, n) == 0;
+	r = starts(code->co_filename, prefix);
 	Py_DECREF(code);
-	if (file == NULL)
-		PyErr_Clear();
 	return r;
 }
 
-static int caller_is_snippet(void)
+/* The innermost Python frame runs the standard library's own code: its code
+ * object comes from a file under STDLIB or a module frozen into the interpreter
+ * ("<frozen abc>"), AND it runs in the namespace of a module the zygote loaded.
+ * Not exempt: "<string>" code the stdlib compiled (typing's forward references,
+ * dataclasses' generated methods: the text may be the snippet's), the shim (it
+ * forwards the snippet's names), the snippet, and stdlib code put in a function
+ * with other globals (types.FunctionType(code, snippet_globals)). no_frame is
+ * the answer when only C code is running. */
+int tp_py_frame_exempt(int no_frame)
 {
-	return caller_file_is(SNIPPET, sizeof SNIPPET) == 1;
+	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+	PyCodeObject *code;
+	PyObject *g;
+	int r;
+
+	if (f == NULL)
+		return no_frame;
+	code = PyFrame_GetCode(f);
+	r = starts(code->co_filename, STDLIB "/") || starts(code->co_filename, "<frozen ");
+	Py_DECREF(code);
+	if (!r)
+		return 0;
+	g = PyFrame_GetGlobals(f);
+	r = tp_py_real_namespace(g);
+	Py_XDECREF(g);
+	return r;
 }
 
-/* Stdlib code and the shim may still use exec, eval, compile and __import__. */
+/* Stdlib code (as above), the shim and our own C code may still use exec, eval,
+ * compile and __import__. */
 int tp_py_caller_trusted(void)
 {
-	int r = caller_file_is(STDLIB "/", sizeof STDLIB);
-	return r != 0 || caller_file_is(SHIM, sizeof SHIM) == 1;
+	return tp_py_frame_exempt(1) || caller_file_is(SHIM) == 1;
 }
 
 /* ---- audit tripwire --------------------------------------------------------------- */
@@ -239,6 +267,15 @@ static int is_snippet_path(PyObject *args)
 	return s != NULL && strcmp(s, SNIPPET) == 0;
 }
 
+/* object.__setattr__ / __delattr__ of a denied name, outside the stdlib. */
+static int audited_write(PyObject *args)
+{
+	PyObject *name =
+	    PyTuple_Check(args) && PyTuple_GET_SIZE(args) >= 2 ? PyTuple_GET_ITEM(args, 1) : NULL;
+
+	return name != NULL && tp_py_attr_denied(name) && !tp_py_frame_exempt(!tp_py_running);
+}
+
 int tp_py_audit_hook(const char *event, PyObject *args, void *ud)
 {
 	char note[160];
@@ -266,10 +303,16 @@ int tp_py_audit_hook(const char *event, PyObject *args, void *ud)
 		tp_py_publish_usage(tp_py_shm);
 		_exit(TP_EXIT_LIMIT);
 	}
-	if (strcmp(event, "object.__getattr__") == 0 && caller_is_snippet()) {
+	if (strcmp(event, "object.__getattr__") == 0 ? !tp_py_frame_exempt(!tp_py_running)
+	    : strncmp(event, "object.__", 9) == 0    ? audited_write(args)
+						     : 0) {
+		/* CPython audits reads of __code__, __defaults__, gi_frame, tb_frame,
+		 * f_code, ... (whatever the path: a descriptor's __get__ too); writes of
+		 * a denied name need the same standing as reads. */
 		PyObject *name = PyTuple_Size(args) >= 2 ? PyTuple_GetItem(args, 1) : NULL;
 		const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
 		char msg[160];
+		PyErr_Clear();
 		snprintf(msg, sizeof msg, "attribute '%s' is not allowed", s ? s : "?");
 		tp_py_refuse(msg, -1);
 		return -1;

@@ -2,6 +2,7 @@
  * pyint.h — private to py-sandbox/: the state of one exec and what the Python
  * layer's parts share.
  *   pyguard.c    the sticky verdict wiring, who is calling, the audit tripwire
+ *   pyattr.c     the attribute guard: denied names refused by every type's lookup
  *   pyshimfns.c  the C functions the shim and the snippet call
  *   pyerror.c    capturing an exception: type, message, traceback, line
  *   pysandbox.c  one exec, the fast path, zygote and worker init, struct tp_lang
@@ -52,8 +53,15 @@ int tp_py_raise_verdict(void);
 void tp_py_trace_on(void);
 void tp_py_trace_off(void);
 PyObject *tp_py_refuse(const char *msg, int line);
+int tp_py_frame_exempt(int no_frame);
 int tp_py_caller_trusted(void);
 int tp_py_audit_hook(const char *event, PyObject *args, void *ud);
+
+/* pyattr.c: the attribute guard (installed by the shim in the zygote). */
+int tp_py_guard_install(PyObject *deny);
+int tp_py_guard_locked(PyTypeObject *t);
+int tp_py_attr_denied(PyObject *name);
+int tp_py_real_namespace(PyObject *dict);
 
 /* pyshimfns.c: the shim's C functions, put in its globals by the zygote. */
 extern PyMethodDef tp_py_shim_fns[];

@@ -1,6 +1,7 @@
 /*
  * pyshimfns.c — the C functions the shim and the snippet call: _write, _print
- * (into the capped output page), _refuse, _settype, _gate. Invariant: nothing
+ * (into the capped output page), _refuse, _settype, _gate (with the namespace
+ * rules of a gated eval/exec), _eval_builtins, _guard. Invariant: nothing
  * is written outside an exec or after a verdict, and a gated builtin runs only
  * for a trusted caller (stdlib, shim, our own C code), never for the snippet.
  */
@@ -135,7 +136,8 @@ static PyObject *py_refuse(PyObject *self, PyObject *args)
 }
 
 /* _settype(type, name[, value]): sets or deletes an entry of a (static) type's
- * dict, which type.__setattr__ refuses. Zygote only. */
+ * dict, which type.__setattr__ refuses; a type that lost one keeps the attribute
+ * guard's trampoline (pyattr.c). Zygote only. */
 static PyObject *py_settype(PyObject *self, PyObject *args)
 {
 	PyTypeObject *t;
@@ -146,22 +148,57 @@ static PyObject *py_settype(PyObject *self, PyObject *args)
 	if (!PyArg_ParseTuple(args, "O!s|O", &PyType_Type, &t, &name, &v))
 		return NULL;
 	if (v != NULL ? PyDict_SetItemString(t->tp_dict, name, v)
-		      : PyDict_DelItemString(t->tp_dict, name))
+		      : PyDict_DelItemString(t->tp_dict, name) || tp_py_guard_locked(t))
 		return NULL;
 	PyType_Modified(t);
 	Py_RETURN_NONE;
+}
+
+static PyObject *g_snippet_builtins; /* what code the stdlib evaluates for the snippet sees */
+
+/* exec/eval for a trusted caller: never in the namespace of a module the zygote
+ * loaded (typing.ForwardRef(s, module='typing'), a class whose __module__ names
+ * a stdlib module: the text is the snippet's and the namespace holds sys), and a
+ * namespace without __builtins__ gets the snippet's, not the real builtins module
+ * eval would put there (with its __loader__, getattr, and so on). */
+static int eval_namespace_ok(PyObject *args, const char *fn)
+{
+	Py_ssize_t n = PyTuple_GET_SIZE(args);
+	PyObject *g = n > 1 ? PyTuple_GET_ITEM(args, 1) : Py_None;
+	PyObject *l = n > 2 ? PyTuple_GET_ITEM(args, 2) : Py_None;
+	char msg[160];
+
+	if (g == Py_None)
+		g = PyEval_GetGlobals(); /* eval's own default: the caller's */
+	if (tp_py_real_namespace(g) || tp_py_real_namespace(l)) {
+		PyObject *name = g && PyDict_Check(g) ? PyDict_GetItemString(g, "__name__") : NULL;
+		const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+		PyErr_Clear();
+		snprintf(msg, sizeof msg, "%s() in the namespace of module '%.60s' is not allowed",
+			 fn, s ? s : "?");
+		tp_py_refuse(msg, -1);
+		return -1;
+	}
+	if (g != NULL && PyDict_Check(g) && g_snippet_builtins != NULL &&
+	    PyDict_GetItemString(g, "__builtins__") == NULL &&
+	    PyDict_SetItemString(g, "__builtins__", g_snippet_builtins) != 0)
+		return -1;
+	return 0;
 }
 
 /* A gated builtin: self is (original, name). */
 static PyObject *gate_call(PyObject *self, PyObject *args, PyObject *kw)
 {
 	char msg[96];
+	const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(self, 1));
 
 	if (!tp_py_caller_trusted()) {
-		snprintf(msg, sizeof msg, "%s() is not allowed",
-			 PyUnicode_AsUTF8(PyTuple_GET_ITEM(self, 1)));
+		snprintf(msg, sizeof msg, "%s() is not allowed", name);
 		return tp_py_refuse(msg, -1);
 	}
+	if ((strcmp(name, "eval") == 0 || strcmp(name, "exec") == 0) &&
+	    eval_namespace_ok(args, name) != 0)
+		return NULL;
 	return PyObject_Call(PyTuple_GET_ITEM(self, 0), args, kw);
 }
 
@@ -181,7 +218,31 @@ static PyObject *py_gate(PyObject *self, PyObject *args)
 	return g;
 }
 
+/* _eval_builtins(dict): what eval/exec put in a namespace that has none. */
+static PyObject *py_eval_builtins(PyObject *self, PyObject *b)
+{
+	(void)self;
+	if (!PyDict_Check(b)) {
+		PyErr_SetString(PyExc_TypeError, "builtins must be a dict");
+		return NULL;
+	}
+	Py_INCREF(b);
+	Py_XSETREF(g_snippet_builtins, b);
+	Py_RETURN_NONE;
+}
+
+/* _guard(names): installs the attribute guard (pyattr.c). Zygote, once, last. */
+static PyObject *py_guard(PyObject *self, PyObject *names)
+{
+	(void)self;
+	if (tp_py_guard_install(names) != 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
 PyMethodDef tp_py_shim_fns[] = {
+	{ "_eval_builtins", py_eval_builtins, METH_O, NULL },
+	{ "_guard", py_guard, METH_O, NULL },
 	{ "_write", py_write, METH_VARARGS, NULL },
 	{ "_refuse", py_refuse, METH_VARARGS, NULL },
 	{ "_settype", py_settype, METH_VARARGS, NULL },

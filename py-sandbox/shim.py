@@ -4,7 +4,7 @@
 # reach is decided here: the module allowlist, the facades, the AST check, the
 # guarded builtins. None of this is the security boundary (docs/python.md).
 # The C layer injects before running this: _write, _refuse, _settype, _gate,
-# _print, PolicyViolation, LimitExceeded.
+# _print, _eval_builtins, _guard, PolicyViolation, LimitExceeded.
 import ast
 import builtins
 import sys
@@ -52,6 +52,23 @@ cr_frame cr_code cr_await cr_origin ag_frame ag_code ag_await tb_frame tb_next
 co_code co_consts co_names
 '''.split())
 NAME_DUNDER_OK = frozenset(('__name__', '__doc__', '__class__', '__debug__', '__annotations__'))
+# What the attribute guard (pyattr.c) refuses in C, on every path: from snippet
+# source, from "<string>" code the stdlib compiled, a match pattern, super(),
+# getattr, attrgetter, a format field, a descriptor. Only names that lead out of
+# the snippet's own objects: down the class graph (__subclasses__), into a
+# function (its globals, builtins, cells, code, defaults), a namespace (__dict__:
+# a type's descriptors, a module's globals), a C function's module (__self__),
+# the import system (__loader__, __spec__), an object's raw state (__reduce__,
+# __reduce_ex__, __getstate__), frames and code (ATTR_DENY, __traceback__). The
+# AST check refuses more (every dunder not in DUNDER_OK), for early readable
+# errors; the guard cannot: CPython and the stdlib read protocol names such as
+# __parameters__, __mro_entries__, __set_name__ or __bases__ on the snippet's
+# behalf, and __mro__/__bases__ only give what type.mro() gives.
+GUARD_DENY = frozenset('''
+__subclasses__ __globals__ __builtins__ __closure__ __code__ __defaults__
+__kwdefaults__ __dict__ __self__ __loader__ __spec__ __reduce__ __reduce_ex__
+__getstate__ __traceback__
+'''.split()) | ATTR_DENY
 
 
 def _attr_bad(name):
@@ -95,8 +112,9 @@ def _check(tree):
             if _attr_bad(node.attr):
                 _refuse("attribute '%s' is not allowed" % node.attr, line)
         elif isinstance(node, ast.Name):
+            # DUNDER_OK: class bodies set __slots__, __match_args__, __hash__ ...
             if node.id.startswith('__') and node.id.endswith('__') \
-                    and node.id not in NAME_DUNDER_OK:
+                    and node.id not in NAME_DUNDER_OK and node.id not in DUNDER_OK:
                 _refuse("name '%s' is not allowed" % node.id, line)
         elif isinstance(node, ast.alias):
             if node.name.startswith('__') or (node.asname or '').startswith('__'):
@@ -187,12 +205,21 @@ def _facade(name, real):
 
 
 def _patch_string(f, real):
-    class Formatter(real.Formatter):
-        def get_field(self, field_name, args, kwargs):
-            bad = _field_bad(field_name)
-            if bad:
-                _refuse("format string reads attribute '%s', which is not allowed" % bad)
-            return real.Formatter.get_field(self, field_name, args, kwargs)
+    # In the real class, so super(string.Formatter, x).get_field and subclasses of
+    # string.Formatter meet it too; the original stays in this closure only.
+    orig = real.Formatter.get_field
+
+    def get_field(self, field_name, args, kwargs):
+        bad = _field_bad(str.__str__(field_name)) if isinstance(field_name, str) else None
+        if bad:
+            _refuse("format string reads attribute '%s', which is not allowed" % bad)
+        return orig(self, field_name, args, kwargs)
+    get_field.__qualname__ = 'Formatter.get_field'
+    get_field.__doc__ = orig.__doc__
+    real.Formatter.get_field = get_field
+
+    class Formatter(real.Formatter):  # as before: the snippet's subclasses sit below it
+        pass
     Formatter.__module__ = 'string'
     f.Formatter = Formatter
 
@@ -209,6 +236,41 @@ def _patch_operator(f, real):
     f.attrgetter, f.methodcaller = attrgetter, methodcaller
 
 
+def _guard_typing(real):
+    # typing hands the namespace it resolves from a class's __module__ (a real
+    # module's, when the snippet's class claims one) to t._evaluate() for every t
+    # that passes isinstance(t, ForwardRef): a subclass (class F(ForwardRef,
+    # _root=True)), an object whose __class__ says ForwardRef, or a patched
+    # ForwardRef._evaluate would receive it. Only typing's own may.
+    orig, fr = real._eval_type, real.ForwardRef
+    evaluate = fr._evaluate
+
+    def _eval_type(t, globalns, localns, recursive_guard=frozenset()):
+        if isinstance(t, fr) and (type(t) is not fr or fr._evaluate is not evaluate):
+            _refuse('typing: only typing.ForwardRef itself may evaluate a forward reference')
+        return orig(t, globalns, localns, recursive_guard)
+    real._eval_type = _eval_type
+
+
+def _patch_classes(f, real, name):
+    # Classes these make get the calling frame's module as __module__, which is
+    # the stdlib's here (no frame globals): make them the snippet's, so code that
+    # resolves cls.__module__ (dataclasses' exec, get_type_hints) uses its namespace.
+    if name == 'dataclasses':
+        def make_dataclass(cls_name, fields, *, namespace=None, **kwargs):
+            ns = dict(namespace or {})
+            ns.setdefault('__module__', '__main__')
+            return real.make_dataclass(cls_name, fields, namespace=ns, **kwargs)
+        make_dataclass.__doc__ = real.make_dataclass.__doc__
+        f.make_dataclass = make_dataclass
+    else:
+        def namedtuple(typename, field_names, *, rename=False, defaults=None, module=None):
+            return real.namedtuple(typename, field_names, rename=rename, defaults=defaults,
+                                   module='__main__' if module is None else module)
+        namedtuple.__doc__ = real.namedtuple.__doc__
+        f.namedtuple = namedtuple
+
+
 def _build_facades():
     import importlib
     for name in PRELOAD:
@@ -219,6 +281,9 @@ def _build_facades():
     FACADES['collections'].abc = FACADES['collections.abc']
     _patch_string(FACADES['string'], sys.modules['string'])
     _patch_operator(FACADES['operator'], sys.modules['operator'])
+    _patch_classes(FACADES['dataclasses'], sys.modules['dataclasses'], 'dataclasses')
+    _patch_classes(FACADES['collections'], sys.modules['collections'], 'collections')
+    _guard_typing(sys.modules['typing'])
 
 
 # -- output --------------------------------------------------------------------------
@@ -312,6 +377,8 @@ def _lock_types():
     _settype(str, 'format_map', format_map)
     for k in REAL_REMOVE:
         builtins.__dict__.pop(k, None)
+    # The real builtins' __loader__ is BuiltinImporter (load_module('sys')).
+    builtins.__loader__ = builtins.__spec__ = None
     for k in REAL_GATE:
         builtins.__dict__[k] = _gate(builtins.__dict__[k], k)
 
@@ -324,6 +391,9 @@ def init():
     sys.__stdout__, sys.__stderr__, sys.stdin = sys.stdout, sys.stderr, None
     b = _snippet_builtins()
     _lock_types()
+    _eval_builtins(b)
+    assert all(_attr_bad(n) for n in GUARD_DENY)  # the AST check refuses them first
+    _guard(GUARD_DENY)  # last: from here on a denied name is refused in C
     return b
 
 

@@ -17,6 +17,11 @@ N_SPAWN = int(os.environ.get("BENCH_SPAWN", "200"))
 COMPUTE = "local s = 0 for i = 1, 3e7 do s = s + i % 7 end return s"
 PY_COMPUTE = "s = 0\nfor i in range(3_000_000):\n    s += i % 7\ns"
 PY_COMPUTE_CLI = "s = 0\nfor i in range(3_000_000):\n    s += i % 7\nprint(s)"
+# Attribute loads and method calls: what the attribute guard costs (docs/python.md).
+PY_OBJECTS = ("class P:\n    def __init__(self, x):\n        self.x = x\n    def get(self):\n"
+              "        return self.x\nps = [P(i) for i in range(1000)]\nl = []\ns = 0\n"
+              "for _ in range(300):\n    for p in ps:\n        s += p.x + p.get()\n        l.append(s)\n"
+              "    l.clear()\n")
 
 
 class Client:
@@ -110,6 +115,9 @@ def main():
     report_overhead("Python loop of 3e6", plain, [
         ("cpu_ms only", compute(c, {"cpu_ms": 5000}, lang="python", code=PY_COMPUTE), " (goal: <= 10%)"),
         ("instructions", compute(c, {"instructions": 10**12}, lang="python", code=PY_COMPUTE), "")])
+    plain = statistics.median(spawn_latency([PYTHON, "-I", "-S", "-c", PY_OBJECTS + "print(s)"], 5)) / 1e3
+    report_overhead("Python attributes and methods, loop of 3e5", plain, [
+        ("cpu_ms only", compute(c, {"cpu_ms": 5000}, lang="python", code=PY_OBJECTS + "s"), "")])
     c.close()
 
 
