@@ -13,6 +13,10 @@
  *      boundary (client lines, worker frames, replies).
  *   2. The first call installs a counting allocator (malloc/free, unchanged
  *      otherwise); an operation during which any allocation failed is refused.
+ *   3. With JSON_ALLOW_NUL, tp_json_loadb also accepts U+0000 in object keys,
+ *      which json_loadb refuses under any flag ("NUL byte in object key not
+ *      supported"); read such keys with json_object_iter_key_len or the
+ *      json_object_*n functions. json_dumps writes them as \u0000.
  */
 #ifndef TP_JSONIO_H
 #define TP_JSONIO_H
