@@ -1,5 +1,5 @@
 /*
- * test_jsonio.c — tp_json_loadb with JSON_ALLOW_NUL reads U+0000 in object keys
+ * test_jsonkeys.c — tp_json_loadb with JSON_ALLOW_NUL reads U+0000 in object keys
  * (json_loadb refuses it under any flag): at any depth, next to U+0001 (the
  * escape it is rewritten with), with duplicates still found, values untouched,
  * and errors still at their own column.
@@ -99,5 +99,5 @@ int main(void)
 {
 	test_keys();
 	test_errors();
-	return tp_test_done("test_jsonio");
+	return tp_test_done("test_jsonkeys");
 }
