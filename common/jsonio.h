@@ -25,6 +25,10 @@
  *      to map its reserve later, when memory may be short.
  * Not thread-safe (one allocator state per process); the fork of a process that
  * used it inherits a consistent copy.
+ *   3. With JSON_ALLOW_NUL, tp_json_loadb also accepts U+0000 in object keys,
+ *      which json_loadb refuses under any flag ("NUL byte in object key not
+ *      supported"); read such keys with json_object_iter_key_len or the
+ *      json_object_*n functions. json_dumps writes them as \u0000.
  */
 #ifndef TP_JSONIO_H
 #define TP_JSONIO_H

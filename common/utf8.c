@@ -5,6 +5,7 @@
 #include "utf8.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,4 +74,33 @@ json_t *tp_utf8_json(const char *s, size_t n)
 	json_t *v = json_stringn(buf, tp_utf8_fix(s, n, buf));
 	free(buf);
 	return v;
+}
+
+size_t tp_utf8_quote(const char *s, size_t n, char *out, size_t max)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t o = 0, i = 0, k;
+
+	out[o++] = '"';
+	for (; i < n && o <= max; i += k ? k : 1) { /* at most 6 bytes per step */
+		k = tp_utf8_seq_len(p + i, n - i);
+		switch (p[i]) {
+		case '"':
+		case '\\': out[o++] = '\\', out[o++] = (char)p[i]; continue;
+		case '\n': out[o++] = '\\', out[o++] = 'n'; continue;
+		case '\r': out[o++] = '\\', out[o++] = 'r'; continue;
+		case '\t': out[o++] = '\\', out[o++] = 't'; continue;
+		}
+		if (k == 0)
+			o += (size_t)snprintf(out + o, 5, "\\x%02X", p[i]);
+		else if (p[i] < 0x20 || p[i] == 0x7F)
+			o += (size_t)snprintf(out + o, 7, "\\u%04X", p[i]);
+		else
+			memcpy(out + o, s + i, k), o += k;
+	}
+	out[o++] = '"';
+	if (i < n)
+		memcpy(out + o, "...", 3), o += 3;
+	out[o] = '\0';
+	return o;
 }

@@ -16,5 +16,11 @@ int tp_utf8_valid(const char *s, size_t n);
 size_t tp_utf8_fix(const char *s, size_t n, char *out);
 /* A JSON string of n bytes (NUL allowed), repaired; NULL when out of memory. */
 json_t *tp_utf8_json(const char *s, size_t n);
+/* s as a double-quoted literal for a message: '"' and '\\' escaped, \n \r \t,
+ * other control characters as \u00XX, bytes that do not begin a valid sequence
+ * as \xHH. Past max bytes of literal it stops at a character boundary and adds
+ * "..." after the closing quote. out has room for max + 16; returns the length
+ * written (NUL-terminated, valid UTF-8). */
+size_t tp_utf8_quote(const char *s, size_t n, char *out, size_t max);
 
 #endif

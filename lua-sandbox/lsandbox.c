@@ -431,9 +431,10 @@ static int result_failure(struct tp_failure *f, const char *message)
 }
 
 /* The values above the message handler, as JSON; NULL with *fail set (a cycle,
- * a value that cannot be converted) or a trip. */
+ * keys that collide, NaN, a value that cannot be converted) or a trip. */
 static json_t *convert_result(lua_State *L, const char **fail)
 {
+	static char message[TP_LJSON_MESSAGE_MAX];
 	struct tp_ljson_caps caps = { g_lim.result_depth, g_lim.result_bytes };
 	struct tp_ljson_out out;
 
@@ -454,6 +455,11 @@ static json_t *convert_result(lua_State *L, const char **fail)
 		trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_RESULT_BYTES, caps.bytes, out.used);
 		break;
 	case TP_LJSON_CYCLE: *fail = "cycle in returned value"; break;
+	case TP_LJSON_KEYS:
+	case TP_LJSON_NUMBER:
+		memcpy(message, out.message, sizeof message);
+		*fail = message;
+		break;
 	case TP_LJSON_LUAERR:
 		if (out.lua_status == LUA_ERRMEM)
 			trip_memory();

@@ -7,6 +7,7 @@
 #include <Python.h>
 
 #include "pyjson.h"
+#include "utf8.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #define MAX_PATH 256 /* containers on the current path; depth caps are <= 200 */
+#define SHOWN_MAX 64 /* bytes of a key or of a JSON text quoted in a message */
 
 /* ---- strings ---------------------------------------------------------------- */
 
@@ -73,6 +75,7 @@ struct conv {
 	uint64_t bytes;
 	enum tp_pyjson_fail fail;
 	uint64_t used;
+	char *message; /* out->message */
 	int npath;
 	PyObject *path[MAX_PATH];
 };
@@ -138,8 +141,12 @@ static json_t *scalar(struct conv *c, PyObject *v)
 		j = json_integer(x);
 	} else if (PyFloat_Check(v)) {
 		double d = PyFloat_AS_DOUBLE(v);
-		if (!isfinite(d)) {
-			stop(c, TP_PYJSON_NOTJSON, 0);
+		if (!isfinite(d)) { /* JSON has no NaN or infinity */
+			snprintf(c->message, TP_PYJSON_MESSAGE_MAX, "%s is not a JSON number",
+				 isnan(d) ? "NaN"
+				 : d > 0  ? "inf"
+					  : "-inf");
+			stop(c, TP_PYJSON_NUMBER, 0);
 			return NULL;
 		}
 		j = json_real(d);
@@ -200,6 +207,84 @@ fail:
 	return NULL;
 }
 
+/* The repr of a str key's first n characters. */
+static PyObject *str_repr(PyObject *k, Py_ssize_t n)
+{
+	PyObject *cut = PyUnicode_Substring(k, 0, n), *r;
+
+	r = cut ? PyUnicode_Type.tp_repr(cut) : NULL; /* str's own repr, never a subclass's */
+	Py_XDECREF(cut);
+	return r;
+}
+
+/* A key as the snippet would write it (its type's own repr), at most SHOWN_MAX
+ * bytes: a long str is shown by a shorter prefix's repr, other reprs are cut;
+ * "..." follows what was cut. */
+static void show_key(PyObject *k, char *out)
+{
+	Py_ssize_t chars = 0, n = 0;
+	const char *u = NULL;
+	PyObject *r;
+	size_t len;
+	int more = 0;
+
+	if (PyUnicode_Check(k)) {
+		chars = PyUnicode_GET_LENGTH(k);
+		r = str_repr(k, chars);
+		while (r != NULL && (u = PyUnicode_AsUTF8AndSize(r, &n)) != NULL &&
+		       n > SHOWN_MAX) { /* escapes make bytes per character vary */
+			Py_DECREF(r);
+			chars = chars > SHOWN_MAX / 2 ? SHOWN_MAX / 2 : chars * 3 / 4;
+			r = str_repr(k, chars);
+			more = 1;
+		}
+	} else if (k == Py_None || PyBool_Check(k)) {
+		r = PyObject_Repr(k); /* None, True, False: no snippet code */
+	} else if (PyLong_Check(k)) {
+		r = PyLong_Type.tp_repr(k);
+	} else {
+		r = PyFloat_Type.tp_repr(k);
+	}
+	u = r ? PyUnicode_AsUTF8AndSize(r, &n) : NULL;
+	if (u == NULL) {
+		PyErr_Clear();
+		u = "?", n = 1;
+	}
+	len = (size_t)n;
+	if (len > SHOWN_MAX) { /* digits: any byte is a boundary */
+		len = SHOWN_MAX, more = 1;
+		while (len > 0 && ((unsigned char)u[len] & 0xC0) == 0x80)
+			len--;
+	}
+	snprintf(out, SHOWN_MAX + 16, "%.*s%s", (int)len, u, more ? "..." : "");
+	Py_XDECREF(r);
+}
+
+/* k, whose JSON text jk an earlier key of v already has: name both, the one that
+ * is not a str first, else in the dict's order. */
+static int collision(struct conv *c, PyObject *v, PyObject *k, const json_t *jk)
+{
+	char a[SHOWN_MAX + 16] = "?", b[SHOWN_MAX + 16], t[SHOWN_MAX + 16];
+	Py_ssize_t pos = 0;
+	PyObject *other, *item, *first = NULL, *second = k;
+
+	while (first == NULL && PyDict_Next(v, &pos, &other, &item) && other != k) {
+		json_t *j = key_string(other);
+		if (j != NULL && json_equal(j, jk))
+			first = other;
+		json_decref(j);
+	}
+	if (first != NULL && PyUnicode_Check(first) && !PyUnicode_Check(k))
+		first = k, second = other;
+	if (first != NULL)
+		show_key(first, a);
+	show_key(second, b);
+	tp_utf8_quote(json_string_value(jk), json_string_length(jk), t, SHOWN_MAX);
+	snprintf(c->message, TP_PYJSON_MESSAGE_MAX, "keys %s and %s both become %s in JSON", a, b,
+		 t);
+	return stop(c, TP_PYJSON_KEYS, 0);
+}
+
 static json_t *conv_dict(struct conv *c, PyObject *v, uint64_t depth)
 {
 	Py_ssize_t pos = 0;
@@ -218,6 +303,11 @@ static json_t *conv_dict(struct conv *c, PyObject *v, uint64_t depth)
 		jk = key_string(k);
 		if (jk == NULL) {
 			stop(c, TP_PYJSON_NOTJSON, 0);
+			goto fail;
+		}
+		if (json_object_getn(o, json_string_value(jk), json_string_length(jk)) != NULL) {
+			collision(c, v, k, jk);
+			json_decref(jk);
 			goto fail;
 		}
 		if (add_bytes(c, tp_pyjson_size(jk) + 1) != 0) {
@@ -257,8 +347,9 @@ static json_t *conv_value(struct conv *c, PyObject *v, uint64_t depth)
 
 void tp_pyjson_from_py(PyObject *v, const struct tp_pyjson_caps *caps, struct tp_pyjson_out *out)
 {
-	struct conv c = { .caps = caps };
+	struct conv c = { .caps = caps, .message = out->message };
 
+	out->message[0] = '\0';
 	out->value = conv_value(&c, v, 1);
 	out->fail = out->value ? TP_PYJSON_OK : c.fail;
 	out->used = c.used;

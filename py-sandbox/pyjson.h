@@ -6,8 +6,11 @@
  *
  * Usage:
  *   1. tp_pyjson_from_py(v, &caps, &out): out.fail says why it stopped. A value
- *      that JSON cannot hold (a set, a big int, NaN, an object) gives
+ *      that JSON cannot hold (a set, a big int, an object) gives
  *      TP_PYJSON_NOTJSON: the caller then sends its repr, marked value_repr.
+ *      Nothing is dropped: two dict keys with one JSON text (1 and '1') give
+ *      TP_PYJSON_KEYS, NaN and the infinities TP_PYJSON_NUMBER, each with
+ *      out.message for the user (the first problem in order wins).
  *   2. tp_pyjson_to_py(v, max_depth): new reference, or NULL with a Python
  *      error set (ValueError "input nested deeper than N", or MemoryError).
  *   3. tp_pyjson_str(s): a JSON string of a Python str; lone surrogates -> U+FFFD.
@@ -31,13 +34,18 @@ enum tp_pyjson_fail {
 	TP_PYJSON_BYTES,   /* used = JSON bytes counted when the conversion stopped */
 	TP_PYJSON_CYCLE,   /* a container contains itself */
 	TP_PYJSON_NOTJSON, /* a value or a dict key JSON cannot represent */
-	TP_PYJSON_NOMEM    /* out of C memory */
+	TP_PYJSON_NOMEM,   /* out of C memory */
+	TP_PYJSON_KEYS,    /* two keys of one dict have one JSON text; message names them */
+	TP_PYJSON_NUMBER /* NaN or an infinity, which JSON has no number for; message says which */
 };
+
+#define TP_PYJSON_MESSAGE_MAX 320
 
 struct tp_pyjson_out {
 	json_t *value; /* new reference, set only when fail == TP_PYJSON_OK */
 	enum tp_pyjson_fail fail;
 	uint64_t used;
+	char message[TP_PYJSON_MESSAGE_MAX]; /* for KEYS and NUMBER, UTF-8; else "" */
 };
 
 void tp_pyjson_from_py(PyObject *v, const struct tp_pyjson_caps *caps, struct tp_pyjson_out *out);

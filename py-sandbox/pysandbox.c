@@ -175,6 +175,7 @@ struct result {
 
 static void convert(PyObject *v, struct result *res, const struct tp_request *req)
 {
+	static char message[TP_PYJSON_MESSAGE_MAX];
 	struct tp_pyjson_caps caps = { tp_py_lim.result_depth, tp_py_lim.result_bytes };
 	struct tp_pyjson_out out;
 
@@ -188,6 +189,11 @@ static void convert(PyObject *v, struct result *res, const struct tp_request *re
 		tp_py_trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_RESULT_BYTES, caps.bytes, out.used);
 		return;
 	case TP_PYJSON_CYCLE: res->fail = "cycle in returned value"; return;
+	case TP_PYJSON_KEYS:
+	case TP_PYJSON_NUMBER:
+		memcpy(message, out.message, sizeof message);
+		res->fail = message;
+		return;
 	case TP_PYJSON_NOTJSON:
 		res->value = repr_value(v);
 		res->is_repr = 1;

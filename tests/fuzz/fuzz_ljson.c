@@ -3,11 +3,13 @@
  * (the returned value, hostile) and JSON to Lua (inputs). The first byte picks:
  *   'L'  the rest is a Lua chunk, run under a counting allocator and an
  *        instruction budget; whatever it returns is converted;
- *   'J'  the rest is JSON text: pushed as Lua (tp_ljson_push), then converted back;
+ *   'J'  the rest is JSON text, read as the host reads inputs (tp_json_loadb):
+ *        pushed as Lua (tp_ljson_push), then converted back;
  *   else the rest is a small program that builds values on the Lua stack
  *        (tables, shared and cyclic references, hostile metatables, every type).
  * Invariants: no metamethod or Lua function runs during a conversion; an accepted
- * value respects the depth and byte caps; a refusal says why.
+ * value respects the depth and byte caps and reads back through the host's
+ * parser to the same text; a refusal says why.
  */
 #include <jansson.h>
 #include <lauxlib.h>
@@ -17,8 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonio.h"
 #include "lalloc.h"
 #include "ljson.h"
+#include "utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -87,6 +91,12 @@ static void convert(lua_State *L, int n, const struct tp_ljson_caps *caps)
 			CHECK(out.used > caps->bytes);
 		if (out.fail == TP_LJSON_LUAERR)
 			CHECK(out.lua_status != LUA_OK);
+		/* A refusal that is the user's names what: a short UTF-8 message. */
+		if (out.fail == TP_LJSON_KEYS || out.fail == TP_LJSON_NUMBER)
+			CHECK(out.message[0] != '\0' && strlen(out.message) < TP_LJSON_MESSAGE_MAX &&
+			      tp_utf8_valid(out.message, strlen(out.message)));
+		else
+			CHECK(out.message[0] == '\0');
 		return;
 	}
 	CHECK(out.value != NULL);
@@ -94,6 +104,15 @@ static void convert(lua_State *L, int n, const struct tp_ljson_caps *caps)
 	CHECK(text != NULL);
 	/* The worker's count must not undercount what the host measures again. */
 	CHECK(strlen(text) <= caps->bytes);
+	/* The host reads back every value the worker accepts (NUL in keys, no
+	 * duplicate key), as common/msg.c does. */
+	json_t *back = tp_json_loadb(text, strlen(text),
+				     JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, NULL);
+	CHECK(back != NULL);
+	char *again = json_dumps(back, JSON_COMPACT | JSON_ENCODE_ANY);
+	CHECK(again != NULL && strcmp(again, text) == 0);
+	free(again);
+	json_decref(back);
 	size_t d = depth_of(out.value) - (n > 1 && json_is_array(out.value) ? 1 : 0);
 	CHECK(d <= caps->depth);
 	free(text);
@@ -273,8 +292,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				convert(L, n > 8 ? 8 : n, &caps);
 		}
 	} else if (data[0] == 'J') {
-		json_t *v = json_loadb((const char *)data + 3, size - 3,
-				       JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES, NULL);
+		/* Parsed as the host parses inputs (NUL in keys too). */
+		json_t *v = tp_json_loadb((const char *)data + 3, size - 3,
+					  JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_REJECT_DUPLICATES,
+					  NULL);
 		if (v != NULL) {
 			lua_pushcfunction(L, push_json);
 			lua_pushlightuserdata(L, v);

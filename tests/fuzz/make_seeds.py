@@ -44,6 +44,9 @@ P = {
     "tools_call_python": rpc("tools/call", {"name": "run_python", "arguments": {"code": "1"}}),
     "cancel": b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}',
     "nul_in_code": b'{"jsonrpc":"2.0","id":1,"method":"sandbox/exec","params":{"lang":"lua","code":"a\\u0000b"}}',
+    "nul_in_input_keys": b'{"jsonrpc":"2.0","id":1,"method":"sandbox/exec","params":{"lang":"lua","code":"",'
+                         b'"inputs":{"x\\u0000":{"\\u0000":{"\\u0001\\u0001":"\\u0000"}}}}}',
+    "fault_nul_key_duplicate": b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"\\u0000":1,"\\u0000":2}}',
 }
 for name, line in P.items():
     put("proto", name, b"\x00" + line + b"\n")
@@ -177,6 +180,10 @@ L = {
     "lua_error": b"error('boom')",
     "lua_loop": b"while true do end",
     "lua_memory": b"local t = {} for i = 1, 1e7 do t[i] = i end return t",
+    "lua_key_collisions": b"return {[1] = 1, ['1'] = 2}, {[true] = 0, ['true'] = 0}, {[1.5] = 0, ['1.5'] = 0},"
+                          b" {[{}] = 0, [{}] = 0}, {['\\xff'] = 0, ['\\xfe'] = 0}",
+    "lua_nul_keys": b"return {['a\\0b'] = {['\\0'] = {['\\1'] = '\\0', ['\\1\\1'] = 1}}}",
+    "lua_key_order": b"local t = {} for i = 1, 40 do t['k' .. i] = i t[i * 3] = i end t[0.5] = 1 t[true] = 2 return t",
 }
 for name, code in L.items():
     put("ljson", name, b"L\x40\x80" + code)
@@ -187,6 +194,7 @@ J = {
     "json_nulls": b'[null, 1, null]',
     "json_deep": b"[" * 90 + b"]" * 90,
     "json_nul_key": b'{"a\\u0000b": "\\u0000"}',
+    "json_nul_keys_deep": b'{"x":{"\\u0000":{"\\u0001\\u0001":[{"\\u0000\\u0001":1,"\\u0001":2}]}}}',
     "json_scalar": b'"x"',
     "json_numbers": b'[9223372036854775807, -9223372036854775808, 1e-320, 0.0]',
 }
