@@ -285,7 +285,8 @@ static int depth_ok(const json_t *v, size_t depth, size_t max)
 	return 1;
 }
 
-/* JSON text of at most max bytes; NULL when absent or bad (*why says which). */
+/* JSON text of at most max bytes, nested at most max_depth (0: not walked);
+ * NULL when absent or bad (*why says which). */
 static json_t *get_json(struct rbuf *r, size_t max, size_t max_depth, const char **why)
 {
 	const char *s;
@@ -304,7 +305,7 @@ static json_t *get_json(struct rbuf *r, size_t max, size_t max_depth, const char
 	if (v == NULL) {
 		r->bad = 1;
 		*why = tp_err_is_oom(&err) ? "out of memory" : "a value is not JSON";
-	} else if (!depth_ok(v, 0, max_depth)) {
+	} else if (max_depth != 0 && !depth_ok(v, 0, max_depth)) {
 		r->bad = 1;
 		*why = "value nested deeper than result_depth";
 		json_decref(v);
@@ -330,8 +331,7 @@ int tp_msg_request_decode(const char *buf, size_t len, struct tp_request *out)
 	code_len = get_bytes(&r, TP_MSG_MAX_REQUEST, &code);
 	if (r.bad || code == NULL || tp_limits_from_array(&out->limits, lim) != 0)
 		return -1;
-	out->inputs =
-	    get_json(&r, TP_MSG_MAX_REQUEST, SIZE_MAX, &why); /* depth: the language says */
+	out->inputs = get_json(&r, TP_MSG_MAX_REQUEST, 0, &why); /* depth: the language says */
 	if (r.bad || r.off != len || (out->inputs != NULL && !json_is_object(out->inputs)))
 		goto fail;
 	char *copy = malloc(code_len + 1);

@@ -21,6 +21,7 @@
 #include <Python.h>
 
 #include "pyaddr.h"
+#include "pyint.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -737,19 +738,6 @@ static int find_stale(char *bad, size_t len)
 
 /* ---- the entry points ------------------------------------------------------------------- */
 
-static int py_err(struct tp_err *err, const char *what)
-{
-	PyObject *t, *v, *tb, *s;
-
-	PyErr_Fetch(&t, &v, &tb);
-	s = v ? PyObject_Str(v) : NULL;
-	tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_LANGUAGE, 0, "address hiding: %s: %s", what,
-		   s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : "failed");
-	Py_XDECREF(s), Py_XDECREF(t), Py_XDECREF(v), Py_XDECREF(tb);
-	PyErr_Clear();
-	return -1;
-}
-
 int tp_pyaddr_preinit(struct tp_err *err)
 {
 	unsigned char seed[3 * sizeof g.id.k];
@@ -806,16 +794,16 @@ int tp_pyaddr_zygote_init(struct tp_err *err)
 		return tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_LANGUAGE, 0,
 				  "address hiding: tp_pyaddr_preinit() did not run");
 	if ((g_name = PyUnicode_InternFromString("__name__")) == NULL)
-		return py_err(err, "__name__");
+		return tp_py_fail("address hiding: __name__", err);
 	if (patch_id() != 0)
-		return py_err(err, "builtins.id");
+		return tp_py_fail("address hiding: builtins.id", err);
 	if (patch_thread() != 0)
-		return py_err(err, "_thread");
+		return tp_py_fail("address hiding: _thread", err);
 	if (patch_decimal() != 0)
-		return py_err(err, "decimal");
+		return tp_py_fail("address hiding: decimal", err);
 	rc = find_stale(bad, sizeof bad);
 	if (rc < 0)
-		return py_err(err, "walking the types");
+		return tp_py_fail("address hiding: walking the types", err);
 	if (rc > 0)
 		return tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_LANGUAGE, 0,
 				  "address hiding: type %s still prints or hashes an address", bad);

@@ -213,3 +213,17 @@ void tp_py_capture(struct failure *f, enum stage stage, const struct tp_request 
 	PyErr_Clear();
 	Py_XDECREF(t), Py_XDECREF(v), Py_XDECREF(tb);
 }
+
+/* The pending exception as a set-up failure of the language layer (zygote init). */
+int tp_py_fail(const char *what, struct tp_err *err)
+{
+	PyObject *t, *v, *tb, *s;
+
+	PyErr_Fetch(&t, &v, &tb);
+	s = v ? PyObject_Str(v) : NULL;
+	tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_LANGUAGE, 0, "%s: %s", what,
+		   s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : "?");
+	Py_XDECREF(s), Py_XDECREF(t), Py_XDECREF(v), Py_XDECREF(tb);
+	PyErr_Clear();
+	return -1;
+}

@@ -78,6 +78,8 @@ struct failure {
 	json_t *message, *traceback;
 };
 
+/* Takes the pending exception into err: "what: str(exc)"; returns -1. */
+int tp_py_fail(const char *what, struct tp_err *err);
 void tp_py_capture(struct failure *f, enum stage stage, const struct tp_request *req);
 
 #endif

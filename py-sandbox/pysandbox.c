@@ -423,19 +423,6 @@ static int start_interpreter(struct tp_err *err)
 	return status_err(st, "Py_InitializeFromConfig", err);
 }
 
-static int py_fail(const char *what, struct tp_err *err)
-{
-	PyObject *t, *v, *tb, *s;
-
-	PyErr_Fetch(&t, &v, &tb);
-	s = v ? PyObject_Str(v) : NULL;
-	tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_LANGUAGE, 0, "%s: %s", what,
-		   s && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : "?");
-	Py_XDECREF(s), Py_XDECREF(t), Py_XDECREF(v), Py_XDECREF(tb);
-	PyErr_Clear();
-	return -1;
-}
-
 /* One fast-path compile and eval in the zygote, so what the first one writes
  * once (lazy symbol bindings, caches, interned names) is in the shared heap,
  * not copied into every worker. */
@@ -495,11 +482,11 @@ static int load_shim(struct tp_err *err)
 	    PyDict_SetItemString(g_shim, "__name__", PyUnicode_FromString("_tidepool")) != 0 ||
 	    PyDict_SetItemString(g_shim, "LimitExceeded", tp_py_exc_limit) != 0 ||
 	    PyDict_SetItemString(g_shim, "PolicyViolation", tp_py_exc_policy) != 0)
-		return py_fail("shim globals", err);
+		return tp_py_fail("shim globals", err);
 	for (PyMethodDef *d = tp_py_shim_fns; d->ml_name; d++) {
 		PyObject *fn = PyCFunction_NewEx(d, NULL, NULL);
 		if (fn == NULL || PyDict_SetItemString(g_shim, d->ml_name, fn) != 0)
-			return py_fail("shim functions", err);
+			return tp_py_fail("shim functions", err);
 		Py_DECREF(fn);
 	}
 	gc = PyImport_ImportModule("gc"); /* before the shim gates __import__ */
@@ -508,14 +495,14 @@ static int load_shim(struct tp_err *err)
 	Py_XDECREF(code);
 	Py_XDECREF(r);
 	if (r == NULL || gc == NULL)
-		return py_fail("running the shim", err);
+		return tp_py_fail("running the shim", err);
 	g_sbuiltins = PyObject_CallNoArgs(PyDict_GetItemString(g_shim, "init"));
 	if (g_sbuiltins == NULL)
-		return py_fail("shim init", err);
+		return tp_py_fail("shim init", err);
 	if (load_deny() != 0)
-		return py_fail("ATTR_DENY", err);
+		return tp_py_fail("ATTR_DENY", err);
 	if (make_main() == NULL)
-		return py_fail("__main__", err);
+		return tp_py_fail("__main__", err);
 	warm_up();
 	g_main_fresh = 1;
 	g_prepare = PyDict_GetItemString(g_shim, "prepare");
@@ -529,7 +516,7 @@ static int load_shim(struct tp_err *err)
 	Py_XDECREF(r);
 	Py_DECREF(gc);
 	if (r == NULL || g_prepare == NULL || g_reseed == NULL)
-		return py_fail("gc.freeze", err);
+		return tp_py_fail("gc.freeze", err);
 	return 0;
 }
 
