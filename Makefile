@@ -65,7 +65,7 @@ endif
 MAIN_OBJ  := $(BUILD)/obj/host/main.o
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 # py-sandbox/pyshim.c is generated from shim.py by gen_shim.py: not formatted.
-FORMAT_SRCS = $(filter-out py-sandbox/pyshim.c,$(CORE_SRCS)) host/main.c \
+FORMAT_SRCS = $(filter-out py-sandbox/pyshim.c common/presets.c,$(CORE_SRCS)) host/main.c \
               $(wildcard $(SRC_DIRS:%=%/*.h)) $(wildcard tests/unit/*.[ch])
 
 .PHONY: all deps demo test bench install uninstall clean unit proto faults failalloc soak \
@@ -144,6 +144,8 @@ $(BUILD)/tests/fake_tidepool: tests/faults/fake_tidepool.c $(CORE_OBJS)
 # Generated code: regenerated when its source changes, checked by `make test`.
 py-sandbox/pyshim.c: py-sandbox/shim.py py-sandbox/gen_shim.py
 	$(PYTHON) py-sandbox/gen_shim.py
+common/presets.c: $(wildcard policies/*.json) policies/gen_presets.py
+	$(PYTHON) policies/gen_presets.py
 
 # ---- test stages ---------------------------------------------------------------
 # The C unit tests of each module.
@@ -184,6 +186,7 @@ format-check:
 
 shim-check:
 	@$(PYTHON) py-sandbox/gen_shim.py --check
+	@$(PYTHON) policies/gen_presets.py --check
 
 # libFuzzer harnesses (tests/fuzz/), built with clang into build-fuzz/, each run
 # for FUZZ_SECONDS: the pure host modules (not the loop, the pool or the

@@ -60,7 +60,7 @@ int tp_kind_from_name(const char *name);
 const char *tp_layer_name(enum tp_layer layer);
 int tp_layer_from_name(const char *name);
 
-#define TP_ERR_MSG_MAX 200
+#define TP_ERR_MSG_MAX 512
 
 /* No error is recorded while kind is TP_KIND_NONE (a zeroed value). */
 struct tp_err {

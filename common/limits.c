@@ -52,6 +52,13 @@ static uint64_t *field(struct tp_limits *l, enum tp_limit_id id)
 	}
 }
 
+void tp_limit_set(struct tp_limits *l, enum tp_limit_id id, uint64_t v)
+{
+	uint64_t *p = field(l, id);
+	if (p != NULL)
+		*p = v;
+}
+
 uint64_t tp_limit_get(const struct tp_limits *l, enum tp_limit_id id)
 {
 	const uint64_t *p = field((struct tp_limits *)l, id);

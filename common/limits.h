@@ -48,6 +48,7 @@ enum tp_limit_id {
 void tp_limits_default(struct tp_limits *out);
 const char *tp_limit_name(enum tp_limit_id id);
 uint64_t tp_limit_get(const struct tp_limits *l, enum tp_limit_id id);
+void tp_limit_set(struct tp_limits *l, enum tp_limit_id id, uint64_t v);
 
 /* Applies a request's limits object to *l. On error returns -1, leaves *l
  * untouched and records (TP_KIND_INPUT_ERROR, TP_LAYER_HOST) the message of an

@@ -40,7 +40,7 @@ int tp_rpc_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **repl
 		return -1;
 	}
 	if (m == NULL) {
-		snprintf(msg, sizeof msg, "Parse error: %s", err.msg);
+		snprintf(msg, sizeof msg, "Parse error: %.200s", err.msg);
 		*reply = tp_rpc_error(NULL, TP_RPC_PARSE_ERROR, msg, NULL);
 		return -1;
 	}

@@ -1,0 +1,1218 @@
+/*
+ * policy.c — policies: parse with jansson, validate every key (with the file,
+ * line and column of what is wrong), resolve "extends", and write them back
+ * out. Every byte of a policy file is treated as hostile: sizes, depths, list
+ * lengths and string lengths are bounded before anything is kept.
+ */
+#include "policy.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <regex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "jsonio.h"
+
+#define MAX_FILE (1u << 20)
+#define MAX_STR 4096
+
+extern const char *const tp_preset_names[];
+extern const char *const tp_preset_texts[];
+
+struct tp_policy_set {
+	struct tp_policy *p[TP_POLICY_MAX];
+	size_t n;
+};
+
+/* ---- positions: where a key or an element sits in the text ---------------- */
+
+/* A step of a path: a key (key != NULL) or an array index. */
+struct step {
+	const char *key;
+	size_t idx;
+};
+
+struct scan {
+	const char *s, *end;
+	const char *hit; /* where the path ends */
+};
+
+static void ws(struct scan *c)
+{
+	while (c->s < c->end && (*c->s == ' ' || *c->s == '\t' || *c->s == '\n' || *c->s == '\r'))
+		c->s++;
+}
+
+static int skip_string(struct scan *c)
+{
+	if (c->s >= c->end || *c->s != '"')
+		return -1;
+	for (c->s++; c->s < c->end; c->s++) {
+		if (*c->s == '\\')
+			c->s++;
+		else if (*c->s == '"') {
+			c->s++;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int scan_value(struct scan *c, const struct step *path, int n, int depth);
+
+/* Does the key token [a, b) decode to key? */
+static int key_is(const char *a, const char *b, const char *key)
+{
+	json_t *k = json_loadb(a, (size_t)(b - a), JSON_DECODE_ANY, NULL);
+	int eq = json_is_string(k) && strcmp(json_string_value(k), key) == 0;
+	json_decref(k);
+	return eq;
+}
+
+static int scan_value(struct scan *c, const struct step *path, int n, int depth)
+{
+	if (depth > 64)
+		return -1;
+	ws(c);
+	if (c->s >= c->end)
+		return -1;
+	if (*c->s == '{') {
+		c->s++;
+		ws(c);
+		if (c->s < c->end && *c->s == '}') {
+			c->s++;
+			return 0;
+		}
+		for (;;) {
+			ws(c);
+			const char *k = c->s;
+			if (skip_string(c) < 0)
+				return -1;
+			int mine = n > 0 && path[0].key != NULL && key_is(k, c->s, path[0].key);
+			ws(c);
+			if (c->s >= c->end || *c->s++ != ':')
+				return -1;
+			if (mine && n == 1 && c->hit == NULL)
+				c->hit = k;
+			if (scan_value(c, mine ? path + 1 : NULL, mine ? n - 1 : 0, depth + 1) < 0)
+				return -1;
+			ws(c);
+			if (c->s < c->end && *c->s == ',') {
+				c->s++;
+				continue;
+			}
+			if (c->s < c->end && *c->s == '}') {
+				c->s++;
+				return 0;
+			}
+			return -1;
+		}
+	}
+	if (*c->s == '[') {
+		c->s++;
+		ws(c);
+		if (c->s < c->end && *c->s == ']') {
+			c->s++;
+			return 0;
+		}
+		for (size_t i = 0;; i++) {
+			ws(c);
+			int mine = n > 0 && path[0].key == NULL && path[0].idx == i;
+			if (mine && n == 1 && c->hit == NULL)
+				c->hit = c->s;
+			if (scan_value(c, mine ? path + 1 : NULL, mine ? n - 1 : 0, depth + 1) < 0)
+				return -1;
+			ws(c);
+			if (c->s < c->end && *c->s == ',') {
+				c->s++;
+				continue;
+			}
+			if (c->s < c->end && *c->s == ']') {
+				c->s++;
+				return 0;
+			}
+			return -1;
+		}
+	}
+	if (*c->s == '"')
+		return skip_string(c);
+	while (c->s < c->end && !strchr(",]} \t\r\n", *c->s))
+		c->s++;
+	return 0;
+}
+
+/* Line and column (both from 1, columns in bytes) of path in text; 1:1 if not found. */
+static void position(const char *text, size_t len, const struct step *path, int n, int *line,
+		     int *col)
+{
+	struct scan c = { .s = text, .end = text + len, .hit = NULL };
+	const char *at = text;
+
+	if (n > 0 && scan_value(&c, path, n, 0) == 0 && c.hit != NULL)
+		at = c.hit;
+	*line = 1;
+	*col = 1;
+	for (const char *p = text; p < at; p++) {
+		if (*p == '\n') {
+			(*line)++;
+			*col = 1;
+		} else {
+			(*col)++;
+		}
+	}
+}
+
+/* ---- validation context ------------------------------------------------------ */
+
+struct ctx {
+	const char *file; /* what messages call the text */
+	const char *text;
+	size_t len;
+	struct step path[8];
+	int depth;
+	struct tp_err *err;
+};
+
+static void push_key(struct ctx *c, const char *key)
+{
+	c->path[c->depth++] = (struct step){ .key = key };
+}
+
+static void push_idx(struct ctx *c, size_t i)
+{
+	c->path[c->depth++] = (struct step){ .key = NULL, .idx = i };
+}
+
+static void pop(struct ctx *c)
+{
+	c->depth--;
+}
+
+/* "FILE:LINE:COL: a.b[2]: message" — always returns -1. */
+static int bad(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int bad(struct ctx *c, const char *fmt, ...)
+{
+	char where[160] = "", what[TP_ERR_MSG_MAX];
+	size_t w = 0;
+	int line, col;
+	va_list ap;
+
+	for (int i = 0; i < c->depth && w < sizeof where - 1; i++) {
+		int k = c->path[i].key
+			    ? snprintf(where + w, sizeof where - w, "%s%s", i ? "." : "", c->path[i].key)
+			    : snprintf(where + w, sizeof where - w, "[%zu]", c->path[i].idx);
+		if (k < 0)
+			break;
+		w += (size_t)k;
+	}
+	position(c->text, c->len, c->path, c->depth, &line, &col);
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof what, fmt, ap);
+	va_end(ap);
+	if (c->depth > 0)
+		return tp_err_set(c->err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0, "%s:%d:%d: %s: %s",
+				  c->file, line, col, where, what);
+	return tp_err_set(c->err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0, "%s:%d:%d: %s", c->file,
+			  line, col, what);
+}
+
+static const char *type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "an object";
+	case JSON_ARRAY: return "a list";
+	case JSON_STRING: return "a string";
+	case JSON_INTEGER: return "an integer";
+	case JSON_REAL: return "a number with a fraction";
+	case JSON_TRUE:
+	case JSON_FALSE: return "a boolean";
+	default: return "null";
+	}
+}
+
+static int check_keys(struct ctx *c, const json_t *obj, const char *const *known)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach((json_t *)obj, key, v)
+	{
+		int ok = 0;
+		for (size_t i = 0; known[i] != NULL && !ok; i++)
+			ok = strcmp(known[i], key) == 0;
+		if (!ok) {
+			char list[400] = "";
+			size_t w = 0;
+			for (size_t i = 0; known[i] != NULL && w < sizeof list; i++)
+				w += (size_t)snprintf(list + w, sizeof list - w, "%s%s", i ? ", " : "",
+						      known[i]);
+			push_key(c, key);
+			bad(c, "unknown key '%.64s' (known: %s)", key, list);
+			pop(c);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int want_type(struct ctx *c, const json_t *v, json_type t, const char *what)
+{
+	if (json_typeof(v) == t || (t == JSON_TRUE && json_is_boolean(v)))
+		return 0;
+	return bad(c, "must be %s, not %s", what, type_name(v));
+}
+
+static int get_uint(struct ctx *c, const json_t *v, uint64_t lo, uint64_t hi, int zero_ok,
+		    uint64_t *out)
+{
+	if (!json_is_integer(v))
+		return bad(c, "must be an integer, not %s", type_name(v));
+	json_int_t x = json_integer_value(v);
+	if ((x == 0 && zero_ok) || (x >= 0 && (uint64_t)x >= lo && (uint64_t)x <= hi)) {
+		*out = (uint64_t)x;
+		return 0;
+	}
+	if (zero_ok)
+		return bad(c, "%lld is out of range (0 for none, or %llu .. %llu)", (long long)x,
+			   (unsigned long long)lo, (unsigned long long)hi);
+	return bad(c, "%lld is out of range (%llu .. %llu)", (long long)x, (unsigned long long)lo,
+		   (unsigned long long)hi);
+}
+
+static int get_str(struct ctx *c, const json_t *v, size_t max, char **out)
+{
+	if (!json_is_string(v))
+		return bad(c, "must be a string, not %s", type_name(v));
+	if (json_string_length(v) > max || strlen(json_string_value(v)) != json_string_length(v))
+		return bad(c, "must be a string of at most %zu bytes without NUL", max);
+	free(*out);
+	*out = strdup(json_string_value(v));
+	if (*out == NULL)
+		return tp_err_oom(c->err, TP_LAYER_HOST);
+	return 0;
+}
+
+static int in_list(const char *const *list, const char *s)
+{
+	for (size_t i = 0; list[i] != NULL; i++)
+		if (strcmp(list[i], s) == 0)
+			return 1;
+	return 0;
+}
+
+void tp_strv_free(struct tp_strv *v)
+{
+	for (size_t i = 0; i < v->n; i++)
+		free(v->v[i]);
+	free(v->v);
+	v->v = NULL;
+	v->n = 0;
+}
+
+static int strv_copy(struct tp_strv *dst, const struct tp_strv *src)
+{
+	struct tp_strv out = { .v = calloc(src->n + 1, sizeof(char *)), .n = 0 };
+	if (out.v == NULL)
+		return -1;
+	for (; out.n < src->n; out.n++)
+		if ((out.v[out.n] = strdup(src->v[out.n])) == NULL) {
+			tp_strv_free(&out);
+			return -1;
+		}
+	tp_strv_free(dst);
+	*dst = out;
+	return 0;
+}
+
+/* A checker for one element: 0, or -1 after bad(). */
+typedef int (*elem_check)(struct ctx *c, const char *s, const void *arg);
+
+static int get_strv(struct ctx *c, const json_t *v, elem_check check, const void *arg,
+		    struct tp_strv *out)
+{
+	struct tp_strv next = { 0 };
+
+	if (!json_is_array(v))
+		return bad(c, "must be a list of strings, not %s", type_name(v));
+	if (json_array_size(v) > TP_POLICY_MAX_ITEMS)
+		return bad(c, "has %zu entries; at most %u", json_array_size(v),
+			   TP_POLICY_MAX_ITEMS);
+	next.v = calloc(json_array_size(v) + 1, sizeof(char *));
+	if (next.v == NULL)
+		return tp_err_oom(c->err, TP_LAYER_HOST);
+	for (size_t i = 0; i < json_array_size(v); i++) {
+		json_t *e = json_array_get(v, i);
+		char *s = NULL;
+		push_idx(c, i);
+		int rc = get_str(c, e, TP_POLICY_MAX_PATH, &s);
+		if (rc == 0 && check != NULL)
+			rc = check(c, s, arg);
+		for (size_t j = 0; rc == 0 && j < next.n; j++)
+			if (strcmp(next.v[j], s) == 0)
+				rc = bad(c, "'%.64s' is listed twice", s);
+		pop(c);
+		if (rc != 0) {
+			free(s);
+			tp_strv_free(&next);
+			return -1;
+		}
+		next.v[next.n++] = s;
+	}
+	tp_strv_free(out);
+	*out = next;
+	return 0;
+}
+
+static int check_catalog(struct ctx *c, const char *s, const void *arg)
+{
+	const char *const *const *cat = arg;
+	if (in_list(*cat, s))
+		return 0;
+	if (*cat == tp_catalog_py_modules)
+		return bad(c, "module '%.64s' cannot be preloaded: it is not one tidepool can "
+			      "offer inside its language layer (`tidepool policy show "
+			      "permissive` lists them all)",
+			   s);
+	if (*cat == tp_catalog_py_builtins)
+		return bad(c, "builtin '%.64s' is not one a policy can grant", s);
+	if (*cat == tp_catalog_lua_libraries)
+		return bad(c, "'%.64s' is not a Lua library tidepool offers (base, string, "
+			      "table, math, utf8, coroutine, os, io)",
+			   s);
+	return bad(c, "'%.64s' is not a Lua function tidepool offers", s);
+}
+
+static int check_name(struct ctx *c, const char *s, const void *arg)
+{
+	(void)arg;
+	size_t n = strlen(s);
+	int ok = n >= 1 && n <= TP_POLICY_NAME_MAX;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
+		     (i > 0 && (s[i] == '-' || s[i] == '_'));
+	if (!ok)
+		return bad(c, "'%.64s' is not a name: 1 to %d of a-z, 0-9, '-' and '_', starting "
+			      "with a letter or digit",
+			   s, TP_POLICY_NAME_MAX);
+	return 0;
+}
+
+static int check_tool(struct ctx *c, const char *s, const void *arg)
+{
+	(void)arg;
+	size_t n = strlen(s);
+	int ok = n >= 1 && n <= 64;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		     (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-' || s[i] == '.';
+	if (!ok)
+		return bad(c, "'%.64s' is not a tool name: 1 to 64 of A-Z, a-z, 0-9, '_', '-', '.'",
+			   s);
+	return 0;
+}
+
+static int check_env(struct ctx *c, const char *s, const void *arg)
+{
+	(void)arg;
+	int ok = s[0] != '\0' && !(s[0] >= '0' && s[0] <= '9') && strlen(s) <= 128;
+	for (const char *p = s; ok && *p; p++)
+		ok = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+		     (*p >= '0' && *p <= '9') || *p == '_';
+	if (!ok)
+		return bad(c, "'%.64s' is not an environment variable name", s);
+	return 0;
+}
+
+static int check_secret(struct ctx *c, const char *s, const void *arg)
+{
+	(void)arg;
+	if (strlen(s) < 4)
+		return bad(c, "a string to redact needs at least 4 bytes (shorter ones would "
+			      "mangle ordinary output)");
+	return 0;
+}
+
+static int check_pattern(struct ctx *c, const char *s, const void *arg)
+{
+	(void)arg;
+	regex_t re;
+	int rc = regcomp(&re, s, REG_EXTENDED);
+	if (rc != 0) {
+		char why[128];
+		regerror(rc, &re, why, sizeof why);
+		return bad(c, "'%.64s' is not a POSIX extended regular expression: %s", s, why);
+	}
+	/* A pattern that matches the empty string would insert at every position. */
+	int empty = regexec(&re, "", 0, NULL, 0) == 0;
+	regfree(&re);
+	if (empty)
+		return bad(c, "'%.64s' matches the empty string", s);
+	return 0;
+}
+
+/* Absolute, normalized, an existing file or directory that is not a symlink,
+ * outside the kernel's own filesystems. */
+static int check_path(struct ctx *c, const char *s, const void *arg)
+{
+	(void)arg;
+	char real[PATH_MAX];
+	struct stat st;
+
+	if (s[0] != '/')
+		return bad(c, "'%.200s' is relative: grants take absolute paths", s);
+	for (const char *p = s; *p; p++) {
+		if (p[0] == '/' && (p[1] == '/' || (p[1] == '\0' && p != s)))
+			return bad(c, "'%.200s' is not normalized (a double or trailing '/')", s);
+		if (p[0] == '/' && p[1] == '.' && (p[2] == '/' || p[2] == '\0' ||
+						     (p[2] == '.' && (p[3] == '/' || p[3] == '\0'))))
+			return bad(c, "'%.200s' has a '.' or '..' component", s);
+	}
+	static const char *const kernel_fs[] = { "/proc", "/sys", "/dev", NULL };
+	for (size_t i = 0; kernel_fs[i] != NULL; i++) {
+		size_t n = strlen(kernel_fs[i]);
+		if (strncmp(s, kernel_fs[i], n) == 0 && (s[n] == '/' || s[n] == '\0'))
+			return bad(c, "'%.200s' is in %s: the kernel's own filesystems cannot be "
+				      "granted",
+				   s, kernel_fs[i]);
+	}
+	if (lstat(s, &st) != 0)
+		return bad(c, "'%.200s': %s", s, strerror(errno));
+	if (realpath(s, real) == NULL)
+		return bad(c, "'%.200s': %s", s, strerror(errno));
+	if (strcmp(real, s) != 0)
+		return bad(c, "'%.200s' leads through a symlink to '%.200s': grant that path", s,
+			   real);
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		return bad(c, "'%.200s' is neither a directory nor a regular file", s);
+	return 0;
+}
+
+/* ---- one file's keys -------------------------------------------------------- */
+
+/* Which keys a file wrote, for "extends" merging: the child's replace the parent's. */
+struct written {
+	unsigned top;            /* bit per top-level key */
+	unsigned limits;         /* bit per enum tp_limit_id */
+	unsigned lua, py, fs, session, rate, redact;
+};
+
+enum {
+	K_NAME,
+	K_DESC,
+	K_EXTENDS,
+	K_LANGS,
+	K_LIMITS,
+	K_LAYER,
+	K_LUA,
+	K_PY,
+	K_FS,
+	K_TOOLS,
+	K_SESSION,
+	K_ISOLATION,
+	K_RATE,
+	K_REDACT,
+};
+
+static const char *const top_keys[] = { "name",	    "description", "extends", "languages",
+					"limits",   "language_layer", "lua",   "python",
+					"filesystem", "tools",	   "session", "isolation",
+					"rate",	    "redact",	   NULL };
+
+struct parsed {
+	struct tp_policy *p;
+	struct written w;
+};
+
+static int sub_object(struct ctx *c, const json_t *v, const char *const *keys)
+{
+	if (want_type(c, v, JSON_OBJECT, "an object") < 0)
+		return -1;
+	return check_keys(c, v, keys);
+}
+
+static int parse_limits(struct ctx *c, const json_t *v, struct parsed *out)
+{
+	static const uint64_t lo[TP_LIMIT__COUNT] = { 1u << 20, 1000, 1, 1, 0, 2, 1 };
+	static const uint64_t hi[TP_LIMIT__COUNT] = {
+		TP_POLICY_MAX_MEMORY, TP_POLICY_MAX_INSTRUCTIONS, TP_POLICY_MAX_CPU_MS,
+		TP_POLICY_MAX_WALL_MS, TP_MAX_OUTPUT_BYTES,	 TP_MAX_RESULT_BYTES,
+		TP_MAX_RESULT_DEPTH
+	};
+	const char *keys[TP_LIMIT__COUNT + 1];
+	for (int i = 0; i < TP_LIMIT__COUNT; i++)
+		keys[i] = tp_limit_name((enum tp_limit_id)i);
+	keys[TP_LIMIT__COUNT] = NULL;
+	if (sub_object(c, v, keys) < 0)
+		return -1;
+	for (int i = 0; i < TP_LIMIT__COUNT; i++) {
+		json_t *x = json_object_get(v, keys[i]);
+		uint64_t val;
+		if (x == NULL)
+			continue;
+		push_key(c, keys[i]);
+		int rc = get_uint(c, x, lo[i], hi[i], i == TP_LIMIT_INSTRUCTIONS, &val);
+		pop(c);
+		if (rc < 0)
+			return -1;
+		tp_limit_set(&out->p->limits, (enum tp_limit_id)i, val);
+		out->w.limits |= 1u << i;
+	}
+	return 0;
+}
+
+/* A section of string lists: keys[i] into lists[i] with checks[i]. */
+static int parse_lists(struct ctx *c, const json_t *v, const char *const *keys,
+		       struct tp_strv *const *lists, const elem_check *checks,
+		       const void *const *args, unsigned *written)
+{
+	if (sub_object(c, v, keys) < 0)
+		return -1;
+	for (int i = 0; keys[i] != NULL; i++) {
+		json_t *x = json_object_get(v, keys[i]);
+		if (x == NULL || lists[i] == NULL)
+			continue;
+		push_key(c, keys[i]);
+		int rc = get_strv(c, x, checks[i], args[i], lists[i]);
+		pop(c);
+		if (rc < 0)
+			return -1;
+		*written |= 1u << i;
+	}
+	return 0;
+}
+
+static int parse_uints(struct ctx *c, const json_t *v, const char *const *keys,
+		       uint64_t *const *fields, const uint64_t *lo, const uint64_t *hi,
+		       unsigned *written)
+{
+	if (sub_object(c, v, keys) < 0)
+		return -1;
+	for (int i = 0; keys[i] != NULL; i++) {
+		json_t *x = json_object_get(v, keys[i]);
+		if (x == NULL)
+			continue;
+		push_key(c, keys[i]);
+		int rc = get_uint(c, x, lo[i], hi[i], lo[i] == 0, fields[i]);
+		pop(c);
+		if (rc < 0)
+			return -1;
+		*written |= 1u << i;
+	}
+	return 0;
+}
+
+static const void *const cat_lua_libs = &tp_catalog_lua_libraries;
+static const void *const cat_lua_fns = &tp_catalog_lua_functions;
+static const void *const cat_py_mods = &tp_catalog_py_modules;
+static const void *const cat_py_bi = &tp_catalog_py_builtins;
+
+static int parse_section(struct ctx *c, int k, const json_t *v, struct parsed *o)
+{
+	struct tp_policy *p = o->p;
+
+	switch (k) {
+	case K_NAME:
+		if (get_str(c, v, TP_POLICY_NAME_MAX, &p->name) < 0)
+			return -1;
+		return check_name(c, p->name, NULL);
+	case K_DESC: return get_str(c, v, 1000, &p->description);
+	case K_EXTENDS:
+		if (get_str(c, v, TP_POLICY_NAME_MAX, &p->extends) < 0)
+			return -1;
+		return check_name(c, p->extends, NULL);
+	case K_LANGS: {
+		struct tp_strv names = { 0 };
+		char all[128];
+		if (get_strv(c, v, NULL, NULL, &names) < 0)
+			return -1;
+		p->languages = 0;
+		for (size_t i = 0; i < names.n; i++) {
+			const struct tp_lang_info *l = tp_langs_by_name(names.v[i]);
+			if (l == NULL) {
+				push_idx(c, i);
+				bad(c, "unknown language '%.64s' (%s)", names.v[i],
+				    tp_langs_names(all, sizeof all, "%s", ", ", " or "));
+				pop(c);
+				tp_strv_free(&names);
+				return -1;
+			}
+			p->languages |= 1u << l->id;
+		}
+		tp_strv_free(&names);
+		if (p->languages == 0)
+			return bad(c, "must name at least one language");
+		return 0;
+	}
+	case K_LIMITS: return parse_limits(c, v, o);
+	case K_LAYER:
+		if (want_type(c, v, JSON_TRUE, "a boolean") < 0)
+			return -1;
+		p->language_layer = json_is_true(v);
+		return 0;
+	case K_LUA: {
+		static const char *const keys[] = { "libraries", "functions", NULL };
+		struct tp_strv *const lists[] = { &p->lua_libraries, &p->lua_functions };
+		const elem_check checks[] = { check_catalog, check_catalog };
+		const void *const args[] = { cat_lua_libs, cat_lua_fns };
+		return parse_lists(c, v, keys, lists, checks, args, &o->w.lua);
+	}
+	case K_PY: {
+		static const char *const keys[] = { "modules", "builtins", NULL };
+		struct tp_strv *const lists[] = { &p->py_modules, &p->py_builtins };
+		const elem_check checks[] = { check_catalog, check_catalog };
+		const void *const args[] = { cat_py_mods, cat_py_bi };
+		return parse_lists(c, v, keys, lists, checks, args, &o->w.py);
+	}
+	case K_FS: {
+		static const char *const keys[] = { "read", "write", "file_bytes", NULL };
+		struct tp_strv *const lists[] = { &p->fs_read, &p->fs_write, NULL };
+		const elem_check checks[] = { check_path, check_path, NULL };
+		const void *const args[] = { NULL, NULL, NULL };
+		if (parse_lists(c, v, keys, lists, checks, args, &o->w.fs) < 0)
+			return -1;
+		json_t *fb = json_object_get(v, "file_bytes");
+		if (fb == NULL)
+			return 0;
+		push_key(c, "file_bytes");
+		int rc = get_uint(c, fb, 1, 1ull << 30, 1, &p->file_bytes);
+		pop(c);
+		o->w.fs |= 4;
+		return rc;
+	}
+	case K_TOOLS: return get_strv(c, v, check_tool, NULL, &p->tools);
+	case K_SESSION: {
+		static const char *const keys[] = { "max_sessions", "idle_ms", "max_execs",
+						    "memory_bytes", NULL };
+		uint64_t *const f[] = { &p->session.max_sessions, &p->session.idle_ms,
+					&p->session.max_execs, &p->session.memory_bytes };
+		static const uint64_t lo[] = { 0, 1000, 1, 1u << 20 };
+		static const uint64_t hi[] = { 1024, 86400000, 10000000, TP_POLICY_MAX_MEMORY };
+		return parse_uints(c, v, keys, f, lo, hi, &o->w.session);
+	}
+	case K_ISOLATION:
+		if (get_str(c, v, 32, &p->isolation) < 0)
+			return -1;
+		if (strcmp(p->isolation, "process") != 0)
+			return bad(c, "'%.32s' is not an isolation tidepool has: \"process\" (a "
+				      "fresh process for every exec)",
+				   p->isolation);
+		return 0;
+	case K_RATE: {
+		static const char *const keys[] = { "per_minute", "session_per_minute", NULL };
+		uint64_t *const f[] = { &p->rate.per_minute, &p->rate.session_per_minute };
+		static const uint64_t lo[] = { 0, 0 };
+		static const uint64_t hi[] = { 1000000, 1000000 };
+		return parse_uints(c, v, keys, f, lo, hi, &o->w.rate);
+	}
+	case K_REDACT: {
+		static const char *const keys[] = { "strings", "patterns", "env", NULL };
+		struct tp_strv *const lists[] = { &p->redact_strings, &p->redact_patterns,
+						  &p->redact_env };
+		const elem_check checks[] = { check_secret, check_pattern, check_env };
+		const void *const args[] = { NULL, NULL, NULL };
+		return parse_lists(c, v, keys, lists, checks, args, &o->w.redact);
+	}
+	}
+	return -1;
+}
+
+static struct tp_policy *policy_new(void)
+{
+	struct tp_policy *p = calloc(1, sizeof *p);
+	if (p == NULL)
+		return NULL;
+	/* The base of a policy without "extends": both languages, the built-in
+	 * limits, the language layer on and nothing in its lists. */
+	p->languages = (1u << TP_NLANGS) - 1;
+	tp_limits_default(&p->limits);
+	p->language_layer = 1;
+	p->isolation = strdup("process");
+	p->description = strdup("");
+	if (p->isolation == NULL || p->description == NULL) {
+		tp_policy_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void tp_policy_free(struct tp_policy *p)
+{
+	if (p == NULL)
+		return;
+	free(p->name);
+	free(p->description);
+	free(p->extends);
+	free(p->source);
+	free(p->isolation);
+	struct tp_strv *lists[] = { &p->lua_libraries, &p->lua_functions,   &p->py_modules,
+				    &p->py_builtins,   &p->fs_read,	    &p->fs_write,
+				    &p->tools,	       &p->redact_strings, &p->redact_patterns,
+				    &p->redact_env };
+	for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
+		tp_strv_free(lists[i]);
+	free(p);
+}
+
+static int parse_into(const char *text, size_t len, const char *file, struct parsed *o,
+		      struct tp_err *err)
+{
+	struct ctx c = { .file = file, .text = text, .len = len, .err = err };
+	struct tp_err jerr = { 0 };
+	json_t *root;
+	int rc = 0;
+
+	if (len > MAX_FILE)
+		return bad(&c, "larger than %u bytes", MAX_FILE);
+	/* Duplicate keys would make "which one counts" a guess: refused. */
+	root = tp_json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (root == NULL) {
+		json_error_t je;
+		json_t *again = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+		json_decref(again);
+		if (tp_err_is_oom(&jerr))
+			return tp_err_oom(err, TP_LAYER_HOST);
+		return tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0,
+				  "%s:%d:%d: not valid JSON: %s", file, je.line, je.column,
+				  je.text);
+	}
+	if (!json_is_object(root)) {
+		rc = bad(&c, "a policy must be a JSON object, not %s", type_name(root));
+		goto out;
+	}
+	if (check_keys(&c, root, top_keys) < 0) {
+		rc = -1;
+		goto out;
+	}
+	for (int k = 0; top_keys[k] != NULL && rc == 0; k++) {
+		json_t *v = json_object_get(root, top_keys[k]);
+		if (v == NULL)
+			continue;
+		push_key(&c, top_keys[k]);
+		rc = parse_section(&c, k, v, o);
+		pop(&c);
+		o->w.top |= 1u << k;
+	}
+	if (rc == 0 && o->p->name == NULL)
+		rc = bad(&c, "a policy needs a \"name\"");
+	if (rc == 0 && o->p->extends != NULL && strcmp(o->p->extends, o->p->name) == 0)
+		rc = bad(&c, "policy '%s' extends itself", o->p->name);
+out:
+	json_decref(root);
+	return rc;
+}
+
+struct tp_policy *tp_policy_parse(const char *text, size_t len, const char *name,
+				  struct tp_err *err)
+{
+	struct parsed o = { .p = policy_new() };
+	if (o.p == NULL) {
+		tp_err_oom(err, TP_LAYER_HOST);
+		return NULL;
+	}
+	if (parse_into(text, len, name, &o, err) < 0) {
+		tp_policy_free(o.p);
+		return NULL;
+	}
+	return o.p;
+}
+
+/* ---- extends ----------------------------------------------------------------- */
+
+/* The child, as written over its parent: every key the child wrote wins. */
+static int merge(struct tp_policy *child, const struct written *w, const struct tp_policy *parent)
+{
+	struct tp_policy *c = child;
+	int rc = 0;
+
+	if (!(w->top & (1u << K_DESC))) {
+		free(c->description);
+		c->description = strdup(parent->description);
+		rc |= c->description == NULL;
+	}
+	if (!(w->top & (1u << K_LANGS)))
+		c->languages = parent->languages;
+	for (int i = 0; i < TP_LIMIT__COUNT; i++)
+		if (!(w->limits & (1u << i)))
+			tp_limit_set(&c->limits, (enum tp_limit_id)i,
+				     tp_limit_get(&parent->limits, (enum tp_limit_id)i));
+	if (!(w->top & (1u << K_LAYER)))
+		c->language_layer = parent->language_layer;
+	if (!(w->lua & 1))
+		rc |= strv_copy(&c->lua_libraries, &parent->lua_libraries);
+	if (!(w->lua & 2))
+		rc |= strv_copy(&c->lua_functions, &parent->lua_functions);
+	if (!(w->py & 1))
+		rc |= strv_copy(&c->py_modules, &parent->py_modules);
+	if (!(w->py & 2))
+		rc |= strv_copy(&c->py_builtins, &parent->py_builtins);
+	if (!(w->fs & 1))
+		rc |= strv_copy(&c->fs_read, &parent->fs_read);
+	if (!(w->fs & 2))
+		rc |= strv_copy(&c->fs_write, &parent->fs_write);
+	if (!(w->fs & 4))
+		c->file_bytes = parent->file_bytes;
+	if (!(w->top & (1u << K_TOOLS)))
+		rc |= strv_copy(&c->tools, &parent->tools);
+	uint64_t *cs[] = { &c->session.max_sessions, &c->session.idle_ms, &c->session.max_execs,
+			   &c->session.memory_bytes };
+	const uint64_t *ps[] = { &parent->session.max_sessions, &parent->session.idle_ms,
+				 &parent->session.max_execs, &parent->session.memory_bytes };
+	for (int i = 0; i < 4; i++)
+		if (!(w->session & (1u << i)))
+			*cs[i] = *ps[i];
+	if (!(w->rate & 1))
+		c->rate.per_minute = parent->rate.per_minute;
+	if (!(w->rate & 2))
+		c->rate.session_per_minute = parent->rate.session_per_minute;
+	if (!(w->redact & 1))
+		rc |= strv_copy(&c->redact_strings, &parent->redact_strings);
+	if (!(w->redact & 2))
+		rc |= strv_copy(&c->redact_patterns, &parent->redact_patterns);
+	if (!(w->redact & 4))
+		rc |= strv_copy(&c->redact_env, &parent->redact_env);
+	return rc ? -1 : 0;
+}
+
+/* Where a policy's text comes from while a chain is being resolved. */
+struct origin {
+	const char *dir; /* a file's directory, for NAME.json beside it; NULL for presets */
+};
+
+static int preset_index(const char *name)
+{
+	for (int i = 0; tp_preset_names[i] != NULL; i++)
+		if (strcmp(tp_preset_names[i], name) == 0)
+			return i;
+	return -1;
+}
+
+static char *slurp(const char *path, size_t *len, struct tp_err *err)
+{
+	FILE *f = fopen(path, "rb");
+	if (f == NULL) {
+		tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, errno, "%s: %s", path,
+			   strerror(errno));
+		return NULL;
+	}
+	char *buf = malloc(MAX_FILE + 1);
+	size_t n = buf ? fread(buf, 1, MAX_FILE + 1, f) : 0;
+	int e = ferror(f);
+	fclose(f);
+	if (buf == NULL || e || n > MAX_FILE) {
+		free(buf);
+		tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0, "%s: %s", path,
+			   buf == NULL ? "out of memory"
+			   : e	       ? "read error"
+				       : "larger than 1 MiB: not a policy");
+		return NULL;
+	}
+	*len = n;
+	return buf;
+}
+
+/* Parses text and resolves its chain: the parent is a policy of the set, or
+ * NAME.json in dir, or a preset. chain[] holds the names being resolved. */
+static struct tp_policy *resolve(struct tp_policy_set *s, const char *text, size_t len,
+				 const char *file, const char *dir, const char **chain, int depth,
+				 struct tp_err *err)
+{
+	struct parsed o = { .p = policy_new() };
+	struct tp_policy *parent = NULL;
+	int own_parent = 0;
+
+	if (o.p == NULL) {
+		tp_err_oom(err, TP_LAYER_HOST);
+		return NULL;
+	}
+	if (parse_into(text, len, file, &o, err) < 0)
+		goto fail;
+	if ((o.p->source = strdup(dir ? file : "built-in")) == NULL) {
+		tp_err_oom(err, TP_LAYER_HOST);
+		goto fail;
+	}
+	chain[depth] = o.p->name;
+	if (o.p->extends == NULL)
+		return o.p;
+	struct ctx c = { .file = file, .text = text, .len = len, .err = err };
+	push_key(&c, "extends");
+	for (int i = 0; i <= depth; i++)
+		if (strcmp(chain[i], o.p->extends) == 0) {
+			char cyc[400] = "";
+			size_t w = 0;
+			for (int j = i; j <= depth && w < sizeof cyc; j++)
+				w += (size_t)snprintf(cyc + w, sizeof cyc - w, "%s -> ", chain[j]);
+			bad(&c, "'extends' makes a cycle: %s%s", cyc, o.p->extends);
+			goto fail;
+		}
+	if (depth + 1 >= TP_POLICY_MAX_DEPTH) {
+		bad(&c, "'extends' chains more than %d policies", TP_POLICY_MAX_DEPTH);
+		goto fail;
+	}
+	parent = (struct tp_policy *)tp_policy_set_find(s, o.p->extends);
+	char ppath[PATH_MAX];
+	struct stat st;
+	if (parent == NULL && dir != NULL &&
+	    (size_t)snprintf(ppath, sizeof ppath, "%s/%s.json", dir, o.p->extends) <
+		sizeof ppath &&
+	    stat(ppath, &st) == 0) {
+		size_t plen;
+		char *ptext = slurp(ppath, &plen, err);
+		if (ptext == NULL)
+			goto fail;
+		parent = resolve(s, ptext, plen, ppath, dir, chain, depth + 1, err);
+		free(ptext);
+		if (parent == NULL)
+			goto fail;
+		own_parent = 1;
+	}
+	int pi = parent == NULL ? preset_index(o.p->extends) : -1;
+	if (parent == NULL && pi >= 0) {
+		char pfile[64];
+		snprintf(pfile, sizeof pfile, "policies/%s.json", tp_preset_names[pi]);
+		parent = resolve(s, tp_preset_texts[pi], strlen(tp_preset_texts[pi]), pfile, NULL,
+				 chain, depth + 1, err);
+		if (parent == NULL)
+			goto fail;
+		own_parent = 1;
+	}
+	if (parent == NULL) {
+		bad(&c, "extends '%s', which is neither a loaded policy, a built-in preset nor "
+			"a file %s.json beside this one",
+		    o.p->extends, o.p->extends);
+		goto fail;
+	}
+	if (merge(o.p, &o.w, parent) < 0) {
+		tp_err_oom(err, TP_LAYER_HOST);
+		goto fail;
+	}
+	if (own_parent)
+		tp_policy_free(parent);
+	return o.p;
+fail:
+	if (own_parent)
+		tp_policy_free(parent);
+	tp_policy_free(o.p);
+	return NULL;
+}
+
+/* ---- the set ---------------------------------------------------------------- */
+
+static int add(struct tp_policy_set *s, struct tp_policy *p, struct tp_err *err)
+{
+	if (tp_policy_set_find(s, p->name) != NULL) {
+		const struct tp_policy *old = tp_policy_set_find(s, p->name);
+		tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0,
+			   "%s: a policy named '%s' is already loaded (from %s)", p->source,
+			   p->name, old->source);
+		return -1;
+	}
+	if (s->n >= TP_POLICY_MAX) {
+		tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0,
+			   "%s: more than %d policies", p->source, TP_POLICY_MAX);
+		return -1;
+	}
+	s->p[s->n++] = p;
+	return 0;
+}
+
+struct tp_policy_set *tp_policy_set_new(struct tp_err *err)
+{
+	struct tp_policy_set *s = calloc(1, sizeof *s);
+	if (s == NULL) {
+		tp_err_oom(err, TP_LAYER_HOST);
+		return NULL;
+	}
+	for (int i = 0; tp_preset_names[i] != NULL; i++) {
+		const char *chain[TP_POLICY_MAX_DEPTH];
+		char file[64];
+		if (tp_policy_set_find(s, tp_preset_names[i]) != NULL)
+			continue;
+		snprintf(file, sizeof file, "policies/%s.json", tp_preset_names[i]);
+		struct tp_policy *p = resolve(s, tp_preset_texts[i], strlen(tp_preset_texts[i]),
+					      file, NULL, chain, 0, err);
+		if (p == NULL || add(s, p, err) < 0) {
+			tp_policy_free(p);
+			tp_policy_set_free(s);
+			return NULL;
+		}
+	}
+	return s;
+}
+
+void tp_policy_set_free(struct tp_policy_set *s)
+{
+	if (s == NULL)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		tp_policy_free(s->p[i]);
+	free(s);
+}
+
+const struct tp_policy *tp_policy_set_load_file(struct tp_policy_set *s, const char *path,
+						struct tp_err *err)
+{
+	const char *chain[TP_POLICY_MAX_DEPTH];
+	char dir[PATH_MAX];
+	size_t len;
+	const char *slash = strrchr(path, '/');
+
+	if (slash == NULL)
+		snprintf(dir, sizeof dir, ".");
+	else
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash == path ? 1 : slash - path), path);
+	char *text = slurp(path, &len, err);
+	if (text == NULL)
+		return NULL;
+	struct tp_policy *p = resolve(s, text, len, path, dir, chain, 0, err);
+	free(text);
+	if (p == NULL || add(s, p, err) < 0) {
+		tp_policy_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+static int is_json(const struct dirent *d)
+{
+	size_t n = strlen(d->d_name);
+	return d->d_name[0] != '.' && n > 5 && strcmp(d->d_name + n - 5, ".json") == 0;
+}
+
+int tp_policy_set_load_dir(struct tp_policy_set *s, const char *dir, struct tp_err *err)
+{
+	struct dirent **names;
+	int n = scandir(dir, &names, is_json, by_name), rc = 0;
+
+	if (n < 0)
+		return tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, errno, "%s: %s", dir,
+				  strerror(errno));
+	for (int i = 0; i < n; i++) {
+		char path[PATH_MAX];
+		size_t nlen = strlen(names[i]->d_name) - 5;
+		snprintf(path, sizeof path, "%s/%s", dir, names[i]->d_name);
+		/* A file a loaded policy extended may already be here under its name. */
+		char name[TP_POLICY_NAME_MAX + 1];
+		snprintf(name, sizeof name, "%.*s", (int)nlen, names[i]->d_name);
+		const struct tp_policy *have = tp_policy_set_find(s, name);
+		if (rc == 0 && !(have && strcmp(have->source, path) == 0) &&
+		    tp_policy_set_load_file(s, path, err) == NULL)
+			rc = -1;
+		free(names[i]);
+	}
+	free(names);
+	return rc;
+}
+
+const struct tp_policy *tp_policy_set_find(const struct tp_policy_set *s, const char *name)
+{
+	for (size_t i = 0; name != NULL && i < s->n; i++)
+		if (strcmp(s->p[i]->name, name) == 0)
+			return s->p[i];
+	return NULL;
+}
+
+size_t tp_policy_set_count(const struct tp_policy_set *s)
+{
+	return s->n;
+}
+
+const struct tp_policy *tp_policy_set_at(const struct tp_policy_set *s, size_t i)
+{
+	return i < s->n ? s->p[i] : NULL;
+}
+
+size_t tp_policy_set_index(const struct tp_policy_set *s, const struct tp_policy *p)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->p[i] == p)
+			return i;
+	return (size_t)-1;
+}
+
+/* ---- out --------------------------------------------------------------------- */
+
+static json_t *strv_json(const struct tp_strv *v)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a != NULL && i < v->n; i++)
+		if (json_array_append_new(a, json_string(v->v[i])) != 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+json_t *tp_policy_to_json(const struct tp_policy *p, int with_redact)
+{
+	json_t *langs = json_array(), *limits = json_object();
+	for (int i = 0; langs != NULL && i < TP_NLANGS; i++)
+		if (p->languages & (1u << i))
+			json_array_append_new(langs, json_string(tp_langs[i].name));
+	for (int i = 0; limits != NULL && i < TP_LIMIT__COUNT; i++)
+		json_object_set_new(limits, tp_limit_name((enum tp_limit_id)i),
+				    json_integer((json_int_t)tp_limit_get(&p->limits,
+									  (enum tp_limit_id)i)));
+	json_t *o = json_pack(
+	    "{s:s, s:s, s:o, s:o, s:b, s:{s:o, s:o}, s:{s:o, s:o}, s:{s:o, s:o, s:I}, s:o, "
+	    "s:{s:I, s:I, s:I, s:I}, s:s, s:{s:I, s:I}}",
+	    "name", p->name, "description", p->description, "languages", langs, "limits", limits,
+	    "language_layer", p->language_layer, "lua", "libraries", strv_json(&p->lua_libraries),
+	    "functions", strv_json(&p->lua_functions), "python", "modules",
+	    strv_json(&p->py_modules), "builtins", strv_json(&p->py_builtins), "filesystem",
+	    "read", strv_json(&p->fs_read), "write", strv_json(&p->fs_write), "file_bytes",
+	    (json_int_t)p->file_bytes, "tools", strv_json(&p->tools), "session", "max_sessions",
+	    (json_int_t)p->session.max_sessions, "idle_ms", (json_int_t)p->session.idle_ms,
+	    "max_execs", (json_int_t)p->session.max_execs, "memory_bytes",
+	    (json_int_t)p->session.memory_bytes, "isolation", p->isolation, "rate", "per_minute",
+	    (json_int_t)p->rate.per_minute, "session_per_minute",
+	    (json_int_t)p->rate.session_per_minute);
+	if (o != NULL && with_redact)
+		json_object_set_new(o, "redact",
+				    json_pack("{s:o, s:o, s:o}", "strings",
+					      strv_json(&p->redact_strings), "patterns",
+					      strv_json(&p->redact_patterns), "env",
+					      strv_json(&p->redact_env)));
+	return o;
+}
+
+char *tp_policy_wire(const struct tp_policy *p, size_t *len)
+{
+	json_t *o = tp_policy_to_json(p, 0);
+	char *s = o ? tp_json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	if (s != NULL)
+		*len = strlen(s);
+	return s;
+}
+
+struct tp_policy *tp_policy_from_wire(const char *text, size_t len, struct tp_err *err)
+{
+	return tp_policy_parse(text, len, "<policy from the host>", err);
+}
+
+int tp_policy_allows_lang(const struct tp_policy *p, enum tp_lang_id lang)
+{
+	return (p->languages & (1u << lang)) != 0;
+}
+
+int tp_policy_path_within(const struct tp_strv *v, const char *path)
+{
+	for (size_t i = 0; i < v->n; i++) {
+		size_t n = strlen(v->v[i]);
+		if (strcmp(v->v[i], "/") == 0 && path[0] == '/')
+			return 1;
+		if (strncmp(path, v->v[i], n) == 0 && (path[n] == '\0' || path[n] == '/'))
+			return 1;
+	}
+	return 0;
+}

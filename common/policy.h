@@ -1,0 +1,126 @@
+/*
+ * policy.h — what one policy allows, read from a JSON file (policies/README.md
+ * has the format), checked key by key, resolved through "extends", and carried
+ * to the zygotes that enforce it.
+ *
+ * Usage:
+ *   1. tp_policy_set_new() holds the built-in presets (the JSON files in policies/, compiled
+ *      in); tp_policy_set_load_file()/tp_policy_set_load_dir() add the
+ *      operator's. Each is validated and resolved whole before it is added: a
+ *      failure leaves the set as it was and err's message says
+ *      "FILE:LINE:COL: KEY: what is wrong".
+ *   2. tp_policy_set_find() by name; the set owns its policies.
+ *   3. The host hands a zygote the policy as tp_policy_wire() text (everything
+ *      but redact, which never leaves the host); the zygote reads it back with
+ *      tp_policy_from_wire().
+ *   4. tp_policy_to_json() is the effective policy, for `policy show`/`check`
+ *      and sandbox/policy/get.
+ * A request never changes a policy: it may only lower limits (limits.h).
+ */
+#ifndef TP_POLICY_H
+#define TP_POLICY_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "langs.h"
+#include "limits.h"
+
+#define TP_POLICY_NAME_MAX 32
+#define TP_POLICY_MAX_ITEMS 256 /* entries in any one list */
+#define TP_POLICY_MAX_PATH 1024
+#define TP_POLICY_MAX_DEPTH 8 /* "extends" chain */
+#define TP_POLICY_MAX 64      /* policies in one set */
+
+/* A list of strings, owned. */
+struct tp_strv {
+	char **v;
+	size_t n;
+};
+
+void tp_strv_free(struct tp_strv *v);
+
+struct tp_policy_session {
+	uint64_t max_sessions; /* live sessions at once */
+	uint64_t idle_ms;      /* a session idle this long is ended */
+	uint64_t max_execs;    /* execs in one session */
+	uint64_t memory_bytes; /* a session's state */
+};
+
+struct tp_policy_rate {
+	uint64_t per_minute;         /* execs under this policy per minute, host-wide; 0 = no limit */
+	uint64_t session_per_minute; /* per session; 0 = no limit */
+};
+
+struct tp_policy {
+	char *name;
+	char *description;
+	char *extends; /* as written; NULL for none */
+	char *source;  /* "built-in" or the file's path */
+	unsigned languages; /* bit (1u << enum tp_lang_id) per language allowed */
+	struct tp_limits limits; /* the ceiling a request may only lower */
+	int language_layer;      /* 0: the language layer refuses nothing (kernel-only) */
+	struct tp_strv lua_libraries; /* whole libraries: every function tidepool offers in them */
+	struct tp_strv lua_functions; /* single functions, "lib.fn" or a base function */
+	struct tp_strv py_modules;
+	struct tp_strv py_builtins;
+	struct tp_strv fs_read;  /* absolute, normalized directories or files */
+	struct tp_strv fs_write; /* read-write beneath these */
+	uint64_t file_bytes;     /* largest file a write grant may make (RLIMIT_FSIZE) */
+	struct tp_strv tools;
+	struct tp_policy_session session;
+	char *isolation; /* "process" */
+	struct tp_policy_rate rate;
+	struct tp_strv redact_strings;  /* removed wherever they appear in what leaves */
+	struct tp_strv redact_patterns; /* POSIX extended regular expressions */
+	struct tp_strv redact_env;      /* the host's environment variables whose values are removed */
+};
+
+/* Operator ceilings: the most any policy may grant. */
+#define TP_POLICY_MAX_MEMORY (4ull << 30)
+#define TP_POLICY_MAX_CPU_MS 600000ull
+#define TP_POLICY_MAX_WALL_MS 3600000ull
+#define TP_POLICY_MAX_INSTRUCTIONS 1000000000000ull
+
+struct tp_policy_set;
+
+struct tp_policy_set *tp_policy_set_new(struct tp_err *err);
+void tp_policy_set_free(struct tp_policy_set *s);
+/* Loads one file; its policy may extend any in the set or a file named
+ * NAME.json beside it. Returns the policy added, or NULL (err says why). */
+const struct tp_policy *tp_policy_set_load_file(struct tp_policy_set *s, const char *path,
+						struct tp_err *err);
+/* Every *.json file in dir, in name order. 0, or -1 at the first bad one. */
+int tp_policy_set_load_dir(struct tp_policy_set *s, const char *dir, struct tp_err *err);
+const struct tp_policy *tp_policy_set_find(const struct tp_policy_set *s, const char *name);
+size_t tp_policy_set_count(const struct tp_policy_set *s);
+const struct tp_policy *tp_policy_set_at(const struct tp_policy_set *s, size_t i);
+/* The index of p in the set (0 .. count-1): a key for per-policy state. */
+size_t tp_policy_set_index(const struct tp_policy_set *s, const struct tp_policy *p);
+
+/* Parses and validates text (a file's contents) as one policy, without extends
+ * resolution; name is what messages call the file. NULL on error. */
+struct tp_policy *tp_policy_parse(const char *text, size_t len, const char *name,
+				  struct tp_err *err);
+void tp_policy_free(struct tp_policy *p);
+
+/* The effective policy as JSON (new reference); with_redact 0 leaves redact out. */
+json_t *tp_policy_to_json(const struct tp_policy *p, int with_redact);
+/* The zygote's copy: compact JSON without redact; malloc'd, NULL out of memory. */
+char *tp_policy_wire(const struct tp_policy *p, size_t *len);
+struct tp_policy *tp_policy_from_wire(const char *text, size_t len, struct tp_err *err);
+
+int tp_policy_allows_lang(const struct tp_policy *p, enum tp_lang_id lang);
+/* Is path (absolute, normalized) at or beneath an entry of v? */
+int tp_policy_path_within(const struct tp_strv *v, const char *path);
+
+/* The catalogs a policy chooses from (common/policy_catalog.c): what tidepool
+ * knows how to offer safely in each language. NULL-terminated. */
+extern const char *const tp_catalog_lua_libraries[];
+extern const char *const tp_catalog_lua_functions[]; /* "print", "string.format", ... */
+extern const char *const tp_catalog_py_modules[];
+extern const char *const tp_catalog_py_builtins[];
+
+#endif
