@@ -204,7 +204,8 @@ static int bad(struct ctx *c, const char *fmt, ...)
 
 	for (int i = 0; i < c->depth && w < sizeof where - 1; i++) {
 		int k = c->path[i].key
-			    ? snprintf(where + w, sizeof where - w, "%s%s", i ? "." : "", c->path[i].key)
+			    ? snprintf(where + w, sizeof where - w, "%s%s", i ? "." : "",
+				       c->path[i].key)
 			    : snprintf(where + w, sizeof where - w, "[%zu]", c->path[i].idx);
 		if (k < 0)
 			break;
@@ -249,8 +250,8 @@ static int check_keys(struct ctx *c, const json_t *obj, const char *const *known
 			char list[400] = "";
 			size_t w = 0;
 			for (size_t i = 0; known[i] != NULL && w < sizeof list; i++)
-				w += (size_t)snprintf(list + w, sizeof list - w, "%s%s", i ? ", " : "",
-						      known[i]);
+				w += (size_t)snprintf(list + w, sizeof list - w, "%s%s",
+						      i ? ", " : "", known[i]);
 			push_key(c, key);
 			bad(c, "unknown key '%.64s' (known: %s)", key, list);
 			pop(c);
@@ -370,19 +371,21 @@ static int get_strv(struct ctx *c, const json_t *v, elem_check check, const void
 
 static int check_catalog(struct ctx *c, const char *s, const void *arg)
 {
-	const char *const *const *cat = arg;
-	if (in_list(*cat, s))
+	const char *const *cat = arg;
+	if (in_list(cat, s))
 		return 0;
-	if (*cat == tp_catalog_py_modules)
-		return bad(c, "module '%.64s' cannot be preloaded: it is not one tidepool can "
-			      "offer inside its language layer (`tidepool policy show "
-			      "permissive` lists them all)",
+	if (cat == tp_catalog_py_modules)
+		return bad(c,
+			   "module '%.64s' cannot be preloaded: it is not one tidepool can "
+			   "offer inside its language layer (`tidepool policy show "
+			   "permissive` lists them all)",
 			   s);
-	if (*cat == tp_catalog_py_builtins)
+	if (cat == tp_catalog_py_builtins)
 		return bad(c, "builtin '%.64s' is not one a policy can grant", s);
-	if (*cat == tp_catalog_lua_libraries)
-		return bad(c, "'%.64s' is not a Lua library tidepool offers (base, string, "
-			      "table, math, utf8, coroutine, os, io)",
+	if (cat == tp_catalog_lua_libraries)
+		return bad(c,
+			   "'%.64s' is not a Lua library tidepool offers (base, string, "
+			   "table, math, utf8, coroutine, os, io)",
 			   s);
 	return bad(c, "'%.64s' is not a Lua function tidepool offers", s);
 }
@@ -396,8 +399,9 @@ static int check_name(struct ctx *c, const char *s, const void *arg)
 		ok = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
 		     (i > 0 && (s[i] == '-' || s[i] == '_'));
 	if (!ok)
-		return bad(c, "'%.64s' is not a name: 1 to %d of a-z, 0-9, '-' and '_', starting "
-			      "with a letter or digit",
+		return bad(c,
+			   "'%.64s' is not a name: 1 to %d of a-z, 0-9, '-' and '_', starting "
+			   "with a letter or digit",
 			   s, TP_POLICY_NAME_MAX);
 	return 0;
 }
@@ -468,16 +472,17 @@ static int check_path(struct ctx *c, const char *s, const void *arg)
 	for (const char *p = s; *p; p++) {
 		if (p[0] == '/' && (p[1] == '/' || (p[1] == '\0' && p != s)))
 			return bad(c, "'%.200s' is not normalized (a double or trailing '/')", s);
-		if (p[0] == '/' && p[1] == '.' && (p[2] == '/' || p[2] == '\0' ||
-						     (p[2] == '.' && (p[3] == '/' || p[3] == '\0'))))
+		if (p[0] == '/' && p[1] == '.' &&
+		    (p[2] == '/' || p[2] == '\0' || (p[2] == '.' && (p[3] == '/' || p[3] == '\0'))))
 			return bad(c, "'%.200s' has a '.' or '..' component", s);
 	}
 	static const char *const kernel_fs[] = { "/proc", "/sys", "/dev", NULL };
 	for (size_t i = 0; kernel_fs[i] != NULL; i++) {
 		size_t n = strlen(kernel_fs[i]);
 		if (strncmp(s, kernel_fs[i], n) == 0 && (s[n] == '/' || s[n] == '\0'))
-			return bad(c, "'%.200s' is in %s: the kernel's own filesystems cannot be "
-				      "granted",
+			return bad(c,
+				   "'%.200s' is in %s: the kernel's own filesystems cannot be "
+				   "granted",
 				   s, kernel_fs[i]);
 	}
 	if (lstat(s, &st) != 0)
@@ -496,8 +501,8 @@ static int check_path(struct ctx *c, const char *s, const void *arg)
 
 /* Which keys a file wrote, for "extends" merging: the child's replace the parent's. */
 struct written {
-	unsigned top;            /* bit per top-level key */
-	unsigned limits;         /* bit per enum tp_limit_id */
+	unsigned top;    /* bit per top-level key */
+	unsigned limits; /* bit per enum tp_limit_id */
 	unsigned lua, py, fs, session, rate, redact;
 };
 
@@ -518,10 +523,10 @@ enum {
 	K_REDACT,
 };
 
-static const char *const top_keys[] = { "name",	    "description", "extends", "languages",
-					"limits",   "language_layer", "lua",   "python",
-					"filesystem", "tools",	   "session", "isolation",
-					"rate",	    "redact",	   NULL };
+static const char *const top_keys[] = { "name",       "description",    "extends", "languages",
+					"limits",     "language_layer", "lua",     "python",
+					"filesystem", "tools",          "session", "isolation",
+					"rate",       "redact",         NULL };
 
 struct parsed {
 	struct tp_policy *p;
@@ -539,8 +544,8 @@ static int parse_limits(struct ctx *c, const json_t *v, struct parsed *out)
 {
 	static const uint64_t lo[TP_LIMIT__COUNT] = { 1u << 20, 1000, 1, 1, 0, 2, 1 };
 	static const uint64_t hi[TP_LIMIT__COUNT] = {
-		TP_POLICY_MAX_MEMORY, TP_POLICY_MAX_INSTRUCTIONS, TP_POLICY_MAX_CPU_MS,
-		TP_POLICY_MAX_WALL_MS, TP_MAX_OUTPUT_BYTES,	 TP_MAX_RESULT_BYTES,
+		TP_POLICY_MAX_MEMORY,  TP_POLICY_MAX_INSTRUCTIONS, TP_POLICY_MAX_CPU_MS,
+		TP_POLICY_MAX_WALL_MS, TP_MAX_OUTPUT_BYTES,        TP_MAX_RESULT_BYTES,
 		TP_MAX_RESULT_DEPTH
 	};
 	const char *keys[TP_LIMIT__COUNT + 1];
@@ -606,10 +611,10 @@ static int parse_uints(struct ctx *c, const json_t *v, const char *const *keys,
 	return 0;
 }
 
-static const void *const cat_lua_libs = &tp_catalog_lua_libraries;
-static const void *const cat_lua_fns = &tp_catalog_lua_functions;
-static const void *const cat_py_mods = &tp_catalog_py_modules;
-static const void *const cat_py_bi = &tp_catalog_py_builtins;
+#define cat_lua_libs ((const void *)tp_catalog_lua_libraries)
+#define cat_lua_fns ((const void *)tp_catalog_lua_functions)
+#define cat_py_mods ((const void *)tp_catalog_py_modules)
+#define cat_py_bi ((const void *)tp_catalog_py_builtins)
 
 static int parse_section(struct ctx *c, int k, const json_t *v, struct parsed *o)
 {
@@ -698,8 +703,9 @@ static int parse_section(struct ctx *c, int k, const json_t *v, struct parsed *o
 		if (get_str(c, v, 32, &p->isolation) < 0)
 			return -1;
 		if (strcmp(p->isolation, "process") != 0)
-			return bad(c, "'%.32s' is not an isolation tidepool has: \"process\" (a "
-				      "fresh process for every exec)",
+			return bad(c,
+				   "'%.32s' is not an isolation tidepool has: \"process\" (a "
+				   "fresh process for every exec)",
 				   p->isolation);
 		return 0;
 	case K_RATE: {
@@ -749,9 +755,9 @@ void tp_policy_free(struct tp_policy *p)
 	free(p->extends);
 	free(p->source);
 	free(p->isolation);
-	struct tp_strv *lists[] = { &p->lua_libraries, &p->lua_functions,   &p->py_modules,
-				    &p->py_builtins,   &p->fs_read,	    &p->fs_write,
-				    &p->tools,	       &p->redact_strings, &p->redact_patterns,
+	struct tp_strv *lists[] = { &p->lua_libraries, &p->lua_functions,  &p->py_modules,
+				    &p->py_builtins,   &p->fs_read,        &p->fs_write,
+				    &p->tools,         &p->redact_strings, &p->redact_patterns,
 				    &p->redact_env };
 	for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
 		tp_strv_free(lists[i]);
@@ -907,7 +913,7 @@ static char *slurp(const char *path, size_t *len, struct tp_err *err)
 		free(buf);
 		tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0, "%s: %s", path,
 			   buf == NULL ? "out of memory"
-			   : e	       ? "read error"
+			   : e         ? "read error"
 				       : "larger than 1 MiB: not a policy");
 		return NULL;
 	}
@@ -957,8 +963,7 @@ static struct tp_policy *resolve(struct tp_policy_set *s, const char *text, size
 	char ppath[PATH_MAX];
 	struct stat st;
 	if (parent == NULL && dir != NULL &&
-	    (size_t)snprintf(ppath, sizeof ppath, "%s/%s.json", dir, o.p->extends) <
-		sizeof ppath &&
+	    (size_t)snprintf(ppath, sizeof ppath, "%s/%s.json", dir, o.p->extends) < sizeof ppath &&
 	    stat(ppath, &st) == 0) {
 		size_t plen;
 		char *ptext = slurp(ppath, &plen, err);
@@ -981,8 +986,9 @@ static struct tp_policy *resolve(struct tp_policy_set *s, const char *text, size
 		own_parent = 1;
 	}
 	if (parent == NULL) {
-		bad(&c, "extends '%s', which is neither a loaded policy, a built-in preset nor "
-			"a file %s.json beside this one",
+		bad(&c,
+		    "extends '%s', which is neither a loaded policy, a built-in preset nor "
+		    "a file %s.json beside this one",
 		    o.p->extends, o.p->extends);
 		goto fail;
 	}
@@ -1012,8 +1018,8 @@ static int add(struct tp_policy_set *s, struct tp_policy *p, struct tp_err *err)
 		return -1;
 	}
 	if (s->n >= TP_POLICY_MAX) {
-		tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0,
-			   "%s: more than %d policies", p->source, TP_POLICY_MAX);
+		tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0, "%s: more than %d policies",
+			   p->source, TP_POLICY_MAX);
 		return -1;
 	}
 	s->p[s->n++] = p;
@@ -1159,17 +1165,17 @@ json_t *tp_policy_to_json(const struct tp_policy *p, int with_redact)
 		if (p->languages & (1u << i))
 			json_array_append_new(langs, json_string(tp_langs[i].name));
 	for (int i = 0; limits != NULL && i < TP_LIMIT__COUNT; i++)
-		json_object_set_new(limits, tp_limit_name((enum tp_limit_id)i),
-				    json_integer((json_int_t)tp_limit_get(&p->limits,
-									  (enum tp_limit_id)i)));
+		json_object_set_new(
+		    limits, tp_limit_name((enum tp_limit_id)i),
+		    json_integer((json_int_t)tp_limit_get(&p->limits, (enum tp_limit_id)i)));
 	json_t *o = json_pack(
 	    "{s:s, s:s, s:o, s:o, s:b, s:{s:o, s:o}, s:{s:o, s:o}, s:{s:o, s:o, s:I}, s:o, "
 	    "s:{s:I, s:I, s:I, s:I}, s:s, s:{s:I, s:I}}",
 	    "name", p->name, "description", p->description, "languages", langs, "limits", limits,
 	    "language_layer", p->language_layer, "lua", "libraries", strv_json(&p->lua_libraries),
 	    "functions", strv_json(&p->lua_functions), "python", "modules",
-	    strv_json(&p->py_modules), "builtins", strv_json(&p->py_builtins), "filesystem",
-	    "read", strv_json(&p->fs_read), "write", strv_json(&p->fs_write), "file_bytes",
+	    strv_json(&p->py_modules), "builtins", strv_json(&p->py_builtins), "filesystem", "read",
+	    strv_json(&p->fs_read), "write", strv_json(&p->fs_write), "file_bytes",
 	    (json_int_t)p->file_bytes, "tools", strv_json(&p->tools), "session", "max_sessions",
 	    (json_int_t)p->session.max_sessions, "idle_ms", (json_int_t)p->session.idle_ms,
 	    "max_execs", (json_int_t)p->session.max_execs, "memory_bytes",

@@ -50,18 +50,18 @@ struct tp_policy_session {
 };
 
 struct tp_policy_rate {
-	uint64_t per_minute;         /* execs under this policy per minute, host-wide; 0 = no limit */
+	uint64_t per_minute; /* execs under this policy per minute, host-wide; 0 = no limit */
 	uint64_t session_per_minute; /* per session; 0 = no limit */
 };
 
 struct tp_policy {
 	char *name;
 	char *description;
-	char *extends; /* as written; NULL for none */
-	char *source;  /* "built-in" or the file's path */
-	unsigned languages; /* bit (1u << enum tp_lang_id) per language allowed */
-	struct tp_limits limits; /* the ceiling a request may only lower */
-	int language_layer;      /* 0: the language layer refuses nothing (kernel-only) */
+	char *extends;                /* as written; NULL for none */
+	char *source;                 /* "built-in" or the file's path */
+	unsigned languages;           /* bit (1u << enum tp_lang_id) per language allowed */
+	struct tp_limits limits;      /* the ceiling a request may only lower */
+	int language_layer;           /* 0: the language layer refuses nothing (kernel-only) */
 	struct tp_strv lua_libraries; /* whole libraries: every function tidepool offers in them */
 	struct tp_strv lua_functions; /* single functions, "lib.fn" or a base function */
 	struct tp_strv py_modules;
@@ -75,7 +75,7 @@ struct tp_policy {
 	struct tp_policy_rate rate;
 	struct tp_strv redact_strings;  /* removed wherever they appear in what leaves */
 	struct tp_strv redact_patterns; /* POSIX extended regular expressions */
-	struct tp_strv redact_env;      /* the host's environment variables whose values are removed */
+	struct tp_strv redact_env; /* the host's environment variables whose values are removed */
 };
 
 /* Operator ceilings: the most any policy may grant. */

@@ -17,6 +17,8 @@
 #include <sys/types.h>
 
 #define TP_ZYGOTE_CTL_FD 3
+/* The zygote's policy (policy.h's wire text), read once at its start. */
+#define TP_ZYGOTE_POLICY_FD 4
 
 /* Host: 0, or -1 (errno set) when the message could not be queued. */
 int tp_spawn_send(int ctl, int chan_fd, int shm_fd, uint32_t area_bytes);

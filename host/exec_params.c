@@ -25,8 +25,7 @@ static int check_keys(const json_t *obj, const char *const *allowed, struct tp_e
 	return 0;
 }
 
-static int common_params(const json_t *p, const struct tp_limits *ceiling,
-			 struct tp_exec_params *out, struct tp_err *err)
+static int common_params(const json_t *p, struct tp_exec_params *out, struct tp_err *err)
 {
 	json_t *code = json_object_get(p, "code");
 	json_t *inputs = json_object_get(p, "inputs");
@@ -46,11 +45,17 @@ static int common_params(const json_t *p, const struct tp_limits *ceiling,
 	out->inputs = json_is_object(inputs) ? inputs : NULL;
 	out->has_seed = json_is_integer(seed);
 	out->seed = out->has_seed ? json_integer_value(seed) : 0;
-	out->limits = *ceiling;
-	return tp_limits_tighten(&out->limits, json_object_get(p, "limits"), err);
+	if (!tp_policy_allows_lang(out->policy, out->lang))
+		return refuse(err, "policy '%s' does not allow %s", out->policy->name,
+			      tp_langs[out->lang].title);
+	out->limits = out->policy->limits;
+	struct tp_err why = { 0 };
+	if (tp_limits_tighten(&out->limits, json_object_get(p, "limits"), &why) == 0)
+		return 0;
+	return refuse(err, "%.300s (policy '%s')", why.msg, out->policy->name);
 }
 
-int tp_exec_params_parse(const json_t *params, const struct tp_limits *ceiling,
+int tp_exec_params_parse(const json_t *params, const struct tp_exec_policies *pols,
 			 struct tp_exec_params *out, struct tp_err *err)
 {
 	static const char *const keys[] = { "lang", "code",   "policy", "limits", "session_id",
@@ -67,19 +72,25 @@ int tp_exec_params_parse(const json_t *params, const struct tp_limits *ceiling,
 		return refuse(err, "'lang' must be %s",
 			      tp_langs_names(names, sizeof names, "\"%s\"", ", ", " or "));
 	}
-	const char *policy = json_string_value(json_object_get(params, "policy"));
 	json_t *pol = json_object_get(params, "policy");
-	if (pol != NULL && !json_is_null(pol) &&
-	    (policy == NULL || strcmp(policy, "standard") != 0))
-		return refuse(err, "unknown policy: only \"standard\" exists in this version");
+	out->policy = pols->deflt;
+	if (pol != NULL && !json_is_null(pol)) {
+		if (!json_is_string(pol))
+			return refuse(err, "'policy' must be the name of a policy");
+		out->policy = tp_policy_set_find(pols->set, json_string_value(pol));
+		if (out->policy == NULL)
+			return refuse(err,
+				      "unknown policy '%.64s' (sandbox/policy/list names them)",
+				      json_string_value(pol));
+	}
 	json_t *stream = json_object_get(params, "stream");
 	if (stream != NULL && !json_is_false(stream) && !json_is_null(stream))
 		return refuse(err, "'stream' is not available in this version");
 	out->lang = lang->id;
-	return common_params(params, ceiling, out, err);
+	return common_params(params, out, err);
 }
 
-int tp_exec_params_parse_tool(const json_t *params, const struct tp_limits *ceiling,
+int tp_exec_params_parse_tool(const json_t *params, const struct tp_exec_policies *pols,
 			      struct tp_exec_params *out, struct tp_err *err)
 {
 	static const char *const keys[] = { "code", "inputs", NULL };
@@ -95,5 +106,6 @@ int tp_exec_params_parse_tool(const json_t *params, const struct tp_limits *ceil
 		return -1;
 	out->lang = lang->id;
 	out->tool_call = 1;
-	return common_params(args, ceiling, out, err);
+	out->policy = pols->deflt;
+	return common_params(args, out, err);
 }

@@ -3,7 +3,11 @@
  *
  * Usage:
  *   1. tp_exec_params_parse() reads sandbox/exec's params, tp_exec_params_parse_tool()
- *      tools/call's name and arguments; both start from the host's ceiling.
+ *      tools/call's name and arguments; both start from the ceiling of the
+ *      policy the request names (sandbox/exec's "policy", one of the host's
+ *      set) or else the host's default policy. Nothing in a request loosens a
+ *      policy: limits may only be lowered, and the language must be one the
+ *      policy allows.
  *   2. On -1, answer with an invalid-params error carrying err's message (the
  *      error is TP_KIND_INPUT_ERROR at TP_LAYER_HOST).
  *   3. code and inputs are borrowed: keep the request alive while they are used.
@@ -17,10 +21,18 @@
 #include "err.h"
 #include "langs.h"
 #include "limits.h"
+#include "policy.h"
+
+/* The policies a request may name, and the one it gets when it names none. */
+struct tp_exec_policies {
+	const struct tp_policy_set *set;
+	const struct tp_policy *deflt;
+};
 
 struct tp_exec_params {
 	enum tp_lang_id lang;
-	const char *code; /* borrowed from the request */
+	const struct tp_policy *policy; /* one of the set: never NULL after a parse */
+	const char *code;               /* borrowed from the request */
 	size_t code_len;
 	json_t *inputs; /* borrowed; NULL when absent */
 	struct tp_limits limits;
@@ -30,9 +42,9 @@ struct tp_exec_params {
 };
 
 /* Returns 0, or -1 with an invalid-params message recorded in err. */
-int tp_exec_params_parse(const json_t *params, const struct tp_limits *ceiling,
+int tp_exec_params_parse(const json_t *params, const struct tp_exec_policies *pols,
 			 struct tp_exec_params *out, struct tp_err *err);
-int tp_exec_params_parse_tool(const json_t *params, const struct tp_limits *ceiling,
+int tp_exec_params_parse_tool(const json_t *params, const struct tp_exec_policies *pols,
 			      struct tp_exec_params *out, struct tp_err *err);
 
 #endif

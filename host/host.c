@@ -116,8 +116,8 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
 		return;
 	}
-	int r = tool ? tp_exec_params_parse_tool(rpc->params, &h->ceiling, &e->p, &err)
-		     : tp_exec_params_parse(rpc->params, &h->ceiling, &e->p, &err);
+	int r = tool ? tp_exec_params_parse_tool(rpc->params, &h->pols, &e->p, &err)
+		     : tp_exec_params_parse(rpc->params, &h->pols, &e->p, &err);
 	if (r != 0) {
 		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, err.msg);
 		free(e);
@@ -125,8 +125,8 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 	}
 	e->msg = json_incref(rpc->msg);
 	e->id = rpc->id;
-	e->lang = (int)e->p.lang;
-	h->zyg[e->lang].used = 1;
+	e->zi = (int)tp_policy_set_index(h->pols.set, e->p.policy) * TP_NLANGS + (int)e->p.lang;
+	h->zyg[e->zi].used = 1;
 	if (h->qtail != NULL)
 		h->qtail->next = e;
 	else
@@ -223,7 +223,8 @@ static void handle_signals(struct tp_host *h)
 	tp_pool_reap(h); /* SIGCHLD coalesces: always reap everything */
 }
 
-enum { P_SIG, P_STDIN, P_STDOUT, P_ZYGOTE, P_FIXED = P_ZYGOTE + TP_NLANGS };
+/* Then one entry per worker, then one per zygote. */
+enum { P_SIG, P_STDIN, P_STDOUT, P_FIXED };
 
 static void poll_once(struct tp_host *h)
 {
@@ -238,13 +239,15 @@ static void poll_once(struct tp_host *h)
 	fds[P_SIG] = (struct pollfd){ h->sigfd, POLLIN, 0 };
 	fds[P_STDIN] = (struct pollfd){ reading ? 0 : -1, POLLIN, 0 };
 	fds[P_STDOUT] = (struct pollfd){ h->out_len > 0 ? 1 : -1, POLLOUT, 0 };
-	for (int z = 0; z < TP_NLANGS; z++)
-		fds[P_ZYGOTE + z] = (struct pollfd){ h->zyg[z].ctl, POLLIN, 0 };
 	int i;
 	for (i = 0; i < nw; i++)
 		fds[P_FIXED + i] =
 		    (struct pollfd){ ws[i]->chan, (short)(POLLIN | (ws[i]->tx ? POLLOUT : 0)), 0 };
-	int r = poll(fds, (nfds_t)(P_FIXED + nw), tp_pool_next_timeout(h, tp_host_now_ms()));
+	struct pollfd *zfds = fds + P_FIXED + nw;
+	for (int z = 0; z < h->nzyg; z++)
+		zfds[z] = (struct pollfd){ h->zyg[z].ctl, POLLIN, 0 };
+	int r =
+	    poll(fds, (nfds_t)(P_FIXED + nw + h->nzyg), tp_pool_next_timeout(h, tp_host_now_ms()));
 	if (r > 0) {
 		for (i = 0; i < nw; i++) {
 			if (fds[P_FIXED + i].revents & POLLOUT)
@@ -255,8 +258,8 @@ static void poll_once(struct tp_host *h)
 		}
 		if (fds[P_STDOUT].revents)
 			tp_out_flush(h);
-		for (int z = 0; z < TP_NLANGS; z++)
-			if (fds[P_ZYGOTE + z].revents)
+		for (int z = 0; z < h->nzyg; z++)
+			if (zfds[z].revents)
 				tp_pool_read_zygote(h, &h->zyg[z]);
 		if (fds[P_SIG].revents)
 			handle_signals(h);
@@ -319,20 +322,33 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err)
 		return NULL;
 	}
 	h->cfg = *cfg;
-	h->pfds = calloc((size_t)(P_FIXED + cfg->max_workers), sizeof *h->pfds);
+	h->sigfd = -1;
+	h->pols.set = cfg->policies;
+	if (h->pols.set == NULL && (h->pols.set = h->own_set = tp_policy_set_new(err)) == NULL)
+		goto out_free;
+	h->pols.deflt = cfg->policy ? cfg->policy : tp_policy_set_find(h->pols.set, "standard");
+	h->nzyg = (int)tp_policy_set_count(h->pols.set) * TP_NLANGS;
+	h->zyg = calloc((size_t)h->nzyg, sizeof *h->zyg);
+	h->pfds = calloc((size_t)(P_FIXED + cfg->max_workers + h->nzyg), sizeof *h->pfds);
 	h->pws = calloc((size_t)cfg->max_workers, sizeof *h->pws);
 	h->out = malloc(OUT_INITIAL); /* with its reserve for out-of-memory replies */
 	h->out_cap = h->out ? OUT_INITIAL : 0;
-	if (h->pfds == NULL || h->pws == NULL || h->out == NULL) {
+	if (h->zyg == NULL || h->pfds == NULL || h->pws == NULL || h->out == NULL) {
 		tp_err_oom(err, TP_LAYER_HOST);
 		goto out_free;
 	}
-	for (int i = 0; i < TP_NLANGS; i++)
-		h->zyg[i] =
-		    (struct zygote){ .lang = &tp_langs[i], .ctl = -1, .used = tp_langs[i].prewarm };
-	h->sigfd = -1;
+	/* Only the default policy's languages start warm; another policy's zygote
+	 * starts when a request first names it. */
+	for (int i = 0; i < h->nzyg; i++) {
+		const struct tp_policy *pol = tp_policy_set_at(h->pols.set, (size_t)i / TP_NLANGS);
+		const struct tp_lang_info *lang = &tp_langs[i % TP_NLANGS];
+		h->zyg[i] = (struct zygote){ .lang = lang,
+					     .policy = pol,
+					     .ctl = -1,
+					     .used = lang->prewarm && pol == h->pols.deflt &&
+						     tp_policy_allows_lang(pol, lang->id) };
+	}
 	h->stdin_open = cfg->use_stdin;
-	tp_limits_default(&h->ceiling);
 	tp_linebuf_init(&h->lb, cfg->max_line);
 	/* The reserve jansson's lexer draws on when memory runs out while it reads a
 	 * line (common/jsonio.h), mapped while memory is plentiful; if this fails,
@@ -347,6 +363,8 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err)
 		tp_out_setup_stdout(h);
 	return h;
 out_free:
+	tp_policy_set_free(h->own_set);
+	free(h->zyg);
 	free(h->out);
 	free(h->pfds);
 	free(h->pws);
@@ -363,7 +381,7 @@ void tp_host_free(struct tp_host *h)
 			kill(w->pid, SIGKILL);
 	/* A worker whose pid the zygote had not told us yet: stop the zygote, then
 	 * read the pids it already sent and kill those workers too. */
-	for (int i = 0; i < TP_NLANGS; i++) {
+	for (int i = 0; i < h->nzyg; i++) {
 		struct zygote *z = &h->zyg[i];
 		pid_t pid;
 		if (z->pid > 0) {
@@ -381,7 +399,7 @@ void tp_host_free(struct tp_host *h)
 		h->qhead = e->next;
 		tp_host_exec_free(e);
 	}
-	for (int i = 0; i < TP_NLANGS; i++)
+	for (int i = 0; i < h->nzyg; i++)
 		if (h->zyg[i].ctl >= 0)
 			close(h->zyg[i].ctl);
 	if (h->sigfd >= 0)
@@ -390,6 +408,8 @@ void tp_host_free(struct tp_host *h)
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
 	tp_linebuf_free(&h->lb);
+	tp_policy_set_free(h->own_set);
+	free(h->zyg);
 	free(h->out);
 	free(h->pfds);
 	free(h->pws);

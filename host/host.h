@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "err.h"
+#include "policy.h"
 
 struct tp_host;
 
@@ -27,6 +28,10 @@ struct tp_host_cfg {
 	/* Where replies go; NULL writes JSON lines to stdout. Steals msg. */
 	void (*emit)(void *ctx, json_t *msg);
 	void *emit_ctx;
+	/* The policies requests may name (borrowed; NULL: the built-in presets) and
+	 * the one a request gets when it names none (NULL: "standard"). */
+	const struct tp_policy_set *policies;
+	const struct tp_policy *policy;
 };
 
 void tp_host_default_cfg(struct tp_host_cfg *cfg);

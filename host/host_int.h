@@ -33,7 +33,7 @@ struct exec {
 	struct exec *next;
 	json_t *msg; /* the request; p borrows from it */
 	json_t *id;
-	int lang;
+	int zi; /* its zygote: index into the host's zyg[] (policy and language) */
 	struct tp_exec_params p;
 	double t_start, deadline;
 	struct worker *w;
@@ -43,7 +43,7 @@ struct exec {
 
 struct worker {
 	struct worker *next;
-	int lang;  /* index into the host's zygotes */
+	int zi;    /* index into the host's zygotes */
 	pid_t pid; /* 0 until the zygote answers */
 	int chan;
 	struct tp_shm *shm;
@@ -65,9 +65,11 @@ struct early_exit {
 	double cpu_ms;
 };
 
-/* One zygote per language: a Lua worker never maps an initialized CPython. */
+/* One zygote per policy and language: a Lua worker never maps an initialized
+ * CPython, and a worker's interpreter, filter and grants are its policy's. */
 struct zygote {
 	const struct tp_lang_info *lang;
+	const struct tp_policy *policy;
 	pid_t pid;
 	int ctl;
 	int failures;                /* consecutive: a worker that replied resets it */
@@ -79,8 +81,10 @@ struct zygote {
 
 struct tp_host {
 	struct tp_host_cfg cfg;
-	struct tp_limits ceiling;
-	struct zygote zyg[TP_NLANGS]; /* indexed by enum tp_lang_id */
+	struct tp_policy_set *own_set; /* when the cfg gave none */
+	struct tp_exec_policies pols;
+	struct zygote *zyg; /* [policy index * TP_NLANGS + enum tp_lang_id] */
+	int nzyg;
 	struct worker *workers;
 	struct exec *qhead, *qtail;
 	int queued;
@@ -92,7 +96,7 @@ struct tp_host {
 	int sigfd;
 	int terminated;
 	int open_line;       /* a partial write left a reply line unfinished on stdout */
-	struct pollfd *pfds; /* P_FIXED + max_workers entries */
+	struct pollfd *pfds; /* P_FIXED + max_workers + nzyg entries */
 	struct worker **pws; /* max_workers entries */
 	struct early_exit early[32];
 	int nearly;

@@ -135,7 +135,7 @@ void tp_pool_worker_free(struct tp_host *h, struct worker *w)
 	free(w);
 }
 
-static void fail_queue(struct tp_host *h, int lang, const char *msg);
+static void fail_queue(struct tp_host *h, int zi, const char *msg);
 
 /* One more consecutive failure of this language's workers. What is queued for it
  * waits out the backoff, unless the failures go on: then it is answered. */
@@ -164,7 +164,7 @@ static int start_zygote(struct tp_host *h, struct zygote *z)
 	struct tp_err err = { 0 };
 	if (z->ctl >= 0)
 		return 0;
-	z->ctl = tp_zygote_start(z->lang, &z->pid, &err);
+	z->ctl = tp_zygote_start(z->lang, z->policy, &z->pid, &err);
 	if (z->ctl < 0) {
 		zygote_failed(h, z);
 		tp_out_log("%s", err.msg);
@@ -195,18 +195,18 @@ static int new_page(struct worker *w)
 	return fd;
 }
 
-static int spawn_worker(struct tp_host *h, int lang)
+static int spawn_worker(struct tp_host *h, int zi)
 {
 	int sv[2], page;
-	struct zygote *z = &h->zyg[lang];
+	struct zygote *z = &h->zyg[zi];
 	if (z->nspawning == (int)(sizeof z->spawning / sizeof z->spawning[0]) ||
 	    start_zygote(h, z) != 0)
 		return -1;
 	struct worker *w = calloc(1, sizeof *w);
 	if (w == NULL)
 		return -1;
-	w->lang = lang;
-	w->area = tp_zygote_area_bytes();
+	w->zi = zi;
+	w->area = tp_zygote_area_bytes(z->policy);
 	w->chan = -1;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
 		free(w);
@@ -250,22 +250,22 @@ static int is_warm(const struct worker *w)
 }
 
 /* Live workers in all; warm ones of one language. */
-static int count_live(const struct tp_host *h, int lang, int *warm)
+static int count_live(const struct tp_host *h, int zi, int *warm)
 {
 	int n = 0;
 	*warm = 0;
 	for (const struct worker *w = h->workers; w != NULL; w = w->next) {
 		n++;
-		*warm += is_warm(w) && w->lang == lang;
+		*warm += is_warm(w) && w->zi == zi;
 	}
 	return n;
 }
 
-static int queued_for(const struct tp_host *h, int lang)
+static int queued_for(const struct tp_host *h, int zi)
 {
 	int n = 0;
 	for (const struct exec *e = h->qhead; e != NULL; e = e->next)
-		n += e->lang == lang;
+		n += e->zi == zi;
 	return n;
 }
 
@@ -286,12 +286,12 @@ static void unlink_exec(struct tp_host *h, struct exec *e)
 }
 
 /* Answers every queued exec of one language with an error. */
-static void fail_queue(struct tp_host *h, int lang, const char *msg)
+static void fail_queue(struct tp_host *h, int zi, const char *msg)
 {
 	struct exec *e = h->qhead;
 	while (e != NULL) {
 		struct exec *next = e->next;
-		if (e->lang == lang) {
+		if (e->zi == zi) {
 			unlink_exec(h, e);
 			if (e->id != NULL && !e->cancelled)
 				tp_out_error(h, e->id, TP_RPC_INTERNAL_ERROR, msg);
@@ -303,10 +303,10 @@ static void fail_queue(struct tp_host *h, int lang, const char *msg)
 
 /* Keeps pool_size warm workers per used language, plus one for each queued
  * exec, within max_workers. */
-static void refill_lang(struct tp_host *h, int lang)
+static void refill_lang(struct tp_host *h, int zi)
 {
-	struct zygote *z = &h->zyg[lang];
-	int warm, live = count_live(h, lang, &warm), queued = queued_for(h, lang);
+	struct zygote *z = &h->zyg[zi];
+	int warm, live = count_live(h, zi, &warm), queued = queued_for(h, zi);
 	if (backing_off(z, tp_host_now_ms()))
 		return; /* tp_pool_next_timeout wakes the loop when it is over */
 	/* Once stdin is closed no new exec can come: stop keeping workers warm. */
@@ -316,7 +316,7 @@ static void refill_lang(struct tp_host *h, int lang)
 	if (warm > 0 && queued == 0 && tp_pool_running(h))
 		return;
 	while (warm < target && live < h->cfg.max_workers) {
-		if (spawn_worker(h, lang) != 0)
+		if (spawn_worker(h, zi) != 0)
 			break;
 		warm++;
 		live++;
@@ -325,14 +325,14 @@ static void refill_lang(struct tp_host *h, int lang)
 
 static void refill(struct tp_host *h)
 {
-	for (int i = 0; i < TP_NLANGS; i++)
+	for (int i = 0; i < h->nzyg; i++)
 		refill_lang(h, i);
 }
 
-static struct exec *first_queued(struct tp_host *h, int lang)
+static struct exec *first_queued(struct tp_host *h, int zi)
 {
 	for (struct exec *e = h->qhead; e != NULL; e = e->next)
-		if (e->lang == lang)
+		if (e->zi == zi)
 			return e;
 	return NULL;
 }
@@ -348,7 +348,7 @@ static void fail_exec(struct tp_host *h, struct worker *w, int sys_errno, const 
 void tp_pool_dispatch_queue(struct tp_host *h)
 {
 	for (struct worker *w = h->workers; w != NULL && h->qhead != NULL; w = w->next) {
-		struct exec *e = is_warm(w) ? first_queued(h, w->lang) : NULL;
+		struct exec *e = is_warm(w) ? first_queued(h, w->zi) : NULL;
 		if (e == NULL)
 			continue;
 		unlink_exec(h, e);
@@ -407,7 +407,7 @@ static void take_reply(struct tp_host *h, struct worker *w, const char *buf, siz
 		tp_host_finish(h, w, &err);
 	} else {
 		w->reply = r;
-		h->zyg[w->lang].failures = 0; /* this language's workers work */
+		h->zyg[w->zi].failures = 0; /* this language's workers work */
 		tp_host_finish(h, w, NULL);
 	}
 	tp_pool_kill_worker(w); /* one-shot: it has said all it may say */
@@ -465,7 +465,7 @@ static void worker_exited(struct tp_host *h, struct worker *w, int status, doubl
 		snprintf(d, sizeof d, "%s %d", WIFEXITED(status) ? "status" : "signal",
 			 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 		tp_out_log("a warm worker died before use (%s)", d);
-		zygote_failed(h, &h->zyg[w->lang]);
+		zygote_failed(h, &h->zyg[w->zi]);
 	}
 	tp_pool_worker_free(h, w);
 }
@@ -533,7 +533,7 @@ void tp_pool_reap(struct tp_host *h)
 			     (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 		struct worker *w = find_pid(h, pid);
 		struct zygote *z = NULL;
-		for (int i = 0; i < TP_NLANGS; i++)
+		for (int i = 0; i < h->nzyg; i++)
 			if (h->zyg[i].pid == pid)
 				z = &h->zyg[i];
 		if (z != NULL)
@@ -573,7 +573,7 @@ int tp_pool_next_timeout(const struct tp_host *h, double now)
 	}
 	/* A language backing off wakes the loop when it may try again, if it has
 	 * work or keeps a warm pool. */
-	for (int i = 0; i < TP_NLANGS; i++) {
+	for (int i = 0; i < h->nzyg; i++) {
 		const struct zygote *z = &h->zyg[i];
 		if (!backing_off(z, now) || (!z->used && queued_for(h, i) == 0))
 			continue;

@@ -104,14 +104,21 @@ static json_t *tripped_error(const struct tp_outcome *o)
 	enum tp_kind k = (enum tp_kind)v->tripped;
 	int self_killed = o->reply == NULL && o->exited && WIFEXITED(o->status) &&
 			  WEXITSTATUS(o->status) == TP_EXIT_LIMIT;
-	int policy = k == TP_KIND_POLICY_VIOLATION;
+	int kernel = k == TP_KIND_SANDBOX_VIOLATION;
+	int policy = k == TP_KIND_POLICY_VIOLATION || kernel;
 	const struct tp_failure *rf = o->reply && !o->reply->ok ? &o->reply->error : NULL;
-	/* A policy kill is the language layer's verdict, even when it ended the process. */
-	json_t *e = new_error(k, self_killed && !policy ? TP_LAYER_PROCESS : TP_LAYER_LANGUAGE,
-			      policy ? "refused by the language layer"
-				     : tp_limit_message(v->tripped_limit));
+	/* A policy kill is the language layer's verdict, even when it ended the
+	 * process; a kernel refusal the runtime saw (sticky) is the kernel's. */
+	json_t *e = new_error(k,
+			      kernel                   ? TP_LAYER_KERNEL
+			      : self_killed && !policy ? TP_LAYER_PROCESS
+						       : TP_LAYER_LANGUAGE,
+			      kernel   ? "refused by the kernel layer"
+			      : policy ? "refused by the language layer"
+				       : tp_limit_message(v->tripped_limit));
 	if (policy) {
-		put(&e, "type", json_string("PolicyViolation"));
+		if (!kernel)
+			put(&e, "type", json_string("PolicyViolation"));
 		if (v->note[0] != '\0')
 			put(&e, "message", tp_utf8_json(v->note, strlen(v->note)));
 	}

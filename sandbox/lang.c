@@ -12,6 +12,24 @@ static const struct tp_lang *const langs[TP_NLANGS] = {
 	[TP_LANG_PYTHON] = &tp_lang_python,
 };
 
+static struct tp_policy *active;
+static struct tp_policy_set *builtin;
+
+void tp_sandbox_set_policy(struct tp_policy *p)
+{
+	tp_policy_free(active);
+	active = p;
+}
+
+const struct tp_policy *tp_sandbox_policy(void)
+{
+	if (active != NULL)
+		return active;
+	if (builtin == NULL)
+		builtin = tp_policy_set_new(NULL);
+	return builtin ? tp_policy_set_find(builtin, "standard") : NULL;
+}
+
 const struct tp_lang *tp_lang_find(const char *name)
 {
 	const struct tp_lang_info *info = tp_langs_by_name(name);

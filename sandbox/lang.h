@@ -22,6 +22,7 @@
 #include "langs.h"
 #include "limits.h"
 #include "msg.h"
+#include "policy.h"
 #include "shm.h"
 
 struct tp_lang {
@@ -30,6 +31,13 @@ struct tp_lang {
 	void (*worker_init)(uint64_t entropy);
 	int (*exec)(const struct tp_request *req, struct tp_shm *shm, struct tp_reply *out);
 };
+
+/* The policy this process enforces. A zygote sets the one the host gave it
+ * before zygote_init (tp_sandbox_set_policy takes ownership); a process that
+ * sets none (a unit test) gets the built-in "standard". The language layers and
+ * the lockdown read it; NULL only when even that could not be built. */
+const struct tp_policy *tp_sandbox_policy(void);
+void tp_sandbox_set_policy(struct tp_policy *p);
 
 /* By the row's name ("lua"); NULL for a language this build does not host. */
 const struct tp_lang *tp_lang_find(const char *name);

@@ -28,6 +28,7 @@
 #include "worker.h"
 
 #define CTL_FD TP_ZYGOTE_CTL_FD
+#define TP_ZYGOTE_POLICY_MAX (1u << 20)
 /* Address space a worker may map beyond the zygote's and its heap cap:
  * jansson buffers for the reply and libc's own arenas. */
 #define AS_SLACK (256ull << 20)
@@ -52,11 +53,34 @@ pid_t tp_zygote_clone_worker(void)
 	return (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
 }
 
+/* The policy the host handed over on TP_ZYGOTE_POLICY_FD, checked again here:
+ * the zygote trusts nothing it did not validate. */
+static struct tp_policy *read_policy(struct tp_err *err)
+{
+	char *buf = malloc(TP_ZYGOTE_POLICY_MAX);
+	size_t n = 0;
+	ssize_t r = 1;
+	while (buf != NULL && n < TP_ZYGOTE_POLICY_MAX &&
+	       (r = read(TP_ZYGOTE_POLICY_FD, buf + n, TP_ZYGOTE_POLICY_MAX - n)) > 0)
+		n += (size_t)r;
+	close(TP_ZYGOTE_POLICY_FD);
+	if (buf == NULL || r < 0 || n == 0 || n == TP_ZYGOTE_POLICY_MAX) {
+		free(buf);
+		tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_HOST, 0,
+			   "no policy on fd %d from the host", TP_ZYGOTE_POLICY_FD);
+		return NULL;
+	}
+	struct tp_policy *p = tp_policy_from_wire(buf, n, err);
+	free(buf);
+	return p;
+}
+
 int tp_zygote_main(const char *lang_name)
 {
 	struct tp_err err = { 0 };
 	const struct tp_lang *lang = tp_lang_find(lang_name);
 	struct tp_worker_cfg cfg = { .lang = lang };
+	struct tp_policy *policy;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_NAME, "tp-zygote");
@@ -64,6 +88,11 @@ int tp_zygote_main(const char *lang_name)
 		fprintf(stderr, "tidepool zygote: unknown language '%s'\n", lang_name);
 		return 1;
 	}
+	if ((policy = read_policy(&err)) == NULL) {
+		fprintf(stderr, "tidepool zygote: %s\n", err.msg);
+		return 1;
+	}
+	tp_sandbox_set_policy(policy);
 	/* UTC, fixed once: os.date is deterministic and never reads /etc/localtime. */
 	setenv("TZ", "UTC", 1);
 	tzset();
@@ -71,7 +100,7 @@ int tp_zygote_main(const char *lang_name)
 		fprintf(stderr, "tidepool zygote: %s\n", err.msg);
 		return 1;
 	}
-	tp_limits_default(&cfg.ceiling);
+	cfg.ceiling = policy->limits;
 	cfg.host_pid = getppid();
 	cfg.as_bytes = tp_zygote_vm_bytes() + cfg.ceiling.memory_bytes + AS_SLACK;
 	/* Purge before forking (Android's zygote lesson): consolidate the free chunks
@@ -95,7 +124,7 @@ int tp_zygote_main(const char *lang_name)
 		int r = tp_spawn_recv(CTL_FD, &cfg.chan_fd, &cfg.shm_fd, &cfg.area_bytes);
 		if (r == 0)
 			return 0;
-		if (r < 0 || cfg.area_bytes > TP_MAX_OUTPUT_BYTES)
+		if (r < 0 || cfg.area_bytes != policy->limits.output_bytes)
 			return 1; /* the host broke the protocol: stop rather than guess */
 		pid_t pid = tp_zygote_clone_worker();
 		if (pid == 0) {

@@ -78,18 +78,20 @@ static void check_exec(const struct tp_exec_params *p, const struct tp_limits *c
 
 /* Dispatch like the host: each params parser sees the params of every method,
  * so all of them are reached from any seed. */
-static void dispatch(const struct tp_rpc *rpc, const struct tp_limits *ceiling)
+static struct tp_exec_policies pols;
+
+static void dispatch(const struct tp_rpc *rpc)
 {
 	struct tp_exec_params p;
 	struct tp_err err = { 0 };
 
-	if (tp_exec_params_parse(rpc->params, ceiling, &p, &err) == 0)
-		check_exec(&p, ceiling);
+	if (tp_exec_params_parse(rpc->params, &pols, &p, &err) == 0)
+		check_exec(&p, &p.policy->limits);
 	else
 		send_reply(tp_rpc_error(rpc->id, TP_RPC_INVALID_PARAMS, err.msg, NULL));
 	tp_err_clear(&err);
-	if (tp_exec_params_parse_tool(rpc->params, ceiling, &p, &err) == 0) {
-		check_exec(&p, ceiling);
+	if (tp_exec_params_parse_tool(rpc->params, &pols, &p, &err) == 0) {
+		check_exec(&p, &p.policy->limits);
 		CHECK(p.tool_call == 1);
 	} else {
 		send_reply(tp_rpc_error(rpc->id, TP_RPC_INVALID_PARAMS, err.msg, NULL));
@@ -105,7 +107,7 @@ static void dispatch(const struct tp_rpc *rpc, const struct tp_limits *ceiling)
 		send_reply(tp_rpc_result(rpc->id, tp_mcp_tool_result(json_deep_copy(rpc->params))));
 }
 
-static void handle_line(const char *line, size_t len, const struct tp_limits *ceiling)
+static void handle_line(const char *line, size_t len)
 {
 	struct tp_rpc rpc;
 	json_t *reply;
@@ -116,11 +118,11 @@ static void handle_line(const char *line, size_t len, const struct tp_limits *ce
 		return;
 	}
 	CHECK(reply == NULL && rpc.method != NULL && json_is_object(rpc.msg));
-	dispatch(&rpc, ceiling);
+	dispatch(&rpc);
 	tp_rpc_clear(&rpc);
 }
 
-static void drain(struct tp_linebuf *lb, int at_eof, const struct tp_limits *ceiling)
+static void drain(struct tp_linebuf *lb, int at_eof)
 {
 	const char *line;
 	size_t len;
@@ -132,7 +134,7 @@ static void drain(struct tp_linebuf *lb, int at_eof, const struct tp_limits *cei
 			continue;
 		}
 		CHECK(len <= lb->max && memchr(line, '\n', len) == NULL);
-		handle_line(line, len, ceiling);
+		handle_line(line, len);
 	}
 }
 
@@ -140,14 +142,15 @@ static void drain(struct tp_linebuf *lb, int at_eof, const struct tp_limits *cei
  * of the reads the bytes arrive in; the rest is stdin. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct tp_limits ceiling;
 	struct tp_linebuf lb;
 
 	if (size < 1)
 		return 0;
-	tp_limits_default(&ceiling);
-	if (data[0] & 0x80)
-		ceiling.instructions = 100000; /* a ceiling that is not "off" */
+	if (pols.set == NULL) { /* the presets; "strict" is a ceiling with instructions on */
+		pols.set = tp_policy_set_new(NULL);
+		CHECK(pols.set != NULL);
+	}
+	pols.deflt = tp_policy_set_find(pols.set, (data[0] & 0x80) ? "strict" : "standard");
 	size_t max = (data[0] & 0x40) ? 16 + (data[0] & 0x3f) * 8 : TP_MAX_LINE_DEFAULT;
 	size_t chunk = 1 + (data[0] & 0x0f) * 37;
 	data++, size--;
@@ -161,9 +164,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(p, data + off, n);
 		tp_linebuf_commit(&lb, n);
 		off += n;
-		drain(&lb, 0, &ceiling);
+		drain(&lb, 0);
 	}
-	drain(&lb, 1, &ceiling);
+	drain(&lb, 1);
 	tp_linebuf_free(&lb);
 	return 0;
 }

@@ -90,14 +90,15 @@ static void test_initialize(void)
 	json_decref(r);
 }
 
+/* The built-in presets, the default "standard": what a host without --policy has. */
+static struct tp_exec_policies pols;
+
 static int exec_params(const char *js, struct tp_exec_params *out, struct tp_err *err)
 {
-	struct tp_limits ceiling;
-	tp_limits_default(&ceiling);
 	json_t *p = json_loads(js, 0, NULL);
 	CHECK(p != NULL);
 	tp_err_clear(err);
-	int r = tp_exec_params_parse(p, &ceiling, out, err);
+	int r = tp_exec_params_parse(p, &pols, out, err);
 	json_decref(p);
 	return r;
 }
@@ -124,7 +125,6 @@ static void test_exec_params(void)
  * "params" case passes the envelope and is refused by the exec params. */
 static json_t *stage_reply(const char *stage, const char *line, size_t len)
 {
-	struct tp_limits ceiling;
 	struct tp_exec_params p;
 	struct tp_rpc rpc;
 	json_t *reply;
@@ -138,11 +138,10 @@ static json_t *stage_reply(const char *stage, const char *line, size_t len)
 	CHECK_EQ_INT(r, 0);
 	if (r != 0)
 		return reply;
-	tp_limits_default(&ceiling);
 	if (strcmp(rpc.method, "tools/call") == 0)
-		r = tp_exec_params_parse_tool(rpc.params, &ceiling, &p, &err);
+		r = tp_exec_params_parse_tool(rpc.params, &pols, &p, &err);
 	else if (strcmp(rpc.method, "sandbox/exec") == 0)
-		r = tp_exec_params_parse(rpc.params, &ceiling, &p, &err);
+		r = tp_exec_params_parse(rpc.params, &pols, &p, &err);
 	CHECK_EQ_INT(r, -1);
 	reply = r != 0 ? tp_rpc_error(rpc.id, TP_RPC_INVALID_PARAMS, err.msg, NULL) : NULL;
 	tp_rpc_clear(&rpc);
@@ -521,6 +520,9 @@ static void test_utf8(void)
 
 int main(void)
 {
+	pols.set = tp_policy_set_new(NULL);
+	CHECK(pols.set != NULL);
+	pols.deflt = tp_policy_set_find(pols.set, "standard");
 	test_linebuf();
 	test_parse();
 	test_initialize();
