@@ -22,7 +22,7 @@ volatile uint64_t tp_py_count;
 size_t tp_py_base;
 char tp_py_policy_msg[512];
 int tp_py_policy_line = -1;
-PyObject *tp_py_exc_limit, *tp_py_exc_policy;
+PyObject *tp_py_exc_limit, *tp_py_exc_policy, *tp_py_exc_kernel;
 
 static int g_self_trace; /* our own PyEval_SetTrace call, not the snippet's */
 static int g_tracing;
@@ -80,6 +80,8 @@ int tp_py_raise_verdict(void)
 {
 	if (tp_py_verdict() == TP_KIND_POLICY_VIOLATION)
 		PyErr_SetString(tp_py_exc_policy, tp_py_policy_msg);
+	else if (tp_py_verdict() == TP_KIND_SANDBOX_VIOLATION)
+		PyErr_SetString(tp_py_exc_kernel, tp_py_policy_msg);
 	else
 		PyErr_SetString(tp_py_exc_limit, tp_limit_message(tp_verdict_limit_id()));
 	return -1;
@@ -276,6 +278,55 @@ static int audited_write(PyObject *args)
 	return name != NULL && tp_py_attr_denied(name) && !tp_py_frame_exempt(!tp_py_running);
 }
 
+static const char *policy_name(void)
+{
+	const struct tp_policy *p = tp_sandbox_policy();
+	return p && p->name ? p->name : "?";
+}
+
+/* A real import the snippet did not ask for (the import statement goes through
+ * the shim's __import__): the standard library resolving something lazily for
+ * it, most often a codec ('x'.encode('idna') imports encodings.idna). */
+static int refuse_import(PyObject *args)
+{
+	PyObject *m =
+	    PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0 ? PyTuple_GET_ITEM(args, 0) : NULL;
+	const char *s = m && PyUnicode_Check(m) ? PyUnicode_AsUTF8(m) : NULL;
+	char msg[256];
+
+	PyErr_Clear();
+	if (s != NULL && strncmp(s, "encodings.", 10) == 0)
+		snprintf(msg, sizeof msg,
+			 "the '%.60s' codec is not available in the sandbox (policy %s)", s + 10,
+			 policy_name());
+	else
+		snprintf(msg, sizeof msg,
+			 "module '%.60s', which the standard library imports on demand, is not "
+			 "available in the sandbox (policy %s)",
+			 s ? s : "?", policy_name());
+	tp_py_refuse(msg, -1);
+	return -1;
+}
+
+/* kernel-only: nothing is refused here; a call that may reach the kernel is
+ * recorded (pykernel.c names it if the kernel refuses), and the trace function
+ * that counts instructions is the budget's, not the snippet's. */
+static int kernel_only_hook(const char *event, PyObject *args)
+{
+	if (strcmp(event, "sys.settrace") == 0 || strcmp(event, "sys.setprofile") == 0) {
+		if (tp_py_lim.instructions == 0 && strcmp(event, "sys.setprofile") == 0)
+			return 0;
+		PyErr_Format(PyExc_RuntimeError,
+			     "%s is reserved in the sandbox: tidepool counts instructions and "
+			     "enforces its limits with it",
+			     event);
+		return -1;
+	}
+	if (is_kill_event(event) || strncmp(event, "_thread.", 8) == 0)
+		tp_py_kernel_record(event, args);
+	return 0;
+}
+
 int tp_py_audit_hook(const char *event, PyObject *args, void *ud)
 {
 	char note[160];
@@ -289,6 +340,12 @@ int tp_py_audit_hook(const char *event, PyObject *args, void *ud)
 		PyErr_SetString(PyExc_PermissionError, "no files");
 		return -1;
 	}
+	if (tp_py_kernel_only)
+		return kernel_only_hook(event, args);
+	if (tp_py_fileop && (strcmp(event, "open") == 0 || strcmp(event, "os.listdir") == 0))
+		return 0; /* the file shim's own call, on a path it checked (shim.py) */
+	if (strcmp(event, "import") == 0 && tp_py_running)
+		return refuse_import(args);
 	if (is_kill_event(event)) {
 		/* A tripwire, not a boundary: record the verdict, say why, stop. */
 		int n = snprintf(note, sizeof note,

@@ -4,6 +4,7 @@
  *   pyguard.c    the sticky verdict wiring, who is calling, the audit tripwire
  *   pyattr.c     the attribute guard: denied names refused by every type's lookup
  *   pyshimfns.c  the C functions the shim and the snippet call
+ *   pykernel.c   kernel-only mode: a kernel refusal as a sticky sandbox_violation
  *   pyerror.c    capturing an exception: type, message, traceback, line
  *   pysandbox.c  one exec, the fast path, zygote and worker init, struct tp_lang
  * Nothing outside py-sandbox/ includes it: the public API is pysandbox.h.
@@ -40,7 +41,8 @@ extern volatile uint64_t tp_py_count; /* line events charged */
 extern size_t tp_py_base;             /* allocator bytes when the exec began */
 extern char tp_py_policy_msg[512];
 extern int tp_py_policy_line;
-extern PyObject *tp_py_exc_limit, *tp_py_exc_policy; /* made by the zygote (pysandbox.c) */
+extern PyObject *tp_py_exc_limit, *tp_py_exc_policy,
+    *tp_py_exc_kernel; /* made by the zygote (pysandbox.c) */
 
 /* pyguard.c: the sticky verdict, who is calling, the audit tripwire. */
 extern const struct tp_verdict_ops tp_py_verdict_ops;
@@ -65,6 +67,15 @@ int tp_py_real_namespace(PyObject *dict);
 
 /* pyshimfns.c: the shim's C functions, put in its globals by the zygote. */
 extern PyMethodDef tp_py_shim_fns[];
+extern volatile sig_atomic_t tp_py_fileop; /* a file shim's checked call is running */
+
+/* pykernel.c: kernel-only mode (the policy has no language layer). */
+extern int tp_py_kernel_only;
+extern PyMethodDef tp_py_kernel_fns[];
+void tp_py_kernel_install(void);
+void tp_py_kernel_begin(void);
+void tp_py_kernel_record(const char *event, PyObject *args);
+int tp_py_kernel_check(const char *call, int e);
 
 /* pyerror.c: an exec's failure, taken from the pending exception. */
 enum stage { ST_INPUTS, ST_LOAD, ST_RUN };

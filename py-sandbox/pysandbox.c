@@ -116,6 +116,7 @@ static void begin(const struct tp_request *req, struct tp_shm *shm)
 	tp_py_count = 0;
 	tp_py_policy_msg[0] = '\0';
 	tp_py_policy_line = -1;
+	tp_py_kernel_begin();
 	tp_shm_begin(shm, req->limits.output_bytes);
 	if (req->has_seed)
 		reseed(req->seed); /* before the memory limit: it must not fail */
@@ -241,6 +242,14 @@ static int verdict_failure(const struct failure *f, struct tp_failure *out)
 	int policy = tp_py_verdict() == TP_KIND_POLICY_VIOLATION;
 	int line = policy && f->line <= 0 ? tp_py_policy_line : f->line;
 
+	if (tp_py_verdict() == TP_KIND_SANDBOX_VIOLATION) { /* kernel-only: pykernel.c */
+		json_t *m = json_string(tp_py_policy_msg);
+		int rc = m ? tp_verdict_failure(out, TP_KIND_SANDBOX_VIOLATION, NULL, m,
+						f->traceback, f->line)
+			   : -1;
+		json_decref(m);
+		return rc;
+	}
 	return tp_verdict_tripped_failure(out, tp_py_policy_msg, f->traceback, line);
 }
 
@@ -469,6 +478,47 @@ static int load_deny(void)
 	return PyErr_Occurred() ? -1 : 0;
 }
 
+static PyObject *strv_list(const struct tp_strv *v)
+{
+	PyObject *l = PyList_New(0);
+
+	for (size_t i = 0; l != NULL && v != NULL && i < v->n; i++) {
+		PyObject *s = PyUnicode_FromString(v->v[i]);
+		if (s == NULL || PyList_Append(l, s) != 0)
+			Py_CLEAR(l);
+		Py_XDECREF(s);
+	}
+	return l;
+}
+
+/* The shim's init with the policy this zygote enforces (lang.h): its modules,
+ * builtins (and the catalog they come from), name, whether it has a language
+ * layer at all and whether it grants files. */
+static PyObject *call_init(PyObject *init)
+{
+	const struct tp_policy *p = tp_sandbox_policy();
+	struct tp_strv catalog = { (char **)tp_catalog_py_builtins, 0 };
+	PyObject *mods, *blt, *cat, *r = NULL;
+
+	if (p == NULL || init == NULL) {
+		PyErr_SetString(PyExc_RuntimeError, "no policy");
+		return NULL;
+	}
+	while (tp_catalog_py_builtins[catalog.n] != NULL)
+		catalog.n++;
+	tp_py_kernel_only = !p->language_layer;
+	mods = strv_list(&p->py_modules);
+	blt = strv_list(&p->py_builtins);
+	cat = strv_list(&catalog);
+	if (mods && blt && cat)
+		r = PyObject_CallFunction(init, "OOOsii", mods, blt, cat, p->name,
+					  tp_py_kernel_only, p->fs_read.n > 0 || p->fs_write.n > 0);
+	Py_XDECREF(mods), Py_XDECREF(blt), Py_XDECREF(cat);
+	if (r != NULL && tp_py_kernel_only)
+		tp_py_kernel_install();
+	return r;
+}
+
 static int load_shim(struct tp_err *err)
 {
 	PyObject *code, *r, *gc;
@@ -476,19 +526,22 @@ static int load_shim(struct tp_err *err)
 	tp_py_exc_limit = PyErr_NewException("tidepool.LimitExceeded", PyExc_BaseException, NULL);
 	tp_py_exc_policy =
 	    PyErr_NewException("tidepool.PolicyViolation", PyExc_BaseException, NULL);
+	tp_py_exc_kernel =
+	    PyErr_NewException("tidepool.SandboxViolation", PyExc_BaseException, NULL);
 	g_shim = PyDict_New();
-	if (!tp_py_exc_limit || !tp_py_exc_policy || !g_shim ||
+	if (!tp_py_exc_limit || !tp_py_exc_policy || !tp_py_exc_kernel || !g_shim ||
 	    PyDict_SetItemString(g_shim, "__builtins__", PyEval_GetBuiltins()) != 0 ||
 	    PyDict_SetItemString(g_shim, "__name__", PyUnicode_FromString("_tidepool")) != 0 ||
 	    PyDict_SetItemString(g_shim, "LimitExceeded", tp_py_exc_limit) != 0 ||
 	    PyDict_SetItemString(g_shim, "PolicyViolation", tp_py_exc_policy) != 0)
 		return tp_py_fail("shim globals", err);
-	for (PyMethodDef *d = tp_py_shim_fns; d->ml_name; d++) {
-		PyObject *fn = PyCFunction_NewEx(d, NULL, NULL);
-		if (fn == NULL || PyDict_SetItemString(g_shim, d->ml_name, fn) != 0)
-			return tp_py_fail("shim functions", err);
-		Py_DECREF(fn);
-	}
+	for (PyMethodDef *t[] = { tp_py_shim_fns, tp_py_kernel_fns }, **pt = t; pt < t + 2; pt++)
+		for (PyMethodDef *d = *pt; d->ml_name; d++) {
+			PyObject *fn = PyCFunction_NewEx(d, NULL, NULL);
+			if (fn == NULL || PyDict_SetItemString(g_shim, d->ml_name, fn) != 0)
+				return tp_py_fail("shim functions", err);
+			Py_DECREF(fn);
+		}
 	gc = PyImport_ImportModule("gc"); /* before the shim gates __import__ */
 	code = Py_CompileString(tp_py_shim_source, SHIM, Py_file_input);
 	r = code ? PyEval_EvalCode(code, g_shim, g_shim) : NULL;
@@ -496,7 +549,7 @@ static int load_shim(struct tp_err *err)
 	Py_XDECREF(r);
 	if (r == NULL || gc == NULL)
 		return tp_py_fail("running the shim", err);
-	g_sbuiltins = PyObject_CallNoArgs(PyDict_GetItemString(g_shim, "init"));
+	g_sbuiltins = call_init(PyDict_GetItemString(g_shim, "init"));
 	if (g_sbuiltins == NULL)
 		return tp_py_fail("shim init", err);
 	if (load_deny() != 0)

@@ -1,7 +1,8 @@
 /*
  * pyshimfns.c — the C functions the shim and the snippet call: _write, _print
  * (into the capped output page), _refuse, _settype, _gate (with the namespace
- * rules of a gated eval/exec), _eval_builtins, _guard. Invariant: nothing
+ * rules of a gated eval/exec), _eval_builtins, _guard, and for file grants
+ * _within and _fileop. Invariant: nothing
  * is written outside an exec or after a verdict, and a gated builtin runs only
  * for a trusted caller (stdlib, shim, our own C code), never for the snippet.
  */
@@ -240,7 +241,50 @@ static PyObject *py_guard(PyObject *self, PyObject *names)
 	Py_RETURN_NONE;
 }
 
+/* _within(path, write): is the normalized absolute path inside the policy's
+ * grants? Reads: a read or a write grant; writes: a write grant. */
+static PyObject *py_within(PyObject *self, PyObject *args)
+{
+	const struct tp_policy *p = tp_sandbox_policy();
+	const char *path;
+	int write;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "sp", &path, &write))
+		return NULL;
+	if (p == NULL)
+		Py_RETURN_FALSE;
+	return PyBool_FromLong(tp_policy_path_within(&p->fs_write, path) ||
+			       (!write && tp_policy_path_within(&p->fs_read, path)));
+}
+
+volatile sig_atomic_t tp_py_fileop;
+
+/* _fileop(fn, *args): fn(*args) with the audit hook letting its "open" and
+ * "os.listdir" through: the file shim's call on a path it checked. Its
+ * arguments are plain str and int (no snippet code runs inside). */
+static PyObject *py_fileop(PyObject *self, PyObject *args)
+{
+	PyObject *rest, *r;
+
+	(void)self;
+	if (PyTuple_GET_SIZE(args) < 1) {
+		PyErr_SetString(PyExc_TypeError, "_fileop(fn, *args)");
+		return NULL;
+	}
+	rest = PyTuple_GetSlice(args, 1, PyTuple_GET_SIZE(args));
+	if (rest == NULL)
+		return NULL;
+	tp_py_fileop = 1;
+	r = PyObject_Call(PyTuple_GET_ITEM(args, 0), rest, NULL);
+	tp_py_fileop = 0;
+	Py_DECREF(rest);
+	return r;
+}
+
 PyMethodDef tp_py_shim_fns[] = {
+	{ "_within", py_within, METH_VARARGS, NULL },
+	{ "_fileop", py_fileop, METH_VARARGS, NULL },
 	{ "_eval_builtins", py_eval_builtins, METH_O, NULL },
 	{ "_guard", py_guard, METH_O, NULL },
 	{ "_write", py_write, METH_VARARGS, NULL },

@@ -4,7 +4,8 @@
 # reach is decided here: the module allowlist, the facades, the AST check, the
 # guarded builtins. None of this is the security boundary (docs/python.md).
 # The C layer injects before running this: _write, _refuse, _settype, _gate,
-# _print, _eval_builtins, _guard, PolicyViolation, LimitExceeded.
+# _print, _eval_builtins, _guard, _within, _fileop, _errno_call, _errno_check,
+# PolicyViolation, LimitExceeded. init() gets the zygote's policy.
 import ast
 import builtins
 import sys
@@ -12,15 +13,58 @@ import types
 import _string
 
 # -- what a snippet may import, and why each omission ----------------------------
-ALLOWED = ('math', 'json', 're', 'random', 'datetime', 'collections', 'itertools',
-           'functools', 'statistics', 'decimal', 'fractions', 'string', 'textwrap',
-           'heapq', 'bisect', 'dataclasses', 'typing', 'enum', 'operator', 'copy',
-           'pprint', 'collections.abc')
+# The policy's modules (common/policy_catalog.c lists what a policy may name),
+# set by init(). A module outside them is refused with the reason below.
+ALLOWED = ()
+POLICY = 'standard'  # the policy's name, for messages
+KERNEL_ONLY = False  # the policy has no language layer: nothing here applies
 # Loaded now because the allowed modules import them lazily: a worker cannot
 # open a file, and a real import there trips the audit hook.
 PRELOAD = ('_strptime', 'encodings.ascii', 'encodings.latin_1', 'encodings.utf_16',
            'encodings.utf_32', 'encodings.unicode_escape', 'encodings.raw_unicode_escape',
            'encodings.utf_8_sig', 'unicodedata')
+# Public names left out of a facade: they read sys.argv or stdin, or import
+# lazily (argparse, getopt), and mean nothing in a snippet.
+FACADE_OMIT = {'base64': ('main', 'test'), 'calendar': ('main',)}
+# Why a module is never offered, by its top-level name.
+_MODULE_WHY = {}
+for _why, _names in (
+        ('no processes or files', 'os posix nt posixpath ntpath genericpath subprocess '
+         '_posixsubprocess shutil pathlib io _io tempfile glob pty fcntl mmap fileinput '
+         'filecmp zipfile tarfile gzip bz2 lzma sqlite3 dbm shelve pickle _pickle '
+         'linecache tokenize runpy pkgutil zipimport'),
+        ('no network', 'socket _socket ssl _ssl select selectors asyncio urllib http '
+         'ftplib smtplib poplib imaplib telnetlib socketserver xmlrpc email mailbox '
+         'webbrowser'),
+        ('no native code', 'ctypes _ctypes cffi'),
+        ('no introspection of the interpreter', 'sys builtins importlib gc inspect types '
+         'code codeop dis marshal ast traceback sysconfig site _imp _thread _weakref '
+         'weakref atexit faulthandler tracemalloc _tracemalloc'),
+        ('no threads, processes or signals', 'threading multiprocessing concurrent '
+         'signal _signal resource')):
+    for _n in _names.split():
+        _MODULE_WHY[_n] = _why
+# Builtins a policy never offers (open with a file grant is a checked shim),
+# and what to say when a snippet names one.
+_BUILTIN_WHY = {}
+for _why, _names in (('no files', 'open'),
+                     ('no dynamic code', 'eval exec compile'),
+                     ('no introspection of the interpreter', 'globals locals vars'),
+                     ('no terminal', 'input'),
+                     ('no interactive interpreter',
+                      'help exit quit breakpoint copyright credits license'),
+                     ('no raw buffers', 'memoryview')):
+    for _n in _names.split():
+        _BUILTIN_WHY[_n] = _why
+CATALOG_BUILTINS = frozenset()  # set by init(): the builtins a policy may leave out
+REFUSED_BUILTINS = {}  # name -> the refusal message, set by init()
+
+
+def _import_refused(name):
+    why = _MODULE_WHY.get(name.partition('.')[0])
+    return ("import of module '%s' is not allowed in the sandbox (policy %s%s); allowed: %s"
+            % (name, POLICY, ': ' + why if why else '', ', '.join(ALLOWED) or 'none'))
+
 
 # -- introspection: names a snippet may not read -----------------------------------
 # Dunder attributes are refused unless listed here: the object protocol and the
@@ -135,7 +179,8 @@ _compile = compile
 def prepare(src):
     """Parse, check and compile a snippet: (body, last expression or None)."""
     tree = ast.parse(src, '<snippet>', 'exec')
-    _check(tree)
+    if not KERNEL_ONLY:
+        _check(tree)
     expr = None
     if tree.body and isinstance(tree.body[-1], ast.Expr):
         last = tree.body.pop()
@@ -186,8 +231,7 @@ def __import__(name, globals=None, locals=None, fromlist=(), level=0):
         # refused by the AST check, so a snippet cannot take this path.
         return sys.modules[name]
     if f is None:
-        _refuse("import of module '%s' is not allowed (allowed: %s)"
-                % (name, ', '.join(ALLOWED)))
+        _refuse(_import_refused(name))
     if fromlist or '.' not in name:
         return f
     return FACADES[name.partition('.')[0]]
@@ -197,8 +241,9 @@ def __import__(name, globals=None, locals=None, fromlist=(), level=0):
 def _facade(name, real):
     """A new module with only the public, non-module names of real."""
     f = types.ModuleType(name, real.__doc__)
+    omit = FACADE_OMIT.get(name, ())
     for k, v in list(vars(real).items()):
-        if k.startswith('_') or isinstance(v, types.ModuleType):
+        if k.startswith('_') or isinstance(v, types.ModuleType) or k in omit:
             continue
         f.__dict__[k] = v
     return f
@@ -275,14 +320,21 @@ def _build_facades():
     import importlib
     for name in PRELOAD:
         importlib.import_module(name)
-    for name in ALLOWED:
+    # typing, string and operator are patched whether or not the policy offers
+    # them: other allowed modules hand the snippet their objects.
+    for name in ('typing', 'string', 'operator', 'dataclasses', 'collections') + ALLOWED:
         real = importlib.import_module(name)
-        FACADES[name] = _facade(name, real)
-    FACADES['collections'].abc = FACADES['collections.abc']
-    _patch_string(FACADES['string'], sys.modules['string'])
-    _patch_operator(FACADES['operator'], sys.modules['operator'])
-    _patch_classes(FACADES['dataclasses'], sys.modules['dataclasses'], 'dataclasses')
-    _patch_classes(FACADES['collections'], sys.modules['collections'], 'collections')
+        if name in ALLOWED:
+            FACADES[name] = _facade(name, real)
+    if 'collections' in FACADES and 'collections.abc' in FACADES:
+        FACADES['collections'].abc = FACADES['collections.abc']
+    _patch_string(FACADES.get('string') or types.ModuleType('string'), sys.modules['string'])
+    _patch_operator(FACADES.get('operator') or types.ModuleType('operator'),
+                    sys.modules['operator'])
+    if 'dataclasses' in FACADES:
+        _patch_classes(FACADES['dataclasses'], sys.modules['dataclasses'], 'dataclasses')
+    if 'collections' in FACADES:
+        _patch_classes(FACADES['collections'], sys.modules['collections'], 'collections')
     _guard_typing(sys.modules['typing'])
 
 
@@ -328,13 +380,243 @@ REAL_REMOVE = ('open', 'input', 'breakpoint', 'help', 'exit', 'quit', 'copyright
 REAL_GATE = ('exec', 'eval', 'compile', '__import__', 'globals', 'locals', 'vars', 'memoryview')
 
 
-def _snippet_builtins():
-    b = dict(vars(builtins))
+class _Builtins(dict):
+    """The snippet's builtins: a name the snippet reads and never bound itself
+    (LOAD_GLOBAL, LOAD_NAME fall through to here) that the policy refuses is a
+    policy violation that says why, not a NameError. A snippet's own variable
+    of the same name is found first and works as ever."""
+    __slots__ = ()
+
+    def __missing__(self, name):
+        msg = REFUSED_BUILTINS.get(name) if type(name) is str else None
+        if msg is not None:
+            _refuse(msg)
+        raise KeyError(name)
+
+
+def _snippet_builtins(allowed):
+    b = _Builtins(vars(builtins))
     for k in OMIT:
         b.pop(k, None)
-    b.update(print=_print, getattr=getattr, hasattr=hasattr, setattr=setattr,
-             delattr=delattr, __import__=__import__, __name__='builtins')
+    for k in CATALOG_BUILTINS - allowed:
+        b.pop(k, None)
+    mine = dict(print=_print, getattr=getattr, hasattr=hasattr, setattr=setattr,
+                delattr=delattr)
+    b.update({k: v for k, v in mine.items() if k in allowed})
+    b.update(__import__=__import__, __name__='builtins')
+    if FILES:
+        b['open'] = open
+    for k in _BUILTIN_WHY:
+        if k not in b:
+            REFUSED_BUILTINS[k] = ('%s is not available in the sandbox (policy %s: %s)'
+                                   % (k, POLICY, _BUILTIN_WHY[k]))
+    for k in CATALOG_BUILTINS - allowed:
+        REFUSED_BUILTINS[k] = '%s is not available in the sandbox (policy %s)' % (k, POLICY)
     return b
+
+
+# -- file grants: open, os (listdir, path) and pathlib, only with a grant ------------
+# Lexical checks (docs/python.md, "Files"): a path must be absolute; it is
+# normalized like os.path.normpath (no symlink is resolved) and must lie at or
+# beneath a grant: reads under a read or write grant, writes (w, a, x, +) under a
+# write grant. The kernel (Landlock) is the wall; this says early and clearly.
+FILES = False
+_real_open = open
+import os as _os
+import posixpath as _pp
+_real_listdir = _os.listdir
+
+
+def _pathstr(p, shown):
+    if isinstance(p, Path):
+        return p._p
+    if isinstance(p, str):
+        return str.__str__(p)
+    raise TypeError('%s: a path must be a str or a pathlib.Path, not %s'
+                    % (shown, type(p).__name__))
+
+
+def _granted(p, write, call, rest=''):
+    """The normalized path if the policy grants it, else a policy violation."""
+    path = _pathstr(p, call)
+    shown = '%s(%r%s)' % (call, path, rest)
+    if '\0' in path:
+        raise ValueError('%s: embedded null byte' % call)
+    if not path.startswith('/'):
+        _refuse('%s is refused: a path must be absolute (policy %s)' % (shown, POLICY))
+    norm = _pp.normpath(path)
+    if not _within(norm, write):
+        _refuse("%s is refused: outside the policy's %s grants (policy %s)"
+                % (shown, 'write' if write else 'file', POLICY))
+    return norm
+
+
+def _text_arg(v, what):
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return str.__str__(v)
+    raise TypeError('open() argument %s must be str or None, not %s' % (what, type(v).__name__))
+
+
+def open(file, mode='r', buffering=-1, encoding=None, errors=None, newline=None):
+    mode = _text_arg(mode, 'mode') or 'r'
+    write = any(c in mode for c in 'wax+')
+    path = _granted(file, write, 'open', '' if mode == 'r' else ', %r' % mode)
+    return _fileop(_real_open, path, mode, int(buffering), _text_arg(encoding, 'encoding'),
+                   _text_arg(errors, 'errors'), _text_arg(newline, 'newline'))
+
+
+def _listdir(path):
+    return _fileop(_real_listdir, _granted(path, False, 'os.listdir'))
+
+
+def _exists(path):
+    return _fileop(_pp.exists, _granted(path, False, 'os.path.exists'))
+
+
+def _isfile(path):
+    return _fileop(_pp.isfile, _granted(path, False, 'os.path.isfile'))
+
+
+def _isdir(path):
+    return _fileop(_pp.isdir, _granted(path, False, 'os.path.isdir'))
+
+
+def _getsize(path):
+    return _fileop(_pp.getsize, _granted(path, False, 'os.path.getsize'))
+
+
+class Path:
+    """pathlib.Path, cut down to what a file grant allows; every access is checked."""
+    __slots__ = ('_p',)
+
+    def __init__(self, *parts):
+        self._p = _pp.join(*[_pathstr(x, 'Path') for x in parts]) if parts else '.'
+
+    def __str__(self):
+        return self._p
+
+    def __fspath__(self):
+        return self._p
+
+    def __repr__(self):
+        return 'Path(%r)' % self._p
+
+    def __eq__(self, other):
+        return isinstance(other, Path) and self._p == other._p
+
+    def __lt__(self, other):
+        return self._p < other._p
+
+    def __hash__(self):
+        return hash(self._p)
+
+    def __truediv__(self, other):
+        return Path(self._p, other)
+
+    def __rtruediv__(self, other):
+        return Path(other, self._p)
+
+    def joinpath(self, *parts):
+        return Path(self._p, *parts)
+
+    @property
+    def name(self):
+        return _pp.basename(self._p.rstrip('/'))
+
+    @property
+    def parent(self):
+        return Path(_pp.dirname(self._p.rstrip('/')) or '.')
+
+    @property
+    def suffix(self):
+        return _pp.splitext(self.name)[1]
+
+    @property
+    def stem(self):
+        return _pp.splitext(self.name)[0]
+
+    @property
+    def parts(self):
+        p = self._p
+        return (('/',) if p.startswith('/') else ()) + tuple(x for x in p.split('/') if x)
+
+    def with_name(self, name):
+        return Path(_pp.dirname(self._p.rstrip('/')), name)
+
+    def with_suffix(self, suffix):
+        return self.with_name(self.stem + suffix)
+
+    def is_absolute(self):
+        return self._p.startswith('/')
+
+    def _call(self, method, write=False):
+        return _granted(self._p, write, 'Path', ').%s(' % method)
+
+    def exists(self):
+        return _fileop(_pp.exists, self._call('exists'))
+
+    def is_file(self):
+        return _fileop(_pp.isfile, self._call('is_file'))
+
+    def is_dir(self):
+        return _fileop(_pp.isdir, self._call('is_dir'))
+
+    def open(self, mode='r', buffering=-1, encoding=None, errors=None, newline=None):
+        return open(self._p, mode, buffering, encoding, errors, newline)
+
+    def read_text(self, encoding=None, errors=None):
+        self._call('read_text')
+        with open(self._p, 'r', encoding=encoding, errors=errors) as f:
+            return f.read()
+
+    def read_bytes(self):
+        self._call('read_bytes')
+        with open(self._p, 'rb') as f:
+            return f.read()
+
+    def write_text(self, data, encoding=None, errors=None, newline=None):
+        if not isinstance(data, str):
+            raise TypeError('data must be str, not %s' % type(data).__name__)
+        self._call('write_text', True)
+        with open(self._p, 'w', encoding=encoding, errors=errors, newline=newline) as f:
+            return f.write(data)
+
+    def write_bytes(self, data):
+        self._call('write_bytes', True)
+        with open(self._p, 'wb') as f:
+            return f.write(bytes(data))
+
+    def iterdir(self):
+        for n in _fileop(_real_listdir, self._call('iterdir')):
+            yield Path(self._p, n)
+
+    def glob(self, pattern):
+        """Names in this directory matching pattern (no '**', no '/')."""
+        import fnmatch
+        if not isinstance(pattern, str) or '/' in pattern:
+            raise ValueError('glob: only a pattern for names in this directory')
+        for n in sorted(_fileop(_real_listdir, self._call('glob'))):
+            if fnmatch.fnmatchcase(n, pattern):
+                yield Path(self._p, n)
+
+
+Path.__module__ = 'pathlib'
+
+
+def _file_facades():
+    path = types.ModuleType('os.path', 'Paths, checked against the policy\'s file grants.')
+    for k in ('join', 'basename', 'dirname', 'split', 'splitext', 'normpath', 'isabs',
+              'commonpath', 'commonprefix', 'sep'):
+        path.__dict__[k] = getattr(_pp, k)
+    path.exists, path.isfile, path.isdir, path.getsize = _exists, _isfile, _isdir, _getsize
+    os_ = types.ModuleType('os', 'Only listdir and path: the policy grants files.')
+    os_.listdir, os_.path, os_.sep = _listdir, path, '/'
+    pl = types.ModuleType('pathlib', 'Path, checked against the policy\'s file grants.')
+    pl.Path = pl.PosixPath = Path
+    FACADES.update({'os': os_, 'os.path': path, 'pathlib': pl})
+    return ('os', 'os.path', 'pathlib')
 
 
 def _lock_types():
@@ -383,13 +665,74 @@ def _lock_types():
         builtins.__dict__[k] = _gate(builtins.__dict__[k], k)
 
 
-def init():
-    global _seed
-    _build_facades()
+# -- kernel-only: the language layer refuses nothing ----------------------------------
+# Loaded in the zygote so a snippet's attacks reach the kernel even while no
+# file (not even the standard library) can be opened in a worker.
+KERNEL_PRELOAD = ('os', 'sys', 'io', 'socket', 'subprocess', 'ctypes', 'pathlib', 'shutil',
+                  'tempfile', 'signal', 'threading', 'multiprocessing', 'select', 'errno',
+                  'stat', 'glob', 'pty', 'mmap', 'fcntl', 'resource', 'struct', 'urllib.request',
+                  'http.client', 'ssl', 'importlib', 'inspect', 'pickle', 'traceback', 'gc',
+                  'ast', 'dis', 'codecs', 'encodings.idna', 'weakref', 'asyncio')
+
+
+def _kernel_init():
+    import importlib
+    for name in KERNEL_PRELOAD:
+        try:
+            importlib.import_module(name)
+        except Exception:
+            pass
+    # Calls that report a kernel refusal only as a return value: each is
+    # checked, so it ends the exec as the kernel's refusal (docs/python.md).
+    os = sys.modules['os']
+    system = os.system
+
+    def checked_system(command):
+        return _errno_call(system, 'os.system(%r)' % (command,), command)
+    checked_system.__doc__ = system.__doc__
+    os.system = checked_system
+    ctypes = sys.modules.get('ctypes')
+    if ctypes is not None:
+        cdll_init = ctypes.CDLL.__init__
+
+        def __init__(self, name, mode=ctypes.DEFAULT_MODE, handle=None, use_errno=False,
+                     use_last_error=False, winmode=None):
+            cdll_init(self, name, mode, handle, True, use_last_error, winmode)
+            base = self._FuncPtr
+
+            class _FuncPtr(base):
+                def __call__(self, *args, **kwargs):
+                    ctypes.set_errno(0)
+                    r = base.__call__(self, *args, **kwargs)
+                    _errno_check('ctypes: %s()' % getattr(self, '__name__', '?'),
+                                 ctypes.get_errno())
+                    return r
+            self._FuncPtr = _FuncPtr
+        ctypes.CDLL.__init__ = __init__
+        ctypes.cdll = ctypes.LibraryLoader(ctypes.CDLL)
+
+
+def init(modules, allowed_builtins, catalog_builtins, policy, kernel_only, files):
+    """Called once by the zygote with its policy's lists; returns the builtins
+    dict every snippet gets."""
+    global _seed, ALLOWED, POLICY, KERNEL_ONLY, CATALOG_BUILTINS, FILES
+    ALLOWED, POLICY, KERNEL_ONLY = tuple(modules), policy, bool(kernel_only)
+    CATALOG_BUILTINS, FILES = frozenset(catalog_builtins), bool(files)
+    if KERNEL_ONLY:
+        import importlib
+        for name in PRELOAD + ALLOWED:
+            importlib.import_module(name)
+        _kernel_init()
+    else:
+        _build_facades()
+        if FILES:
+            ALLOWED += _file_facades()
     _seed = sys.modules['random'].seed
     sys.stdout, sys.stderr = _Stream(0), _Stream(1)
     sys.__stdout__, sys.__stderr__, sys.stdin = sys.stdout, sys.stderr, None
-    b = _snippet_builtins()
+    if KERNEL_ONLY:
+        return vars(builtins)
+    b = _snippet_builtins(frozenset(allowed_builtins))
     _lock_types()
     _eval_builtins(b)
     assert all(_attr_bad(n) for n in GUARD_DENY)  # the AST check refuses them first

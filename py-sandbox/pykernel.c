@@ -1,0 +1,242 @@
+/*
+ * pykernel.c — kernel-only mode (a policy without a language layer): the
+ * snippet may call anything, and a refusal by the kernel (Landlock, seccomp)
+ * that the runtime sees ends the exec as a sticky sandbox_violation naming the
+ * call and the path. The audit hook records the last call that may reach the
+ * kernel; an OSError (or the RuntimeError of a thread that could not start)
+ * created after it with a refusal's errno trips the verdict. Invariant: only
+ * EACCES, EPERM, EROFS and ENOSYS after a recorded call trip it; catching the
+ * exception does not help (the verdict is sticky).
+ */
+#include "pyint.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+int tp_py_kernel_only;
+
+static char g_call[200]; /* the last recorded call, as "open('/etc/passwd')" */
+static char g_event[64];
+static int g_have_call;
+static newfunc g_oserror_new, g_runtime_new;
+
+/* "repr(o)" into out, cut; "?" if repr fails. */
+static void repr_into(PyObject *o, char *out, size_t len)
+{
+	PyObject *r = o ? PyObject_Repr(o) : NULL;
+	const char *s = r ? PyUnicode_AsUTF8(r) : NULL;
+
+	snprintf(out, len, "%s", s ? s : "?");
+	if (strlen(out) + 1 >= len && len > 4)
+		memcpy(out + len - 4, "...", 4);
+	Py_XDECREF(r);
+	PyErr_Clear();
+}
+
+static PyObject *arg(PyObject *args, Py_ssize_t i)
+{
+	return PyTuple_Check(args) && PyTuple_GET_SIZE(args) > i ? PyTuple_GET_ITEM(args, i) : NULL;
+}
+
+/* Records an audit event that may reach the kernel: the call as a person reads it. */
+void tp_py_kernel_record(const char *event, PyObject *args)
+{
+	char a[150];
+	PyObject *shown = arg(args, 0);
+
+	if (!tp_py_running)
+		return;
+	if (strcmp(event, "socket.__new__") == 0) {
+		snprintf(g_call, sizeof g_call, "socket()");
+		goto done;
+	}
+	if (strcmp(event, "_thread.start_new_thread") == 0) {
+		snprintf(g_call, sizeof g_call, "a new thread (clone)");
+		goto done;
+	}
+	if (strcmp(event, "os.fork") == 0 || strcmp(event, "os.forkpty") == 0) {
+		snprintf(g_call, sizeof g_call, "%s()", event);
+		goto done;
+	}
+	if (strcmp(event, "os.kill") == 0 || strcmp(event, "os.killpg") == 0) {
+		char b[40];
+		repr_into(arg(args, 0), a, 40);
+		repr_into(arg(args, 1), b, sizeof b);
+		snprintf(g_call, sizeof g_call, "%s(%s, %s)", event, a, b);
+		goto done;
+	}
+	if (strncmp(event, "socket.", 7) == 0 || strcmp(event, "subprocess.Popen") == 0)
+		shown = arg(args, 1); /* the socket object, or the executable: the address, argv */
+	if (strcmp(event, "import") == 0) {
+		repr_into(shown, a, sizeof a);
+		snprintf(g_call, sizeof g_call, "import of %s", a);
+		goto done;
+	}
+	if (shown != NULL)
+		repr_into(shown, a, sizeof a);
+	else
+		a[0] = '\0';
+	snprintf(g_call, sizeof g_call, "%s(%s)", event, a);
+done:
+	snprintf(g_event, sizeof g_event, "%s", event);
+	g_have_call = 1;
+}
+
+static const char *errno_name(int e)
+{
+	switch (e) {
+	case EACCES: return "EACCES";
+	case EPERM: return "EPERM";
+	case EROFS: return "EROFS";
+	case ENOSYS: return "ENOSYS";
+	default: return "?";
+	}
+}
+
+static int refusal_errno(int e)
+{
+	return e == EACCES || e == EPERM || e == EROFS || e == ENOSYS;
+}
+
+/* Which wall refused, in words: by what the call was. */
+static const char *which_wall(const char *event, int e)
+{
+	if (strncmp(event, "socket.", 7) == 0)
+		return "seccomp allows no network";
+	if (strcmp(event, "os.kill") == 0 || strcmp(event, "os.killpg") == 0)
+		return "seccomp allows no signal to another process";
+	if (strncmp(event, "subprocess.", 11) == 0 || strcmp(event, "os.system") == 0 ||
+	    strncmp(event, "os.exec", 7) == 0 || strncmp(event, "os.fork", 7) == 0 ||
+	    strncmp(event, "os.posix_spawn", 14) == 0 || strncmp(event, "os.spawn", 8) == 0 ||
+	    strcmp(event, "_thread.start_new_thread") == 0)
+		return "seccomp allows no new process, thread or program";
+	if (strncmp(event, "ctypes", 6) == 0)
+		return "the kernel layer refused a system call the native code made";
+	if (e == EROFS)
+		return "the file system is read-only to the sandbox";
+	if (e == ENOSYS)
+		return "seccomp allows no such system call";
+	return e == EACCES ? "Landlock allows no file outside the policy's grants"
+			   : "the kernel layer allows no file outside the policy's grants";
+}
+
+/* Records the sticky verdict for the call `call` refused with errno e. */
+static void trip(const char *call, const char *event, int e)
+{
+	if (!tp_py_running || tp_py_verdict())
+		return;
+	snprintf(tp_py_policy_msg, sizeof tp_py_policy_msg, "the kernel refused %s: %s (%s); %s",
+		 call, strerror(e), errno_name(e), which_wall(event, e));
+	tp_py_policy_line = -1;
+	tp_shm_note(tp_py_shm, tp_py_policy_msg);
+	tp_py_trip(TP_KIND_SANDBOX_VIOLATION, -1, 0, 0);
+}
+
+int tp_py_kernel_check(const char *call, int e)
+{
+	if (!tp_py_kernel_only || !refusal_errno(e) || e == ENOSYS)
+		return 0;
+	trip(call, "ctypes", e);
+	return 1;
+}
+
+/* An OSError from the runtime (PyErr_SetFromErrno, subprocess's child error)
+ * after a recorded call: a refusal's errno trips the verdict. */
+static PyObject *oserror_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+	PyObject *self = g_oserror_new(type, args, kw);
+
+	if (self != NULL && g_have_call && tp_py_running &&
+	    PyObject_TypeCheck(self, (PyTypeObject *)PyExc_OSError)) {
+		PyObject *en = ((PyOSErrorObject *)self)->myerrno;
+		int e = en && PyLong_Check(en) ? (int)PyLong_AsLong(en) : 0;
+		PyErr_Clear();
+		if (refusal_errno(e))
+			trip(g_call, g_event, e);
+	}
+	return self;
+}
+
+/* _thread's "can't start new thread" is a RuntimeError: clone was refused. */
+static PyObject *runtime_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+	PyObject *self = g_runtime_new(type, args, kw);
+	PyObject *m = arg(args, 0);
+	const char *s = m && PyUnicode_Check(m) ? PyUnicode_AsUTF8(m) : NULL;
+
+	PyErr_Clear();
+	if (self != NULL && g_have_call && strcmp(g_event, "_thread.start_new_thread") == 0 &&
+	    s != NULL && strcmp(s, "can't start new thread") == 0)
+		trip(g_call, g_event, EPERM);
+	return self;
+}
+
+/* _errno_call(fn, call, *args): fn(*args); a result of -1 with a refusal's
+ * errno (os.system: the shell could not be started) trips the verdict. */
+static PyObject *py_errno_call(PyObject *self, PyObject *args)
+{
+	PyObject *fn, *call, *rest, *r;
+	int e;
+
+	(void)self;
+	if (PyTuple_GET_SIZE(args) < 2 || !PyUnicode_Check(PyTuple_GET_ITEM(args, 1))) {
+		PyErr_SetString(PyExc_TypeError, "_errno_call(fn, call, *args)");
+		return NULL;
+	}
+	fn = PyTuple_GET_ITEM(args, 0);
+	call = PyTuple_GET_ITEM(args, 1);
+	rest = PyTuple_GetSlice(args, 2, PyTuple_GET_SIZE(args));
+	if (rest == NULL)
+		return NULL;
+	errno = 0;
+	r = PyObject_Call(fn, rest, NULL);
+	e = errno;
+	Py_DECREF(rest);
+	if (r != NULL && PyLong_Check(r) && PyLong_AsLong(r) == -1 && refusal_errno(e)) {
+		const char *c = PyUnicode_AsUTF8(call);
+		trip(c ? c : "?", "os.system", e);
+	}
+	if (r != NULL)
+		PyErr_Clear(); /* PyLong_AsLong of a huge int */
+	return r;
+}
+
+/* _errno_check(call, errno): for ctypes calls (their errno is ctypes' copy). */
+static PyObject *py_errno_check(PyObject *self, PyObject *args)
+{
+	const char *call;
+	int e;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "si", &call, &e))
+		return NULL;
+	tp_py_kernel_check(call, e);
+	Py_RETURN_NONE;
+}
+
+PyMethodDef tp_py_kernel_fns[] = {
+	{ "_errno_call", py_errno_call, METH_VARARGS, NULL },
+	{ "_errno_check", py_errno_check, METH_VARARGS, NULL },
+	{ NULL, NULL, 0, NULL },
+};
+
+/* Zygote: wrap the constructors that report a refusal. */
+void tp_py_kernel_install(void)
+{
+	PyTypeObject *ose = (PyTypeObject *)PyExc_OSError;
+	PyTypeObject *rte = (PyTypeObject *)PyExc_RuntimeError;
+
+	if (g_oserror_new != NULL)
+		return;
+	g_oserror_new = ose->tp_new;
+	ose->tp_new = oserror_new;
+	g_runtime_new = rte->tp_new;
+	rte->tp_new = runtime_new;
+}
+
+void tp_py_kernel_begin(void)
+{
+	g_have_call = 0;
+	g_call[0] = g_event[0] = '\0';
+}
