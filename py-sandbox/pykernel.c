@@ -133,6 +133,8 @@ static void trip(const char *call, const char *event, int e)
 	tp_py_trip(TP_KIND_SANDBOX_VIOLATION, -1, 0, 0);
 }
 
+/* A ctypes call left errno e (ctypes' own copy, so nothing else touched it):
+ * ENOSYS is libc falling back from a newer call, not a refusal. */
 int tp_py_kernel_check(const char *call, int e)
 {
 	if (!tp_py_kernel_only || !refusal_errno(e) || e == ENOSYS)
@@ -165,15 +167,16 @@ static PyObject *runtime_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 	PyObject *m = arg(args, 0);
 	const char *s = m && PyUnicode_Check(m) ? PyUnicode_AsUTF8(m) : NULL;
 
-	PyErr_Clear();
-	if (self != NULL && g_have_call && strcmp(g_event, "_thread.start_new_thread") == 0 &&
-	    s != NULL && strcmp(s, "can't start new thread") == 0)
-		trip(g_call, g_event, EPERM);
+	PyErr_Clear(); /* 3.11 audits no thread start: the message is the sign */
+	if (self != NULL && s != NULL && strcmp(s, "can't start new thread") == 0)
+		trip("a new thread (clone)", "_thread.start_new_thread", EPERM);
 	return self;
 }
 
-/* _errno_call(fn, call, *args): fn(*args); a result of -1 with a refusal's
- * errno (os.system: the shell could not be started) trips the verdict. */
+/* _errno_call(fn, call, *args): fn(*args); a result that says the call could
+ * not be made trips the verdict: -1 with a refusal's errno, or os.system's
+ * 127 << 8 (glibc's system() when posix_spawn of the shell fails: the kernel
+ * refused the clone or the execve). */
 static PyObject *py_errno_call(PyObject *self, PyObject *args)
 {
 	PyObject *fn, *call, *rest, *r;
@@ -193,9 +196,11 @@ static PyObject *py_errno_call(PyObject *self, PyObject *args)
 	r = PyObject_Call(fn, rest, NULL);
 	e = errno;
 	Py_DECREF(rest);
-	if (r != NULL && PyLong_Check(r) && PyLong_AsLong(r) == -1 && refusal_errno(e)) {
+	if (r != NULL && PyLong_Check(r)) {
+		long v = PyLong_AsLong(r);
 		const char *c = PyUnicode_AsUTF8(call);
-		trip(c ? c : "?", "os.system", e);
+		if ((v == -1 && refusal_errno(e)) || v == 127 << 8)
+			trip(c ? c : "?", "os.system", refusal_errno(e) ? e : EPERM);
 	}
 	if (r != NULL)
 		PyErr_Clear(); /* PyLong_AsLong of a huge int */

@@ -701,10 +701,12 @@ def _kernel_init():
             base = self._FuncPtr
 
             class _FuncPtr(base):
+                _flags_, _restype_ = base._flags_, base._restype_
+
                 def __call__(self, *args, **kwargs):
                     ctypes.set_errno(0)
                     r = base.__call__(self, *args, **kwargs)
-                    _errno_check('ctypes: %s()' % getattr(self, '__name__', '?'),
+                    _errno_check('%s() (via ctypes)' % getattr(self, '__name__', '?'),
                                  ctypes.get_errno())
                     return r
             self._FuncPtr = _FuncPtr
