@@ -423,9 +423,11 @@ static Py_hash_t hash_complex(PyObject *o)
 
 	if (!Py_IS_NAN(c.real) && !Py_IS_NAN(c.imag))
 		return orig_complex_hash(o);
+	/* CPython's re + 1000003 * im would keep a NaN's hash a small step from a
+	 * float's on the same page (their XOR a plausible address): combine it. */
 	re = (Py_uhash_t)(Py_IS_NAN(c.real) ? hash_of(o) : _Py_HashDouble(o, c.real));
-	im = (Py_uhash_t)(Py_IS_NAN(c.imag) ? hash_of(o) : _Py_HashDouble(o, c.imag));
-	h = re + _PyHASH_IMAG * im;
+	im = (Py_uhash_t)(Py_IS_NAN(c.imag) ? 0 : _Py_HashDouble(o, c.imag));
+	h = (Py_uhash_t)combine((Py_hash_t)re, (Py_hash_t)im);
 	return h == (Py_uhash_t)-1 ? -2 : (Py_hash_t)h;
 }
 

@@ -380,7 +380,7 @@ REAL_REMOVE = ('open', 'input', 'breakpoint', 'help', 'exit', 'quit', 'copyright
 REAL_GATE = ('exec', 'eval', 'compile', '__import__', 'globals', 'locals', 'vars', 'memoryview')
 
 
-class _Builtins(dict):
+class SnippetBuiltins(dict):
     """The snippet's builtins: a name the snippet reads and never bound itself
     (LOAD_GLOBAL, LOAD_NAME fall through to here) that the policy refuses is a
     policy violation that says why, not a NameError. A snippet's own variable
@@ -395,7 +395,7 @@ class _Builtins(dict):
 
 
 def _snippet_builtins(allowed):
-    b = _Builtins(vars(builtins))
+    b = SnippetBuiltins(vars(builtins))
     for k in OMIT:
         b.pop(k, None)
     for k in CATALOG_BUILTINS - allowed:
