@@ -19,6 +19,7 @@ int tp_py_kernel_only;
 static char g_call[200]; /* the last recorded call, as "open('/etc/passwd')" */
 static char g_event[64];
 static int g_have_call;
+static PyFrameObject *g_frame; /* the Python frame that made it (compared, never used) */
 static newfunc g_oserror_new, g_runtime_new;
 
 /* "repr(o)" into out, cut; "?" if repr fails. */
@@ -81,6 +82,7 @@ void tp_py_kernel_record(const char *event, PyObject *args)
 done:
 	snprintf(g_event, sizeof g_event, "%s", event);
 	g_have_call = 1;
+	g_frame = PyEval_GetFrame();
 }
 
 static const char *errno_name(int e)
@@ -113,6 +115,10 @@ static const char *which_wall(const char *event, int e)
 		return "seccomp allows no new process, thread or program";
 	if (strncmp(event, "ctypes", 6) == 0)
 		return "the kernel layer refused a system call the native code made";
+	if (strncmp(event, "mmap", 4) == 0)
+		return "seccomp allows no executable or shared mapping";
+	if (event[0] == '\0')
+		return "seccomp refused the system call";
 	if (e == EROFS)
 		return "the file system is read-only to the sandbox";
 	if (e == ENOSYS)
@@ -143,19 +149,55 @@ int tp_py_kernel_check(const char *call, int e)
 	return 1;
 }
 
-/* An OSError from the runtime (PyErr_SetFromErrno, subprocess's child error)
- * after a recorded call: a refusal's errno trips the verdict. */
+/* A call no audit event names (os.pipe, os.open ...): where it was made. */
+static void unnamed_call(PyObject *filename, char *out, size_t len)
+{
+	PyFrameObject *f = PyEval_GetFrame();
+	PyCodeObject *code = f ? PyFrame_GetCode(f) : NULL;
+	const char *file = code ? PyUnicode_AsUTF8(code->co_filename) : NULL;
+	const char *fn = code ? PyUnicode_AsUTF8(code->co_name) : NULL;
+	const char *base = file ? strrchr(file, '/') : NULL;
+	char path[150];
+
+	PyErr_Clear();
+	if (filename != NULL && filename != Py_None) {
+		repr_into(filename, path, sizeof path);
+		snprintf(out, len, "a system call on %s", path);
+	} else {
+		snprintf(out, len, "a system call (in %s, %s)",
+			 base   ? base + 1
+			 : file ? file
+				: "?",
+			 fn ? fn : "?");
+	}
+	Py_XDECREF(code);
+}
+
+/* An OSError from the runtime (PyErr_SetFromErrno, subprocess's child error):
+ * a refusal's errno trips the verdict, naming the call the audit hook recorded
+ * in the same Python frame, or else where it was made. Every OSError uses the
+ * record up. */
 static PyObject *oserror_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
 	PyObject *self = g_oserror_new(type, args, kw);
+	char call[200];
 
-	if (self != NULL && g_have_call && tp_py_running &&
+	if (self != NULL && tp_py_running &&
 	    PyObject_TypeCheck(self, (PyTypeObject *)PyExc_OSError)) {
-		PyObject *en = ((PyOSErrorObject *)self)->myerrno;
-		int e = en && PyLong_Check(en) ? (int)PyLong_AsLong(en) : 0;
+		PyOSErrorObject *o = (PyOSErrorObject *)self;
+		int e = o->myerrno && PyLong_Check(o->myerrno) ? (int)PyLong_AsLong(o->myerrno) : 0;
+		int named = g_have_call && g_frame == PyEval_GetFrame();
 		PyErr_Clear();
-		if (refusal_errno(e))
-			trip(g_call, g_event, e);
+		g_have_call = 0;
+		if (refusal_errno(e)) {
+			if (!named)
+				unnamed_call(o->filename, call, sizeof call);
+			trip(named ? g_call : call,
+			     named                                           ? g_event
+			     : o->filename != NULL && o->filename != Py_None ? "open"
+									     : "",
+			     e);
+		}
 	}
 	return self;
 }
