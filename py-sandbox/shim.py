@@ -461,12 +461,20 @@ def _text_arg(v, what):
     raise TypeError('open() argument %s must be str or None, not %s' % (what, type(v).__name__))
 
 
+# Every file the snippet opened, kept until the worker ends: an unclosed file's
+# finalizer warns (ResourceWarning), and the warnings machinery, run from C
+# with the snippet's frame innermost, reads module attributes the guard refuses.
+_OPENED = []
+
+
 def open(file, mode='r', buffering=-1, encoding=None, errors=None, newline=None):
     mode = _text_arg(mode, 'mode') or 'r'
     write = any(c in mode for c in 'wax+')
     path = _granted(file, write, 'open', '' if mode == 'r' else ', %r' % mode)
-    return _fileop(_real_open, path, mode, int(buffering), _text_arg(encoding, 'encoding'),
-                   _text_arg(errors, 'errors'), _text_arg(newline, 'newline'))
+    f = _fileop(_real_open, path, mode, int(buffering), _text_arg(encoding, 'encoding'),
+                _text_arg(errors, 'errors'), _text_arg(newline, 'newline'))
+    _OPENED.append(f)
+    return f
 
 
 def _listdir(path):
@@ -596,18 +604,23 @@ class Path:
 
     def glob(self, pattern):
         """Names in this directory matching pattern (no '**', no '/')."""
-        import fnmatch
         if not isinstance(pattern, str) or '/' in pattern:
             raise ValueError('glob: only a pattern for names in this directory')
         for n in sorted(_fileop(_real_listdir, self._call('glob'))):
-            if fnmatch.fnmatchcase(n, pattern):
+            if _fnmatchcase(n, pattern):
                 yield Path(self._p, n)
 
 
 Path.__module__ = 'pathlib'
 
 
+_fnmatchcase = None
+
+
 def _file_facades():
+    global _fnmatchcase
+    import fnmatch
+    _fnmatchcase = fnmatch.fnmatchcase
     path = types.ModuleType('os.path', 'Paths, checked against the policy\'s file grants.')
     for k in ('join', 'basename', 'dirname', 'split', 'splitext', 'normpath', 'isabs',
               'commonpath', 'commonprefix', 'sep'):
