@@ -25,6 +25,7 @@ int tp_py_policy_line = -1;
 PyObject *tp_py_exc_limit, *tp_py_exc_policy, *tp_py_exc_kernel;
 
 static int g_self_trace; /* our own PyEval_SetTrace call, not the snippet's */
+static int starts(PyObject *file, const char *prefix);
 static int g_tracing;
 
 /* ---- the sticky verdict ------------------------------------------------------- */
@@ -141,10 +142,34 @@ static int trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
 	return 0;
 }
 
-/* Records a policy verdict (first wins) and raises PolicyViolation. */
+/* The line of the innermost snippet frame, or -1. */
+static int snippet_line(void)
+{
+	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+	int line = -1;
+
+	Py_XINCREF(f);
+	while (f != NULL && line < 0) {
+		PyCodeObject *code = PyFrame_GetCode(f);
+		PyFrameObject *back = PyFrame_GetBack(f);
+		if (starts(code->co_filename, SNIPPET))
+			line = PyFrame_GetLineNumber(f);
+		Py_DECREF(code);
+		Py_DECREF(f);
+		f = back;
+	}
+	Py_XDECREF(f);
+	return line;
+}
+
+/* Records a policy verdict (first wins) and raises PolicyViolation. A line <= 0
+ * is the innermost snippet frame's, so a refusal the snippet catches still says
+ * where it was. */
 PyObject *tp_py_refuse(const char *msg, int line)
 {
 	if (!tp_py_verdict()) {
+		if (line <= 0)
+			line = snippet_line();
 		snprintf(tp_py_policy_msg, sizeof tp_py_policy_msg, "%s", msg);
 		tp_py_policy_line = line;
 		tp_py_trip(TP_KIND_POLICY_VIOLATION, -1, 0, 0);

@@ -22,7 +22,8 @@ KERNEL_ONLY = False  # the policy has no language layer: nothing here applies
 # open a file, and a real import there trips the audit hook.
 PRELOAD = ('_strptime', 'encodings.ascii', 'encodings.latin_1', 'encodings.utf_16',
            'encodings.utf_32', 'encodings.unicode_escape', 'encodings.raw_unicode_escape',
-           'encodings.utf_8_sig', 'unicodedata')
+           'encodings.utf_8_sig', 'encodings.utf_16_le', 'encodings.utf_16_be',
+           'encodings.utf_32_le', 'encodings.utf_32_be', 'encodings.cp1252', 'unicodedata')
 # Public names left out of a facade: main and test read sys.argv or stdin and
 # import lazily (argparse, getopt); calendar's locale classes call setlocale(),
 # which reads locale files named by the snippet (a path is a locale name to glibc).
