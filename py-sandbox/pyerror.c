@@ -205,6 +205,16 @@ void tp_py_capture(struct failure *f, enum stage stage, const struct tp_request 
 		f->message = msg && PyUnicode_Check(msg) ? capped_str(msg) : message_of(v);
 		f->line = lineno && PyLong_Check(lineno) ? (int)PyLong_AsLong(lineno) : -1;
 		Py_XDECREF(msg), Py_XDECREF(lineno);
+	} else if (tp_py_verdict() == TP_KIND_POLICY_VIOLATION ||
+		   tp_py_verdict() == TP_KIND_SANDBOX_VIOLATION) {
+		/* The verdict wins over what was unwinding (a NameError for a refused
+		 * builtin, the OSError of a kernel refusal): the traceback says it. */
+		int policy = tp_py_verdict() == TP_KIND_POLICY_VIOLATION;
+		snprintf(f->type, sizeof f->type, "%s",
+			 policy ? "PolicyViolation" : "SandboxViolation");
+		f->message = json_string(tp_py_policy_msg);
+		if (tb != NULL && f->message != NULL)
+			f->traceback = traceback_of(tb, f, f->message, req, &f->line);
 	} else {
 		f->message = message_of(v);
 		if (tb != NULL)

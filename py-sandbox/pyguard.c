@@ -143,7 +143,7 @@ static int trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
 }
 
 /* The line of the innermost snippet frame, or -1. */
-static int snippet_line(void)
+int tp_py_snippet_line(void)
 {
 	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
 	int line = -1;
@@ -169,13 +169,75 @@ PyObject *tp_py_refuse(const char *msg, int line)
 {
 	if (!tp_py_verdict()) {
 		if (line <= 0)
-			line = snippet_line();
+			line = tp_py_snippet_line();
 		snprintf(tp_py_policy_msg, sizeof tp_py_policy_msg, "%s", msg);
 		tp_py_policy_line = line;
 		tp_py_trip(TP_KIND_POLICY_VIOLATION, -1, 0, 0);
 	}
 	tp_py_raise_verdict();
 	return NULL;
+}
+
+/* ---- builtins the policy refuses, by name ---------------------------------------- */
+
+static PyObject *g_refused; /* {name: message}, from the shim (REFUSED_BUILTINS) */
+static newfunc g_nameerror_new;
+
+/* "name 'X' is not defined" (LOAD_NAME, LOAD_GLOBAL, DELETE_*): X, or NULL. */
+static PyObject *undefined_name(PyObject *args)
+{
+	PyObject *m =
+	    PyTuple_Check(args) && PyTuple_GET_SIZE(args) == 1 ? PyTuple_GET_ITEM(args, 0) : NULL;
+	const char *s = m && PyUnicode_Check(m) ? PyUnicode_AsUTF8(m) : NULL;
+	size_t n = s ? strlen(s) : 0;
+	static const char head[] = "name '", tail[] = "' is not defined";
+
+	PyErr_Clear();
+	if (n < sizeof head + sizeof tail - 1 || strncmp(s, head, sizeof head - 1) != 0 ||
+	    strcmp(s + n - (sizeof tail - 1), tail) != 0)
+		return NULL;
+	return PyUnicode_FromStringAndSize(s + sizeof head - 1,
+					   (Py_ssize_t)(n - (sizeof head - 1) - (sizeof tail - 1)));
+}
+
+/* A NameError for a builtin the policy refuses: the sticky verdict says which
+ * and why; the NameError itself is what unwinds until the next check raises. */
+static PyObject *nameerror_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+	PyObject *self = g_nameerror_new(type, args, kw), *name, *msg;
+
+	if (self == NULL || !tp_py_running || tp_py_verdict() || g_refused == NULL)
+		return self;
+	name = undefined_name(args);
+	msg = name ? PyDict_GetItemWithError(g_refused, name) : NULL;
+	Py_XDECREF(name);
+	if (msg != NULL && PyUnicode_Check(msg)) {
+		const char *s = PyUnicode_AsUTF8(msg);
+		if (s != NULL) {
+			snprintf(tp_py_policy_msg, sizeof tp_py_policy_msg, "%s", s);
+			tp_py_policy_line = tp_py_snippet_line();
+			tp_py_trip(TP_KIND_POLICY_VIOLATION, -1, 0, 0);
+		}
+	}
+	PyErr_Clear();
+	return self;
+}
+
+int tp_py_refused_names(PyObject *dict)
+{
+	PyTypeObject *t = (PyTypeObject *)PyExc_NameError;
+
+	if (!PyDict_Check(dict)) {
+		PyErr_SetString(PyExc_TypeError, "refused names must be a dict");
+		return -1;
+	}
+	Py_INCREF(dict);
+	Py_XSETREF(g_refused, dict);
+	if (g_nameerror_new == NULL) {
+		g_nameerror_new = t->tp_new;
+		t->tp_new = nameerror_new;
+	}
+	return 0;
 }
 
 /* ---- who is calling ------------------------------------------------------------ */

@@ -55,6 +55,9 @@ int tp_py_raise_verdict(void);
 void tp_py_trace_on(void);
 void tp_py_trace_off(void);
 PyObject *tp_py_refuse(const char *msg, int line);
+int tp_py_snippet_line(void); /* the innermost snippet frame's line, or -1 */
+/* {name: message}: a NameError for one of them trips a policy verdict. */
+int tp_py_refused_names(PyObject *dict);
 int tp_py_frame_exempt(int no_frame);
 int tp_py_caller_trusted(void);
 int tp_py_audit_hook(const char *event, PyObject *args, void *ud);

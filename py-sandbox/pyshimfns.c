@@ -282,7 +282,16 @@ static PyObject *py_fileop(PyObject *self, PyObject *args)
 	return r;
 }
 
+static PyObject *py_refused_names(PyObject *self, PyObject *dict)
+{
+	(void)self;
+	if (tp_py_refused_names(dict) != 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
 PyMethodDef tp_py_shim_fns[] = {
+	{ "_refused_names", py_refused_names, METH_O, NULL },
 	{ "_within", py_within, METH_VARARGS, NULL },
 	{ "_fileop", py_fileop, METH_VARARGS, NULL },
 	{ "_eval_builtins", py_eval_builtins, METH_O, NULL },

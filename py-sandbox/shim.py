@@ -383,22 +383,8 @@ REAL_REMOVE = ('open', 'input', 'breakpoint', 'help', 'exit', 'quit', 'copyright
 REAL_GATE = ('exec', 'eval', 'compile', '__import__', 'globals', 'locals', 'vars', 'memoryview')
 
 
-class SnippetBuiltins(dict):
-    """The snippet's builtins: a name the snippet reads and never bound itself
-    (LOAD_GLOBAL, LOAD_NAME fall through to here) that the policy refuses is a
-    policy violation that says why, not a NameError. A snippet's own variable
-    of the same name is found first and works as ever."""
-    __slots__ = ()
-
-    def __missing__(self, name):
-        msg = REFUSED_BUILTINS.get(name) if type(name) is str else None
-        if msg is not None:
-            _refuse(msg)
-        raise KeyError(name)
-
-
 def _snippet_builtins(allowed):
-    b = SnippetBuiltins(vars(builtins))
+    b = dict(vars(builtins))
     for k in OMIT:
         b.pop(k, None)
     for k in CATALOG_BUILTINS - allowed:
@@ -415,6 +401,11 @@ def _snippet_builtins(allowed):
                                    % (k, POLICY, _BUILTIN_WHY[k]))
     for k in CATALOG_BUILTINS - allowed:
         REFUSED_BUILTINS[k] = '%s is not available in the sandbox (policy %s)' % (k, POLICY)
+    # A name the snippet reads and never bound itself that the policy refuses is
+    # a policy violation that says why, not a NameError: C checks each NameError
+    # as it is made (pyguard.c). A snippet's own variable of the same name is
+    # found first and works as ever; the builtins stay a plain dict (fast lookups).
+    _refused_names(REFUSED_BUILTINS)
     return b
 
 
