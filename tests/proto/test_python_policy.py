@@ -313,3 +313,36 @@ def test_kernel_only_creates_no_file(host):
         assert (res["error"]["kind"], res["error"]["layer"]) == ("sandbox_violation", "kernel"), res
         assert path in res["error"]["message"], res
         assert not os.path.exists(path)
+
+
+# -- the attribute guard holds on every public name of the permissive modules --------
+def _public(host, module):
+    res = run(host, f"import {module}\n"
+                    "def kind(v):\n"
+                    "    t = type(v).__name__\n"
+                    "    return ('class' if isinstance(v, type) else 'builtin' if t == "
+                    "'builtin_function_or_method' else 'function' if t == 'function' else t)\n"
+                    f"[[k, kind(getattr({module}, k))] for k in dir({module}) "
+                    "if not k.startswith('_')]", "permissive")
+    assert res["ok"] is True, res
+    return res["value"]
+
+
+DENIED_BY_KIND = {"function": ("glo", "bals"), "builtin": ("se", "lf"),
+                  "class": ("subcla", "sses")}
+
+
+@pytest.mark.parametrize("module", PERMISSIVE_ADDED)
+def test_permissive_module_names_guarded(host, module):
+    checked = 0
+    for name, kind in _public(host, module):
+        if kind not in DENIED_BY_KIND:
+            continue
+        a, b = DENIED_BY_KIND[kind]
+        # The name built at run time, so only the C guard can refuse it.
+        res = run(host, f"import {module}\nprint('canary')\n"
+                        f"getattr({module}.{name}, '__{a}' + '{b}__')", "permissive")
+        assert res["error"]["kind"] == "policy_violation", (module, name, res)
+        assert res["error"]["message"] == f"attribute '__{a}{b}__' is not allowed", res
+        checked += 1
+    assert checked > 0, module
