@@ -134,7 +134,7 @@ static void trip(const char *call, const char *event, int e)
 		return;
 	snprintf(tp_py_policy_msg, sizeof tp_py_policy_msg, "the kernel refused %s: %s (%s); %s",
 		 call, strerror(e), errno_name(e), which_wall(event, e));
-	tp_py_policy_line = -1;
+	tp_py_policy_line = tp_py_snippet_line();
 	tp_shm_note(tp_py_shm, tp_py_policy_msg);
 	tp_py_trip(TP_KIND_SANDBOX_VIOLATION, -1, 0, 0);
 }

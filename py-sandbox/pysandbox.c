@@ -239,13 +239,14 @@ static void usage(struct tp_usage *u)
 
 static int verdict_failure(const struct failure *f, struct tp_failure *out)
 {
-	int policy = tp_py_verdict() == TP_KIND_POLICY_VIOLATION;
+	int policy = tp_py_verdict() == TP_KIND_POLICY_VIOLATION ||
+		     tp_py_verdict() == TP_KIND_SANDBOX_VIOLATION;
 	int line = policy && f->line <= 0 ? tp_py_policy_line : f->line;
 
 	if (tp_py_verdict() == TP_KIND_SANDBOX_VIOLATION) { /* kernel-only: pykernel.c */
 		json_t *m = json_string(tp_py_policy_msg);
 		int rc = m ? tp_verdict_failure(out, TP_KIND_SANDBOX_VIOLATION, NULL, m,
-						f->traceback, f->line)
+						f->traceback, line)
 			   : -1;
 		json_decref(m);
 		return rc;
