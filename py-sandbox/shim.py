@@ -725,10 +725,10 @@ def init(modules, allowed_builtins, catalog_builtins, policy, kernel_only, files
     """Called once by the zygote with its policy's lists; returns the builtins
     dict every snippet gets."""
     global _seed, ALLOWED, POLICY, KERNEL_ONLY, CATALOG_BUILTINS, FILES
+    import importlib
     ALLOWED, POLICY, KERNEL_ONLY = tuple(modules), policy, bool(kernel_only)
     CATALOG_BUILTINS, FILES = frozenset(catalog_builtins), bool(files)
     if KERNEL_ONLY:
-        import importlib
         for name in PRELOAD + ALLOWED:
             importlib.import_module(name)
         _kernel_init()
@@ -736,7 +736,7 @@ def init(modules, allowed_builtins, catalog_builtins, policy, kernel_only, files
         _build_facades()
         if FILES:
             ALLOWED += _file_facades()
-    _seed = sys.modules['random'].seed
+    _seed = importlib.import_module('random').seed  # reseeded per worker, offered or not
     sys.stdout, sys.stderr = _Stream(0), _Stream(1)
     sys.__stdout__, sys.__stderr__, sys.stdin = sys.stdout, sys.stderr, None
     if KERNEL_ONLY:
