@@ -175,8 +175,8 @@ static void unnamed_call(PyObject *filename, char *out, size_t len)
 
 /* An OSError from the runtime (PyErr_SetFromErrno, subprocess's child error):
  * a refusal's errno trips the verdict, naming the call the audit hook recorded
- * in the same Python frame, or else where it was made. Every OSError uses the
- * record up. */
+ * in the same Python frame, or else where it was made (inside an import, both).
+ * Every OSError uses the record up. */
 static PyObject *oserror_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
 	PyObject *self = g_oserror_new(type, args, kw);
@@ -187,11 +187,17 @@ static PyObject *oserror_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		PyOSErrorObject *o = (PyOSErrorObject *)self;
 		int e = o->myerrno && PyLong_Check(o->myerrno) ? (int)PyLong_AsLong(o->myerrno) : 0;
 		int named = g_have_call && g_frame == PyEval_GetFrame();
+		int importing = g_have_call && strcmp(g_event, "import") == 0;
 		PyErr_Clear();
 		g_have_call = 0;
 		if (refusal_errno(e)) {
 			if (!named)
 				unnamed_call(o->filename, call, sizeof call);
+			if (!named && importing) { /* importlib's probe for the import */
+				char probe[sizeof call];
+				memcpy(probe, call, sizeof probe);
+				snprintf(call, sizeof call, "%.80s (%.110s)", g_call, probe);
+			}
 			trip(named ? g_call : call,
 			     named                                           ? g_event
 			     : o->filename != NULL && o->filename != Py_None ? "open"

@@ -241,7 +241,9 @@ static int verdict_failure(const struct failure *f, struct tp_failure *out)
 {
 	int policy = tp_py_verdict() == TP_KIND_POLICY_VIOLATION ||
 		     tp_py_verdict() == TP_KIND_SANDBOX_VIOLATION;
-	int line = policy && f->line <= 0 ? tp_py_policy_line : f->line;
+	/* A refusal's line is where it was refused, also when the snippet caught it
+	 * and the verdict was raised again further on. */
+	int line = policy && tp_py_policy_line > 0 ? tp_py_policy_line : f->line;
 
 	if (tp_py_verdict() == TP_KIND_SANDBOX_VIOLATION) { /* kernel-only: pykernel.c */
 		json_t *m = json_string(tp_py_policy_msg);
