@@ -154,7 +154,10 @@ static json_t *traceback_of(PyObject *tb, const struct failure *f, json_t *msg,
 			*line = l;
 			frames++;
 			if (b.len < MAX_ERROR_TEXT - 1024) {
-				source_line(req, l, src, sizeof src);
+				if (l > 0)
+					source_line(req, l, src, sizeof src);
+				else
+					src[0] = '\0'; /* a re-raise at no line of the source */
 				snprintf(row, sizeof row, "  File \"%s\", line %d, in %s\n%s%s%s",
 					 SNIPPET, l, fn ? fn : "?", src[0] ? "    " : "", src,
 					 src[0] ? "\n" : "");
