@@ -429,7 +429,7 @@ const char tp_py_shim_source[] =
 	"\n"
 	"def _pathstr(p, shown):\n"
 	"    if isinstance(p, Path):\n"
-	"        return p._p\n"
+	"        p = p._p  # the snippet can set it: checked like any other\n"
 	"    if isinstance(p, str):\n"
 	"        return str.__str__(p)\n"
 	"    raise TypeError('%s: a path must be a str or a pathlib.Path, not %s'\n"

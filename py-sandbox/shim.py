@@ -423,7 +423,7 @@ _real_listdir = _os.listdir
 
 def _pathstr(p, shown):
     if isinstance(p, Path):
-        return p._p
+        p = p._p  # the snippet can set it: checked like any other
     if isinstance(p, str):
         return str.__str__(p)
     raise TypeError('%s: a path must be a str or a pathlib.Path, not %s'

@@ -127,6 +127,14 @@ static void test_open(void)
 	CHECK_EQ_INT(R.exit_code, TP_EXIT_LIMIT); /* the audit tripwire ended the worker */
 	CHECK(shm->tripped == TP_KIND_POLICY_VIOLATION);
 	CHECK_EQ_STR(shm->note, "audit event 'open' is not allowed");
+	/* A str subclass cannot lie about its characters to the check. */
+	snprintf(code, sizeof code,
+		 "class S(str):\n    def startswith(self, *a):\n        return True\n"
+		 "    def split(self, *a):\n        return ['', '%s', 'a.txt']\n"
+		 "open(S('/etc/passwd')).read()",
+		 ro + 1);
+	refused(code, "open('/etc/passwd') is refused: outside the policy's file grants (policy "
+		      "files-test)");
 	run("open(3)");
 	CHECK_EQ_STR(err_s("type"), "TypeError");
 	CHECK_EQ_STR(err_s("message"), "open: a path must be a str or a pathlib.Path, not int");
@@ -178,6 +186,12 @@ static void test_os_pathlib(void)
 	CHECK_EQ_STR(json_string_value(value()),
 		     "['gamma', b'alpha\\n', 'a.txt', '.txt', 'a', True, True, True, True, "
 		     "True, ['a.txt']]");
+	snprintf(
+	    code, sizeof code,
+	    "from pathlib import Path\np = Path('%s/a.txt')\np._p = '/etc/passwd'\np.read_text()",
+	    ro);
+	refused(code, "Path('/etc/passwd').read_text() is refused: outside the policy's file "
+		      "grants (policy files-test)");
 	refused("from pathlib import Path\nPath('/etc/passwd').read_text()",
 		"Path('/etc/passwd').read_text() is refused: outside the policy's file grants "
 		"(policy files-test)");
