@@ -26,6 +26,7 @@ static const char *const kind_names[TP_KIND__COUNT] = {
 	[TP_KIND_CRASHED] = "crashed",
 	[TP_KIND_CANCELLED] = "cancelled",
 	[TP_KIND_INTERNAL] = "internal_error",
+	[TP_KIND_RATE_LIMIT] = "rate_limit",
 };
 
 static const char *const layer_names[TP_LAYER__COUNT] = {

@@ -42,6 +42,7 @@ enum tp_kind {
 	TP_KIND_INPUT_ERROR,  /* inputs could not become the language's values */
 	TP_KIND_RESULT_ERROR, /* the value could not become JSON (a cycle, an unconvertible value)
 			       */
+	TP_KIND_RATE_LIMIT,   /* the policy's execs per minute were used up: not run */
 	TP_KIND__COUNT
 };
 

@@ -17,7 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "exec_params.h"
+#include "hpolicy.h"
 #include "jsonio.h"
 #include "jsonrpc.h"
 #include "langs.h"
@@ -52,8 +54,11 @@ void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *er
 	if (e == NULL || w->answered)
 		return;
 	w->answered = 1;
-	if (e->cancelled || e->id == NULL)
+	if (e->cancelled || e->id == NULL) {
+		tp_audit_exec(h->audit_fd, &h->hp[e->zi / TP_NLANGS], e->id, e->p.lang, e->p.code,
+			      e->p.code_len, NULL, "cancelled");
 		return;
+	}
 	tp_err_copy(&e->verdict, err); /* a timeout recorded before stays the verdict */
 	tp_shm_snapshot(w->shm, w->area, &view);
 	struct tp_outcome o = {
@@ -66,7 +71,10 @@ void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *er
 		.cpu_ms = w->exited ? w->cpu_ms : -1,
 		.limits = &e->p.limits,
 	};
-	json_t *res = tp_result_build(&o);
+	const struct tp_hpolicy *hp = &h->hp[e->zi / TP_NLANGS];
+	json_t *res = tp_hpolicy_redact(hp, tp_result_build(&o));
+	tp_audit_exec(h->audit_fd, hp, e->id, e->p.lang, e->p.code, e->p.code_len, res,
+		      "internal_error");
 	if (e->p.tool_call)
 		res = tp_mcp_tool_result(res);
 	if (res == NULL)
@@ -105,6 +113,32 @@ static void cancel(struct tp_host *h, const json_t *params)
 		tp_pool_kill_worker(w);
 }
 
+/* An exec over its policy's rate is answered at once, as a result the model
+ * reads (not a protocol error), and logged. */
+static void rate_limited(struct tp_host *h, const struct tp_rpc *rpc,
+			 const struct tp_exec_params *p, const struct tp_hpolicy *hp, double wait)
+{
+	struct tp_err err = { 0 };
+	long long secs = (long long)((wait + 999) / 1000);
+	tp_err_set(&err, TP_KIND_RATE_LIMIT, TP_LAYER_HOST, 0,
+		   "rate limit: %llu execs per minute under policy '%s'; retry in %lld s",
+		   (unsigned long long)hp->p->rate.per_minute, hp->p->name, secs);
+	struct tp_outcome o = { .host = &err, .limits = &p->limits };
+	json_t *res = tp_result_build(&o);
+	json_t *eo = json_object_get(res, "error");
+	if (json_is_object(eo))
+		json_object_set_new(eo, "retry_after_ms", json_integer((json_int_t)wait));
+	res = tp_hpolicy_redact(hp, res);
+	tp_audit_exec(h->audit_fd, hp, rpc->id, p->lang, p->code, p->code_len, res, "rate_limit");
+	if (res != NULL && p->tool_call)
+		res = tp_mcp_tool_result(res);
+	if (res == NULL)
+		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR,
+			     "out of memory building the result");
+	else
+		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, res));
+}
+
 static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 {
 	struct tp_err err = { 0 };
@@ -120,6 +154,19 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 		     : tp_exec_params_parse(rpc->params, &h->pols, &e->p, &err);
 	if (r != 0) {
 		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, err.msg);
+		free(e);
+		return;
+	}
+	size_t pi = tp_policy_set_index(h->pols.set, e->p.policy);
+	struct tp_hpolicy *hp = &h->hp[pi];
+	if (!hp->kernel_ok) {
+		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, hp->why);
+		free(e);
+		return;
+	}
+	double wait = tp_hpolicy_admit(hp, tp_host_now_ms());
+	if (wait > 0) {
+		rate_limited(h, rpc, &e->p, hp, wait);
 		free(e);
 		return;
 	}
@@ -314,6 +361,18 @@ static int setup_signals(struct tp_host *h, struct tp_err *err)
 	return 0;
 }
 
+static void free_hpolicies(struct tp_host *h)
+{
+	for (size_t i = 0;
+	     h->hp != NULL && h->pols.set != NULL && i < tp_policy_set_count(h->pols.set); i++)
+		tp_hpolicy_free(&h->hp[i]);
+	free(h->hp);
+	h->hp = NULL;
+	if (h->audit_fd >= 0)
+		close(h->audit_fd);
+	h->audit_fd = -1;
+}
+
 struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err)
 {
 	struct tp_host *h = calloc(1, sizeof *h);
@@ -323,10 +382,22 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err)
 	}
 	h->cfg = *cfg;
 	h->sigfd = -1;
+	h->audit_fd = -1;
 	h->pols.set = cfg->policies;
 	if (h->pols.set == NULL && (h->pols.set = h->own_set = tp_policy_set_new(err)) == NULL)
 		goto out_free;
 	h->pols.deflt = cfg->policy ? cfg->policy : tp_policy_set_find(h->pols.set, "standard");
+	size_t npol = tp_policy_set_count(h->pols.set);
+	h->hp = calloc(npol, sizeof *h->hp);
+	if (h->hp == NULL) {
+		tp_err_oom(err, TP_LAYER_HOST);
+		goto out_free;
+	}
+	for (size_t i = 0; i < npol; i++)
+		if (tp_hpolicy_init(&h->hp[i], tp_policy_set_at(h->pols.set, i), err) != 0)
+			goto out_free;
+	if (cfg->audit_path != NULL && (h->audit_fd = tp_audit_open(cfg->audit_path, err)) < 0)
+		goto out_free;
 	h->nzyg = (int)tp_policy_set_count(h->pols.set) * TP_NLANGS;
 	h->zyg = calloc((size_t)h->nzyg, sizeof *h->zyg);
 	h->pfds = calloc((size_t)(P_FIXED + cfg->max_workers + h->nzyg), sizeof *h->pfds);
@@ -363,6 +434,7 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err)
 		tp_out_setup_stdout(h);
 	return h;
 out_free:
+	free_hpolicies(h);
 	tp_policy_set_free(h->own_set);
 	free(h->zyg);
 	free(h->out);
@@ -408,6 +480,7 @@ void tp_host_free(struct tp_host *h)
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
 	tp_linebuf_free(&h->lb);
+	free_hpolicies(h);
 	tp_policy_set_free(h->own_set);
 	free(h->zyg);
 	free(h->out);

@@ -32,6 +32,7 @@ struct tp_host_cfg {
 	 * the one a request gets when it names none (NULL: "standard"). */
 	const struct tp_policy_set *policies;
 	const struct tp_policy *policy;
+	const char *audit_path; /* append one JSON line per exec here (NULL: none) */
 };
 
 void tp_host_default_cfg(struct tp_host_cfg *cfg);

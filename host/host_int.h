@@ -16,6 +16,7 @@
 
 #include "err.h"
 #include "frame.h"
+#include "hpolicy.h"
 #include "msg.h"
 #include "host.h"
 #include "limits.h"
@@ -83,7 +84,9 @@ struct tp_host {
 	struct tp_host_cfg cfg;
 	struct tp_policy_set *own_set; /* when the cfg gave none */
 	struct tp_exec_policies pols;
-	struct zygote *zyg; /* [policy index * TP_NLANGS + enum tp_lang_id] */
+	struct tp_hpolicy *hp; /* per policy of the set, by its index */
+	int audit_fd;          /* -1: no audit log */
+	struct zygote *zyg;    /* [policy index * TP_NLANGS + enum tp_lang_id] */
 	int nzyg;
 	struct worker *workers;
 	struct exec *qhead, *qtail;

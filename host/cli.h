@@ -1,0 +1,32 @@
+/*
+ * cli.h — the commands for people (`run`, `policy`), and the policy flags every
+ * command shares (`--policy NAME|FILE`, `--policy-dir DIR`).
+ *
+ * Usage: main() hands argv after the command word to tp_cli_run() or
+ * tp_cli_policy(), which return the process's exit status: 0, 1 (the snippet
+ * failed; `policy check`: valid but refused by this kernel), 2 (usage, or a bad
+ * policy: its message names FILE:LINE:COL and the key).
+ */
+#ifndef TP_CLI_H
+#define TP_CLI_H
+
+#include <stdio.h>
+
+#include "policy.h"
+
+struct tp_cli_policies {
+	struct tp_policy_set *set;
+	const struct tp_policy *deflt;
+};
+
+/* The presets, DIR's policies, and the default (a name, a FILE, or "standard").
+ * 0, or -1 after printing why on stderr. */
+int tp_cli_policies(struct tp_cli_policies *cp, const char *policy, const char *dir);
+void tp_cli_policies_free(struct tp_cli_policies *cp);
+/* What each layer allows and refuses under p, for people. */
+void tp_cli_explain(FILE *f, const struct tp_policy *p);
+
+int tp_cli_run(int argc, char **argv);
+int tp_cli_policy(int argc, char **argv);
+
+#endif

@@ -1,0 +1,229 @@
+/*
+ * hpolicy.c — a policy's host side: kernel check, rate and redaction (hpolicy.h).
+ */
+#include "hpolicy.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "kprobe.h"
+#include "utf8.h"
+
+int tp_hpolicy_init(struct tp_hpolicy *hp, const struct tp_policy *p, struct tp_err *err)
+{
+	memset(hp, 0, sizeof *hp);
+	hp->p = p;
+	hp->kernel_ok = tp_policy_kernel_check(p, hp->why, sizeof hp->why) == 0;
+	size_t n = p->redact_strings.n + p->redact_env.n;
+	hp->secrets.v = calloc(n + 1, sizeof(char *));
+	hp->re = calloc(p->redact_patterns.n + 1, sizeof(regex_t));
+	if (p->rate.per_minute)
+		hp->starts = calloc(p->rate.per_minute, sizeof(double));
+	if (hp->secrets.v == NULL || hp->re == NULL || (p->rate.per_minute && !hp->starts))
+		return tp_err_oom(err, TP_LAYER_HOST);
+	for (size_t i = 0; i < p->redact_strings.n; i++)
+		if ((hp->secrets.v[hp->secrets.n++] = strdup(p->redact_strings.v[i])) == NULL)
+			return tp_err_oom(err, TP_LAYER_HOST);
+	for (size_t i = 0; i < p->redact_env.n; i++) {
+		const char *v = getenv(p->redact_env.v[i]);
+		if (v == NULL)
+			return tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0,
+					  "policy '%s': redact.env: %s is not set, so its value "
+					  "could not be redacted",
+					  p->name, p->redact_env.v[i]);
+		if (*v == '\0')
+			continue;
+		if ((hp->secrets.v[hp->secrets.n++] = strdup(v)) == NULL)
+			return tp_err_oom(err, TP_LAYER_HOST);
+	}
+	for (; hp->nre < p->redact_patterns.n; hp->nre++)
+		if (regcomp(&hp->re[hp->nre], p->redact_patterns.v[hp->nre], REG_EXTENDED) != 0)
+			return tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0,
+					  "policy '%s': redact.patterns[%zu] does not compile",
+					  p->name, hp->nre);
+	return 0;
+}
+
+void tp_hpolicy_free(struct tp_hpolicy *hp)
+{
+	tp_strv_free(&hp->secrets);
+	for (size_t i = 0; i < hp->nre; i++)
+		regfree(&hp->re[i]);
+	free(hp->re);
+	free(hp->starts);
+	memset(hp, 0, sizeof *hp);
+}
+
+double tp_hpolicy_admit(struct tp_hpolicy *hp, double now)
+{
+	size_t cap = hp->p->rate.per_minute;
+	if (cap == 0)
+		return 0;
+	if (hp->count == cap) {
+		double oldest = hp->starts[hp->head];
+		if (now - oldest < 60000.0)
+			return 60000.0 - (now - oldest);
+		hp->head = (hp->head + 1) % cap;
+		hp->count--;
+	}
+	hp->starts[(hp->head + hp->count) % cap] = now;
+	hp->count++;
+	return 0;
+}
+
+/* A growing output buffer. */
+struct buf {
+	char *s;
+	size_t n, cap;
+	int oom;
+};
+
+static void put(struct buf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->n + n + 1 > b->cap) {
+		size_t cap = (b->n + n + 1) * 2;
+		char *t = realloc(b->s, cap);
+		if (t == NULL) {
+			b->oom = 1;
+			return;
+		}
+		b->s = t;
+		b->cap = cap;
+	}
+	memcpy(b->s + b->n, s, n);
+	b->n += n;
+	b->s[b->n] = '\0';
+}
+
+/* Literal secrets, then a cut secret at the very end. */
+static void literal_pass(const struct tp_hpolicy *hp, const char *s, size_t n, struct buf *out)
+{
+	size_t i = 0;
+	while (i < n) {
+		size_t hit = 0;
+		for (size_t k = 0; k < hp->secrets.n && !hit; k++) {
+			size_t sl = strlen(hp->secrets.v[k]);
+			if (sl <= n - i && memcmp(s + i, hp->secrets.v[k], sl) == 0)
+				hit = sl;
+			else if (sl > n - i && n - i >= 4 &&
+				 memcmp(s + i, hp->secrets.v[k], n - i) == 0)
+				hit = n - i; /* the output ends inside a secret */
+		}
+		if (hit) {
+			put(out, TP_REDACTED, strlen(TP_REDACTED));
+			i += hit;
+		} else {
+			put(out, s + i, 1);
+			i++;
+		}
+	}
+}
+
+/* One pattern over a NUL-free segment. */
+static void pattern_segment(const regex_t *re, const char *s, size_t n, struct buf *out)
+{
+	char *seg = strndup(s, n);
+	const char *p = seg;
+	regmatch_t m;
+	int flags = 0;
+	if (seg == NULL) {
+		out->oom = 1;
+		return;
+	}
+	while (*p && regexec(re, p, 1, &m, flags) == 0 && m.rm_eo > m.rm_so) {
+		put(out, p, (size_t)m.rm_so);
+		put(out, TP_REDACTED, strlen(TP_REDACTED));
+		p += m.rm_eo;
+		flags = REG_NOTBOL;
+	}
+	put(out, p, strlen(p));
+	free(seg);
+}
+
+char *tp_hpolicy_redact_text(const struct tp_hpolicy *hp, const char *s, size_t n, size_t *out_n)
+{
+	struct buf a = { 0 };
+	put(&a, "", 0);
+	literal_pass(hp, s, n, &a);
+	for (size_t r = 0; r < hp->nre && !a.oom; r++) {
+		struct buf b = { 0 };
+		put(&b, "", 0);
+		for (size_t i = 0; i <= a.n;) { /* NUL-separated segments, NULs kept */
+			const char *z = memchr(a.s + i, '\0', a.n - i);
+			size_t len = z ? (size_t)(z - (a.s + i)) : a.n - i;
+			pattern_segment(&hp->re[r], a.s + i, len, &b);
+			i += len + 1;
+			if (i <= a.n)
+				put(&b, "", 1);
+		}
+		free(a.s);
+		a = b;
+	}
+	if (a.oom) {
+		free(a.s);
+		return NULL;
+	}
+	*out_n = a.n;
+	return a.s;
+}
+
+static json_t *redact_string(const struct tp_hpolicy *hp, json_t *v)
+{
+	size_t n;
+	char *r = tp_hpolicy_redact_text(hp, json_string_value(v), json_string_length(v), &n);
+	if (r == NULL)
+		return NULL;
+	if (n != json_string_length(v) || memcmp(r, json_string_value(v), n) != 0) {
+		/* A pattern works on bytes: repair what it may have cut. */
+		json_t *fixed = tp_utf8_json(r, n);
+		if (fixed == NULL) {
+			free(r);
+			return NULL;
+		}
+		json_string_setn_nocheck(v, json_string_value(fixed), json_string_length(fixed));
+		json_decref(fixed);
+	}
+	free(r);
+	return v;
+}
+
+json_t *tp_hpolicy_redact(const struct tp_hpolicy *hp, json_t *v)
+{
+	if (hp->secrets.n == 0 && hp->nre == 0)
+		return v;
+	if (json_is_string(v))
+		return redact_string(hp, v);
+	if (json_is_array(v)) {
+		for (size_t i = 0; i < json_array_size(v); i++)
+			if (tp_hpolicy_redact(hp, json_array_get(v, i)) == NULL)
+				return NULL;
+		return v;
+	}
+	if (!json_is_object(v))
+		return v;
+	/* Keys: rebuild the object when one changes. */
+	json_t *out = json_object();
+	const char *key;
+	size_t klen;
+	json_t *val;
+	if (out == NULL)
+		return NULL;
+	json_object_keylen_foreach(v, key, klen, val)
+	{
+		size_t n;
+		char *k = tp_hpolicy_redact_text(hp, key, klen, &n);
+		if (k == NULL || tp_hpolicy_redact(hp, val) == NULL ||
+		    json_object_setn(out, k, n, val) != 0) {
+			free(k);
+			json_decref(out);
+			return NULL;
+		}
+		free(k);
+	}
+	json_object_clear(v);
+	json_object_update(v, out);
+	json_decref(out);
+	return v;
+}
