@@ -183,6 +183,63 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 	tp_pool_dispatch_queue(h);
 }
 
+/* ---- policies: which there are, and what one allows ---------------------------- */
+
+static void policy_list(struct tp_host *h, const struct tp_rpc *rpc)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a != NULL && i < tp_policy_set_count(h->pols.set); i++) {
+		const struct tp_policy *p = tp_policy_set_at(h->pols.set, i);
+		json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:b}", "name", p->name,
+						   "description", p->description, "source",
+						   p->source, "default", p == h->pols.deflt));
+	}
+	json_t *r = a ? json_pack("{s:o}", "policies", a) : NULL;
+	if (r == NULL)
+		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+	else
+		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, r));
+}
+
+/* The effective policy; redact shows only how much it holds, never a secret. */
+static void policy_get(struct tp_host *h, const struct tp_rpc *rpc)
+{
+	json_t *name = json_object_get(rpc->params, "name");
+	const struct tp_policy *p =
+	    json_is_string(name) ? tp_policy_set_find(h->pols.set, json_string_value(name)) : NULL;
+	if (!json_is_object(rpc->params) || !json_is_string(name) ||
+	    json_object_size(rpc->params) != 1) {
+		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS,
+			     "params must be {\"name\": a policy's name}");
+		return;
+	}
+	if (p == NULL) {
+		char msg[160];
+		snprintf(msg, sizeof msg, "unknown policy '%.64s' (sandbox/policy/list names them)",
+			 json_string_value(name));
+		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, msg);
+		return;
+	}
+	json_t *r = tp_policy_to_json(p, 0);
+	json_t *env = json_array();
+	for (size_t i = 0; env != NULL && i < p->redact_env.n; i++)
+		json_array_append_new(env, json_string(p->redact_env.v[i]));
+	if (r != NULL) {
+		json_object_set_new(r, "source", json_string(p->source));
+		json_object_set_new(r, "default", json_boolean(p == h->pols.deflt));
+		json_object_set_new(r, "redact",
+				    json_pack("{s:I, s:I, s:o}", "strings",
+					      (json_int_t)p->redact_strings.n, "patterns",
+					      (json_int_t)p->redact_patterns.n, "env", env));
+	} else {
+		json_decref(env);
+	}
+	if (r == NULL)
+		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+	else
+		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, r));
+}
+
 static void handle(struct tp_host *h, struct tp_rpc *rpc)
 {
 	const char *m = rpc->method;
@@ -206,6 +263,10 @@ static void handle(struct tp_host *h, struct tp_rpc *rpc)
 		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, json_object()));
 	else if (strcmp(m, "tools/list") == 0)
 		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, tp_mcp_tools_list()));
+	else if (strcmp(m, "sandbox/policy/list") == 0)
+		policy_list(h, rpc);
+	else if (strcmp(m, "sandbox/policy/get") == 0)
+		policy_get(h, rpc);
 	else
 		tp_out_error(h, rpc->id, TP_RPC_METHOD_NOT_FOUND, "Method not found");
 }
