@@ -486,13 +486,16 @@ static json_t *run_params(int argc, char **argv, const char **path, const char *
 	*path = argv[optind];
 	const struct tp_lang_info *l = lang ? tp_langs_by_name(lang) : tp_langs_by_path(*path);
 	if (l == NULL) {
+		char names[128];
 		if (lang != NULL)
-			fprintf(stderr, "tidepool run: unknown language '%s'\n", lang);
-		else
+			fprintf(stderr, "tidepool run: unknown language '%s': --lang %s\n", lang,
+				tp_langs_names(names, sizeof names, "%s", ", ", " or "));
+		else {
 			fprintf(stderr,
 				"tidepool run: %s: cannot tell the language from the name "
-				"(*.lua, *.py): pass --lang\n",
-				*path);
+				"(*.lua, *.py): pass --lang %s\n",
+				*path, tp_langs_names(names, sizeof names, "%s", ", ", " or "));
+		}
 		json_decref(p);
 		json_decref(limits);
 		json_decref(inputs);

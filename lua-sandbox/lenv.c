@@ -8,7 +8,12 @@
 
 #include <lauxlib.h>
 #include <lualib.h>
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "lang.h"
+#include "policy.h"
 
 #define IDS_KEY "tidepool.ids" /* registry: weak-keyed object -> id for tostring */
 
@@ -436,7 +441,40 @@ static const struct lib libs[] = {
 	{ LUA_IOLIBNAME, NULL, NULL, io_ours },
 };
 
-/* Fills the table on top with the allowlisted part of one library. */
+/* ---- the policy's choice -------------------------------------------------------- */
+
+static int strv_has(const struct tp_strv *v, const char *s)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (strcmp(v->v[i], s) == 0)
+			return 1;
+	return 0;
+}
+
+/* "os.time", or "print" for the base library. */
+static void full_name(char *buf, size_t len, const char *lib, const char *fn)
+{
+	if (strcmp(lib, "_G") == 0)
+		snprintf(buf, len, "%s", fn);
+	else
+		snprintf(buf, len, "%s.%s", lib, fn);
+}
+
+/* Does the policy give the snippet this function of this library? */
+static int allowed(const char *lib, const char *fn)
+{
+	const struct tp_policy *p = tp_sandbox_policy();
+	char full[96];
+
+	if (p == NULL)
+		return 0;
+	if (strv_has(&p->lua_libraries, strcmp(lib, "_G") == 0 ? "base" : lib))
+		return 1;
+	full_name(full, sizeof full, lib, fn);
+	return strv_has(&p->lua_functions, full);
+}
+
+/* Fills the table on top with the part of one library the policy allows. */
 static void fill_lib(lua_State *L, const struct lib *lib)
 {
 	if (lib->open != NULL)
@@ -444,13 +482,100 @@ static void fill_lib(lua_State *L, const struct lib *lib)
 	else
 		lua_pushnil(L);
 	for (const char *const *k = lib->keep; k != NULL && *k != NULL; k++) {
+		if (!allowed(lib->name, *k))
+			continue;
 		lua_getfield(L, -1, *k);
 		lua_setfield(L, -3, *k);
 	}
-	if (lib->ours != NULL)
-		luaL_setfuncs(L, lib->ours, 1); /* pops the stock module */
+	if (strcmp(lib->name, LUA_MATHLIBNAME) ==
+	    0) { /* the workers' reseed, whatever the policy */
+		lua_getfield(L, -1, "randomseed");
+		lua_setfield(L, LUA_REGISTRYINDEX, TP_LENV_SEED_KEY);
+	}
+	for (const luaL_Reg *r = lib->ours; r != NULL && r->name != NULL; r++) {
+		if (!allowed(lib->name, r->name))
+			continue;
+		lua_pushvalue(L, -1); /* upvalue 1: the stock module */
+		lua_pushcclosure(L, r->func, 1);
+		lua_setfield(L, -3, r->name);
+	}
+	lua_pop(L, 1);
+}
+
+/* ---- refusals that name themselves ------------------------------------------------ */
+
+/* Names stock Lua 5.4 has that a policy may leave out, and what that denies. A
+ * name of tidepool's catalog the policy left out is refused with no reason
+ * beyond the policy; a name stock Lua lacks reads as nil, as in plain Lua. */
+struct stock {
+	const char *lib, *name, *why;
+};
+
+static const struct stock stock[] = {
+	{ "_G", "dofile", "no files" },        { "_G", "loadfile", "no files" },
+	{ "_G", "require", "no modules" },     { "_G", "package", "no modules" },
+	{ "_G", "debug", "no debug library" }, { "io", "open", "no files" },
+	{ "io", "lines", "no files" },         { "io", "read", "no files" },
+	{ "io", "input", "no files" },         { "io", "output", "no files" },
+	{ "io", "close", "no files" },         { "io", "tmpfile", "no files" },
+	{ "io", "type", "no files" },          { "io", "stdin", "no files" },
+	{ "io", "stdout", "no files" },        { "io", "stderr", "no files" },
+	{ "io", "popen", "no processes" },     { "os", "execute", "no processes" },
+	{ "os", "exit", "no processes" },      { "os", "getenv", "no environment" },
+	{ "os", "remove", "no files" },        { "os", "rename", "no files" },
+	{ "os", "tmpname", "no files" },       { "os", "setlocale", "no locale" },
+	{ "os", "clock", "no clocks" },        { "os", "date", "no clocks" },
+	{ "os", "difftime", "no clocks" },     { "os", "time", "no clocks" },
+	{ "string", "dump", "no bytecode" },   { "coroutine", "close", NULL },
+};
+
+static int in_catalog(const char *full)
+{
+	for (size_t i = 0; tp_catalog_lua_functions[i] != NULL; i++)
+		if (strcmp(tp_catalog_lua_functions[i], full) == 0)
+			return 1;
+	return 0;
+}
+
+/* __index of _G and of each library table: upvalue 1 is the library's name. */
+static int refuse_index(lua_State *L)
+{
+	const char *lib = lua_tostring(L, lua_upvalueindex(1));
+	const char *key = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : NULL;
+	const struct tp_policy *p = tp_sandbox_policy();
+	char full[96], msg[256];
+	const char *why = NULL;
+	int known = 0;
+
+	if (key == NULL || lib == NULL || strlen(key) > 40)
+		return 0;
+	full_name(full, sizeof full, lib, key);
+	for (size_t i = 0; i < sizeof stock / sizeof stock[0] && !known; i++)
+		if (strcmp(stock[i].lib, lib) == 0 && strcmp(stock[i].name, key) == 0) {
+			known = 1;
+			why = stock[i].why;
+		}
+	if (!known && !in_catalog(full))
+		return 0; /* not a name Lua has: nil, as in plain Lua */
+	if (why != NULL)
+		snprintf(msg, sizeof msg, "%s is not available in the sandbox (policy %s: %s)",
+			 full, p ? p->name : "?", why);
 	else
-		lua_pop(L, 1);
+		snprintf(msg, sizeof msg, "%s is not available in the sandbox (policy %s)", full,
+			 p ? p->name : "?");
+	return tp_lua_guard_refuse(L, TP_KIND_POLICY_VIOLATION, msg);
+}
+
+/* The table on top refuses the stock names it lacks; its metatable is locked. */
+static void set_refusals(lua_State *L, const char *lib)
+{
+	lua_createtable(L, 0, 2);
+	lua_pushstring(L, lib);
+	lua_pushcclosure(L, refuse_index, 1);
+	lua_setfield(L, -2, "__index");
+	lua_pushboolean(L, 0);
+	lua_setfield(L, -2, "__metatable");
+	lua_setmetatable(L, -2);
 }
 
 /* The string metatable leads to our string table, and getmetatable("") gets false. */
@@ -465,9 +590,130 @@ static void lock_string_metatable(lua_State *L)
 	lua_pop(L, 2);
 }
 
+/* ---- kernel-only: everything, and the kernel's refusals reported ------------------ */
+
+static const char *kernel_reason(int e, const char *what)
+{
+	if (strcmp(what, "os.execute") == 0 || strcmp(what, "io.popen") == 0)
+		return "seccomp allows no new process, thread or program";
+	return e == EACCES ? "Landlock allows no file outside the policy's grants"
+			   : "the kernel layer allows no file outside the policy's grants";
+}
+
+static const char *errno_name(int e)
+{
+	switch (e) {
+	case EACCES: return "EACCES";
+	case EPERM: return "EPERM";
+	case EROFS: return "EROFS";
+	default: return "ENOSYS";
+	}
+}
+
+/* A stock io/os/base function (upvalue 1) named upvalue 2. When it fails and
+ * errno says the kernel refused (EACCES, EPERM, EROFS, ENOSYS), the exec ends
+ * as sandbox_violation naming the call and its argument: sticky, so a pcall
+ * around it does not hide what the kernel stopped. */
+static int kernel_watch(lua_State *L)
+{
+	const char *what = lua_tostring(L, lua_upvalueindex(2));
+	char arg[160] = "";
+	int n = lua_gettop(L), status, e;
+
+	if (n >= 1 && lua_type(L, 1) == LUA_TSTRING)
+		snprintf(arg, sizeof arg, "'%.120s'", lua_tostring(L, 1));
+	lua_pushvalue(L, lua_upvalueindex(1));
+	lua_insert(L, 1);
+	errno = 0;
+	status = lua_pcall(L, n, LUA_MULTRET, 0);
+	e = errno;
+	int failed = status != LUA_OK || lua_gettop(L) == 0 || !lua_toboolean(L, 1);
+	if (failed && (e == EACCES || e == EPERM || e == EROFS || e == ENOSYS)) {
+		char msg[512];
+		snprintf(msg, sizeof msg, "the kernel refused %s(%s): %s (%s); %s", what, arg,
+			 strerror(e), errno_name(e), kernel_reason(e, what));
+		return tp_lua_guard_refuse(L, TP_KIND_SANDBOX_VIOLATION, msg);
+	}
+	if (status != LUA_OK) {
+		tp_lua_guard_status(L, status);
+		return lua_error(L);
+	}
+	return lua_gettop(L);
+}
+
+static void watch(lua_State *L, const char *lib, const char *fn)
+{
+	char full[64];
+	if (strcmp(lib, "_G") == 0)
+		lua_pushglobaltable(L);
+	else
+		lua_getglobal(L, lib);
+	if (!lua_istable(L, -1)) {
+		lua_pop(L, 1);
+		return;
+	}
+	full_name(full, sizeof full, lib, fn);
+	lua_getfield(L, -1, fn);
+	lua_pushstring(L, full);
+	lua_pushcclosure(L, kernel_watch, 2);
+	lua_setfield(L, -2, fn);
+	lua_pop(L, 1);
+}
+
+/* The whole standard library; only what keeps the limits is ours: output goes
+ * to the capped buffer, pcall/xpcall cannot catch a limit, coroutines are
+ * hooked, tostring shows no address. The kernel layer is the only wall. */
+static int open_everything(lua_State *L)
+{
+	static const luaL_Reg base[] = { { "print", l_print },
+					 { "tostring", l_tostring },
+					 { "pcall", l_pcall },
+					 { "xpcall", l_xpcall },
+					 { NULL, NULL } };
+	static const luaL_Reg co[] = { { "create", co_create },
+				       { "resume", co_resume },
+				       { "wrap", co_wrap },
+				       { NULL, NULL } };
+	static const char *const watched[][2] = {
+		{ "io", "open" },    { "io", "lines" },   { "io", "popen" },    { "io", "input" },
+		{ "io", "output" },  { "os", "execute" }, { "os", "remove" },   { "os", "rename" },
+		{ "os", "tmpname" }, { "_G", "dofile" },  { "_G", "loadfile" }, { "_G", "require" },
+	};
+
+	luaL_openlibs(L);
+	lua_getglobal(L, LUA_MATHLIBNAME);
+	lua_getfield(L, -1, "randomseed");
+	lua_setfield(L, LUA_REGISTRYINDEX, TP_LENV_SEED_KEY);
+	lua_pop(L, 1);
+	lua_pushglobaltable(L);
+	lua_pushvalue(L, -1);
+	luaL_setfuncs(L, base, 1);
+	lua_getglobal(L, LUA_COLIBNAME);
+	lua_pushvalue(L, -1);
+	luaL_setfuncs(L, co, 1);
+	lua_pop(L, 1);
+	lua_getglobal(L, LUA_IOLIBNAME);
+	lua_pushcfunction(L, l_io_write);
+	lua_setfield(L, -2, "write");
+	lua_pop(L, 2);
+	for (size_t i = 0; i < sizeof watched / sizeof watched[0]; i++)
+		watch(L, watched[i][0], watched[i][1]);
+	lua_newtable(L); /* object ids, weak keys */
+	lua_pushliteral(L, "k");
+	lua_setfield(L, -2, "__mode");
+	lua_pushvalue(L, -1);
+	lua_setmetatable(L, -2);
+	lua_setfield(L, LUA_REGISTRYINDEX, IDS_KEY);
+	lua_setwarnf(L, warnf, NULL);
+	return 0;
+}
+
 /* Installs a fresh globals table holding exactly the allowlist. */
 int tp_lenv_open(lua_State *L)
 {
+	const struct tp_policy *p = tp_sandbox_policy();
+	if (p != NULL && !p->language_layer)
+		return open_everything(L);
 	lua_newtable(L); /* the snippet's _G */
 	for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
 		const struct lib *lib = &libs[i];
@@ -481,6 +727,7 @@ int tp_lenv_open(lua_State *L)
 		lua_pushvalue(L, -2);
 		lua_setfield(L, -2, lib->name); /* _LOADED holds what the snippet sees */
 		lua_pop(L, 1);
+		set_refusals(L, lib->name);
 		if (is_base)
 			lua_pop(L, 1);
 		else

@@ -17,6 +17,9 @@
 
 #include "shm.h"
 
+/* Registry key of the stock math.randomseed, for reseeding each worker. */
+#define TP_LENV_SEED_KEY "tidepool.randomseed"
+
 /* Environment (lenv.c). */
 int tp_lenv_open(lua_State *L);
 /* The C message handler xpcall installs around the caller's handler. */
@@ -25,6 +28,9 @@ int tp_lenv_xpcall_msgh(lua_State *L);
 const char *tp_lenv_tostring(lua_State *L, int idx, size_t *len);
 
 /* Guard (lsandbox.c). */
+/* A refusal (kind policy_violation or sandbox_violation): sticky like a limit,
+ * msg is its message; never returns. */
+int tp_lua_guard_refuse(lua_State *L, enum tp_kind kind, const char *msg);
 int tp_lua_guard_tripped(void);
 /* Arms the stop-everything hook on L, stops the GC and raises; never returns. */
 int tp_lua_guard_raise(lua_State *L);

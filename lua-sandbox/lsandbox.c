@@ -30,7 +30,7 @@
 #define MAIN_CHUNK 1000     /* instructions charged per hook of the main thread */
 #define CO_CHUNK 100        /* per hook of a coroutine (its rest is lost at death) */
 #define RESERVE (64u << 10) /* heap lent to tracebacks and the result conversion */
-#define SEED_KEY "tidepool.randomseed"
+#define SEED_KEY TP_LENV_SEED_KEY
 #define CHUNKNAME "=snippet"
 
 static lua_State *g_L; /* the pristine state; workers inherit a copy */
@@ -41,7 +41,8 @@ static lua_State *volatile g_running; /* the thread the SIGPROF handler hooks */
 static volatile uint64_t g_charged;   /* instructions charged so far */
 static int g_err_line;                /* snippet line of the first error the handler saw */
 static int g_have_tb;
-static int g_tb_ref; /* registry ref of that traceback, or LUA_NOREF */
+static int g_tb_ref;        /* registry ref of that traceback, or LUA_NOREF */
+static char g_refusal[512]; /* the message of a policy or kernel refusal */
 
 /* ---- the sticky verdict -------------------------------------------------------- */
 
@@ -150,8 +151,24 @@ int tp_lua_guard_raise(lua_State *L)
 	/* Every further step of this thread raises again, and no finalizer runs. */
 	lua_sethook(L, hook, HOOK_ALL, 1);
 	lua_gc(L, LUA_GCSTOP);
-	lua_pushstring(L, tp_limit_message((int)g_shm->tripped_limit));
+	if (tp_verdict_kind() == TP_KIND_POLICY_VIOLATION ||
+	    tp_verdict_kind() == TP_KIND_SANDBOX_VIOLATION)
+		lua_pushstring(L, g_refusal);
+	else
+		lua_pushstring(L, tp_limit_message((int)g_shm->tripped_limit));
 	return lua_error(L);
+}
+
+int tp_lua_guard_refuse(lua_State *L, enum tp_kind kind, const char *msg)
+{
+	if (g_shm == NULL) /* in the zygote: a bug, not a snippet */
+		return luaL_error(L, "%s", msg);
+	if (!tripped()) {
+		snprintf(g_refusal, sizeof g_refusal, "%s", msg);
+		tp_shm_note(g_shm, msg);
+		trip(kind, (enum tp_limit_id) - 1, 0, 0);
+	}
+	return tp_lua_guard_raise(L);
 }
 
 void tp_lua_guard_status(lua_State *L, int status)
@@ -351,7 +368,7 @@ static json_t *traceback(lua_State *L)
 static int limit_failure(lua_State *L, struct tp_failure *f)
 {
 	json_t *tb = traceback(L);
-	int rc = tp_verdict_tripped_failure(f, NULL, tb, g_err_line);
+	int rc = tp_verdict_tripped_failure(f, g_refusal, tb, g_err_line);
 
 	json_decref(tb);
 	return rc;
@@ -535,10 +552,7 @@ static int on_panic(lua_State *L)
 
 static int zygote_main(lua_State *L)
 {
-	tp_lenv_open(L);
-	lua_getglobal(L, LUA_MATHLIBNAME);
-	lua_getfield(L, -1, "randomseed"); /* kept: the snippet may replace math.randomseed */
-	lua_setfield(L, LUA_REGISTRYINDEX, SEED_KEY);
+	tp_lenv_open(L); /* keeps the stock math.randomseed at SEED_KEY */
 	return 0;
 }
 

@@ -158,10 +158,12 @@ int tp_verdict_tripped_failure(struct tp_failure *f, const char *policy_msg,
 			       const json_t *traceback, int line)
 {
 	enum tp_kind kind = (enum tp_kind)g_kind;
-	int policy = kind == TP_KIND_POLICY_VIOLATION;
+	int policy = kind == TP_KIND_POLICY_VIOLATION || kind == TP_KIND_SANDBOX_VIOLATION;
 	const char *msg = policy ? policy_msg : tp_limit_message((int)g_id);
 	json_t *m = json_stringn(msg ? msg : "?", msg ? strlen(msg) : 1);
-	int rc = tp_verdict_failure(f, kind, policy ? "PolicyViolation" : NULL, m, traceback, line);
+	int rc =
+	    tp_verdict_failure(f, kind, kind == TP_KIND_POLICY_VIOLATION ? "PolicyViolation" : NULL,
+			       m, traceback, line);
 
 	json_decref(m);
 	if (!policy && g_id >= 0) {

@@ -78,13 +78,45 @@ static void test_result(void)
 
 static void test_environment(void)
 {
+	/* Absent: not in the tables at all (rawget), and a read names the refusal. */
 	run("local names = {'dofile', 'loadfile', 'require', 'debug', 'package', 'module'} "
-	    "local out = {} for _, n in ipairs(names) do if _G[n] ~= nil then out[#out+1] = n end "
-	    "end "
-	    "if string.dump or coroutine.close or io.read or io.open or io.lines or os.execute "
-	    "or os.getenv or os.exit or os.remove or ('').dump then out[#out+1] = 'lib' end "
+	    "local out = {} for _, n in ipairs(names) do if rawget(_G, n) ~= nil then "
+	    "out[#out+1] = n end end "
+	    "if rawget(string, 'dump') or rawget(coroutine, 'close') or rawget(io, 'read') or "
+	    "rawget(io, 'open') or rawget(io, 'lines') or rawget(os, 'execute') or "
+	    "rawget(os, 'getenv') or rawget(os, 'exit') or rawget(os, 'remove') then "
+	    "out[#out+1] = 'lib' end "
 	    "return table.concat(out, ',')");
 	CHECK_EQ_STR(json_string_value(value()), "");
+	static const char *const refused[][2] = {
+		{ "return dofile",
+		  "dofile is not available in the sandbox (policy standard: no files)" },
+		{ "return require",
+		  "require is not available in the sandbox (policy standard: no modules)" },
+		{ "return debug",
+		  "debug is not available in the sandbox (policy standard: no debug library)" },
+		{ "return io.open",
+		  "io.open is not available in the sandbox (policy standard: no files)" },
+		{ "return os.execute",
+		  "os.execute is not available in the sandbox (policy standard: no processes)" },
+		{ "return os.getenv",
+		  "os.getenv is not available in the sandbox (policy standard: no environment)" },
+		{ "return ('').dump",
+		  "string.dump is not available in the sandbox (policy standard: no bytecode)" },
+		{ "return coroutine.close",
+		  "coroutine.close is not available in the sandbox (policy standard)" },
+		/* caught or not, a refusal ends the exec */
+		{ "pcall(function() return os.exit end) return 1",
+		  "os.exit is not available in the sandbox (policy standard: no processes)" },
+	};
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		run(refused[i][0]);
+		CHECK_EQ_STR(err_s("kind"), "policy_violation");
+		CHECK_EQ_STR(err_s("message"), refused[i][1]);
+	}
+	/* Names plain Lua lacks read as nil, as in plain Lua. */
+	run("x = x or 1 return x, os.nothing == nil, undefinedname == nil");
+	CHECK_EQ_STR(value_text(), "[1,true,true]");
 	run("local ok = pcall(collectgarbage, 'collect') return ok, pcall(collectgarbage), "
 	    "type(collectgarbage('count'))");
 	CHECK_EQ_STR(value_text(), "[false,false,\"number\"]");
