@@ -13,6 +13,12 @@
 
 #include "landlock.h"
 
+const char *const tp_runtime_grants[] = {
+	"/usr/lib/python3.11",      "/usr/share/lua/5.4",
+	"/usr/local/share/lua/5.4", "/usr/lib/x86_64-linux-gnu/lua/5.4",
+	"/usr/local/lib/lua/5.4",   NULL,
+};
+
 void tp_kprobe(struct tp_kprobe *k)
 {
 	unsigned action = SECCOMP_RET_TRAP;

@@ -19,6 +19,10 @@
 
 #include "policy.h"
 
+/* Read-only grants kernel-only adds, where they exist: the interpreters' own
+ * library directories, so `import` and `require` of what is installed work. */
+extern const char *const tp_runtime_grants[];
+
 struct tp_kprobe {
 	int seccomp_filter; /* seccomp filter mode with SECCOMP_RET_TRAP available */
 	int landlock_abi;   /* > 0, or -errno of the probe */

@@ -55,6 +55,26 @@
 #define LANDLOCK_SCOPE_SIGNAL (1ULL << 1)
 #endif
 
+#define TP_LL_FS(bit) (1ULL << (bit))
+#ifndef LANDLOCK_ACCESS_FS_WRITE_FILE
+#define LANDLOCK_ACCESS_FS_WRITE_FILE TP_LL_FS(1)
+#define LANDLOCK_ACCESS_FS_READ_FILE TP_LL_FS(2)
+#define LANDLOCK_ACCESS_FS_READ_DIR TP_LL_FS(3)
+#define LANDLOCK_ACCESS_FS_REMOVE_DIR TP_LL_FS(4)
+#define LANDLOCK_ACCESS_FS_REMOVE_FILE TP_LL_FS(5)
+#define LANDLOCK_ACCESS_FS_MAKE_DIR TP_LL_FS(7)
+#define LANDLOCK_ACCESS_FS_MAKE_REG TP_LL_FS(8)
+#endif
+#ifndef LANDLOCK_RULE_PATH_BENEATH
+#define LANDLOCK_RULE_PATH_BENEATH 1
+#endif
+
+/* struct landlock_path_beneath_attr, packed as the UAPI has it. */
+struct tp_landlock_path_beneath {
+	uint64_t allowed_access;
+	int32_t parent_fd;
+} __attribute__((packed));
+
 /* The ABI 6+ layout of struct landlock_ruleset_attr. Older kernels accept the
  * larger size as long as the fields they do not know are zero. */
 struct tp_landlock_attr {

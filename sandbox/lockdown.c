@@ -23,10 +23,13 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "kprobe.h"
 #include "landlock.h"
+#include "lang.h"
 #include "seccomp_policy.h"
 
 #ifndef SYS_close_range
@@ -47,6 +50,153 @@ static int prepared;
 static int entered;      /* Z installed here or in an ancestor (inherited through clone) */
 static int null_fd = -1; /* opened before Z: workers dup2 it onto 0/1/2 */
 static struct tp_shm *volatile report_shm; /* set by each worker for the handler */
+
+/* ---- file grants: the policy's, and kernel-only's runtime directories --------- */
+
+#define MAX_GRANTS 24
+/* O_TMPFILE's own bit (glibc's TMPFILE_BIT also carries O_DIRECTORY). */
+#define TMPFILE_BIT 020000000
+
+struct grant {
+	int fd; /* O_PATH, opened in the zygote before Z; workers inherit it */
+	int write;
+	int dir;
+};
+
+static struct grant grants[MAX_GRANTS];
+static int ngrants, any_write;
+/* Syscalls whose worker rules the grants decide instead of the tables. */
+static struct tp_arg_rule grant_rules[48];
+static size_t ngrant_rules;
+static int grant_allow[24];
+static size_t ngrant_allow;
+
+static int overridden(int nr)
+{
+	for (size_t i = 0; i < ngrant_allow; i++)
+		if (grant_allow[i] == nr)
+			return 1;
+	for (size_t i = 0; i < ngrant_rules; i++)
+		if (grant_rules[i].nr == nr)
+			return 1;
+	return 0;
+}
+
+static void grant_rule(int nr, uint32_t action, int arg, uint64_t mask, uint64_t want)
+{
+	grant_rules[ngrant_rules++] = (struct tp_arg_rule){
+		nr, action, 1, { ARG((unsigned)arg, SCMP_CMP_MASKED_EQ, mask, want), NOARG }
+	};
+}
+
+/* open and openat: without write flags for reads only; never O_PATH or O_TMPFILE. */
+static void grant_open_rules(int nr, int flags_arg)
+{
+	uint64_t never = O_PATH | TMPFILE_BIT;
+	uint64_t rw = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND;
+	uint64_t deny = any_write ? never : never | rw;
+	static const uint64_t bits[] = { O_WRONLY, O_RDWR, O_CREAT,    O_TRUNC,
+					 O_APPEND, O_PATH, TMPFILE_BIT };
+
+	grant_rule(nr, SCMP_ACT_ALLOW, flags_arg, deny, 0);
+	for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++)
+		if (deny & bits[i])
+			grant_rule(nr, EPERM_ACT, flags_arg, bits[i], bits[i]);
+}
+
+static int fail(struct tp_err *err, const char *what, int e, const char *hint);
+
+static int add_grant(const char *path, int write, int required, struct tp_err *err)
+{
+	struct stat st;
+	char what[160];
+	int fd = open(path, O_PATH | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		if (!required)
+			return 0; /* a runtime directory this machine does not have */
+		snprintf(what, sizeof what, "open(grant %.120s)", path);
+		return fail(err, what, e, "the policy grants a path that is gone");
+	}
+	if (ngrants == MAX_GRANTS) {
+		close(fd);
+		return fail(err, "file grants", E2BIG, "a policy may grant at most 24 paths");
+	}
+	grants[ngrants++] = (struct grant){ fd, write, S_ISDIR(st.st_mode) };
+	any_write |= write;
+	return 0;
+}
+
+/* From the policy this process enforces; before Z, which forbids open. */
+static int prepare_grants(struct tp_err *err)
+{
+	const struct tp_policy *p = tp_sandbox_policy();
+
+	if (p == NULL)
+		return 0;
+	for (size_t i = 0; i < p->fs_read.n; i++)
+		if (add_grant(p->fs_read.v[i], 0, 1, err) < 0)
+			return -1;
+	for (size_t i = 0; i < p->fs_write.n; i++)
+		if (add_grant(p->fs_write.v[i], 1, 1, err) < 0)
+			return -1;
+	if (!p->language_layer)
+		for (size_t i = 0; tp_runtime_grants[i] != NULL; i++)
+			if (add_grant(tp_runtime_grants[i], 0, 0, err) < 0)
+				return -1;
+	if (ngrants == 0)
+		return 0;
+	if (landlock_abi <= 0)
+		return fail(err, "file grants", EOPNOTSUPP,
+			    "the policy grants files, which needs Landlock: refused");
+	/* Reads: open without write flags, directory listings, and stat by path
+	 * (Landlock does not cover stat: metadata is visible, contents are not). */
+	static const int reads[] = { SYS_getdents64, SYS_getdents, SYS_stat,      SYS_lstat,
+				     SYS_statx,      SYS_access,   SYS_faccessat, SYS_newfstatat };
+	static const int writes[] = { SYS_mkdir, SYS_mkdirat,  SYS_unlink,   SYS_unlinkat,
+				      SYS_rmdir, SYS_rename,   SYS_renameat, SYS_renameat2,
+				      SYS_fsync, SYS_fdatasync };
+	for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++)
+		grant_allow[ngrant_allow++] = reads[i];
+	for (size_t i = 0; any_write && i < sizeof writes / sizeof writes[0]; i++)
+		grant_allow[ngrant_allow++] = writes[i];
+	grant_open_rules(SYS_openat, 2);
+	grant_open_rules(SYS_open, 1);
+	return 0;
+}
+
+/* In the worker: Landlock rules beneath each grant, then the O_PATH fds closed. */
+static int add_grant_rules(int rfd, uint64_t handled, struct tp_err *err)
+{
+	const uint64_t rd_file = LANDLOCK_ACCESS_FS_READ_FILE;
+	const uint64_t rd_dir = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
+	const uint64_t wr_file = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE;
+	const uint64_t wr_dir = wr_file | LANDLOCK_ACCESS_FS_REMOVE_DIR |
+				LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_DIR |
+				LANDLOCK_ACCESS_FS_MAKE_REG;
+
+	for (int i = 0; i < ngrants; i++) {
+		struct tp_landlock_path_beneath pb = {
+			.allowed_access =
+			    ((grants[i].dir ? rd_dir : rd_file) |
+			     (grants[i].write ? (grants[i].dir ? wr_dir : wr_file) : 0)) &
+			    handled,
+			.parent_fd = grants[i].fd,
+		};
+		if (syscall(SYS_landlock_add_rule, rfd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+			return fail(err, "landlock_add_rule(grant)", errno, NULL);
+	}
+	return 0;
+}
+
+static void close_grants(void)
+{
+	for (int i = 0; i < ngrants; i++)
+		close(grants[i].fd);
+}
 
 /* Every failure here is our own, at the kernel layer: "call(object): reason. Hint: ...". */
 static int fail(struct tp_err *err, const char *what, int e, const char *hint)
@@ -94,7 +244,7 @@ static int zygote_extra(int nr)
 /* Named in a worker table (not the ENOSYS sweep, not the default TRAP). */
 static int classified(int nr)
 {
-	return listed(tp_policy_allow_nrs, tp_policy_nallow_nrs, nr) ||
+	return overridden(nr) || listed(tp_policy_allow_nrs, tp_policy_nallow_nrs, nr) ||
 	       listed(tp_policy_eperm_nrs, tp_policy_neperm_nrs, nr) ||
 	       listed(tp_policy_enosys_nrs, tp_policy_nenosys_nrs, nr) ||
 	       has_rule(tp_policy_arg_rules, tp_policy_narg_rules, nr);
@@ -131,7 +281,7 @@ static int add_list(scmp_filter_ctx ctx, struct build *b, const int *nrs, size_t
 	int rc = 0;
 
 	for (size_t i = 0; rc == 0 && i < n; i++)
-		if (takes_worker_rules(b, nrs[i]))
+		if (takes_worker_rules(b, nrs[i]) && !overridden(nrs[i]))
 			rc = add(ctx, b, action, nrs[i], 0, NULL);
 	return rc;
 }
@@ -142,7 +292,8 @@ static int add_arg_rules(scmp_filter_ctx ctx, struct build *b, const struct tp_a
 	int rc = 0;
 
 	for (size_t i = 0; rc == 0 && i < n; i++)
-		if (!worker || takes_worker_rules(b, rules[i].nr))
+		if (!worker || (takes_worker_rules(b, rules[i].nr) &&
+				(rules == grant_rules || !overridden(rules[i].nr))))
 			rc = add(ctx, b, rules[i].action, rules[i].nr, rules[i].ncmp, rules[i].cmp);
 	return rc;
 }
@@ -159,6 +310,11 @@ static int add_worker_rules(scmp_filter_ctx ctx, struct build *b)
 			      SCMP_ACT_ERRNO(ENOSYS));
 	if (rc == 0)
 		rc = add_arg_rules(ctx, b, tp_policy_arg_rules, tp_policy_narg_rules, 1);
+	if (rc == 0)
+		rc = add_arg_rules(ctx, b, grant_rules, ngrant_rules, 1);
+	for (size_t i = 0; rc == 0 && i < ngrant_allow; i++)
+		if (takes_worker_rules(b, grant_allow[i]))
+			rc = add(ctx, b, SCMP_ACT_ALLOW, grant_allow[i], 0, NULL);
 	for (uint64_t sig = SIGSYS + 1; rc == 0 && sig <= 64; sig++) {
 		struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_EQ, sig);
 		if (takes_worker_rules(b, SYS_rt_sigaction))
@@ -262,16 +418,18 @@ static size_t compile(enum tp_filter which, int omit, struct sock_filter *out, s
 
 int tp_lockdown_prepare(struct tp_err *err)
 {
+	int rc =
+	    (int)syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	landlock_abi = rc > 0 ? rc : -errno;
+	if (!prepared && prepare_grants(err) < 0)
+		return -1;
 	size_t nz = compile(TP_FILTER_ZYGOTE, -1, zygote_insns, BPF_MAXINSNS, err);
 	size_t nw = nz ? compile(TP_FILTER_SEAL, -1, seal_insns, SEAL_MAX, err) : 0;
-	int rc;
 
 	if (nz == 0 || nw == 0)
 		return -1;
 	zygote_len = (unsigned short)nz;
 	seal_len = (unsigned short)nw;
-	rc = (int)syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
-	landlock_abi = rc > 0 ? rc : -errno;
 	prepared = 1;
 	return 0;
 }
@@ -360,7 +518,7 @@ static int set_rlimits(const struct tp_lockdown *cfg, struct tp_err *err)
 
 	if (set_limit(RLIMIT_AS, cfg->as_bytes, cfg->as_bytes, "RLIMIT_AS", err) < 0 ||
 	    set_limit(RLIMIT_CPU, cpu, cpu + 1, "RLIMIT_CPU", err) < 0 ||
-	    set_limit(RLIMIT_FSIZE, 0, 0, "RLIMIT_FSIZE", err) < 0 ||
+	    set_limit(RLIMIT_FSIZE, cfg->fsize, cfg->fsize, "RLIMIT_FSIZE", err) < 0 ||
 	    set_limit(RLIMIT_CORE, 0, 0, "RLIMIT_CORE", err) < 0 ||
 	    set_limit(RLIMIT_NOFILE, nofile, nofile, "RLIMIT_NOFILE", err) < 0)
 		return -1;
@@ -435,7 +593,12 @@ static int apply_landlock(struct tp_err *err)
 	if (rfd < 0)
 		return fail(err, "landlock_create_ruleset(deny all)", errno,
 			    "the ABI probed in the zygote no longer matches");
-	/* No rules: every handled right is denied everywhere. One layer per fork. */
+	/* Beneath the grants, what they allow; every other handled right is denied
+	 * everywhere. One layer per fork. */
+	if (add_grant_rules(rfd, attr.handled_access_fs, err) < 0) {
+		close(rfd);
+		return -1;
+	}
 	if (syscall(SYS_landlock_restrict_self, rfd, 0) < 0) {
 		e = errno;
 		close(rfd);
@@ -443,6 +606,7 @@ static int apply_landlock(struct tp_err *err)
 			    "no_new_privs must be set first");
 	}
 	close(rfd);
+	close_grants(); /* the snippet must not openat() relative to them */
 	return 0;
 }
 
@@ -551,9 +715,19 @@ int tp_lockdown_apply(const struct tp_lockdown *cfg, struct tp_err *err)
 		return fail(err, "prctl(PR_SET_PDEATHSIG)", errno, NULL);
 	if (check_cfg(cfg, keep, err) < 0 || tp_lockdown_enter_zygote(err) < 0)
 		return -1;
+	/* The grants' O_PATH fds survive the fd sweep until Landlock has them. */
+	int nkeep = cfg->nkeep;
+	for (int i = 0; i < ngrants && nkeep < MAX_KEEP; i++) {
+		int fd = grants[i].fd, j = nkeep++;
+		while (j > 0 && keep[j - 1] > fd) {
+			keep[j] = keep[j - 1];
+			j--;
+		}
+		keep[j] = fd;
+	}
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_max < loop_max)
 		loop_max = (unsigned)nofile.rlim_max;
-	if (reset_fds(keep, cfg->nkeep, loop_max, err) < 0 || set_rlimits(cfg, err) < 0 ||
+	if (reset_fds(keep, nkeep, loop_max, err) < 0 || set_rlimits(cfg, err) < 0 ||
 	    drop_root(err) < 0 || apply_landlock(err) < 0 || arm_reporter(cfg->shm, err) < 0)
 		return -1;
 	return load_filter(seal_insns, seal_len, "seccomp(worker seal)", err);

@@ -42,6 +42,7 @@ struct tp_lockdown {
 	uint64_t as_bytes;   /* RLIMIT_AS; must be > 0 */
 	uint64_t cpu_sec;    /* RLIMIT_CPU soft limit (> 0); the hard limit is one second more */
 	int nofile;          /* RLIMIT_NOFILE (>= 3); limits new fds only, kept ones stay */
+	uint64_t fsize;      /* RLIMIT_FSIZE: 0 unless the policy grants writes */
 	const int *keep_fds; /* stay open; must be open and >= 3; at most 32 */
 	int nkeep;
 	struct tp_shm *shm; /* where the SIGSYS handler reports; may be NULL */

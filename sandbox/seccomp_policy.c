@@ -382,11 +382,14 @@ const struct tp_arg_rule tp_policy_zygote_rules[] = {
 	{ SYS_setresuid, EPERM_ACT, 1, { NE(0, NOBODY) } },
 	{ SYS_setresuid, EPERM_ACT, 1, { NE(1, NOBODY) } },
 	{ SYS_setresuid, EPERM_ACT, 1, { NE(2, NOBODY) } },
-	/* worker: its own deny-all Landlock domain (no rules are ever added). */
+	/* worker: its own Landlock domain: deny all, but beneath the policy's grants. */
 	{ SYS_landlock_create_ruleset, SCMP_ACT_ALLOW, 1, { EQ(2, 0) } },
 	{ SYS_landlock_create_ruleset, EPERM_ACT, 1, { NE(2, 0) } },
 	{ SYS_landlock_restrict_self, SCMP_ACT_ALLOW, 1, { EQ(1, 0) } },
 	{ SYS_landlock_restrict_self, EPERM_ACT, 1, { NE(1, 0) } },
+	{ SYS_landlock_add_rule, SCMP_ACT_ALLOW, 2, { EQ(1, 1 /* PATH_BENEATH */), EQ(3, 0) } },
+	{ SYS_landlock_add_rule, EPERM_ACT, 1, { NE(1, 1) } },
+	{ SYS_landlock_add_rule, EPERM_ACT, 1, { NE(3, 0) } },
 };
 
 const size_t tp_policy_nallow_nrs = sizeof tp_policy_allow_nrs / sizeof *tp_policy_allow_nrs;

@@ -76,11 +76,14 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 		.as_bytes = cfg->as_bytes,
 		/* RLIMIT_CPU is the backstop behind the language's own CPU timer. */
 		.cpu_sec = (cfg->ceiling.cpu_ms + TP_CPU_GRACE_MS) / 1000 + 1,
-		.nofile = 8,
+		.nofile = cfg->files ? 32 : 8,
+		.fsize = cfg->fsize,
 		.keep_fds = keep,
 		.nkeep = 1,
 		.shm = shm,
 	};
+	if (cfg->fsize)
+		signal(SIGXFSZ, SIG_IGN); /* a file at its limit: EFBIG, not a kill */
 	if (tp_lockdown_apply(&ld, &err) != 0)
 		die("lockdown", err.msg);
 

@@ -20,6 +20,8 @@ struct tp_worker_cfg {
 	uint32_t area_bytes;
 	uint64_t as_bytes; /* RLIMIT_AS for the worker */
 	struct tp_limits ceiling;
+	int files;      /* the policy grants paths: more fds */
+	uint64_t fsize; /* RLIMIT_FSIZE: the policy's file_bytes with write grants, else 0 */
 	pid_t host_pid; /* the worker's parent (CLONE_PARENT): it must die with it */
 };
 

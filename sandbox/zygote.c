@@ -23,6 +23,7 @@
 
 #include "lang.h"
 #include "limits.h"
+#include "kprobe.h"
 #include "lockdown.h"
 #include "spawn.h"
 #include "worker.h"
@@ -93,6 +94,11 @@ int tp_zygote_main(const char *lang_name)
 		return 1;
 	}
 	tp_sandbox_set_policy(policy);
+	char why[512];
+	if (tp_policy_kernel_check(policy, why, sizeof why) != 0) {
+		fprintf(stderr, "tidepool zygote: %s\n", why);
+		return 1;
+	}
 	/* UTC, fixed once: os.date is deterministic and never reads /etc/localtime. */
 	setenv("TZ", "UTC", 1);
 	tzset();
@@ -101,6 +107,8 @@ int tp_zygote_main(const char *lang_name)
 		return 1;
 	}
 	cfg.ceiling = policy->limits;
+	cfg.files = policy->fs_read.n + policy->fs_write.n > 0 || !policy->language_layer;
+	cfg.fsize = policy->fs_write.n > 0 ? policy->file_bytes : 0;
 	cfg.host_pid = getppid();
 	cfg.as_bytes = tp_zygote_vm_bytes() + cfg.ceiling.memory_bytes + AS_SLACK;
 	/* Purge before forking (Android's zygote lesson): consolidate the free chunks
