@@ -175,6 +175,7 @@ struct ctx {
 	size_t len;
 	struct step path[8];
 	int depth;
+	int trim; /* the last step places the message but is not named in it */
 	struct tp_err *err;
 };
 
@@ -202,7 +203,7 @@ static int bad(struct ctx *c, const char *fmt, ...)
 	int line, col;
 	va_list ap;
 
-	for (int i = 0; i < c->depth && w < sizeof where - 1; i++) {
+	for (int i = 0; i < c->depth - c->trim && w < sizeof where - 1; i++) {
 		int k = c->path[i].key
 			    ? snprintf(where + w, sizeof where - w, "%s%s", i ? "." : "",
 				       c->path[i].key)
@@ -215,7 +216,7 @@ static int bad(struct ctx *c, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof what, fmt, ap);
 	va_end(ap);
-	if (c->depth > 0)
+	if (c->depth - c->trim > 0)
 		return tp_err_set(c->err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0, "%s:%d:%d: %s: %s",
 				  c->file, line, col, where, what);
 	return tp_err_set(c->err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0, "%s:%d:%d: %s", c->file,
@@ -253,7 +254,9 @@ static int check_keys(struct ctx *c, const json_t *obj, const char *const *known
 				w += (size_t)snprintf(list + w, sizeof list - w, "%s%s",
 						      i ? ", " : "", known[i]);
 			push_key(c, key);
+			c->trim = 1;
 			bad(c, "unknown key '%.64s' (known: %s)", key, list);
+			c->trim = 0;
 			pop(c);
 			return -1;
 		}
@@ -921,6 +924,21 @@ static char *slurp(const char *path, size_t *len, struct tp_err *err)
 	return buf;
 }
 
+/* Rules about the policy as a whole, after extends. */
+static int check_effective(const struct tp_policy *p, const char *file, struct tp_err *err)
+{
+	if (p->fs_write.n > 0 && p->file_bytes == 0)
+		return tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0,
+				  "%s: policy '%s': filesystem.file_bytes must be set (1 .. %llu) "
+				  "when filesystem.write grants paths",
+				  file, p->name, 1ull << 30);
+	if (p->fs_read.n + p->fs_write.n > 16)
+		return tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0,
+				  "%s: policy '%s': filesystem grants %zu paths; at most 16", file,
+				  p->name, p->fs_read.n + p->fs_write.n);
+	return 0;
+}
+
 /* Parses text and resolves its chain: the parent is a policy of the set, or
  * NAME.json in dir, or a preset. chain[] holds the names being resolved. */
 static struct tp_policy *resolve(struct tp_policy_set *s, const char *text, size_t len,
@@ -943,7 +961,7 @@ static struct tp_policy *resolve(struct tp_policy_set *s, const char *text, size
 	}
 	chain[depth] = o.p->name;
 	if (o.p->extends == NULL)
-		return o.p;
+		return check_effective(o.p, file, err) < 0 ? (tp_policy_free(o.p), NULL) : o.p;
 	struct ctx c = { .file = file, .text = text, .len = len, .err = err };
 	push_key(&c, "extends");
 	for (int i = 0; i <= depth; i++)
@@ -998,6 +1016,9 @@ static struct tp_policy *resolve(struct tp_policy_set *s, const char *text, size
 	}
 	if (own_parent)
 		tp_policy_free(parent);
+	own_parent = 0;
+	if (check_effective(o.p, file, err) < 0)
+		goto fail;
 	return o.p;
 fail:
 	if (own_parent)

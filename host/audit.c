@@ -48,8 +48,9 @@ void tp_audit_exec(int fd, const struct tp_hpolicy *hp, const json_t *id, enum t
 		return;
 	tp_sha256_hex(code, code_len, hex);
 	const json_t *err = json_object_get(res, "error");
-	const char *k =
-	    json_is_object(err) ? json_string_value(json_object_get(err, "kind")) : kind;
+	const char *k = json_is_object(err) ? json_string_value(json_object_get(err, "kind"))
+			: res != NULL       ? NULL /* it succeeded */
+					    : kind;
 	json_t *refusals = json_array();
 	if (k != NULL &&
 	    (strcmp(k, "policy_violation") == 0 || strcmp(k, "sandbox_violation") == 0))

@@ -641,6 +641,102 @@ static int kernel_watch(lua_State *L)
 	return lua_gettop(L);
 }
 
+/* ---- file grants: io.open and io.lines, checked against the policy's paths ---------- */
+
+/* path made absolute-normalized in out ('.', '..', '//' resolved lexically; the
+ * kernel resolves symlinks and holds the real line). 0, or -1 if not absolute. */
+static int normalize(const char *path, char *out, size_t len)
+{
+	size_t n = 0;
+	const char *p = path;
+
+	if (path[0] != '/' || len < 2)
+		return -1;
+	out[n++] = '/';
+	while (*p) {
+		while (*p == '/')
+			p++;
+		const char *end = strchr(p, '/');
+		size_t seg = end ? (size_t)(end - p) : strlen(p);
+		if (seg == 0)
+			break;
+		if (seg == 1 && p[0] == '.') {
+			/* nothing */
+		} else if (seg == 2 && p[0] == '.' && p[1] == '.') {
+			while (n > 1 && out[n - 1] != '/')
+				n--; /* drop the last name ... */
+			if (n > 1)
+				n--; /* ... and the slash before it */
+		} else {
+			if (n > 1 && out[n - 1] != '/')
+				out[n++] = '/';
+			if (n + seg + 2 > len)
+				return -1;
+			memcpy(out + n, p, seg);
+			n += seg;
+		}
+		p += seg;
+	}
+	if (n > 1 && out[n - 1] == '/')
+		n--;
+	out[n] = '\0';
+	return 0;
+}
+
+/* upvalue 1: the stock function; upvalue 2: its name. */
+static int file_shim(lua_State *L)
+{
+	const struct tp_policy *p = tp_sandbox_policy();
+	const char *what = lua_tostring(L, lua_upvalueindex(2));
+	const char *path = luaL_checkstring(L, 1);
+	const char *mode = strcmp(what, "io.open") == 0 ? luaL_optstring(L, 2, "r") : "r";
+	int write = strcmp(mode, "r") != 0 && strcmp(mode, "rb") != 0;
+	char norm[4096], msg[600];
+
+	if (normalize(path, norm, sizeof norm) != 0) {
+		snprintf(msg, sizeof msg,
+			 "%s('%.200s') is refused: the sandbox takes absolute paths (policy %s)",
+			 what, path, p->name);
+		return tp_lua_guard_refuse(L, TP_KIND_POLICY_VIOLATION, msg);
+	}
+	if (!(tp_policy_path_within(&p->fs_write, norm) ||
+	      (!write && tp_policy_path_within(&p->fs_read, norm)))) {
+		snprintf(
+		    msg, sizeof msg,
+		    "%s('%.200s'%s%s%s) is refused: outside the policy's %sfile grants (policy %s)",
+		    what, path, write ? ", '" : "", write ? mode : "", write ? "'" : "",
+		    write ? "writable " : "", p->name);
+		return tp_lua_guard_refuse(L, TP_KIND_POLICY_VIOLATION, msg);
+	}
+	/* Past the shim, the kernel may still refuse (a symlink out of the grant):
+	 * kernel_watch reports that as the kernel's refusal. */
+	lua_pushvalue(L, lua_upvalueindex(1));
+	lua_pushvalue(L, lua_upvalueindex(2));
+	lua_pushcclosure(L, kernel_watch, 2);
+	lua_insert(L, 1);
+	lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+	return lua_gettop(L);
+}
+
+/* io.open and io.lines, only when the policy grants paths. io on top. */
+static void open_file_shims(lua_State *L)
+{
+	static const char *const fns[] = { "open", "lines" };
+	const struct tp_policy *p = tp_sandbox_policy();
+	if (p == NULL || (p->fs_read.n == 0 && p->fs_write.n == 0))
+		return;
+	luaL_requiref(L, "tidepool.io", luaopen_io, 0); /* the stock io, kept private */
+	for (size_t i = 0; i < 2; i++) {
+		char full[16];
+		snprintf(full, sizeof full, "io.%s", fns[i]);
+		lua_getfield(L, -1, fns[i]);
+		lua_pushstring(L, full);
+		lua_pushcclosure(L, file_shim, 2);
+		lua_setfield(L, -3, fns[i]);
+	}
+	lua_pop(L, 1);
+}
+
 static void watch(lua_State *L, const char *lib, const char *fn)
 {
 	char full[64];
@@ -723,6 +819,8 @@ int tp_lenv_open(lua_State *L)
 		else
 			lua_newtable(L);
 		fill_lib(L, lib);
+		if (strcmp(lib->name, LUA_IOLIBNAME) == 0)
+			open_file_shims(L);
 		luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
 		lua_pushvalue(L, -2);
 		lua_setfield(L, -2, lib->name); /* _LOADED holds what the snippet sees */

@@ -517,7 +517,9 @@ static PyObject *call_init(PyObject *init)
 		r = PyObject_CallFunction(init, "OOOsii", mods, blt, cat, p->name,
 					  tp_py_kernel_only, p->fs_read.n > 0 || p->fs_write.n > 0);
 	Py_XDECREF(mods), Py_XDECREF(blt), Py_XDECREF(cat);
-	if (r != NULL && tp_py_kernel_only)
+	/* With file grants, a path the shim let through can still meet the kernel
+	 * (a symlink out of the grant): that refusal is the kernel's too. */
+	if (r != NULL && (tp_py_kernel_only || p->fs_read.n > 0 || p->fs_write.n > 0))
 		tp_py_kernel_install();
 	return r;
 }
