@@ -194,12 +194,13 @@ shim-check:
 FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
 FUZZ_BUILD    := build-fuzz
-FUZZ_NAMES    := proto worker_reply ljson
+FUZZ_NAMES    := proto worker_reply ljson policy
 FUZZ_CFLAGS    = -O1 -g $(filter-out -Werror,$(WARN)) -Wno-missing-field-initializers \
                  $(PKG_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined \
                  -fno-omit-frame-pointer -DTP_FUZZ=1
 FUZZ_LIB_SRCS  = $(wildcard common/*.c) lua-sandbox/ljson.c lua-sandbox/lalloc.c \
-                 $(filter-out host/main.c host/host.c host/output.c host/pool.c host/zygote_ctl.c, \
+                 $(filter-out host/main.c host/host.c host/output.c host/pool.c host/zygote_ctl.c \
+                   host/cli.c host/hpolicy.c host/audit.c, \
                    $(wildcard host/*.c))
 FUZZ_LIB_OBJS  = $(FUZZ_LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_BINS     := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)

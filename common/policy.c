@@ -740,6 +740,11 @@ static struct tp_policy *policy_new(void)
 	p->languages = (1u << TP_NLANGS) - 1;
 	tp_limits_default(&p->limits);
 	p->language_layer = 1;
+	/* standard's session limits: every base value must pass validation again
+	 * (the zygote re-reads the wire form). */
+	p->session = (struct tp_policy_session){
+		.max_sessions = 16, .idle_ms = 600000, .max_execs = 1000, .memory_bytes = 64u << 20
+	};
 	p->isolation = strdup("process");
 	p->description = strdup("");
 	if (p->isolation == NULL || p->description == NULL) {

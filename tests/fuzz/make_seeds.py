@@ -207,3 +207,19 @@ put("ljson", "prog_metatable", b"P\x40\x80" + bytes([5, 1, 8, 0x11, 8, 11, 10, 1
 put("ljson", "prog_nested", b"P\x05\x80" + bytes([2]) + struct.pack("<q", 1) + bytes([12, 70]))
 put("ljson", "prog_floats", b"P\x40\x80" + bytes([3]) + struct.pack("<d", float("nan")) + bytes([3]) + struct.pack("<d", float("inf")) + bytes([3]) + struct.pack("<d", -0.0))
 put("ljson", "prog_holes", b"P\x40\x80" + bytes([5, 1, 9, 3, 1, 9, 0, 1, 9, 0xff]))
+
+
+# ---- policy: a policy file's bytes -----------------------------------------------
+POLICIES = os.path.join(HERE, "..", "..", "policies")
+for name in sorted(os.listdir(POLICIES)):
+    if name.endswith(".json"):
+        with open(os.path.join(POLICIES, name), "rb") as f:
+            put("policy", "preset_" + name[:-5], f.read())
+put("policy", "unknown_key", b'{"name": "x", "colour": 1}')
+put("policy", "nested_unknown", b'{"name": "x", "limits": {"cpu": 1}}')
+put("policy", "out_of_range", b'{"name": "x", "limits": {"cpu_ms": 99999999}}')
+put("policy", "paths", b'{"name": "x", "filesystem": {"read": ["/tmp", "rel", "/a/../b"], "write": ["/tmp"], "file_bytes": 10}}')
+put("policy", "redact", b'{"name": "x", "redact": {"strings": ["abcd"], "patterns": ["sk-[a-z]+", "("], "env": ["HOME"]}}')
+put("policy", "lists", b'{"name": "x", "lua": {"libraries": ["base"], "functions": ["os.time"]}, "python": {"modules": ["math"], "builtins": ["len"]}, "tools": ["t"]}')
+put("policy", "escapes", b'{"name": "x", "description": "\\u0000\\ud800", "\\u006eame": "y"}')
+

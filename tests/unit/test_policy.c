@@ -1,0 +1,269 @@
+/*
+ * test_policy.c — policy files: the presets' values, every kind of validation
+ * message (exactly, with its line and column), extends and its cycles, the
+ * wire round trip, and path containment.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "policy.h"
+#include "tap.h"
+
+static char msg[TP_ERR_MSG_MAX];
+
+/* Parses text; NULL with the message in msg. */
+static struct tp_policy *parse(const char *text)
+{
+	struct tp_err err = { 0 };
+	struct tp_policy *p = tp_policy_parse(text, strlen(text), "p.json", &err);
+	snprintf(msg, sizeof msg, "%s", p ? "" : err.msg);
+	return p;
+}
+
+static void refused(const char *text, const char *want)
+{
+	struct tp_policy *p = parse(text);
+	CHECK(p == NULL);
+	CHECK_EQ_STR(msg, want);
+	tp_policy_free(p);
+}
+
+static void accepted(const char *text)
+{
+	struct tp_policy *p = parse(text);
+	CHECK(p != NULL);
+	if (p == NULL)
+		fprintf(stderr, "# refused: %s\n", msg);
+	tp_policy_free(p);
+}
+
+static void test_presets(void)
+{
+	struct tp_limits std;
+	struct tp_policy_set *s = tp_policy_set_new(NULL);
+	CHECK(s != NULL);
+	if (s == NULL)
+		return;
+	tp_limits_default(&std);
+	CHECK_EQ_INT(tp_policy_set_count(s), 4);
+	const struct tp_policy *st = tp_policy_set_find(s, "strict");
+	const struct tp_policy *pe = tp_policy_set_find(s, "permissive");
+	const struct tp_policy *ko = tp_policy_set_find(s, "kernel-only");
+	const struct tp_policy *sd = tp_policy_set_find(s, "standard");
+	CHECK(memcmp(&sd->limits, &std, sizeof std) == 0);
+	CHECK_EQ_INT(st->limits.memory_bytes, 33554432);
+	CHECK_EQ_INT(st->limits.instructions, 10000000);
+	CHECK_EQ_INT(st->limits.cpu_ms, 2000);
+	CHECK_EQ_INT(st->limits.wall_ms, 5000);
+	CHECK_EQ_INT(st->limits.output_bytes, 65536);
+	CHECK_EQ_INT(st->limits.result_bytes, 65536);
+	CHECK_EQ_INT(st->limits.result_depth, 32);
+	CHECK_EQ_INT(st->rate.per_minute, 600);
+	CHECK_EQ_INT(pe->limits.memory_bytes, 536870912);
+	CHECK_EQ_INT(pe->limits.cpu_ms, 60000);
+	CHECK_EQ_INT(pe->limits.wall_ms, 120000);
+	CHECK_EQ_INT(pe->limits.result_depth, 128);
+	CHECK(memcmp(&ko->limits, &std, sizeof std) == 0);
+	CHECK_EQ_INT(ko->language_layer, 0);
+	CHECK_EQ_INT(sd->language_layer, 1);
+	/* Inherited lists: strict wrote its modules, kernel-only none. */
+	CHECK_EQ_INT(ko->py_modules.n, sd->py_modules.n);
+	CHECK(st->py_modules.n < sd->py_modules.n);
+	CHECK_EQ_STR(st->extends, "standard");
+	tp_policy_set_free(s);
+}
+
+static void test_messages(void)
+{
+	refused("{\"name\": \"x\", \"colour\": 1}",
+		"p.json:1:15: unknown key 'colour' (known: name, description, extends, languages, "
+		"limits, language_layer, lua, python, filesystem, tools, session, isolation, rate, "
+		"redact)");
+	refused(
+	    "{\"name\": \"x\",\n \"limits\": {\"cpu\": 1}}",
+	    "p.json:2:13: limits: unknown key 'cpu' (known: memory_bytes, instructions, cpu_ms, "
+	    "wall_ms, output_bytes, result_bytes, result_depth)");
+	refused("{\"name\": \"x\", \"limits\": []}",
+		"p.json:1:15: limits: must be an object, not a list");
+	refused("{\"name\": \"x\", \"language_layer\": 1}",
+		"p.json:1:15: language_layer: must be a boolean, not an integer");
+	refused("{\"name\": 7}", "p.json:1:2: name: must be a string, not an integer");
+	refused("{\"name\": \"Bad Name\"}",
+		"p.json:1:2: name: 'Bad Name' is not a name: 1 to 32 of a-z, 0-9, '-' and '_', "
+		"starting with a letter or digit");
+	refused("{\"description\": \"d\"}", "p.json:1:1: a policy needs a \"name\"");
+	refused("[1]", "p.json:1:1: a policy must be a JSON object, not a list");
+	refused("{\"name\": \"x\",,}",
+		"p.json:1:14: not valid JSON: string or '}' expected near ','");
+	refused("{\"name\": \"x\", \"name\": \"y\"}",
+		"p.json:1:20: not valid JSON: duplicate object key near '\"name\"'");
+	/* Ranges, at their edges. */
+	accepted("{\"name\": \"x\", \"limits\": {\"cpu_ms\": 600000, \"wall_ms\": 3600000}}");
+	refused("{\"name\": \"x\", \"limits\": {\"cpu_ms\": 600001}}",
+		"p.json:1:26: limits.cpu_ms: 600001 is out of range (1 .. 600000)");
+	refused("{\"name\": \"x\", \"limits\": {\"cpu_ms\": 0}}",
+		"p.json:1:26: limits.cpu_ms: 0 is out of range (1 .. 600000)");
+	refused("{\"name\": \"x\", \"limits\": {\"wall_ms\": 3600001}}",
+		"p.json:1:26: limits.wall_ms: 3600001 is out of range (1 .. 3600000)");
+	accepted("{\"name\": \"x\", \"limits\": {\"instructions\": 0, \"result_depth\": 200}}");
+	refused("{\"name\": \"x\", \"limits\": {\"instructions\": 999}}",
+		"p.json:1:26: limits.instructions: 999 is out of range (0 for none, or 1000 .. "
+		"1000000000000)");
+	refused("{\"name\": \"x\", \"limits\": {\"result_depth\": 201}}",
+		"p.json:1:26: limits.result_depth: 201 is out of range (1 .. 200)");
+	refused(
+	    "{\"name\": \"x\", \"limits\": {\"memory_bytes\": 1.5}}",
+	    "p.json:1:26: limits.memory_bytes: must be an integer, not a number with a fraction");
+	/* Catalogs: the element is placed. */
+	refused("{\"name\": \"x\", \"python\": {\"modules\": [\"math\", \"os\"]}}",
+		"p.json:1:46: python.modules[1]: module 'os' cannot be preloaded: it is not one "
+		"tidepool can offer inside its language layer (`tidepool policy show permissive` "
+		"lists them all)");
+	refused(
+	    "{\"name\": \"x\", \"lua\": {\"functions\": [\"os.execute\"]}}",
+	    "p.json:1:37: lua.functions[0]: 'os.execute' is not a Lua function tidepool offers");
+	refused("{\"name\": \"x\", \"python\": {\"modules\": [\"math\", \"math\"]}}",
+		"p.json:1:46: python.modules[1]: 'math' is listed twice");
+	refused("{\"name\": \"x\", \"languages\": [\"cobol\"]}",
+		"p.json:1:29: languages[0]: unknown language 'cobol' (lua or python)");
+	refused(
+	    "{\"name\": \"x\", \"isolation\": \"vm\"}",
+	    "p.json:1:15: isolation: 'vm' is not an isolation tidepool has: \"process\" (a fresh "
+	    "process for every exec)");
+	refused("{\"name\": \"x\", \"tools\": [\"a b\"]}",
+		"p.json:1:25: tools[0]: 'a b' is not a tool name: 1 to 64 of A-Z, a-z, 0-9, '_', "
+		"'-', '.'");
+	refused(
+	    "{\"name\": \"x\", \"redact\": {\"strings\": [\"abc\"]}}",
+	    "p.json:1:38: redact.strings[0]: a string to redact needs at least 4 bytes (shorter "
+	    "ones would mangle ordinary output)");
+	refused("{\"name\": \"x\", \"redact\": {\"patterns\": [\"a*\"]}}",
+		"p.json:1:39: redact.patterns[0]: 'a*' matches the empty string");
+	refused("{\"name\": \"x\", \"redact\": {\"env\": [\"1X\"]}}",
+		"p.json:1:34: redact.env[0]: '1X' is not an environment variable name");
+	/* Paths. */
+	refused("{\"name\": \"x\", \"filesystem\": {\"read\": [\"tmp\"]}}",
+		"p.json:1:39: filesystem.read[0]: 'tmp' is relative: grants take absolute paths");
+	refused("{\"name\": \"x\", \"filesystem\": {\"read\": [\"/tmp/../etc\"]}}",
+		"p.json:1:39: filesystem.read[0]: '/tmp/../etc' has a '.' or '..' component");
+	refused("{\"name\": \"x\", \"filesystem\": {\"read\": [\"/tmp/\"]}}",
+		"p.json:1:39: filesystem.read[0]: '/tmp/' is not normalized (a double or trailing "
+		"'/')");
+	refused("{\"name\": \"x\", \"filesystem\": {\"read\": [\"/proc/self\"]}}",
+		"p.json:1:39: filesystem.read[0]: '/proc/self' is in /proc: the kernel's own "
+		"filesystems cannot be granted");
+	refused("{\"name\": \"x\", \"filesystem\": {\"read\": [\"/no/such/tidepool\"]}}",
+		"p.json:1:39: filesystem.read[0]: '/no/such/tidepool': No such file or directory");
+	refused("{\"name\": \"x\", \"extends\": \"x\"}", "p.json:1:1: policy 'x' extends itself");
+}
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	FILE *f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+static void test_extends(void)
+{
+	char dir[] = "/tmp/tp-test-policy-XXXXXX", path[256], link[256], want[1400];
+	struct tp_err err = { 0 };
+	CHECK(mkdtemp(dir) != NULL);
+	struct tp_policy_set *s = tp_policy_set_new(NULL);
+	write_file(dir, "a.json", "{\"name\": \"a\", \"extends\": \"b\"}");
+	write_file(dir, "b.json", "{\"name\": \"b\", \"extends\": \"a\"}");
+	snprintf(path, sizeof path, "%s/a.json", dir);
+	CHECK(tp_policy_set_load_file(s, path, &err) == NULL);
+	snprintf(want, sizeof want, "%s/b.json:1:15: extends: 'extends' makes a cycle: a -> b -> a",
+		 dir);
+	CHECK_EQ_STR(err.msg, want);
+	/* A child overrides one limit and inherits the rest; its lists replace whole. */
+	write_file(dir, "c.json",
+		   "{\"name\": \"c\", \"extends\": \"strict\", \"limits\": {\"cpu_ms\": 100},"
+		   " \"python\": {\"modules\": [\"math\"]}}");
+	snprintf(path, sizeof path, "%s/c.json", dir);
+	tp_err_clear(&err);
+	const struct tp_policy *c = tp_policy_set_load_file(s, path, &err);
+	CHECK(c != NULL);
+	if (c != NULL) {
+		CHECK_EQ_INT(c->limits.cpu_ms, 100);
+		CHECK_EQ_INT(c->limits.instructions, 10000000);
+		CHECK_EQ_INT(c->py_modules.n, 1);
+		CHECK_EQ_INT(c->rate.per_minute, 600);
+		/* The wire form parses back to the same policy. */
+		size_t len;
+		char *w = tp_policy_wire(c, &len);
+		struct tp_policy *back = tp_policy_from_wire(w, len, &err);
+		json_t *x = tp_policy_to_json(c, 0), *y = back ? tp_policy_to_json(back, 0) : NULL;
+		CHECK(back != NULL && json_equal(x, y));
+		json_decref(x);
+		json_decref(y);
+		tp_policy_free(back);
+		free(w);
+	}
+	/* Loading it again, or another file of that name, is refused. */
+	tp_err_clear(&err);
+	CHECK(tp_policy_set_load_file(s, path, &err) == NULL);
+	snprintf(want, sizeof want, "%s: a policy named 'c' is already loaded (from %s)", path,
+		 path);
+	CHECK_EQ_STR(err.msg, want);
+	write_file(dir, "d.json", "{\"name\": \"d\", \"extends\": \"nowhere\"}");
+	snprintf(path, sizeof path, "%s/d.json", dir);
+	tp_err_clear(&err);
+	CHECK(tp_policy_set_load_file(s, path, &err) == NULL);
+	snprintf(
+	    want, sizeof want,
+	    "%s:1:15: extends: extends 'nowhere', which is neither a loaded policy, a built-in "
+	    "preset nor a file nowhere.json beside this one",
+	    path);
+	CHECK_EQ_STR(err.msg, want);
+	/* A symlinked grant names its target. */
+	snprintf(link, sizeof link, "%s/ln", dir);
+	CHECK(symlink("/tmp", link) == 0);
+	char text[1024];
+	snprintf(text, sizeof text, "{\"name\": \"e\", \"filesystem\": {\"read\": [\"%s\"]}}",
+		 link);
+	struct tp_policy *e = parse(text);
+	CHECK(e == NULL);
+	snprintf(want, sizeof want,
+		 "p.json:1:39: filesystem.read[0]: '%s' leads through a symlink to '/tmp': grant "
+		 "that path",
+		 link);
+	CHECK_EQ_STR(msg, want);
+	tp_policy_set_free(s);
+	unlink(link);
+	for (const char *n = "a\0b\0c\0d\0"; *n; n += 2) {
+		snprintf(path, sizeof path, "%s/%s.json", dir, n);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+static void test_within(void)
+{
+	char a[] = "/data", b[] = "/";
+	char *va[] = { a }, *vb[] = { b };
+	struct tp_strv data = { va, 1 }, root = { vb, 1 };
+	CHECK(tp_policy_path_within(&data, "/data"));
+	CHECK(tp_policy_path_within(&data, "/data/x/y"));
+	CHECK(!tp_policy_path_within(&data, "/database"));
+	CHECK(!tp_policy_path_within(&data, "/dat"));
+	CHECK(tp_policy_path_within(&root, "/etc/passwd"));
+}
+
+int main(void)
+{
+	test_presets();
+	test_messages();
+	test_extends();
+	test_within();
+	return tp_test_done("test_policy");
+}
