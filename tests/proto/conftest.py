@@ -18,6 +18,21 @@ SIGKILL_BIT = 1 << (signal.SIGKILL - 1)
 HAVE_PROC_CHILDREN = os.path.exists(f"/proc/self/task/{os.getpid()}/children")
 
 
+def _landlock_abi():
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    r = libc.syscall(444, None, ctypes.c_size_t(0), ctypes.c_uint32(1))  # landlock_create_ruleset(VERSION)
+    return r if r > 0 else 0
+
+
+# kernel-only and file grants need Landlock; without it tidepool refuses them
+# (test_policies.py::test_kernel_check_refuses_rather_than_runs_with_less tests that everywhere).
+LANDLOCK_ABI = _landlock_abi()
+needs_landlock = pytest.mark.skipif(
+    LANDLOCK_ABI < 1, reason="this kernel has no Landlock: tidepool refuses kernel-only and file grants here")
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
     # Print why a test was skipped (a kernel without a feature), also under -q.

@@ -9,7 +9,7 @@ import tempfile
 
 import pytest
 
-from conftest import BINARY, Host
+from conftest import BINARY, Host, needs_landlock
 
 ENV = {"PATH": "/usr/bin:/bin"}
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
@@ -68,6 +68,7 @@ ATTACKS = [
 ]
 
 
+@needs_landlock
 @pytest.mark.parametrize("lang,code,strict,kernel", ATTACKS, ids=[a[1][:30] for a in ATTACKS])
 def test_same_attack_different_layers(shared_host, lang, code, strict, kernel):
     r = shared_host.exec(code, lang=lang, policy="strict")
@@ -78,6 +79,7 @@ def test_same_attack_different_layers(shared_host, lang, code, strict, kernel):
     assert "root:" not in r["stdout"]
 
 
+@needs_landlock
 def test_presets_allow_what_they_say(shared_host):
     r = shared_host.exec("return os.time() > 0", policy="standard")
     assert r["ok"] is True and r["value"] is True, r
@@ -102,6 +104,7 @@ def test_presets_allow_what_they_say(shared_host):
     assert r["error"]["kind"] == "cpu_limit", r
 
 
+@needs_landlock
 def test_kernel_only_refusals_are_sticky(shared_host):
     for lang, code, what in [
         ("lua", "pcall(io.open, '/etc/passwd') return 1", "io.open('/etc/passwd')"),
@@ -112,6 +115,7 @@ def test_kernel_only_refusals_are_sticky(shared_host):
         assert r["error"]["layer"] == "kernel" and what in r["error"]["message"], r
 
 
+@needs_landlock
 def test_kernel_only_creates_no_file(shared_host):
     path = "/tmp/tp-kernel-only-%d" % os.getpid()
     for lang, code in [("lua", "return io.open('%s', 'w')" % path),
@@ -224,6 +228,7 @@ def grants(world_dir):
     h.close()
 
 
+@needs_landlock
 def test_grants_read_write_and_refuse(grants):
     d, h = grants
     inp, out = os.path.join(d, "in"), os.path.join(d, "out")
@@ -249,6 +254,7 @@ def test_grants_read_write_and_refuse(grants):
     assert r["ok"] is False and os.path.getsize(os.path.join(out, "big")) <= 4096, r
 
 
+@needs_landlock
 @pytest.mark.parametrize("lang,policy,code,kind", [
     ("lua", "files", "return io.open('{d}/in/../canary.txt'):read('a')", "policy_violation"),
     ("python", "files", "open('{d}/in/../canary.txt').read()", "policy_violation"),
@@ -370,6 +376,7 @@ def test_redact_env_must_be_set(world_dir):
 
 # -- the commands for people ----------------------------------------------------------
 
+@needs_landlock
 def test_run_for_people(world_dir):
     p = run("--version")
     assert p.returncode == 0 and p.stdout.startswith("tidepool ")
@@ -406,6 +413,7 @@ def test_run_for_people(world_dir):
     assert p.returncode == 0 and p.stdout == "mean 3.875\n"
 
 
+@needs_landlock
 def test_policy_check_show_list_doctor(world_dir):
     p = run("policy", "check", os.path.join(EXAMPLES, "teaching.json"))
     assert p.returncode == 0, p.stderr

@@ -8,7 +8,7 @@ import secrets
 
 import pytest
 
-from conftest import Host
+from conftest import needs_landlock, Host
 
 STANDARD_MODULES = ("math, json, re, random, datetime, collections, collections.abc, itertools, "
                     "functools, statistics, decimal, fractions, string, textwrap, heapq, bisect, "
@@ -206,6 +206,7 @@ def test_codec_lookup_says_what_happened(host, policy):
 
 
 # -- kernel-only: the language layer refuses nothing; the kernel does -------------------
+@needs_landlock
 def test_kernel_only_language_layer_refuses_nothing(host):
     res = run(host, "import sys, os, gc\n[eval('1+1'), type(open).__name__, "
                     "'__loader__' in vars(__builtins__) if isinstance(__builtins__, type(sys)) "
@@ -216,6 +217,7 @@ def test_kernel_only_language_layer_refuses_nothing(host):
                             "<lambda>"], res
 
 
+@needs_landlock
 def test_kernel_only_keeps_the_limits(host):
     res = run(host, "'a' * 10 ** 10", "kernel-only", limits={"memory_bytes": 16 << 20})
     assert res["error"]["kind"] == "memory_limit", res
@@ -274,6 +276,7 @@ ATTACKS = [
 ]
 
 
+@needs_landlock
 @pytest.mark.parametrize("wrap", [False, True], ids=["bare", "caught"])
 @pytest.mark.parametrize("code,messages", ATTACKS, ids=[a[0].split("\n")[-1] for a in ATTACKS])
 def test_kernel_only_attack_ends_as_the_kernels_refusal(host, code, messages, wrap):
@@ -290,6 +293,7 @@ def test_kernel_only_attack_ends_as_the_kernels_refusal(host, code, messages, wr
     assert res["value"] is None
 
 
+@needs_landlock
 def test_kernel_only_import_is_the_kernels_or_not_found(host):
     # Until the kernel layer grants the interpreter's directories, importlib's
     # probe is refused (and named); after, a missing module is not found.
@@ -324,6 +328,7 @@ def canary():
     "try:\n    print(open('{p}').read())\nexcept BaseException as e:\n    print(e)\n"
     "import os\nprint(os.listdir('/tmp'))",
 ])
+@needs_landlock
 def test_kernel_only_canary_never_leaves(host, canary, code):
     path, secret = canary
     res = run(host, code.format(p=path), "kernel-only")
@@ -332,6 +337,7 @@ def test_kernel_only_canary_never_leaves(host, canary, code):
     assert (res["error"]["kind"], res["error"]["layer"]) == ("sandbox_violation", "kernel"), res
 
 
+@needs_landlock
 def test_kernel_only_creates_no_file(host):
     path = f"/tmp/tp-new-{secrets.token_hex(8)}"
     for code in (f"open('{path}', 'w').write('x')",
