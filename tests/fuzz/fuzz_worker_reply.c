@@ -39,7 +39,8 @@ struct ctx {
 static const char *const kinds[] = {"syntax_error", "runtime_error", "input_error", "result_error", "memory_limit",
 				    "instruction_limit",  "cpu_limit",      "timeout",
 				    "output_limit",       "policy_violation", "sandbox_violation",
-				    "crashed",            "internal_error", "cancelled"};
+				    "crashed",            "internal_error", "cancelled",
+				    "rate_limit"};
 
 static int known_kind(const char *k)
 {
