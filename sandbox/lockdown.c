@@ -72,7 +72,7 @@ static struct grant grants[MAX_GRANTS];
 static int ngrants, any_write, kernel_only, policy_done;
 static int runtime_lang = -1; /* tp_lockdown_set_lang(): kernel-only's runtime grants */
 /* Syscalls whose worker rules the policy decides instead of the tables. */
-static struct tp_arg_rule grant_rules[32];
+static struct tp_arg_rule grant_rules[48]; /* 17 at most today */
 static size_t ngrant_rules;
 static int grant_allow[32];
 static size_t ngrant_allow;
@@ -105,19 +105,31 @@ static void grant_rule(int nr, uint32_t action, int arg, uint64_t mask, uint64_t
 	};
 }
 
-/* open and openat: allowed when the flags carry none of the refused bits (one
- * masked compare on all 64 bits), EPERM when they carry any (one rule per bit,
- * so the rules stay disjoint from the allow rule and together cover every value). */
+/* open and openat, by their flags (each rule one masked compare on all 64 bits;
+ * the allow and refuse rules are disjoint and together cover every value):
+ * never O_PATH or O_TMPFILE; without a write grant, no write, create, truncate
+ * or append flag; with one, those are Landlock's to decide, but O_TRUNC only
+ * with a write access mode: O_RDONLY | O_TRUNC truncates with a read right
+ * alone where Landlock has no TRUNCATE (ABI < 3, Debian 12's 6.1). */
 static void grant_open_rules(int nr, int flags_arg)
 {
+	const uint64_t acc = O_ACCMODE, trunc = O_TRUNC;
 	uint64_t deny = any_write ? OPEN_NEVER_FLAGS : OPEN_NEVER_FLAGS | OPEN_WRITE_FLAGS;
 	static const uint64_t bits[] = { O_WRONLY, O_RDWR, O_CREAT,    O_TRUNC,
 					 O_APPEND, O_PATH, TMPFILE_BIT };
 
-	grant_rule(nr, SCMP_ACT_ALLOW, flags_arg, deny, 0);
 	for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++)
 		if (deny & bits[i])
 			grant_rule(nr, EPERM_ACT, flags_arg, bits[i], bits[i]);
+	if (!any_write) {
+		grant_rule(nr, SCMP_ACT_ALLOW, flags_arg, deny, 0);
+		return;
+	}
+	grant_rule(nr, SCMP_ACT_ALLOW, flags_arg, deny | trunc, 0);
+	grant_rule(nr, SCMP_ACT_ALLOW, flags_arg, deny | trunc | acc, trunc | O_WRONLY);
+	grant_rule(nr, SCMP_ACT_ALLOW, flags_arg, deny | trunc | acc, trunc | O_RDWR);
+	grant_rule(nr, EPERM_ACT, flags_arg, deny | trunc | acc, trunc | O_RDONLY);
+	grant_rule(nr, EPERM_ACT, flags_arg, deny | trunc | acc, trunc | acc);
 }
 
 static int fail(struct tp_err *err, const char *what, int e, const char *hint);
@@ -600,6 +612,10 @@ static int set_rlimits(const struct tp_lockdown *cfg, struct tp_err *err)
 	    set_limit(RLIMIT_CORE, 0, 0, "RLIMIT_CORE", err) < 0 ||
 	    set_limit(RLIMIT_NOFILE, nofile, nofile, "RLIMIT_NOFILE", err) < 0)
 		return -1;
+	/* A write past RLIMIT_FSIZE fails with EFBIG instead of killing the worker
+	 * unreported (a snippet may set SIGXFSZ back: that death is its own). */
+	if (signal(SIGXFSZ, SIG_IGN) == SIG_ERR)
+		return fail(err, "signal(SIGXFSZ, SIG_IGN)", errno, NULL);
 	/* Per-process limit, per-uid count: 0 only stops this worker from forking
 	 * (second wall behind seccomp's EPERM on fork/clone; root is exempt until the drop). */
 	return set_limit(RLIMIT_NPROC, 0, 0, "RLIMIT_NPROC", err);
