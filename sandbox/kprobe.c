@@ -100,11 +100,40 @@ static int probe_ia32(void)
 
 /* ---- the check ----------------------------------------------------------------- */
 
+/* A grant never reaches the kernel's or other processes' interfaces: not these,
+ * nothing beneath them, and no directory above them (Landlock's rule covers
+ * every mount beneath a granted directory, so "/" would grant /proc). */
+static const char *interface_grant(const struct tp_strv *v)
+{
+	static char *const kernel_dirs[] = { "/proc", "/sys", "/dev" };
+	const struct tp_strv kd = { (char **)kernel_dirs, 3 };
+
+	for (size_t i = 0; i < v->n; i++) {
+		const struct tp_strv one = { &v->v[i], 1 };
+		if (tp_policy_path_within(&kd, v->v[i]))
+			return v->v[i];
+		for (size_t j = 0; j < kd.n; j++)
+			if (tp_policy_path_within(&one, kernel_dirs[j]))
+				return v->v[i];
+	}
+	return NULL;
+}
+
 int tp_policy_kernel_check(const struct tp_policy *p, char *why, size_t len)
 {
 	struct tp_kprobe k;
 	int files = p->fs_read.n > 0 || p->fs_write.n > 0;
+	const char *bad = interface_grant(&p->fs_read);
 
+	if (bad == NULL)
+		bad = interface_grant(&p->fs_write);
+	if (bad != NULL) {
+		snprintf(why, len,
+			 "policy '%s' grants '%s', which reaches the kernel's and other processes' "
+			 "interfaces (/proc, /sys, /dev): never granted, refused",
+			 p->name, bad);
+		return -1;
+	}
 	tp_kprobe(&k);
 	if (!k.seccomp_filter || !k.nnp) {
 		snprintf(why, len,

@@ -24,6 +24,8 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -148,6 +150,15 @@ static int add_grant(const char *path, int write, int required, struct tp_err *e
 			return 0; /* a runtime directory this machine does not have */
 		snprintf(what, sizeof what, "open(grant %.120s)", path);
 		return fail(err, what, e, "the policy grants a path that is gone");
+	}
+	/* Never procfs, sysfs or a device node, however it was reached (a bind
+	 * mount, a symlink): tp_policy_kernel_check refuses these paths already. */
+	struct statfs sf;
+	if (fstatfs(fd, &sf) != 0 || sf.f_type == PROC_SUPER_MAGIC || sf.f_type == SYSFS_MAGIC ||
+	    S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+		close(fd);
+		snprintf(what, sizeof what, "open(grant %.120s)", path);
+		return fail(err, what, EPERM, "a grant never reaches /proc, /sys or a device");
 	}
 	if (ngrants == MAX_GRANTS) {
 		close(fd);

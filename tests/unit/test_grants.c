@@ -734,6 +734,29 @@ static void test_kernel_check(void)
 	for (size_t i = 0; i < nlua; i++)
 		CHECK(strstr(rt[i], "/lua/5.4") != NULL);
 
+	/* Never the kernel's interfaces, nor a directory above them, on any kernel. */
+	static const struct {
+		const char *path;
+		int ok;
+	} paths[] = { { "/proc", 0 },       { "/proc/self/root", 0 },
+		      { "/sys/kernel", 0 }, { "/dev", 0 },
+		      { "/", 0 },           { "/usr/share", 1 },
+		      { "/procfoo", 1 },    { "/devel", 1 } };
+	for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+		char *one[1] = { (char *)paths[i].path }, want[256];
+		struct tp_policy q = files;
+		q.fs_read = (struct tp_strv){ i % 2 ? NULL : one, i % 2 ? 0 : 1 };
+		q.fs_write = (struct tp_strv){ i % 2 ? one : NULL, i % 2 ? 1 : 0 };
+		int rc = tp_policy_kernel_check(&q, why, sizeof why);
+		snprintf(want, sizeof want,
+			 "policy 'files' grants '%s', which reaches the kernel's and other "
+			 "processes' interfaces (/proc, /sys, /dev): never granted, refused",
+			 paths[i].path);
+		if (paths[i].ok)
+			CHECK_EQ_INT(rc, landlock_abi > 0 ? 0 : -1);
+		else
+			CHECK_EQ_STR(rc == -1 ? why : "", want);
+	}
 	setenv("TIDEPOOL_TEST_NO_LANDLOCK", "1", 1);
 	CHECK_EQ_INT(tp_policy_kernel_check(std, why, sizeof why), 0);
 	CHECK_EQ_INT(tp_policy_kernel_check(&files, why, sizeof why), -1);
