@@ -36,6 +36,7 @@
 #include "seccomp_sim.h"
 #include "shm.h"
 #include "tap.h"
+#include "zygote.h"
 
 #define SECRET "tidepool-grants-canary-51c9"
 #define GRANTED "granted data\n"
@@ -53,6 +54,10 @@ static char top[64], ro[96], rw[96], fgrant[96], canary[96];
 static struct tp_shm *shm; /* shared with every worker: the SIGSYS reporter's page */
 static int landlock_abi;
 static int grant_fds[80];
+/* The workers' address-space limit. Under ASan the process already reserves
+ * terabytes of shadow: then the current size plus the same room, as the zygote
+ * computes it (here, before any worker: a worker cannot open /proc). */
+static unsigned long long as_bytes = 1ull << 30;
 static size_t ngrant_fds;
 
 /* ---- the worker side ------------------------------------------------------------ */
@@ -78,7 +83,7 @@ typedef void (*probe_fn)(int rep);
 static _Noreturn void worker(probe_fn fn, int rep)
 {
 	int keep[1] = { rep };
-	struct tp_lockdown cfg = { .as_bytes = 1ull << 30,
+	struct tp_lockdown cfg = { .as_bytes = as_bytes,
 				   .cpu_sec = 5,
 				   .nofile = 32,
 				   .fsize = FILE_BYTES,
@@ -823,6 +828,9 @@ static void remove_tree(void)
 int main(void)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
+#ifdef TP_SANITIZE
+	as_bytes = tp_zygote_vm_bytes() + (1ull << 30);
+#endif
 	shm = mmap(NULL, tp_shm_size(4096), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
 		   0);
 	if (shm == MAP_FAILED || make_tree() < 0) {
