@@ -17,8 +17,10 @@
  *      clone(CLONE_PARENT | SIGCHLD), close and compute: no open, no exec.
  *   3. tp_lockdown_apply(): in each worker, right after clone, single-threaded. In
  *      order: parent-death signal, fds (0/1/2 on /dev/null, all others closed but
- *      the kept ones), rlimits, uid drop (root only, to 65534), Landlock (deny all
- *      filesystem access, TCP, signal and abstract-socket scopes), SIGSYS armed
+ *      the kept ones, and the grants' O_PATH fds until Landlock has them), rlimits,
+ *      uid drop (root only, to 65534), Landlock (deny all filesystem access but
+ *      beneath the policy's grants, TCP, signal and abstract-socket scopes; then
+ *      the grants' fds closed), SIGSYS armed
  *      (report to cfg->shm), and last the seal W. A process that never entered a
  *      zygote (tests) gets step 2 done here first, at the cost of loading Z. On
  *      failure the worker must exit (TP_EXIT_FATAL) without running code. After it
