@@ -147,12 +147,19 @@ static int violated(const struct tp_outcome *o)
 	       o->shm->syscall_nr >= 0;
 }
 
+/* A seccomp trap: the reporter recorded the number (exit 159), or SIGSYS was
+ * blocked and the kernel killed the worker without one. */
 static json_t *violation_error(const struct tp_outcome *o)
 {
-	char name[64] = "unknown", msg[160];
-	if (o->shm && o->shm->syscall_nr >= 0)
+	char name[64] = "unknown", msg[200];
+	if (o->shm && o->shm->syscall_nr >= 0) {
 		tp_syscall_name(o->shm->syscall_nr, name, sizeof name);
-	snprintf(msg, sizeof msg, "the kernel refused the system call '%s'", name);
+		snprintf(msg, sizeof msg, "seccomp refused the system call '%s'", name);
+	} else {
+		snprintf(msg, sizeof msg,
+			 "seccomp refused a system call (the worker blocked SIGSYS, so which one "
+			 "is unknown)");
+	}
 	json_t *e = new_error(TP_KIND_SANDBOX_VIOLATION, TP_LAYER_KERNEL, msg);
 	put(&e, "syscall", json_string(name));
 	return e;

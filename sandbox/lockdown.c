@@ -24,6 +24,8 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -51,25 +53,41 @@ static int entered;      /* Z installed here or in an ancestor (inherited throug
 static int null_fd = -1; /* opened before Z: workers dup2 it onto 0/1/2 */
 static struct tp_shm *volatile report_shm; /* set by each worker for the handler */
 
-/* ---- file grants: the policy's, and kernel-only's runtime directories --------- */
+/* ---- per policy: file grants, kernel-only's runtime directories and traps ---- */
 
-#define MAX_GRANTS 24
-/* O_TMPFILE's own bit (glibc's TMPFILE_BIT also carries O_DIRECTORY). */
+#define MAX_GRANTS 64
+/* O_TMPFILE's own bit (glibc's O_TMPFILE also carries O_DIRECTORY). */
 #define TMPFILE_BIT 020000000
+/* open flags that write, create or truncate: a read grant allows none of them. */
+#define OPEN_WRITE_FLAGS ((uint64_t)(O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND))
+/* never, whatever the grant: a path handle (usable by *at() calls without a
+ * READ right, and by name_to_handle_at) or an unnamed file. */
+#define OPEN_NEVER_FLAGS ((uint64_t)(O_PATH | TMPFILE_BIT))
 
 struct grant {
-	int fd; /* O_PATH, opened in the zygote before Z; workers inherit it */
+	int fd; /* O_PATH, opened in the zygote before Z; workers keep it until Landlock has it */
 	int write;
 	int dir;
 };
 
 static struct grant grants[MAX_GRANTS];
-static int ngrants, any_write;
-/* Syscalls whose worker rules the grants decide instead of the tables. */
-static struct tp_arg_rule grant_rules[48];
+static int ngrants, any_write, kernel_only, policy_done;
+static int runtime_lang = -1; /* tp_lockdown_set_lang(): kernel-only's runtime grants */
+/* Syscalls whose worker rules the policy decides instead of the tables. */
+static struct tp_arg_rule grant_rules[48]; /* 17 at most today */
 static size_t ngrant_rules;
-static int grant_allow[24];
+static int grant_allow[32];
 static size_t ngrant_allow;
+
+static int kernel_only_trap(int nr)
+{
+	if (!kernel_only)
+		return 0;
+	for (size_t i = 0; i < tp_policy_nkernel_only_trap_nrs; i++)
+		if (tp_policy_kernel_only_trap_nrs[i] == nr)
+			return 1;
+	return 0;
+}
 
 static int overridden(int nr)
 {
@@ -79,7 +97,7 @@ static int overridden(int nr)
 	for (size_t i = 0; i < ngrant_rules; i++)
 		if (grant_rules[i].nr == nr)
 			return 1;
-	return 0;
+	return kernel_only_trap(nr);
 }
 
 static void grant_rule(int nr, uint32_t action, int arg, uint64_t mask, uint64_t want)
@@ -89,19 +107,31 @@ static void grant_rule(int nr, uint32_t action, int arg, uint64_t mask, uint64_t
 	};
 }
 
-/* open and openat: without write flags for reads only; never O_PATH or O_TMPFILE. */
+/* open and openat, by their flags (each rule one masked compare on all 64 bits;
+ * the allow and refuse rules are disjoint and together cover every value):
+ * never O_PATH or O_TMPFILE; without a write grant, no write, create, truncate
+ * or append flag; with one, those are Landlock's to decide, but O_TRUNC only
+ * with a write access mode: O_RDONLY | O_TRUNC truncates with a read right
+ * alone where Landlock has no TRUNCATE (ABI < 3, Debian 12's 6.1). */
 static void grant_open_rules(int nr, int flags_arg)
 {
-	uint64_t never = O_PATH | TMPFILE_BIT;
-	uint64_t rw = O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND;
-	uint64_t deny = any_write ? never : never | rw;
+	const uint64_t acc = O_ACCMODE, trunc = O_TRUNC;
+	uint64_t deny = any_write ? OPEN_NEVER_FLAGS : OPEN_NEVER_FLAGS | OPEN_WRITE_FLAGS;
 	static const uint64_t bits[] = { O_WRONLY, O_RDWR, O_CREAT,    O_TRUNC,
 					 O_APPEND, O_PATH, TMPFILE_BIT };
 
-	grant_rule(nr, SCMP_ACT_ALLOW, flags_arg, deny, 0);
 	for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++)
 		if (deny & bits[i])
 			grant_rule(nr, EPERM_ACT, flags_arg, bits[i], bits[i]);
+	if (!any_write) {
+		grant_rule(nr, SCMP_ACT_ALLOW, flags_arg, deny, 0);
+		return;
+	}
+	grant_rule(nr, SCMP_ACT_ALLOW, flags_arg, deny | trunc, 0);
+	grant_rule(nr, SCMP_ACT_ALLOW, flags_arg, deny | trunc | acc, trunc | O_WRONLY);
+	grant_rule(nr, SCMP_ACT_ALLOW, flags_arg, deny | trunc | acc, trunc | O_RDWR);
+	grant_rule(nr, EPERM_ACT, flags_arg, deny | trunc | acc, trunc | O_RDONLY);
+	grant_rule(nr, EPERM_ACT, flags_arg, deny | trunc | acc, trunc | acc);
 }
 
 static int fail(struct tp_err *err, const char *what, int e, const char *hint);
@@ -121,41 +151,92 @@ static int add_grant(const char *path, int write, int required, struct tp_err *e
 		snprintf(what, sizeof what, "open(grant %.120s)", path);
 		return fail(err, what, e, "the policy grants a path that is gone");
 	}
+	/* Never procfs, sysfs or a device node, however it was reached (a bind
+	 * mount, a symlink): tp_policy_kernel_check refuses these paths already. */
+	struct statfs sf;
+	if (fstatfs(fd, &sf) != 0 || sf.f_type == PROC_SUPER_MAGIC || sf.f_type == SYSFS_MAGIC ||
+	    S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+		close(fd);
+		snprintf(what, sizeof what, "open(grant %.120s)", path);
+		return fail(err, what, EPERM, "a grant never reaches /proc, /sys or a device");
+	}
 	if (ngrants == MAX_GRANTS) {
 		close(fd);
-		return fail(err, "file grants", E2BIG, "a policy may grant at most 24 paths");
+		return fail(err, "file grants", E2BIG, "a policy may grant at most 64 paths");
 	}
 	grants[ngrants++] = (struct grant){ fd, write, S_ISDIR(st.st_mode) };
 	any_write |= write;
 	return 0;
 }
 
-/* From the policy this process enforces; before Z, which forbids open. */
-static int prepare_grants(struct tp_err *err)
+void tp_lockdown_set_lang(enum tp_lang_id lang)
+{
+	runtime_lang = (int)lang;
+}
+
+/* From the policy this process enforces (tp_sandbox_policy()), once, before Z
+ * (which refuses O_PATH): the grants' fds and the rules the filters take from
+ * the policy. The zygote refused a policy this kernel cannot hold already
+ * (tp_policy_kernel_check); this refuses it again rather than run with less. */
+static int prepare_policy(struct tp_err *err)
 {
 	const struct tp_policy *p = tp_sandbox_policy();
+	const char *runtime[8];
+	size_t nruntime = 0;
 
 	if (p == NULL)
 		return 0;
+	kernel_only = !p->language_layer;
 	for (size_t i = 0; i < p->fs_read.n; i++)
 		if (add_grant(p->fs_read.v[i], 0, 1, err) < 0)
 			return -1;
 	for (size_t i = 0; i < p->fs_write.n; i++)
 		if (add_grant(p->fs_write.v[i], 1, 1, err) < 0)
 			return -1;
-	if (!p->language_layer)
-		for (size_t i = 0; tp_runtime_grants[i] != NULL; i++)
-			if (add_grant(tp_runtime_grants[i], 0, 0, err) < 0)
-				return -1;
-	if (ngrants == 0)
+	if (runtime_lang >= 0)
+		nruntime = tp_runtime_grants(p, (enum tp_lang_id)runtime_lang, runtime, 8);
+	for (size_t i = 0; i < nruntime; i++)
+		if (add_grant(runtime[i], 0, 0, err) < 0)
+			return -1;
+	if ((ngrants > 0 || kernel_only) && landlock_abi <= 0)
+		return fail(err, kernel_only ? "kernel-only" : "file grants", EOPNOTSUPP,
+			    "this policy needs Landlock, which this kernel lacks: refused rather "
+			    "than run with less");
+	if (kernel_only) {
+		/* glibc blocks every signal around the clone of posix_spawn, system and
+		 * pthread_create (rt_sigprocmask(SIG_BLOCK, full set), result ignored):
+		 * a trap there would kill by SIGSYS without naming the call. kernel-only
+		 * refuses SIG_BLOCK with a set, so the reporter runs and names it. */
+		grant_rules[ngrant_rules++] =
+		    (struct tp_arg_rule){ SYS_rt_sigprocmask,
+					  EPERM_ACT,
+					  2,
+					  { ARG(0, SCMP_CMP_EQ, SIG_BLOCK, 0),
+					    ARG(1, SCMP_CMP_NE, 0, 0) } };
+		grant_rules[ngrant_rules++] =
+		    (struct tp_arg_rule){ SYS_rt_sigprocmask,
+					  SCMP_ACT_ALLOW,
+					  2,
+					  { ARG(0, SCMP_CMP_EQ, SIG_BLOCK, 0),
+					    ARG(1, SCMP_CMP_EQ, 0, 0) } };
+		grant_rules[ngrant_rules++] =
+		    (struct tp_arg_rule){ SYS_rt_sigprocmask,
+					  SCMP_ACT_ALLOW,
+					  1,
+					  { ARG(0, SCMP_CMP_NE, SIG_BLOCK, 0), NOARG } };
+	}
+	/* kernel-only: Landlock is the file wall even without a grant, so a
+	 * read-only open is the kernel's EACCES like any other refused path. */
+	if (ngrants == 0 && !kernel_only)
 		return 0;
-	if (landlock_abi <= 0)
-		return fail(err, "file grants", EOPNOTSUPP,
-			    "the policy grants files, which needs Landlock: refused");
-	/* Reads: open without write flags, directory listings, and stat by path
-	 * (Landlock does not cover stat: metadata is visible, contents are not). */
+	/* Reads: open without write flags, directory listings, and stat by path.
+	 * Landlock does not mediate stat: the existence and metadata of any path the
+	 * worker's uid may walk are visible, never contents (docs/kernel-layer.md). */
 	static const int reads[] = { SYS_getdents64, SYS_getdents, SYS_stat,      SYS_lstat,
 				     SYS_statx,      SYS_access,   SYS_faccessat, SYS_newfstatat };
+	/* Writes: Landlock decides where (MAKE_*, REMOVE_*, and no REFER: a rename
+	 * stays within one directory). Links, symlinks, chmod, chown, mknod, creat,
+	 * truncate and ftruncate stay refused. */
 	static const int writes[] = { SYS_mkdir, SYS_mkdirat,  SYS_unlink,   SYS_unlinkat,
 				      SYS_rmdir, SYS_rename,   SYS_renameat, SYS_renameat2,
 				      SYS_fsync, SYS_fdatasync };
@@ -168,11 +249,12 @@ static int prepare_grants(struct tp_err *err)
 	return 0;
 }
 
-/* In the worker: Landlock rules beneath each grant, then the O_PATH fds closed. */
+/* Landlock rules beneath each grant: what it allows, never EXECUTE, REFER,
+ * MAKE_SYM, MAKE_SOCK, MAKE_FIFO, MAKE_CHAR, MAKE_BLOCK or IOCTL_DEV. */
 static int add_grant_rules(int rfd, uint64_t handled, struct tp_err *err)
 {
 	const uint64_t rd_file = LANDLOCK_ACCESS_FS_READ_FILE;
-	const uint64_t rd_dir = LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR;
+	const uint64_t rd_dir = rd_file | LANDLOCK_ACCESS_FS_READ_DIR;
 	const uint64_t wr_file = LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE;
 	const uint64_t wr_dir = wr_file | LANDLOCK_ACCESS_FS_REMOVE_DIR |
 				LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_DIR |
@@ -192,10 +274,20 @@ static int add_grant_rules(int rfd, uint64_t handled, struct tp_err *err)
 	return 0;
 }
 
+/* In the worker, before any code runs: a snippet must not openat() relative to them. */
 static void close_grants(void)
 {
 	for (int i = 0; i < ngrants; i++)
 		close(grants[i].fd);
+}
+
+size_t tp_lockdown_grant_fds(int *fds, size_t max)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < ngrants && n < max; i++)
+		fds[n++] = grants[i].fd;
+	return n;
 }
 
 /* Every failure here is our own, at the kernel layer: "call(object): reason. Hint: ...". */
@@ -315,6 +407,12 @@ static int add_worker_rules(scmp_filter_ctx ctx, struct build *b)
 	for (size_t i = 0; rc == 0 && i < ngrant_allow; i++)
 		if (takes_worker_rules(b, grant_allow[i]))
 			rc = add(ctx, b, SCMP_ACT_ALLOW, grant_allow[i], 0, NULL);
+	/* kernel-only: new processes, the network and other processes trap. */
+	for (size_t i = 0; rc == 0 && i < tp_policy_nkernel_only_trap_nrs; i++) {
+		int nr = tp_policy_kernel_only_trap_nrs[i];
+		if (kernel_only && takes_worker_rules(b, nr))
+			rc = add(ctx, b, SCMP_ACT_TRAP, nr, 0, NULL);
+	}
 	for (uint64_t sig = SIGSYS + 1; rc == 0 && sig <= 64; sig++) {
 		struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_EQ, sig);
 		if (takes_worker_rules(b, SYS_rt_sigaction))
@@ -421,8 +519,11 @@ int tp_lockdown_prepare(struct tp_err *err)
 	int rc =
 	    (int)syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
 	landlock_abi = rc > 0 ? rc : -errno;
-	if (!prepared && prepare_grants(err) < 0)
-		return -1;
+	if (!policy_done) {
+		if (prepare_policy(err) < 0)
+			return -1;
+		policy_done = 1;
+	}
 	size_t nz = compile(TP_FILTER_ZYGOTE, -1, zygote_insns, BPF_MAXINSNS, err);
 	size_t nw = nz ? compile(TP_FILTER_SEAL, -1, seal_insns, SEAL_MAX, err) : 0;
 
@@ -522,6 +623,10 @@ static int set_rlimits(const struct tp_lockdown *cfg, struct tp_err *err)
 	    set_limit(RLIMIT_CORE, 0, 0, "RLIMIT_CORE", err) < 0 ||
 	    set_limit(RLIMIT_NOFILE, nofile, nofile, "RLIMIT_NOFILE", err) < 0)
 		return -1;
+	/* A write past RLIMIT_FSIZE fails with EFBIG instead of killing the worker
+	 * unreported (a snippet may set SIGXFSZ back: that death is its own). */
+	if (signal(SIGXFSZ, SIG_IGN) == SIG_ERR)
+		return fail(err, "signal(SIGXFSZ, SIG_IGN)", errno, NULL);
 	/* Per-process limit, per-uid count: 0 only stops this worker from forking
 	 * (second wall behind seccomp's EPERM on fork/clone; root is exempt until the drop). */
 	return set_limit(RLIMIT_NPROC, 0, 0, "RLIMIT_NPROC", err);
@@ -578,23 +683,22 @@ static int drop_root(struct tp_err *err)
 	return 0;
 }
 
-/* No filesystem access at all, no TCP, no signals or abstract sockets out of the domain. */
-static int apply_landlock(struct tp_err *err)
+/* One Landlock domain: every filesystem right the ABI knows denied but beneath
+ * the grants, no TCP, no signals or abstract sockets out of the domain. */
+static int restrict_landlock(const char *who, struct tp_err *err)
 {
 	struct tp_landlock_attr attr;
+	char what[80];
 	int rfd, e;
 
-	if (landlock_abi <= 0)
-		return 0; /* unavailable: seccomp already refuses every path call */
 	attr.handled_access_fs = tp_landlock_fs_for_abi(landlock_abi);
 	attr.handled_access_net = tp_landlock_net_for_abi(landlock_abi);
 	attr.scoped = tp_landlock_scoped_for_abi(landlock_abi);
 	rfd = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
-	if (rfd < 0)
-		return fail(err, "landlock_create_ruleset(deny all)", errno,
-			    "the ABI probed in the zygote no longer matches");
-	/* Beneath the grants, what they allow; every other handled right is denied
-	 * everywhere. One layer per fork. */
+	if (rfd < 0) {
+		snprintf(what, sizeof what, "landlock_create_ruleset(%s)", who);
+		return fail(err, what, errno, "the ABI probed in the zygote no longer matches");
+	}
 	if (add_grant_rules(rfd, attr.handled_access_fs, err) < 0) {
 		close(rfd);
 		return -1;
@@ -602,12 +706,23 @@ static int apply_landlock(struct tp_err *err)
 	if (syscall(SYS_landlock_restrict_self, rfd, 0) < 0) {
 		e = errno;
 		close(rfd);
-		return fail(err, "landlock_restrict_self(deny all)", e,
-			    "no_new_privs must be set first");
+		snprintf(what, sizeof what, "landlock_restrict_self(%s)", who);
+		return fail(err, what, e, "no_new_privs must be set first");
 	}
 	close(rfd);
-	close_grants(); /* the snippet must not openat() relative to them */
 	return 0;
+}
+
+/* The worker's own domain (one layer per fork; the cap is 16), then the grants'
+ * fds closed: from here on the worker reaches a file only by a path Landlock
+ * allows. Without Landlock (ENOSYS/EOPNOTSUPP in the zygote, and a policy that
+ * needs none) seccomp refuses every path call. */
+static int apply_landlock(struct tp_err *err)
+{
+	int rc = landlock_abi > 0 ? restrict_landlock("worker", err) : 0;
+
+	close_grants();
+	return rc;
 }
 
 static void on_sigsys(int sig, siginfo_t *info, void *uctx)
@@ -688,8 +803,12 @@ int tp_lockdown_enter_zygote(struct tp_err *err)
 	null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null_fd < 0)
 		return fail(err, "open(/dev/null)", errno, NULL);
-	/* NNP is inherited by every worker, which then never needs prctl for it. */
+	/* NNP is inherited by every worker, which then never needs prctl for it.
+	 * With grants Z allows read-only opens: the zygote holds itself to the
+	 * grants too (each worker still makes its own, nested domain). */
 	if (install_reporter(err) < 0 || set_nnp(err) < 0 ||
+	    ((ngrants > 0 || kernel_only) && landlock_abi > 0 &&
+	     restrict_landlock("zygote", err) < 0) ||
 	    load_filter(zygote_insns, zygote_len, "seccomp(zygote filter)", err) < 0)
 		return -1;
 	entered = 1;
@@ -706,7 +825,7 @@ int tp_lockdown_enter_zygote(struct tp_err *err)
  */
 int tp_lockdown_apply(const struct tp_lockdown *cfg, struct tp_err *err)
 {
-	int keep[MAX_KEEP];
+	int keep[MAX_KEEP + MAX_GRANTS];
 	struct rlimit nofile;
 	unsigned loop_max = 1u << 20;
 
@@ -717,7 +836,7 @@ int tp_lockdown_apply(const struct tp_lockdown *cfg, struct tp_err *err)
 		return -1;
 	/* The grants' O_PATH fds survive the fd sweep until Landlock has them. */
 	int nkeep = cfg->nkeep;
-	for (int i = 0; i < ngrants && nkeep < MAX_KEEP; i++) {
+	for (int i = 0; i < ngrants; i++) {
 		int fd = grants[i].fd, j = nkeep++;
 		while (j > 0 && keep[j - 1] > fd) {
 			keep[j] = keep[j - 1];

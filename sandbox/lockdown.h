@@ -17,8 +17,10 @@
  *      clone(CLONE_PARENT | SIGCHLD), close and compute: no open, no exec.
  *   3. tp_lockdown_apply(): in each worker, right after clone, single-threaded. In
  *      order: parent-death signal, fds (0/1/2 on /dev/null, all others closed but
- *      the kept ones), rlimits, uid drop (root only, to 65534), Landlock (deny all
- *      filesystem access, TCP, signal and abstract-socket scopes), SIGSYS armed
+ *      the kept ones, and the grants' O_PATH fds until Landlock has them), rlimits,
+ *      uid drop (root only, to 65534), Landlock (deny all filesystem access but
+ *      beneath the policy's grants, TCP, signal and abstract-socket scopes; then
+ *      the grants' fds closed), SIGSYS armed
  *      (report to cfg->shm), and last the seal W. A process that never entered a
  *      zygote (tests) gets step 2 done here first, at the cost of loading Z. On
  *      failure the worker must exit (TP_EXIT_FATAL) without running code. After it
@@ -35,6 +37,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "langs.h"
 #include "msg.h"
 #include "shm.h"
 
@@ -48,6 +51,11 @@ struct tp_lockdown {
 	struct tp_shm *shm; /* where the SIGSYS handler reports; may be NULL */
 };
 
+/* The zygote's language, before tp_lockdown_prepare: under kernel-only its
+ * runtime's library directories become read grants (tp_runtime_grants). */
+void tp_lockdown_set_lang(enum tp_lang_id lang);
+/* Compiles Z and W for tp_sandbox_policy(), opens its grants (O_PATH) and
+ * probes Landlock. Refuses a policy with grants, or kernel-only, without Landlock. */
 int tp_lockdown_prepare(struct tp_err *err);
 int tp_lockdown_enter_zygote(struct tp_err *err);
 int tp_lockdown_apply(const struct tp_lockdown *cfg, struct tp_err *err);
@@ -69,6 +77,9 @@ size_t tp_lockdown_program(enum tp_filter which, const void **insns);
 /* For tests: compile one program now into insns (room for max instructions); with
  * omit_nr >= 0 the seal leaves that syscall out. Its length, or 0 on error. */
 size_t tp_lockdown_compile(enum tp_filter which, int omit_nr, void *insns, size_t max);
+/* For tests: the grants' O_PATH fds (open in the zygote, closed in a worker
+ * before its code runs); how many were written to fds. */
+size_t tp_lockdown_grant_fds(int *fds, size_t max);
 /* For tests: no_new_privs plus the Landlock step alone, without seccomp. */
 int tp_lockdown_landlock_only(struct tp_err *err);
 

@@ -268,6 +268,49 @@ const int tp_policy_eperm_nrs[] = {
 	SYS_pipe2,
 };
 
+/* kernel-only (a policy without a language layer): these refusals trap instead
+ * of EPERM, so an attempt ends the exec as a sandbox_violation that names the
+ * syscall even when the runtime (or memory-corrupting native code) would swallow
+ * the error. New processes and programs, the network, other processes. clone3
+ * keeps ENOSYS (libc falls back to clone, which traps). */
+const int tp_policy_kernel_only_trap_nrs[] = {
+	/* network */
+	SYS_socket,
+	SYS_socketpair,
+	SYS_connect,
+	SYS_bind,
+	SYS_listen,
+	SYS_accept,
+	SYS_accept4,
+	SYS_sendto,
+	SYS_recvfrom,
+	SYS_sendmsg,
+	SYS_recvmsg,
+	SYS_sendmmsg,
+	SYS_recvmmsg,
+	SYS_shutdown,
+	SYS_getsockopt,
+	SYS_setsockopt,
+	SYS_getsockname,
+	SYS_getpeername,
+	/* exec and new processes */
+	SYS_execve,
+	SYS_execveat,
+	SYS_fork,
+	SYS_vfork,
+	SYS_clone,
+	/* reaching other processes */
+	SYS_kill,
+	SYS_rt_sigqueueinfo,
+	SYS_rt_tgsigqueueinfo,
+	424 /* pidfd_send_signal */,
+	438 /* pidfd_getfd */,
+	SYS_ptrace,
+	SYS_process_vm_readv,
+	SYS_process_vm_writev,
+	SYS_kcmp,
+};
+
 /* ENOSYS: newer calls libc (or a runtime) falls back from, as if the kernel were
  * older. Every other number in [SWEEP_FIRST, SWEEP_END) gets ENOSYS too. */
 const int tp_policy_enosys_nrs[] = {
@@ -394,6 +437,8 @@ const struct tp_arg_rule tp_policy_zygote_rules[] = {
 
 const size_t tp_policy_nallow_nrs = sizeof tp_policy_allow_nrs / sizeof *tp_policy_allow_nrs;
 const size_t tp_policy_neperm_nrs = sizeof tp_policy_eperm_nrs / sizeof *tp_policy_eperm_nrs;
+const size_t tp_policy_nkernel_only_trap_nrs =
+    sizeof tp_policy_kernel_only_trap_nrs / sizeof *tp_policy_kernel_only_trap_nrs;
 const size_t tp_policy_nenosys_nrs = sizeof tp_policy_enosys_nrs / sizeof *tp_policy_enosys_nrs;
 const size_t tp_policy_narg_rules = sizeof tp_policy_arg_rules / sizeof *tp_policy_arg_rules;
 const size_t tp_policy_nzygote_rules =

@@ -82,8 +82,6 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 		.nkeep = 1,
 		.shm = shm,
 	};
-	if (cfg->fsize)
-		signal(SIGXFSZ, SIG_IGN); /* a file at its limit: EFBIG, not a kill */
 	if (tp_lockdown_apply(&ld, &err) != 0)
 		die("lockdown", err.msg);
 

@@ -94,6 +94,7 @@ int tp_zygote_main(const char *lang_name)
 		return 1;
 	}
 	tp_sandbox_set_policy(policy);
+	/* The host checked already; a zygote refuses rather than run with less too. */
 	char why[512];
 	if (tp_policy_kernel_check(policy, why, sizeof why) != 0) {
 		fprintf(stderr, "tidepool zygote: %s\n", why);
@@ -102,6 +103,7 @@ int tp_zygote_main(const char *lang_name)
 	/* UTC, fixed once: os.date is deterministic and never reads /etc/localtime. */
 	setenv("TZ", "UTC", 1);
 	tzset();
+	tp_lockdown_set_lang(lang->id); /* kernel-only reads its runtime's own libraries */
 	if (lang->zygote_init(&err) != 0 || tp_lockdown_prepare(&err) != 0) {
 		fprintf(stderr, "tidepool zygote: %s\n", err.msg);
 		return 1;

@@ -36,6 +36,7 @@
 #include "result.h"
 #include "zygote.h"
 #include "shm.h"
+#include "seccomp_sim.h"
 #include "tap.h"
 
 /* The address-space limit workers get. Under ASan the process already reserves
@@ -347,58 +348,8 @@ static int read_file(const char *path, char *buf, size_t len)
 
 /* ---- the policy as a program: arch, x32 and each class ------------------- */
 
-#define BPF_BAD 0xdeadbeefu
-
-static uint32_t bpf_run(const struct sock_filter *f, size_t n, const struct seccomp_data *d)
-{
-	uint32_t a = 0, x = 0;
-
-	for (size_t pc = 0; pc < n;) {
-		const struct sock_filter *i = &f[pc++];
-		switch (i->code) {
-		case BPF_LD | BPF_W | BPF_ABS:
-			if (i->k + 4 > sizeof *d)
-				return BPF_BAD;
-			memcpy(&a, (const char *)d + i->k, 4);
-			break;
-		case BPF_LD | BPF_IMM: a = i->k; break;
-		case BPF_LDX | BPF_IMM: x = i->k; break;
-		case BPF_MISC | BPF_TAX: x = a; break;
-		case BPF_MISC | BPF_TXA: a = x; break;
-		case BPF_ALU | BPF_AND | BPF_K: a &= i->k; break;
-		case BPF_ALU | BPF_OR | BPF_K: a |= i->k; break;
-		case BPF_JMP | BPF_JA: pc += i->k; break;
-		case BPF_JMP | BPF_JEQ | BPF_K: pc += a == i->k ? i->jt : i->jf; break;
-		case BPF_JMP | BPF_JGT | BPF_K: pc += a > i->k ? i->jt : i->jf; break;
-		case BPF_JMP | BPF_JGE | BPF_K: pc += a >= i->k ? i->jt : i->jf; break;
-		case BPF_JMP | BPF_JSET | BPF_K: pc += (a & i->k) ? i->jt : i->jf; break;
-		case BPF_RET | BPF_K: return i->k;
-		default: return BPF_BAD;
-		}
-	}
-	return BPF_BAD;
-}
-
-struct prog {
-	const struct sock_filter *f;
-	size_t n;
-};
-
 static struct prog zygote_prog, seal_prog, worker_prog;
 static struct sock_filter worker_insns[BPF_MAXINSNS];
-
-/* What the kernel returns for a stack: it runs the newest filter (the seal) first
- * and takes an older one's verdict only when its action is strictly more
- * restrictive (compared as signed: KILL_PROCESS < KILL_THREAD < TRAP < ERRNO < ALLOW). */
-static uint32_t stacked(const struct prog *older, const struct prog *newer,
-			const struct seccomp_data *d)
-{
-	uint32_t ret = bpf_run(newer->f, newer->n, d), old = bpf_run(older->f, older->n, d);
-
-	if ((int32_t)(old & SECCOMP_RET_ACTION_FULL) < (int32_t)(ret & SECCOMP_RET_ACTION_FULL))
-		ret = old;
-	return ret;
-}
 
 /* A worker's verdict: the zygote filter with the seal on top. */
 static uint32_t verdict(uint32_t arch, uint32_t nr, uint64_t a0, uint64_t a1, uint64_t a2,

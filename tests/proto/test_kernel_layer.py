@@ -1,0 +1,198 @@
+"""The kernel layer end to end (issue 11): file grants held by Landlock and
+seccomp, kernel-only's runtime grants and traps, what a worker with full Python
+(ctypes) still cannot reach, and the zygote's own refusal of a policy this kernel
+cannot hold. Exact kinds, layers, messages and syscalls."""
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+
+import pytest
+
+from conftest import BINARY, needs_landlock, Host
+
+ENV = {"PATH": "/usr/bin:/bin"}
+EPERM = "Operation not permitted (EPERM)"
+EACCES = "Permission denied (EACCES)"
+LANDLOCK = "Landlock allows no file outside the policy's grants"
+
+
+@pytest.fixture(scope="module")
+def tree():
+    """ro/ (read grant), rw/ (write grant) and a canary beside them, readable by
+    the workers' uid 65534, and a host with policies over them."""
+    d = tempfile.mkdtemp(prefix="tp-kernel-", dir="/tmp")
+    os.chmod(d, 0o755)
+    for sub, mode in (("ro", 0o755), ("rw", 0o777), ("pol", 0o755)):
+        os.mkdir(os.path.join(d, sub))
+        os.chmod(os.path.join(d, sub), mode)
+    for path, text in (("ro/data.txt", "granted\n"), ("canary.txt", "CANARY-kernel\n")):
+        with open(os.path.join(d, path), "w") as f:
+            f.write(text)
+        os.chmod(os.path.join(d, path), 0o644)
+    grant = {"read": [os.path.join(d, "ro")], "write": [os.path.join(d, "rw")],
+             "file_bytes": 4096}
+    for name, base in (("bare", "kernel-only"), ("files", "standard")):
+        with open(os.path.join(d, "pol", name + ".json"), "w") as f:
+            json.dump({"name": name, "extends": base, "filesystem": grant}, f)
+    h = Host(args=("--policy-dir", os.path.join(d, "pol")))
+    yield d, h
+    h.close()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def py(h, code, policy):
+    r = h.call("sandbox/exec", {"lang": "python", "code": code, "policy": policy}, 60)
+    assert "result" in r, r
+    return r["result"]
+
+
+def lua(h, code, policy):
+    return h.exec(code, policy=policy)
+
+
+def violation(res, message, syscall=None):
+    assert res["ok"] is False and res["value"] is None, res
+    e = res["error"]
+    assert (e["kind"], e["layer"], e["message"]) == ("sandbox_violation", "kernel", message), res
+    if syscall is not None:
+        assert (e["syscall"], e["line"]) == (syscall, None), res
+    assert "CANARY" not in json.dumps(res)
+
+
+# -- kernel-only: the runtime's library, the traps ---------------------------------------
+
+@needs_landlock
+def test_kernel_only_runtime_grant_and_refusals(tree):
+    _, h = tree
+    # json is preloaded (standard allows it); csv is not: it comes from the grant.
+    res = py(h, "import sys\nwas = 'csv' in sys.modules\nimport csv, json\n"
+                "[was, csv.__name__, json.dumps([1])]", "kernel-only")
+    assert res["ok"] is True and res["value"] == [False, "csv", "[1]"], res
+    violation(py(h, "open('/etc/passwd').read()", "kernel-only"),
+              f"the kernel refused open('/etc/passwd'): {EACCES}; {LANDLOCK}")
+    violation(py(h, "import os\nos.system('id')", "kernel-only"),
+              "seccomp refused the system call 'clone'", "clone")
+    violation(lua(h, "return os.execute('id')", "kernel-only"),
+              "seccomp refused the system call 'clone'", "clone")
+    violation(lua(h, "return io.open('/etc/passwd')", "kernel-only"),
+              f"the kernel refused io.open('/etc/passwd'): {EACCES}; {LANDLOCK}")
+
+
+# Full Python (ctypes, mmap) may corrupt its own worker; what the kernel still holds.
+REACH = [
+    ("import ctypes\nctypes.CDLL(None).ptrace(0, 0, 0, 0)",
+     "seccomp refused the system call 'ptrace'", "ptrace"),
+    ("import ctypes\nctypes.CDLL(None).process_vm_readv(1, 0, 0, 0, 0, 0)",
+     "seccomp refused the system call 'process_vm_readv'", "process_vm_readv"),
+    ("import ctypes\nctypes.CDLL(None).kill(1, 0)", "seccomp refused the system call 'kill'",
+     "kill"),
+    ("import ctypes\nctypes.CDLL(None).socket(2, 1, 0)",
+     "seccomp refused the system call 'socket'", "socket"),
+    ("import ctypes\nctypes.CDLL(None).execve(b'/bin/sh', None, None)",
+     "seccomp refused the system call 'execve'", "execve"),
+    ("import ctypes\nctypes.CDLL(None).prctl(4, 1, 0, 0, 0)",  # PR_SET_DUMPABLE
+     f"the kernel refused prctl() (via ctypes): {EPERM}; the kernel layer refused a system "
+     "call the native code made", None),
+    ("import mmap\nmmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_EXEC)",
+     f"the kernel refused mmap.__new__(-1): {EPERM}; seccomp allows no executable or shared "
+     "mapping", None),
+    ("open('/proc/self/mem', 'rb')", f"the kernel refused open('/proc/self/mem'): {EACCES}; "
+     f"{LANDLOCK}", None),
+    ("open('/proc/1/environ', 'rb')", f"the kernel refused open('/proc/1/environ'): {EACCES}; "
+     f"{LANDLOCK}", None),
+]
+
+
+@needs_landlock
+@pytest.mark.parametrize("code,message,syscall", REACH, ids=[c.split("\n")[-1][:40] for c, _, _ in REACH])
+def test_kernel_only_full_python_reaches_nothing(tree, code, message, syscall):
+    violation(py(tree[1], code, "kernel-only"), message, syscall)
+
+
+@needs_landlock
+def test_kernel_only_worker_holds_only_its_channel(tree):
+    # 0, 1, 2 (/dev/null) and the channel: no grant fd, no page fd, nothing inherited.
+    res = py(tree[1], "import os\nfds = []\nfor fd in range(256):\n    try:\n"
+                      "        os.fstat(fd)\n        fds.append(fd)\n    except OSError:\n"
+                      "        pass\n[fds[:3], len(fds)]", "bare")
+    assert res["ok"] is True and res["value"] == [[0, 1, 2], 4], res
+
+
+# -- grants: the kernel alone (bare: kernel-only plus grants) ----------------------------
+
+@needs_landlock
+def test_bare_grants_read_write_and_refuse(tree):
+    d, h = tree
+    ro, rw = os.path.join(d, "ro"), os.path.join(d, "rw")
+    res = py(h, f"open('{ro}/data.txt').read()", "bare")
+    assert res["ok"] is True and res["value"] == "granted\n", res
+    res = py(h, f"import os\nwith open('{rw}/out.txt', 'w') as f:\n    f.write('made')\n"
+                f"os.mkdir('{rw}/sub')\nos.rename('{rw}/out.txt', '{rw}/moved.txt')\n"
+                f"sorted(os.listdir('{rw}'))", "bare")
+    assert res["ok"] is True and res["value"] == ["moved.txt", "sub"], res
+    with open(os.path.join(rw, "moved.txt")) as f:
+        assert f.read() == "made"
+    violation(py(h, f"open('{ro}/data.txt', 'a').write('x')", "bare"),
+              f"the kernel refused open('{ro}/data.txt'): {EACCES}; {LANDLOCK}")
+    violation(py(h, f"open('{d}/canary.txt').read()", "bare"),
+              f"the kernel refused open('{d}/canary.txt'): {EACCES}; {LANDLOCK}")
+    violation(py(h, f"open('{ro}/../canary.txt').read()", "bare"),
+              f"the kernel refused open('{ro}/../canary.txt'): {EACCES}; {LANDLOCK}")
+    res = py(h, f"import os\nos.link('{d}/canary.txt', '{rw}/hard')", "bare")
+    assert (res["error"]["kind"], res["error"]["layer"]) == ("sandbox_violation", "kernel"), res
+    assert res["error"]["message"].startswith("the kernel refused os.link("), res
+    assert not os.path.exists(os.path.join(rw, "hard"))
+    # file_bytes is RLIMIT_FSIZE: the write fails with EFBIG, the worker lives.
+    res = py(h, f"f = open('{rw}/big', 'wb', buffering=0)\nn = f.write(b'x' * 10000)\n"
+                f"try:\n    f.write(b'x')\nexcept OSError as e:\n    err = e.errno\n[n, err]",
+             "bare")
+    assert res["ok"] is True and res["value"] == [4096, 27], res  # EFBIG
+    assert os.path.getsize(os.path.join(rw, "big")) == 4096
+
+
+# -- the zygote refuses a policy this kernel cannot hold ---------------------------------
+
+def start_zygote(policy_json, env):
+    """`tidepool --zygote lua` as the host starts it: control socket on fd 3,
+    the policy on fd 4; the host's check skipped, so only the zygote's stands."""
+    ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    r, w = os.pipe()
+    os.write(w, json.dumps(policy_json).encode())
+    os.close(w)
+
+    def fds():
+        os.dup2(theirs.fileno(), 3)
+        os.dup2(r, 4)
+    p = subprocess.Popen([BINARY, "--zygote", "lua"], preexec_fn=fds, close_fds=False, env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    theirs.close()
+    os.close(r)
+    ctl.close()  # EOF: a zygote that starts exits 0 at once
+    _, err = p.communicate(timeout=30)
+    return p.returncode, err.decode()
+
+
+def shown(*args):
+    out = subprocess.run([BINARY, "policy", "show", *args, "--json"], capture_output=True,
+                         text=True, env=ENV, timeout=30)
+    assert out.returncode == 0, out.stderr
+    p = json.loads(out.stdout)
+    p.pop("redact", None)
+    return p
+
+
+def test_zygote_refuses_rather_than_runs_with_less(tree):
+    d, _ = tree
+    no_ll = dict(ENV, TIDEPOOL_TEST_NO_LANDLOCK="1")
+    rc, err = start_zygote(shown("kernel-only"), no_ll)
+    assert (rc, err) == (1, "tidepool zygote: policy 'kernel-only' turns the language layer off, "
+                            "so the kernel is its only wall, and this kernel has no Landlock "
+                            "(Operation not supported): refused rather than run with less\n")
+    rc, err = start_zygote(shown(os.path.join(d, "pol", "files.json")), no_ll)
+    assert (rc, err) == (1, "tidepool zygote: policy 'files' grants files, which needs Landlock "
+                            "to hold them to their paths, and this kernel has none (Operation "
+                            "not supported): refused rather than run with less\n")
+    assert start_zygote(shown("standard"), no_ll) == (0, "")
