@@ -147,6 +147,7 @@ char *tp_msg_request_encode(const struct tp_request *req, size_t *len)
 		put_u64(&w, tp_limit_get(&req->limits, (enum tp_limit_id)i));
 	put_u8(&w, req->has_seed ? 1 : 0);
 	put_u64(&w, req->has_seed ? req->seed : 0);
+	put_u8(&w, req->session ? 1 : 0);
 	put_bytes(&w, req->code ? req->code : "", req->code ? req->code_len : 0);
 	put_json(&w, req->inputs);
 	return finish(&w, len);
@@ -328,6 +329,7 @@ int tp_msg_request_decode(const char *buf, size_t len, struct tp_request *out)
 		lim[i] = get_u64(&r);
 	out->has_seed = get_u8(&r) == 1;
 	out->seed = get_u64(&r);
+	out->session = get_u8(&r) == 1;
 	code_len = get_bytes(&r, TP_MSG_MAX_REQUEST, &code);
 	if (r.bad || code == NULL || tp_limits_from_array(&out->limits, lim) != 0)
 		return -1;

@@ -31,7 +31,7 @@
 #define TP_EXIT_LIMIT 158     /* a limit tripped and the grace period ran out */
 #define TP_EXIT_VIOLATION 159 /* seccomp trapped a syscall (128 + SIGSYS) */
 
-#define TP_MSG_VERSION 1
+#define TP_MSG_VERSION 2
 /* Caps the host holds a reply to; the worker cuts its texts below them. */
 #define TP_MSG_MAX_TYPE 256u
 #define TP_MSG_MAX_TEXT (64u << 10)
@@ -55,6 +55,7 @@ struct tp_request {
 	struct tp_limits limits;
 	int has_seed;
 	uint64_t seed;
+	int session; /* keep the globals of earlier execs, and count memory from the first */
 };
 
 /* Why an exec failed, as the language layer saw it. */

@@ -694,12 +694,14 @@ static int parse_section(struct ctx *c, int k, const json_t *v, struct parsed *o
 	}
 	case K_TOOLS: return get_strv(c, v, check_tool, NULL, &p->tools);
 	case K_SESSION: {
-		static const char *const keys[] = { "max_sessions", "idle_ms", "max_execs",
-						    "memory_bytes", NULL };
+		static const char *const keys[] = { "max_sessions", "idle_ms",     "max_execs",
+						    "memory_bytes", "lifetime_ms", NULL };
 		uint64_t *const f[] = { &p->session.max_sessions, &p->session.idle_ms,
-					&p->session.max_execs, &p->session.memory_bytes };
-		static const uint64_t lo[] = { 0, 1000, 1, 1u << 20 };
-		static const uint64_t hi[] = { 1024, 86400000, 10000000, TP_POLICY_MAX_MEMORY };
+					&p->session.max_execs, &p->session.memory_bytes,
+					&p->session.lifetime_ms };
+		static const uint64_t lo[] = { 0, 1000, 1, 1u << 20, 1000 };
+		static const uint64_t hi[] = { 1024, 86400000, 10000000, TP_POLICY_MAX_MEMORY,
+					       604800000 };
 		return parse_uints(c, v, keys, f, lo, hi, &o->w.session);
 	}
 	case K_ISOLATION:
@@ -743,7 +745,11 @@ static struct tp_policy *policy_new(void)
 	/* standard's session limits: every base value must pass validation again
 	 * (the zygote re-reads the wire form). */
 	p->session = (struct tp_policy_session){
-		.max_sessions = 16, .idle_ms = 600000, .max_execs = 1000, .memory_bytes = 64u << 20
+		.max_sessions = 16,
+		.idle_ms = 600000,
+		.max_execs = 1000,
+		.memory_bytes = 64u << 20,
+		.lifetime_ms = 3600000,
 	};
 	p->isolation = strdup("process");
 	p->description = strdup("");
@@ -873,10 +879,11 @@ static int merge(struct tp_policy *child, const struct written *w, const struct 
 	if (!(w->top & (1u << K_TOOLS)))
 		rc |= strv_copy(&c->tools, &parent->tools);
 	uint64_t *cs[] = { &c->session.max_sessions, &c->session.idle_ms, &c->session.max_execs,
-			   &c->session.memory_bytes };
+			   &c->session.memory_bytes, &c->session.lifetime_ms };
 	const uint64_t *ps[] = { &parent->session.max_sessions, &parent->session.idle_ms,
-				 &parent->session.max_execs, &parent->session.memory_bytes };
-	for (int i = 0; i < 4; i++)
+				 &parent->session.max_execs, &parent->session.memory_bytes,
+				 &parent->session.lifetime_ms };
+	for (int i = 0; i < 5; i++)
 		if (!(w->session & (1u << i)))
 			*cs[i] = *ps[i];
 	if (!(w->rate & 1))
@@ -1196,7 +1203,7 @@ json_t *tp_policy_to_json(const struct tp_policy *p, int with_redact)
 		    json_integer((json_int_t)tp_limit_get(&p->limits, (enum tp_limit_id)i)));
 	json_t *o = json_pack(
 	    "{s:s, s:s, s:o, s:o, s:b, s:{s:o, s:o}, s:{s:o, s:o}, s:{s:o, s:o, s:I}, s:o, "
-	    "s:{s:I, s:I, s:I, s:I}, s:s, s:{s:I, s:I}}",
+	    "s:{s:I, s:I, s:I, s:I, s:I}, s:s, s:{s:I, s:I}}",
 	    "name", p->name, "description", p->description, "languages", langs, "limits", limits,
 	    "language_layer", p->language_layer, "lua", "libraries", strv_json(&p->lua_libraries),
 	    "functions", strv_json(&p->lua_functions), "python", "modules",
@@ -1205,9 +1212,9 @@ json_t *tp_policy_to_json(const struct tp_policy *p, int with_redact)
 	    (json_int_t)p->file_bytes, "tools", strv_json(&p->tools), "session", "max_sessions",
 	    (json_int_t)p->session.max_sessions, "idle_ms", (json_int_t)p->session.idle_ms,
 	    "max_execs", (json_int_t)p->session.max_execs, "memory_bytes",
-	    (json_int_t)p->session.memory_bytes, "isolation", p->isolation, "rate", "per_minute",
-	    (json_int_t)p->rate.per_minute, "session_per_minute",
-	    (json_int_t)p->rate.session_per_minute);
+	    (json_int_t)p->session.memory_bytes, "lifetime_ms", (json_int_t)p->session.lifetime_ms,
+	    "isolation", p->isolation, "rate", "per_minute", (json_int_t)p->rate.per_minute,
+	    "session_per_minute", (json_int_t)p->rate.session_per_minute);
 	if (o != NULL && with_redact)
 		json_object_set_new(o, "redact",
 				    json_pack("{s:o, s:o, s:o}", "strings",

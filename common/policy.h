@@ -47,6 +47,7 @@ struct tp_policy_session {
 	uint64_t idle_ms;      /* a session idle this long is ended */
 	uint64_t max_execs;    /* execs in one session */
 	uint64_t memory_bytes; /* a session's state */
+	uint64_t lifetime_ms;  /* a session older than this is ended (after its running exec) */
 };
 
 struct tp_policy_rate {

@@ -43,7 +43,7 @@ const char *const tp_preset_texts[] = {
 	"  },\n"
 	"  \"filesystem\": { \"read\": [], \"write\": [], \"file_bytes\": 0 },\n"
 	"  \"tools\": [],\n"
-	"  \"session\": { \"max_sessions\": 16, \"idle_ms\": 600000, \"max_execs\": 1000, \"memory_bytes\": 67108864 },\n"
+	"  \"session\": { \"max_sessions\": 16, \"idle_ms\": 600000, \"max_execs\": 1000, \"memory_bytes\": 67108864, \"lifetime_ms\": 3600000 },\n"
 	"  \"isolation\": \"process\",\n"
 	"  \"rate\": { \"per_minute\": 0, \"session_per_minute\": 0 },\n"
 	"  \"redact\": { \"strings\": [], \"patterns\": [], \"env\": [] }\n"
@@ -69,7 +69,7 @@ const char *const tp_preset_texts[] = {
 	"    \"modules\": [\"math\", \"json\", \"re\", \"random\", \"collections\", \"itertools\", \"functools\",\n"
 	"                \"statistics\", \"fractions\", \"string\", \"heapq\", \"bisect\", \"operator\", \"copy\"]\n"
 	"  },\n"
-	"  \"session\": { \"max_sessions\": 4, \"idle_ms\": 120000, \"max_execs\": 200, \"memory_bytes\": 33554432 },\n"
+	"  \"session\": { \"max_sessions\": 4, \"idle_ms\": 120000, \"max_execs\": 200, \"memory_bytes\": 33554432, \"lifetime_ms\": 900000 },\n"
 	"  \"rate\": { \"per_minute\": 600, \"session_per_minute\": 60 }\n"
 	"}\n",
 	"{\n"
@@ -93,7 +93,7 @@ const char *const tp_preset_texts[] = {
 	"                \"binascii\", \"hashlib\", \"hmac\", \"struct\", \"unicodedata\", \"html\", \"colorsys\",\n"
 	"                \"graphlib\", \"fnmatch\", \"shlex\", \"zlib\"]\n"
 	"  },\n"
-	"  \"session\": { \"max_sessions\": 64, \"idle_ms\": 3600000, \"max_execs\": 100000, \"memory_bytes\": 536870912 }\n"
+	"  \"session\": { \"max_sessions\": 64, \"idle_ms\": 3600000, \"max_execs\": 100000, \"memory_bytes\": 536870912, \"lifetime_ms\": 86400000 }\n"
 	"}\n",
 	"{\n"
 	"  \"name\": \"kernel-only\",\n"

@@ -28,6 +28,13 @@ void tp_shm_begin(struct tp_shm *shm, uint64_t out_limit)
 	shm->len[0] = shm->len[1] = 0;
 	shm->truncated[0] = shm->truncated[1] = 0;
 	shm->wanted = 0;
+	/* A session's worker runs many execs in one page: nothing of the last stays. */
+	shm->tripped = 0;
+	shm->tripped_limit = 0;
+	shm->limit_value = shm->limit_used = 0;
+	shm->syscall_nr = -1;
+	shm->instructions = shm->mem_peak = 0;
+	shm->note[0] = '\0';
 }
 
 int tp_shm_write(struct tp_shm *shm, enum tp_stream s, const char *buf, size_t n)

@@ -10,7 +10,8 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-/* 'S', the output area's size, and two fds (SCM_RIGHTS). */
+/* 'S' (a one-shot worker) or 'L' (a session's, long-lived), the output area's
+ * size, and two fds (SCM_RIGHTS). */
 struct spawn_msg {
 	char body[1 + sizeof(uint32_t)];
 	struct iovec iov;
@@ -31,14 +32,14 @@ static void spawn_msg_init(struct spawn_msg *m)
 				 .msg_controllen = sizeof m->u.buf };
 }
 
-int tp_spawn_send(int ctl, int chan_fd, int shm_fd, uint32_t area_bytes)
+int tp_spawn_send(int ctl, int chan_fd, int shm_fd, uint32_t area_bytes, int session)
 {
 	struct spawn_msg m;
 	int fds[2] = { chan_fd, shm_fd };
 
 	spawn_msg_init(&m);
 	struct cmsghdr *c = CMSG_FIRSTHDR(&m.mh);
-	m.body[0] = 'S';
+	m.body[0] = session ? 'L' : 'S';
 	memcpy(m.body + 1, &area_bytes, sizeof area_bytes);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
@@ -47,7 +48,7 @@ int tp_spawn_send(int ctl, int chan_fd, int shm_fd, uint32_t area_bytes)
 	return sendmsg(ctl, &m.mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof m.body ? 0 : -1;
 }
 
-int tp_spawn_recv(int ctl, int *chan, int *shm, uint32_t *area)
+int tp_spawn_recv(int ctl, int *chan, int *shm, uint32_t *area, int *session)
 {
 	struct spawn_msg m;
 	ssize_t n;
@@ -59,14 +60,15 @@ int tp_spawn_recv(int ctl, int *chan, int *shm, uint32_t *area)
 	if (n <= 0)
 		return 0;
 	struct cmsghdr *c = CMSG_FIRSTHDR(&m.mh);
-	if (n != sizeof m.body || m.body[0] != 'S' || c == NULL || c->cmsg_type != SCM_RIGHTS ||
-	    c->cmsg_len != CMSG_LEN(2 * sizeof(int)))
+	if (n != sizeof m.body || (m.body[0] != 'S' && m.body[0] != 'L') || c == NULL ||
+	    c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(2 * sizeof(int)))
 		return -1;
 	int fds[2];
 	memcpy(fds, CMSG_DATA(c), sizeof fds);
 	*chan = fds[0];
 	*shm = fds[1];
 	memcpy(area, m.body + 1, sizeof *area);
+	*session = m.body[0] == 'L';
 	return 1;
 }
 

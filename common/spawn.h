@@ -4,7 +4,8 @@
  *
  * Usage:
  *   1. Host: tp_spawn_send() asks for one worker, handing over its channel and
- *      shared-page fds (SCM_RIGHTS) and the page's output-area size.
+ *      shared-page fds (SCM_RIGHTS), the page's output-area size and whether it
+ *      is a session's (it then serves many requests, under limits for its life).
  *   2. Zygote: tp_spawn_recv() takes it; it clones the worker and answers with
  *      tp_spawn_send_pid() (the pid, or -errno when the clone failed).
  *   3. Host: tp_spawn_recv_pid() reads the answers, in request order.
@@ -21,9 +22,9 @@
 #define TP_ZYGOTE_POLICY_FD 4
 
 /* Host: 0, or -1 (errno set) when the message could not be queued. */
-int tp_spawn_send(int ctl, int chan_fd, int shm_fd, uint32_t area_bytes);
+int tp_spawn_send(int ctl, int chan_fd, int shm_fd, uint32_t area_bytes, int session);
 /* Zygote: 1 with the fds, 0 at EOF, -1 on a malformed message. */
-int tp_spawn_recv(int ctl, int *chan, int *shm, uint32_t *area);
+int tp_spawn_recv(int ctl, int *chan, int *shm, uint32_t *area, int *session);
 /* Zygote: a worker's pid, or -errno when the clone failed. 0 or -1. */
 int tp_spawn_send_pid(int ctl, pid_t pid);
 /* Host: 1 with *pid, 0 if nothing to read, -1 when the zygote is gone. */

@@ -25,12 +25,12 @@ static int check_keys(const json_t *obj, const char *const *allowed, struct tp_e
 	return 0;
 }
 
-static int common_params(const json_t *p, struct tp_exec_params *out, struct tp_err *err)
+static int common_params(const json_t *p, const struct tp_exec_session *sess,
+			 struct tp_exec_params *out, struct tp_err *err)
 {
 	json_t *code = json_object_get(p, "code");
 	json_t *inputs = json_object_get(p, "inputs");
 	json_t *seed = json_object_get(p, "seed");
-	json_t *session = json_object_get(p, "session_id");
 
 	if (!json_is_string(code))
 		return refuse(err, "'code' must be a string");
@@ -38,8 +38,6 @@ static int common_params(const json_t *p, struct tp_exec_params *out, struct tp_
 		return refuse(err, "'inputs' must be an object");
 	if (seed != NULL && !json_is_null(seed) && !json_is_integer(seed))
 		return refuse(err, "'seed' must be an integer");
-	if (session != NULL && !json_is_null(session))
-		return refuse(err, "sessions are not available in this version");
 	out->code = json_string_value(code);
 	out->code_len = json_string_length(code);
 	out->inputs = json_is_object(inputs) ? inputs : NULL;
@@ -48,46 +46,97 @@ static int common_params(const json_t *p, struct tp_exec_params *out, struct tp_
 	if (!tp_policy_allows_lang(out->policy, out->lang))
 		return refuse(err, "policy '%s' does not allow %s", out->policy->name,
 			      tp_langs[out->lang].title);
-	out->limits = out->policy->limits;
+	out->limits = sess ? sess->ceiling : out->policy->limits;
 	struct tp_err why = { 0 };
 	if (tp_limits_tighten(&out->limits, json_object_get(p, "limits"), &why) == 0)
 		return 0;
+	if (sess != NULL)
+		return refuse(err, "%.300s (the session's limits)", why.msg);
 	return refuse(err, "%.300s (policy '%s')", why.msg, out->policy->name);
 }
 
+int tp_exec_params_session_id(const json_t *params, const char **id, struct tp_err *err)
+{
+	json_t *s = json_is_object(params) ? json_object_get(params, "session_id") : NULL;
+	*id = NULL;
+	if (s == NULL || json_is_null(s))
+		return 0;
+	if (!json_is_string(s))
+		return refuse(err,
+			      "'session_id' must be a string (sandbox/session/open gives one)");
+	*id = json_string_value(s);
+	return 0;
+}
+
+/* The policy params name, or the default. -1 when it names none of the set. */
+static int named_policy(const json_t *params, const struct tp_exec_policies *pols,
+			const struct tp_policy **out, struct tp_err *err)
+{
+	json_t *pol = json_object_get(params, "policy");
+	*out = pols->deflt;
+	if (pol == NULL || json_is_null(pol))
+		return 0;
+	if (!json_is_string(pol))
+		return refuse(err, "'policy' must be the name of a policy");
+	*out = tp_policy_set_find(pols->set, json_string_value(pol));
+	if (*out == NULL)
+		return refuse(err, "unknown policy '%.64s' (sandbox/policy/list names them)",
+			      json_string_value(pol));
+	return 0;
+}
+
+static const struct tp_lang_info *named_lang(const json_t *params, struct tp_err *err)
+{
+	const struct tp_lang_info *lang =
+	    tp_langs_by_name(json_string_value(json_object_get(params, "lang")));
+	if (lang == NULL) {
+		char names[256];
+		refuse(err, "'lang' must be %s",
+		       tp_langs_names(names, sizeof names, "\"%s\"", ", ", " or "));
+	}
+	return lang;
+}
+
 int tp_exec_params_parse(const json_t *params, const struct tp_exec_policies *pols,
-			 struct tp_exec_params *out, struct tp_err *err)
+			 const struct tp_exec_session *sess, struct tp_exec_params *out,
+			 struct tp_err *err)
 {
 	static const char *const keys[] = { "lang", "code",   "policy", "limits", "session_id",
 					    "seed", "inputs", "stream", NULL };
 	memset(out, 0, sizeof *out);
 	if (!json_is_object(params))
 		return refuse(err, "params must be an object");
-	if (check_keys(params, keys, err) != 0)
+	if (check_keys(params, keys, err) != 0 ||
+	    tp_exec_params_session_id(params, &out->session_id, err) != 0)
 		return -1;
-	const struct tp_lang_info *lang =
-	    tp_langs_by_name(json_string_value(json_object_get(params, "lang")));
-	if (lang == NULL) {
-		char names[256];
-		return refuse(err, "'lang' must be %s",
-			      tp_langs_names(names, sizeof names, "\"%s\"", ", ", " or "));
-	}
-	json_t *pol = json_object_get(params, "policy");
-	out->policy = pols->deflt;
-	if (pol != NULL && !json_is_null(pol)) {
-		if (!json_is_string(pol))
-			return refuse(err, "'policy' must be the name of a policy");
-		out->policy = tp_policy_set_find(pols->set, json_string_value(pol));
-		if (out->policy == NULL)
-			return refuse(err,
-				      "unknown policy '%.64s' (sandbox/policy/list names them)",
-				      json_string_value(pol));
-	}
 	json_t *stream = json_object_get(params, "stream");
 	if (stream != NULL && !json_is_false(stream) && !json_is_null(stream))
 		return refuse(err, "'stream' is not available in this version");
+	if (out->session_id != NULL && sess == NULL)
+		return refuse(err, "unknown session '%.40s'", out->session_id);
+	if (sess != NULL) {
+		/* The session fixed both: a request may repeat them, never change them. */
+		json_t *lang = json_object_get(params, "lang");
+		json_t *pol = json_object_get(params, "policy");
+		out->lang = sess->lang;
+		out->policy = sess->policy;
+		if (lang != NULL && !json_is_null(lang) &&
+		    (!json_is_string(lang) ||
+		     strcmp(json_string_value(lang), tp_langs[sess->lang].name) != 0))
+			return refuse(err, "'lang' must be \"%s\", the session's language",
+				      tp_langs[sess->lang].name);
+		if (pol != NULL && !json_is_null(pol) &&
+		    (!json_is_string(pol) ||
+		     strcmp(json_string_value(pol), sess->policy->name) != 0))
+			return refuse(err, "'policy' must be \"%s\", the session's policy",
+				      sess->policy->name);
+		return common_params(params, sess, out, err);
+	}
+	const struct tp_lang_info *lang = named_lang(params, err);
+	if (lang == NULL || named_policy(params, pols, &out->policy, err) != 0)
+		return -1;
 	out->lang = lang->id;
-	return common_params(params, out, err);
+	return common_params(params, NULL, out, err);
 }
 
 int tp_exec_params_parse_tool(const json_t *params, const struct tp_exec_policies *pols,
@@ -107,5 +156,36 @@ int tp_exec_params_parse_tool(const json_t *params, const struct tp_exec_policie
 	out->lang = lang->id;
 	out->tool_call = 1;
 	out->policy = pols->deflt;
-	return common_params(args, out, err);
+	return common_params(args, NULL, out, err);
+}
+
+int tp_session_params_parse(const json_t *params, const struct tp_exec_policies *pols,
+			    struct tp_exec_session *out, struct tp_err *err)
+{
+	static const char *const keys[] = { "lang", "policy", "limits", NULL };
+	memset(out, 0, sizeof *out);
+	if (params == NULL)
+		return refuse(err, "params must be an object with 'lang'");
+	if (!json_is_object(params))
+		return refuse(err, "params must be an object");
+	if (check_keys(params, keys, err) != 0)
+		return -1;
+	const struct tp_lang_info *lang = named_lang(params, err);
+	if (lang == NULL || named_policy(params, pols, &out->policy, err) != 0)
+		return -1;
+	out->lang = lang->id;
+	const struct tp_policy *p = out->policy;
+	if (!tp_policy_allows_lang(p, out->lang))
+		return refuse(err, "policy '%s' does not allow %s", p->name,
+			      tp_langs[out->lang].title);
+	if (p->session.max_sessions == 0)
+		return refuse(err, "policy '%s' allows no sessions (session.max_sessions is 0)",
+			      p->name);
+	/* A session's memory is its state across execs: the session section's. */
+	out->ceiling = p->limits;
+	out->ceiling.memory_bytes = p->session.memory_bytes;
+	struct tp_err why = { 0 };
+	if (tp_limits_tighten(&out->ceiling, json_object_get(params, "limits"), &why) == 0)
+		return 0;
+	return refuse(err, "%.300s (policy '%s', for a session)", why.msg, p->name);
 }

@@ -29,6 +29,14 @@ struct tp_exec_policies {
 	const struct tp_policy *deflt;
 };
 
+/* What a session fixes for every exec in it (session.c): an exec in a session
+ * runs in its language under its policy, and its limits lower the session's. */
+struct tp_exec_session {
+	enum tp_lang_id lang;
+	const struct tp_policy *policy;
+	struct tp_limits ceiling;
+};
+
 struct tp_exec_params {
 	enum tp_lang_id lang;
 	const struct tp_policy *policy; /* one of the set: never NULL after a parse */
@@ -38,13 +46,25 @@ struct tp_exec_params {
 	struct tp_limits limits;
 	int has_seed;
 	long long seed;
-	int tool_call; /* 1: answer in the MCP tools/call shape */
+	int tool_call;          /* 1: answer in the MCP tools/call shape */
+	const char *session_id; /* borrowed; NULL: one-shot */
 };
 
-/* Returns 0, or -1 with an invalid-params message recorded in err. */
+/* The session_id an exec names (a string), or NULL; -1 when it is not a string. */
+int tp_exec_params_session_id(const json_t *params, const char **id, struct tp_err *err);
+
+/* Returns 0, or -1 with an invalid-params message recorded in err. sess is the
+ * session the params name (found by the caller from their session_id), or NULL. */
 int tp_exec_params_parse(const json_t *params, const struct tp_exec_policies *pols,
-			 struct tp_exec_params *out, struct tp_err *err);
+			 const struct tp_exec_session *sess, struct tp_exec_params *out,
+			 struct tp_err *err);
 int tp_exec_params_parse_tool(const json_t *params, const struct tp_exec_policies *pols,
 			      struct tp_exec_params *out, struct tp_err *err);
+
+/* sandbox/session/open's params {lang, policy?, limits?}: the session's
+ * language, policy and ceiling (the policy's limits, memory_bytes from its
+ * session section, lowered by limits). 0, or -1 as above. */
+int tp_session_params_parse(const json_t *params, const struct tp_exec_policies *pols,
+			    struct tp_exec_session *out, struct tp_err *err);
 
 #endif

@@ -72,7 +72,14 @@ void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *er
 		.limits = &e->p.limits,
 	};
 	const struct tp_hpolicy *hp = &h->hp[e->zi / TP_NLANGS];
-	json_t *res = tp_hpolicy_redact(hp, tp_result_build(&o));
+	json_t *res = tp_result_build(&o);
+	if (res != NULL && e->session_id[0] != '\0') {
+		/* Lost: its worker is gone (killed, crashed, or the session closed). */
+		int lost = e->sess == NULL || w->exited || w->killed || w->reply == NULL;
+		json_object_set_new(res, "session_id", json_string(e->session_id));
+		json_object_set_new(res, "session_lost", json_boolean(lost));
+	}
+	res = tp_hpolicy_redact(hp, res);
 	tp_audit_exec(h->audit_fd, hp, e->id, e->p.lang, e->p.code, e->p.code_len, res,
 		      "internal_error");
 	if (e->p.tool_call)
@@ -116,18 +123,29 @@ static void cancel(struct tp_host *h, const json_t *params)
 /* An exec over its policy's rate is answered at once, as a result the model
  * reads (not a protocol error), and logged. */
 static void rate_limited(struct tp_host *h, const struct tp_rpc *rpc,
-			 const struct tp_exec_params *p, const struct tp_hpolicy *hp, double wait)
+			 const struct tp_exec_params *p, const struct tp_hpolicy *hp, double wait,
+			 int session)
 {
 	struct tp_err err = { 0 };
 	long long secs = (long long)((wait + 999) / 1000);
-	tp_err_set(&err, TP_KIND_RATE_LIMIT, TP_LAYER_HOST, 0,
-		   "rate limit: %llu execs per minute under policy '%s'; retry in %lld s",
-		   (unsigned long long)hp->p->rate.per_minute, hp->p->name, secs);
+	if (session)
+		tp_err_set(&err, TP_KIND_RATE_LIMIT, TP_LAYER_HOST, 0,
+			   "rate limit: %llu execs per minute in one session under policy '%s'; "
+			   "retry in %lld s",
+			   (unsigned long long)hp->p->rate.session_per_minute, hp->p->name, secs);
+	else
+		tp_err_set(&err, TP_KIND_RATE_LIMIT, TP_LAYER_HOST, 0,
+			   "rate limit: %llu execs per minute under policy '%s'; retry in %lld s",
+			   (unsigned long long)hp->p->rate.per_minute, hp->p->name, secs);
 	struct tp_outcome o = { .host = &err, .limits = &p->limits };
 	json_t *res = tp_result_build(&o);
 	json_t *eo = json_object_get(res, "error");
 	if (json_is_object(eo))
 		json_object_set_new(eo, "retry_after_ms", json_integer((json_int_t)wait));
+	if (res != NULL && p->session_id != NULL) { /* not run: the session is as it was */
+		json_object_set_new(res, "session_id", json_string(p->session_id));
+		json_object_set_new(res, "session_lost", json_false());
+	}
 	res = tp_hpolicy_redact(hp, res);
 	tp_audit_exec(h->audit_fd, hp, rpc->id, p->lang, p->code, p->code_len, res, "rate_limit");
 	if (res != NULL && p->tool_call)
@@ -143,17 +161,39 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 {
 	struct tp_err err = { 0 };
 	struct exec *e;
+	struct session *s = NULL;
+	struct tp_exec_session es;
+	const char *sid = NULL;
 	if (rpc->id == NULL)
 		return; /* an exec nobody can hear about is not run */
+	if (!tool && tp_exec_params_session_id(rpc->params, &sid, &err) != 0) {
+		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, err.msg);
+		return;
+	}
+	if (sid != NULL && (s = tp_sess_find(h, sid)) == NULL) {
+		tp_sess_unknown(h, rpc->id, sid);
+		return;
+	}
+	if (s != NULL)
+		es = (struct tp_exec_session){ .lang = h->zyg[s->zi].lang->id,
+					       .policy = h->zyg[s->zi].policy,
+					       .ceiling = s->ceiling };
 	e = calloc(1, sizeof *e);
 	if (e == NULL) {
 		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
 		return;
 	}
 	int r = tool ? tp_exec_params_parse_tool(rpc->params, &h->pols, &e->p, &err)
-		     : tp_exec_params_parse(rpc->params, &h->pols, &e->p, &err);
+		     : tp_exec_params_parse(rpc->params, &h->pols, s ? &es : NULL, &e->p, &err);
 	if (r != 0) {
 		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, err.msg);
+		free(e);
+		return;
+	}
+	double swait = 0;
+	if (s != NULL && tp_sess_admit(h, s, rpc->id, &swait) != 0) {
+		if (swait > 0) /* its rate: a result, as the policy's rate */
+			rate_limited(h, rpc, &e->p, &h->hp[s->zi / TP_NLANGS], swait, 1);
 		free(e);
 		return;
 	}
@@ -166,13 +206,18 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 	}
 	double wait = tp_hpolicy_admit(hp, tp_host_now_ms());
 	if (wait > 0) {
-		rate_limited(h, rpc, &e->p, hp, wait);
+		rate_limited(h, rpc, &e->p, hp, wait, 0);
 		free(e);
 		return;
 	}
 	e->msg = json_incref(rpc->msg);
 	e->id = rpc->id;
 	e->zi = (int)tp_policy_set_index(h->pols.set, e->p.policy) * TP_NLANGS + (int)e->p.lang;
+	if (s != NULL) {
+		e->sess = s;
+		s->accepted++;
+		snprintf(e->session_id, sizeof e->session_id, "%s", s->id);
+	}
 	h->zyg[e->zi].used = 1;
 	if (h->qtail != NULL)
 		h->qtail->next = e;
@@ -267,6 +312,12 @@ static void handle(struct tp_host *h, struct tp_rpc *rpc)
 		policy_list(h, rpc);
 	else if (strcmp(m, "sandbox/policy/get") == 0)
 		policy_get(h, rpc);
+	else if (strcmp(m, "sandbox/session/open") == 0)
+		tp_sess_open(h, rpc);
+	else if (strcmp(m, "sandbox/session/close") == 0)
+		tp_sess_close(h, rpc);
+	else if (strcmp(m, "sandbox/session/list") == 0)
+		tp_sess_list(h, rpc);
 	else
 		tp_out_error(h, rpc->id, TP_RPC_METHOD_NOT_FOUND, "Method not found");
 }
@@ -331,9 +382,6 @@ static void handle_signals(struct tp_host *h)
 	tp_pool_reap(h); /* SIGCHLD coalesces: always reap everything */
 }
 
-/* Then one entry per worker, then one per zygote. */
-enum { P_SIG, P_STDIN, P_STDOUT, P_FIXED };
-
 static void poll_once(struct tp_host *h)
 {
 	/* Arrays sized once for max_workers: the loop allocates nothing to wait, so
@@ -341,7 +389,7 @@ static void poll_once(struct tp_host *h)
 	struct pollfd *fds = h->pfds;
 	struct worker **ws = h->pws;
 	int nw = 0;
-	for (struct worker *w = h->workers; w != NULL && nw < h->cfg.max_workers; w = w->next)
+	for (struct worker *w = h->workers; w != NULL && nw < h->poll_cap; w = w->next)
 		ws[nw++] = w;
 	int reading = h->stdin_open && h->queued < MAX_QUEUED && h->out_len < MAX_OUT_PENDING;
 	fds[P_SIG] = (struct pollfd){ h->sigfd, POLLIN, 0 };
@@ -375,6 +423,7 @@ static void poll_once(struct tp_host *h)
 			read_stdin(h);
 	}
 	tp_pool_check_timeouts(h, tp_host_now_ms());
+	tp_sess_check_timeouts(h, tp_host_now_ms());
 	tp_pool_dispatch_queue(h);
 }
 
@@ -461,8 +510,9 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err)
 		goto out_free;
 	h->nzyg = (int)tp_policy_set_count(h->pols.set) * TP_NLANGS;
 	h->zyg = calloc((size_t)h->nzyg, sizeof *h->zyg);
-	h->pfds = calloc((size_t)(P_FIXED + cfg->max_workers + h->nzyg), sizeof *h->pfds);
-	h->pws = calloc((size_t)cfg->max_workers, sizeof *h->pws);
+	h->poll_cap = cfg->max_workers;
+	h->pfds = calloc((size_t)(P_FIXED + h->poll_cap + h->nzyg), sizeof *h->pfds);
+	h->pws = calloc((size_t)h->poll_cap, sizeof *h->pws);
 	h->out = malloc(OUT_INITIAL); /* with its reserve for out-of-memory replies */
 	h->out_cap = h->out ? OUT_INITIAL : 0;
 	if (h->zyg == NULL || h->pfds == NULL || h->pws == NULL || h->out == NULL) {

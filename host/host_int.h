@@ -28,7 +28,14 @@
 
 #define OUT_INITIAL (64u << 10) /* the output buffer's first size (output.c) */
 
+/* The poll array: these, then one entry per worker, then one per zygote. */
+enum { P_SIG, P_STDIN, P_STDOUT, P_FIXED };
+
 struct worker;
+struct session;
+
+#define SESSION_ID_LEN 20 /* "s-" and 16 hex digits: 64 random bits */
+#define ENDED_KEPT 64     /* ended sessions remembered, to say why an exec cannot run */
 
 struct exec {
 	struct exec *next;
@@ -40,6 +47,8 @@ struct exec {
 	struct worker *w;
 	struct tp_err verdict; /* the host's own (timeout, internal error): the first wins */
 	int cancelled;
+	struct session *sess; /* the session it runs in, or NULL (one-shot); cleared if it ends */
+	char session_id[SESSION_ID_LEN + 1]; /* kept for the reply when sess is gone */
 };
 
 struct worker {
@@ -57,7 +66,28 @@ struct worker {
 	int answered;           /* its exec got its reply */
 	int exited, status;
 	double cpu_ms;
-	int kill_pending; /* kill as soon as the pid is known */
+	int kill_pending;     /* kill as soon as the pid is known */
+	int killed;           /* SIGKILL sent (or pending): it serves nothing more */
+	struct session *sess; /* a session's worker, or NULL (one-shot) */
+};
+
+/* A session: one worker whose globals persist between its execs (session.c). */
+struct session {
+	struct session *next;
+	char id[SESSION_ID_LEN + 1];
+	int zi;                   /* its zygote: policy and language */
+	struct worker *w;         /* its worker, for its whole life */
+	struct tp_limits ceiling; /* its execs may only lower these */
+	double opened, last_used;
+	uint64_t accepted;        /* execs taken (queued, running or done) */
+	uint64_t done;            /* execs answered */
+	uint64_t memory;          /* the language's heap after its last exec */
+	double tokens, tokens_at; /* rate.session_per_minute: a bucket refilled per minute */
+};
+
+struct ended_session {
+	char id[SESSION_ID_LEN + 1];
+	char why[160];
 };
 
 struct early_exit {
@@ -99,10 +129,16 @@ struct tp_host {
 	int sigfd;
 	int terminated;
 	int open_line;       /* a partial write left a reply line unfinished on stdout */
-	struct pollfd *pfds; /* P_FIXED + max_workers + nzyg entries */
-	struct worker **pws; /* max_workers entries */
+	struct pollfd *pfds; /* P_FIXED + poll_cap + nzyg entries */
+	struct worker **pws; /* poll_cap entries */
+	int nworkers;        /* in the workers list: never above poll_cap */
 	struct early_exit early[32];
 	int nearly;
+	struct session *sessions;
+	int nsessions;
+	int poll_cap; /* workers pfds and pws hold: max_workers + sessions */
+	struct ended_session ended[ENDED_KEPT];
+	unsigned nended;
 };
 
 /* output.c: replies go out through here, never blocking. */
@@ -125,6 +161,32 @@ void tp_pool_read_zygote(struct tp_host *h, struct zygote *z);
 void tp_pool_reap(struct tp_host *h);
 void tp_pool_check_timeouts(struct tp_host *h, double now);
 int tp_pool_next_timeout(const struct tp_host *h, double now);
+
+/* session.c: sessions over the methods sandbox/session/open, close and list. */
+void tp_sess_open(struct tp_host *h, const struct tp_rpc *rpc);
+void tp_sess_close(struct tp_host *h, const struct tp_rpc *rpc);
+void tp_sess_list(struct tp_host *h, const struct tp_rpc *rpc);
+struct session *tp_sess_find(struct tp_host *h, const char *id);
+/* Answers rpc with the unknown-session error (and why it ended, if it did). */
+void tp_sess_unknown(struct tp_host *h, const json_t *rpc_id, const char *id);
+/* 0 when the session may take one more exec now; else answers rpc and returns
+ * -1 (its max_execs or lifetime used up, or its rate: then *wait_ms > 0 and
+ * nothing is answered). */
+int tp_sess_admit(struct tp_host *h, struct session *s, const json_t *rpc_id, double *wait_ms);
+/* Ends it: the worker is killed, queued execs are answered, why is kept. */
+void tp_sess_end(struct tp_host *h, struct session *s, const char *why);
+/* Its worker answered an exec and lives on: ready for the next. */
+void tp_sess_exec_done(struct tp_host *h, struct worker *w);
+void tp_sess_check_timeouts(struct tp_host *h, double now);
+/* ms until the next session expiry (-1: none). */
+double tp_sess_next_timeout(const struct tp_host *h, double now);
+/* An idle session's worker: the one waiting for the next exec. */
+int tp_sess_worker_idle(const struct worker *w);
+
+/* pool.c, for sessions: a worker of zygote zi (session: a session's), or NULL. */
+struct worker *tp_pool_spawn(struct tp_host *h, int zi, int session);
+/* Grows the poll arrays to hold n more workers; 0, or -1 out of memory. */
+int tp_pool_reserve(struct tp_host *h, int n);
 
 /* host.c: an exec's life and its one reply; the loop's clock. */
 double tp_host_now_ms(void);

@@ -19,6 +19,7 @@
 #define TP_RPC_INVALID_PARAMS -32602
 #define TP_RPC_INTERNAL_ERROR -32603
 #define TP_RPC_BUSY -32001
+#define TP_RPC_NO_SESSION -32002 /* an exec or close names a session that is unknown or ended */
 
 struct tp_rpc {
 	json_t *msg; /* the whole parsed message (owned) */

@@ -41,6 +41,7 @@ void tp_pool_kill_worker(struct worker *w)
 {
 	if (w->exited)
 		return;
+	w->killed = 1;
 	if (w->pid > 0) {
 		/* Its exit (unmapping everything) is cleanup: nobody waits for it. */
 		setpriority(PRIO_PROCESS, (id_t)w->pid, 19);
@@ -66,7 +67,8 @@ static char *request_frame(const struct exec *e, size_t *len)
 				  .inputs = e->p.inputs,
 				  .limits = e->p.limits,
 				  .has_seed = e->p.has_seed,
-				  .seed = (uint64_t)e->p.seed };
+				  .seed = (uint64_t)e->p.seed,
+				  .session = e->sess != NULL };
 	size_t n;
 	char *body = tp_msg_request_encode(&req, &n);
 	char *frame = body ? malloc(n + TP_FRAME_HDR) : NULL;
@@ -133,6 +135,25 @@ void tp_pool_worker_free(struct tp_host *h, struct worker *w)
 	free(w->reply);
 	tp_host_exec_free(w->exec);
 	free(w);
+	h->nworkers--;
+}
+
+int tp_pool_reserve(struct tp_host *h, int n)
+{
+	int want = h->nworkers + n;
+	if (want <= h->poll_cap)
+		return 0;
+	want += want / 2 + 8;
+	struct pollfd *f = realloc(h->pfds, (size_t)(P_FIXED + want + h->nzyg) * sizeof *f);
+	if (f == NULL)
+		return -1;
+	h->pfds = f;
+	struct worker **ws = realloc(h->pws, (size_t)want * sizeof *ws);
+	if (ws == NULL)
+		return -1;
+	h->pws = ws;
+	h->poll_cap = want;
+	return 0;
 }
 
 static void fail_queue(struct tp_host *h, int zi, const char *msg);
@@ -195,25 +216,27 @@ static int new_page(struct worker *w)
 	return fd;
 }
 
-static int spawn_worker(struct tp_host *h, int zi)
+struct worker *tp_pool_spawn(struct tp_host *h, int zi, int session)
 {
 	int sv[2], page;
 	struct zygote *z = &h->zyg[zi];
 	if (z->nspawning == (int)(sizeof z->spawning / sizeof z->spawning[0]) ||
-	    start_zygote(h, z) != 0)
-		return -1;
+	    tp_pool_reserve(h, 1) != 0 || start_zygote(h, z) != 0)
+		return NULL;
 	struct worker *w = calloc(1, sizeof *w);
 	if (w == NULL)
-		return -1;
+		return NULL;
+	h->nworkers++;
 	w->zi = zi;
 	w->area = tp_zygote_area_bytes(z->policy);
 	w->chan = -1;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
 		free(w);
-		return -1;
+		h->nworkers--;
+		return NULL;
 	}
 	page = new_page(w);
-	if (page < 0 || tp_spawn_send(z->ctl, sv[1], page, w->area) != 0) {
+	if (page < 0 || tp_spawn_send(z->ctl, sv[1], page, w->area, session) != 0) {
 		if (page >= 0)
 			close(page);
 		close(sv[1]);
@@ -221,7 +244,7 @@ static int spawn_worker(struct tp_host *h, int zi)
 		w->next = h->workers;
 		h->workers = w;
 		tp_pool_worker_free(h, w);
-		return -1;
+		return NULL;
 	}
 	close(page);
 	close(sv[1]);
@@ -233,7 +256,7 @@ static int spawn_worker(struct tp_host *h, int zi)
 		tail = &(*tail)->next;
 	*tail = w;
 	z->spawning[z->nspawning++] = w;
-	return 0;
+	return w;
 }
 
 int tp_pool_running(const struct tp_host *h)
@@ -244,28 +267,31 @@ int tp_pool_running(const struct tp_host *h)
 	return 0;
 }
 
+/* A one-shot worker ready for an exec. */
 static int is_warm(const struct worker *w)
 {
-	return w->exec == NULL && !w->exited;
+	return w->exec == NULL && !w->exited && !w->killed && w->sess == NULL;
 }
 
-/* Live workers in all; warm ones of one language. */
+/* Live one-shot workers in all (sessions' do not count: their policies bound
+ * them); warm ones of one language. */
 static int count_live(const struct tp_host *h, int zi, int *warm)
 {
 	int n = 0;
 	*warm = 0;
 	for (const struct worker *w = h->workers; w != NULL; w = w->next) {
-		n++;
+		n += w->sess == NULL;
 		*warm += is_warm(w) && w->zi == zi;
 	}
 	return n;
 }
 
+/* One-shot execs queued for a zygote (a session's wait for its own worker). */
 static int queued_for(const struct tp_host *h, int zi)
 {
 	int n = 0;
 	for (const struct exec *e = h->qhead; e != NULL; e = e->next)
-		n += e->zi == zi;
+		n += e->zi == zi && e->sess == NULL;
 	return n;
 }
 
@@ -291,7 +317,7 @@ static void fail_queue(struct tp_host *h, int zi, const char *msg)
 	struct exec *e = h->qhead;
 	while (e != NULL) {
 		struct exec *next = e->next;
-		if (e->zi == zi) {
+		if (e->zi == zi && e->sess == NULL) {
 			unlink_exec(h, e);
 			if (e->id != NULL && !e->cancelled)
 				tp_out_error(h, e->id, TP_RPC_INTERNAL_ERROR, msg);
@@ -316,7 +342,7 @@ static void refill_lang(struct tp_host *h, int zi)
 	if (warm > 0 && queued == 0 && tp_pool_running(h))
 		return;
 	while (warm < target && live < h->cfg.max_workers) {
-		if (spawn_worker(h, zi) != 0)
+		if (tp_pool_spawn(h, zi, 0) == NULL)
 			break;
 		warm++;
 		live++;
@@ -329,10 +355,11 @@ static void refill(struct tp_host *h)
 		refill_lang(h, i);
 }
 
-static struct exec *first_queued(struct tp_host *h, int zi)
+/* The next exec for w: its session's, or a one-shot exec of its zygote. */
+static struct exec *first_queued(struct tp_host *h, const struct worker *w)
 {
 	for (struct exec *e = h->qhead; e != NULL; e = e->next)
-		if (e->zi == zi)
+		if (w->sess != NULL ? e->sess == w->sess : e->zi == w->zi && e->sess == NULL)
 			return e;
 	return NULL;
 }
@@ -348,7 +375,7 @@ static void fail_exec(struct tp_host *h, struct worker *w, int sys_errno, const 
 void tp_pool_dispatch_queue(struct tp_host *h)
 {
 	for (struct worker *w = h->workers; w != NULL && h->qhead != NULL; w = w->next) {
-		struct exec *e = is_warm(w) ? first_queued(h, w->zi) : NULL;
+		struct exec *e = is_warm(w) || tp_sess_worker_idle(w) ? first_queued(h, w) : NULL;
 		if (e == NULL)
 			continue;
 		unlink_exec(h, e);
@@ -379,13 +406,16 @@ static void requeue_front(struct tp_host *h, struct exec *e)
 	h->queued++;
 }
 
-/* A worker that never got its pid: its exec (if any) goes back to the queue. */
+/* A worker that never got its pid: its exec (if any) goes back to the queue. A
+ * session's worker cannot be replaced: its session ends, answering its execs. */
 static void drop_unborn(struct tp_host *h, struct worker *w)
 {
 	if (w->exec != NULL && !w->answered) {
 		requeue_front(h, w->exec);
 		w->exec = NULL;
 	}
+	if (w->sess != NULL)
+		tp_sess_end(h, w->sess, "its worker could not start: see the host's stderr");
 	tp_pool_worker_free(h, w);
 }
 
@@ -408,6 +438,12 @@ static void take_reply(struct tp_host *h, struct worker *w, const char *buf, siz
 	} else {
 		w->reply = r;
 		h->zyg[w->zi].failures = 0; /* this language's workers work */
+		if (w->sess != NULL && !w->killed) {
+			/* A session's worker lives on for the next exec. */
+			tp_host_finish(h, w, NULL);
+			tp_sess_exec_done(h, w);
+			return;
+		}
 		tp_host_finish(h, w, NULL);
 	}
 	tp_pool_kill_worker(w); /* one-shot: it has said all it may say */
@@ -457,6 +493,23 @@ static void worker_exited(struct tp_host *h, struct worker *w, int status, doubl
 	w->cpu_ms = cpu_ms;
 	if (w->chan >= 0)
 		tp_pool_read_chan(h, w); /* a reply written just before exit is still buffered */
+	if (w->sess != NULL) {           /* the session dies with its worker */
+		char why[128];
+		if (WIFSIGNALED(status))
+			snprintf(why, sizeof why, "its worker was killed (signal %d)",
+				 WTERMSIG(status));
+		else if (WEXITSTATUS(status) == TP_EXIT_LIMIT)
+			snprintf(why, sizeof why,
+				 "a limit tripped and its code did not stop within the grace "
+				 "period, so its worker ended itself");
+		else if (WEXITSTATUS(status) == TP_EXIT_VIOLATION)
+			snprintf(why, sizeof why,
+				 "seccomp refused a system call and ended its worker");
+		else
+			snprintf(why, sizeof why, "its worker exited (status %d)",
+				 WEXITSTATUS(status));
+		tp_sess_end(h, w->sess, why);
+	}
 	if (w->exec != NULL) {
 		tp_host_finish(h, w, NULL);
 	} else if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) &&
@@ -580,6 +633,11 @@ int tp_pool_next_timeout(const struct tp_host *h, double now)
 		double left = z->retry_at - now;
 		if (!any || left < best)
 			best = left;
+		any = 1;
+	}
+	double sess = tp_sess_next_timeout(h, now);
+	if (sess >= 0 && (!any || sess < best)) {
+		best = sess;
 		any = 1;
 	}
 	if (!any)

@@ -313,6 +313,10 @@ static int run(lua_State *L)
 {
 	if (g_lim.instructions != 0)
 		charge(L, MAIN_CHUNK); /* the hook is on before any snippet instruction */
+	/* end_run stopped the collector after a session's last exec: it runs again
+	 * only now, under this exec's limits (finalizers the last exec left are
+	 * this one's work). */
+	lua_gc(L, LUA_GCRESTART);
 	return lua_pcall(L, 0, LUA_MULTRET, 1);
 }
 

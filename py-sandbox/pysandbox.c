@@ -51,11 +51,18 @@ static PyObject *make_main(void)
 	return d;
 }
 
+static int g_session_started; /* a session's first exec ran: its globals are g_main's */
+static size_t g_session_base; /* the heap before a session's first exec */
+
 /* The exec's globals. A worker runs one exec: it takes the module the zygote
  * made (in the frozen heap, already in sys.modules), so an exec creates and
- * registers nothing; a second exec in the same process gets a new one. */
-static PyObject *new_globals(void)
+ * registers nothing; a second exec in the same process gets a new one. A
+ * session's execs all share the first one's. */
+static PyObject *new_globals(int session)
 {
+	if (session && g_session_started && g_main != NULL)
+		return PyModule_GetDict(g_main);
+	g_session_started = session;
 	if (g_main_fresh && g_main != NULL) {
 		g_main_fresh = 0;
 		return PyModule_GetDict(g_main);
@@ -121,8 +128,15 @@ static void begin(const struct tp_request *req, struct tp_shm *shm)
 	if (req->has_seed)
 		reseed(req->seed); /* before the memory limit: it must not fail */
 	tp_py_base = tp_pyalloc_stats()->current;
+	/* A session's state is held across its execs: its memory counts from the
+	 * heap before its first exec, not from what the last one left. */
+	if (req->session && !g_session_started)
+		g_session_base = tp_py_base;
+	if (req->session)
+		tp_py_base = g_session_base;
 	tp_pyalloc_reset_peak();
-	/* memory_bytes bounds what the exec adds to the pristine interpreter. */
+	/* memory_bytes bounds what the exec (or the session) adds to the pristine
+	 * interpreter. */
 	if (tp_py_lim.memory_bytes != 0)
 		tp_pyalloc_set_limit(tp_py_base + tp_py_lim.memory_bytes);
 	tp_py_limits_on = 1;
@@ -359,7 +373,7 @@ int tp_py_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_reply
 	if (g_shim == NULL)
 		return -1;
 	begin(req, shm);
-	globals = new_globals();
+	globals = new_globals(req->session);
 	if (globals == NULL || set_inputs(globals, req) != 0) {
 		tp_py_capture(&f, ST_INPUTS, req);
 		goto out;

@@ -1,7 +1,7 @@
 /*
- * worker.c — the life of a one-shot worker. It maps its shared page, reseeds,
- * locks itself down, and only then reads its request from the host. It trusts
- * the host's bytes, but nothing it computes is trusted by the host.
+ * worker.c — the life of a worker (one exec, or a session's many). It maps its shared page,
+ * reseeds, locks itself down, and only then reads its request from the host. It trusts the host's
+ * bytes, but nothing it computes is trusted by the host.
  */
 #include "worker.h"
 
@@ -73,9 +73,12 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 
 	int keep[1] = { cfg->chan_fd };
 	struct tp_lockdown ld = {
-		.as_bytes = cfg->as_bytes,
-		/* RLIMIT_CPU is the backstop behind the language's own CPU timer. */
-		.cpu_sec = (cfg->ceiling.cpu_ms + TP_CPU_GRACE_MS) / 1000 + 1,
+		.as_bytes = cfg->session ? cfg->session_as_bytes : cfg->as_bytes,
+		/* RLIMIT_CPU is the backstop behind the language's own CPU timer, per
+		 * exec; a session's worker runs many, each under its own timer, so its
+		 * backstop is the session's lifetime (the host ends it then). */
+		.cpu_sec = cfg->session ? cfg->session_cpu_sec
+					: (cfg->ceiling.cpu_ms + TP_CPU_GRACE_MS) / 1000 + 1,
 		.nofile = cfg->files ? 32 : 8,
 		.fsize = cfg->fsize,
 		.keep_fds = keep,
@@ -85,18 +88,24 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 	if (tp_lockdown_apply(&ld, &err) != 0)
 		die("lockdown", err.msg);
 
-	/* Locked down: from here on, only the request and the language run. */
-	size_t len;
-	char *buf = tp_frame_recv(cfg->chan_fd, TP_MSG_MAX_REQUEST, &len);
-	struct tp_request req;
-	struct tp_reply out;
-	if (buf == NULL)
-		_exit(0); /* the host closed the channel: pool shutdown */
-	if (tp_msg_request_decode(buf, len, &req) != 0)
-		_exit(TP_EXIT_FATAL);
-	free(buf);
-	if (cfg->lang->exec(&req, shm, &out) != 0)
-		_exit(TP_EXIT_FATAL);
-	reply(cfg->chan_fd, &out);
+	/* Locked down: from here on, only the requests and the language run. A
+	 * one-shot worker serves one; a session's serves until the host closes the
+	 * channel or kills it, each request flagged as the session's. */
+	do {
+		size_t len;
+		char *buf = tp_frame_recv(cfg->chan_fd, TP_MSG_MAX_REQUEST, &len);
+		struct tp_request req;
+		struct tp_reply out;
+		if (buf == NULL)
+			_exit(0); /* the host closed the channel: shutdown, or the session ended */
+		if (tp_msg_request_decode(buf, len, &req) != 0 || req.session != cfg->session)
+			_exit(TP_EXIT_FATAL);
+		free(buf);
+		if (cfg->lang->exec(&req, shm, &out) != 0)
+			_exit(TP_EXIT_FATAL);
+		reply(cfg->chan_fd, &out);
+		tp_request_free(&req);
+		tp_reply_free(&out);
+	} while (cfg->session);
 	_exit(0);
 }

@@ -23,6 +23,9 @@ struct tp_worker_cfg {
 	int files;      /* the policy grants paths: more fds */
 	uint64_t fsize; /* RLIMIT_FSIZE: the policy's file_bytes with write grants, else 0 */
 	pid_t host_pid; /* the worker's parent (CLONE_PARENT): it must die with it */
+	int session;    /* this spawn is a session's: it serves requests until the host ends it */
+	uint64_t session_as_bytes; /* RLIMIT_AS for a session's worker */
+	uint64_t session_cpu_sec;  /* RLIMIT_CPU for a session's worker: its lifetime */
 };
 
 _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg);

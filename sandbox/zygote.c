@@ -113,6 +113,12 @@ int tp_zygote_main(const char *lang_name)
 	cfg.fsize = policy->fs_write.n > 0 ? policy->file_bytes : 0;
 	cfg.host_pid = getppid();
 	cfg.as_bytes = tp_zygote_vm_bytes() + cfg.ceiling.memory_bytes + AS_SLACK;
+	/* A session's worker holds the session's memory, under the same slack. */
+	uint64_t smem = policy->session.memory_bytes > cfg.ceiling.memory_bytes
+			    ? policy->session.memory_bytes
+			    : cfg.ceiling.memory_bytes;
+	cfg.session_as_bytes = tp_zygote_vm_bytes() + smem + AS_SLACK;
+	cfg.session_cpu_sec = policy->session.lifetime_ms / 1000 + 1;
 	/* Purge before forking (Android's zygote lesson): consolidate the free chunks
 	 * init left behind, or every worker's first large malloc does it again and
 	 * takes a copy-on-write fault on each heap page it walks. */
@@ -131,7 +137,8 @@ int tp_zygote_main(const char *lang_name)
 		return 1;
 	}
 	for (;;) {
-		int r = tp_spawn_recv(CTL_FD, &cfg.chan_fd, &cfg.shm_fd, &cfg.area_bytes);
+		int r =
+		    tp_spawn_recv(CTL_FD, &cfg.chan_fd, &cfg.shm_fd, &cfg.area_bytes, &cfg.session);
 		if (r == 0)
 			return 0;
 		if (r < 0 || cfg.area_bytes != policy->limits.output_bytes)

@@ -312,9 +312,11 @@ static void w_kill_siblings(int fd, struct tp_shm *shm)
 					comm[0] = '\0';
 				fclose(f);
 			}
-			if (k == len && memcmp(cmd, self, len) == 0 && strcmp(comm, "tp-worker\n") == 0 &&
+			if (k == len && memcmp(cmd, self, len) == 0 &&
+			    strcmp(comm, "tp-worker\n") == 0 &&
 			    parent_of(pid) == getppid()) /* its siblings: the same host's workers */
-				kill(pid, SIGTERM); /* not SIGKILL: the host kills its used workers so */
+				kill(pid,
+				     SIGTERM); /* not SIGKILL: the host kills its used workers so */
 		}
 		if (d)
 			closedir(d);
@@ -327,26 +329,26 @@ static const struct scenario {
 	const char *name;
 	void (*run)(int fd, struct tp_shm *shm);
 } scenarios[] = {
-	{"ok", w_ok},
-	{"garbage", w_garbage},
-	{"raw_bytes", w_raw_bytes},
-	{"truncated", w_truncated},
-	{"truncated_hang", w_truncated_hang},
-	{"header_only_hang", w_header_only_hang},
-	{"oversize", w_oversize},
-	{"big_value", w_big_value},
-	{"twice", w_twice},
-	{"reply_then_hang", w_reply_then_hang},
-	{"bad_kind", w_bad_kind},
-	{"bad_utf8", w_bad_utf8},
-	{"deep", w_deep},
-	{"silent_exit", w_silent_exit},
-	{"exit3", w_exit3},
-	{"segv", w_segv},
-	{"scribble", w_scribble},
-	{"slow", w_slow},
-	{"close_then_live", w_close_then_live},
-	{"kill_siblings", w_kill_siblings},
+	{ "ok", w_ok },
+	{ "garbage", w_garbage },
+	{ "raw_bytes", w_raw_bytes },
+	{ "truncated", w_truncated },
+	{ "truncated_hang", w_truncated_hang },
+	{ "header_only_hang", w_header_only_hang },
+	{ "oversize", w_oversize },
+	{ "big_value", w_big_value },
+	{ "twice", w_twice },
+	{ "reply_then_hang", w_reply_then_hang },
+	{ "bad_kind", w_bad_kind },
+	{ "bad_utf8", w_bad_utf8 },
+	{ "deep", w_deep },
+	{ "silent_exit", w_silent_exit },
+	{ "exit3", w_exit3 },
+	{ "segv", w_segv },
+	{ "scribble", w_scribble },
+	{ "slow", w_slow },
+	{ "close_then_live", w_close_then_live },
+	{ "kill_siblings", w_kill_siblings },
 };
 
 static _Noreturn void fake_worker(int chan, int shm_fd, uint32_t area)
@@ -375,11 +377,11 @@ static _Noreturn void fake_worker(int chan, int shm_fd, uint32_t area)
 
 static int fake_zygote(void)
 {
-	int chan, shm;
+	int chan, shm, session;
 	uint32_t area;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_NAME, "tp-zygote");
-	while (tp_spawn_recv(CTL_FD, &chan, &shm, &area) == 1) {
+	while (tp_spawn_recv(CTL_FD, &chan, &shm, &area, &session) == 1) {
 		pid_t pid = tp_zygote_clone_worker();
 		if (pid == 0) {
 			close(CTL_FD);

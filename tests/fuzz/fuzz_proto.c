@@ -85,7 +85,7 @@ static void dispatch(const struct tp_rpc *rpc)
 	struct tp_exec_params p;
 	struct tp_err err = { 0 };
 
-	if (tp_exec_params_parse(rpc->params, &pols, &p, &err) == 0)
+	if (tp_exec_params_parse(rpc->params, &pols, NULL, &p, &err) == 0)
 		check_exec(&p, &p.policy->limits);
 	else
 		send_reply(tp_rpc_error(rpc->id, TP_RPC_INVALID_PARAMS, err.msg, NULL));

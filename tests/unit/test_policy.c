@@ -62,6 +62,10 @@ static void test_presets(void)
 	CHECK_EQ_INT(st->limits.result_bytes, 65536);
 	CHECK_EQ_INT(st->limits.result_depth, 32);
 	CHECK_EQ_INT(st->rate.per_minute, 600);
+	CHECK_EQ_INT(st->session.lifetime_ms, 900000);
+	CHECK_EQ_INT(sd->session.lifetime_ms, 3600000);
+	CHECK_EQ_INT(pe->session.lifetime_ms, 86400000);
+	CHECK_EQ_INT(ko->session.lifetime_ms, 3600000);
 	CHECK_EQ_INT(pe->limits.memory_bytes, 536870912);
 	CHECK_EQ_INT(pe->limits.cpu_ms, 60000);
 	CHECK_EQ_INT(pe->limits.wall_ms, 120000);
@@ -114,6 +118,13 @@ static void test_messages(void)
 		"1000000000000)");
 	refused("{\"name\": \"x\", \"limits\": {\"result_depth\": 201}}",
 		"p.json:1:26: limits.result_depth: 201 is out of range (1 .. 200)");
+	accepted("{\"name\": \"x\", \"session\": {\"lifetime_ms\": 604800000}}");
+	refused("{\"name\": \"x\", \"session\": {\"lifetime_ms\": 999}}",
+		"p.json:1:27: session.lifetime_ms: 999 is out of range (1000 .. 604800000)");
+	refused("{\"name\": \"x\", \"session\": {\"lifetime\": 1000}}",
+		"p.json:1:27: session: unknown key 'lifetime' (known: max_sessions, idle_ms, "
+		"max_execs, "
+		"memory_bytes, lifetime_ms)");
 	refused(
 	    "{\"name\": \"x\", \"limits\": {\"memory_bytes\": 1.5}}",
 	    "p.json:1:26: limits.memory_bytes: must be an integer, not a number with a fraction");

@@ -98,7 +98,7 @@ static int exec_params(const char *js, struct tp_exec_params *out, struct tp_err
 	json_t *p = json_loads(js, 0, NULL);
 	CHECK(p != NULL);
 	tp_err_clear(err);
-	int r = tp_exec_params_parse(p, &pols, out, err);
+	int r = tp_exec_params_parse(p, &pols, NULL, out, err);
 	json_decref(p);
 	return r;
 }
@@ -141,7 +141,7 @@ static json_t *stage_reply(const char *stage, const char *line, size_t len)
 	if (strcmp(rpc.method, "tools/call") == 0)
 		r = tp_exec_params_parse_tool(rpc.params, &pols, &p, &err);
 	else if (strcmp(rpc.method, "sandbox/exec") == 0)
-		r = tp_exec_params_parse(rpc.params, &pols, &p, &err);
+		r = tp_exec_params_parse(rpc.params, &pols, NULL, &p, &err);
 	CHECK_EQ_INT(r, -1);
 	reply = r != 0 ? tp_rpc_error(rpc.id, TP_RPC_INVALID_PARAMS, err.msg, NULL) : NULL;
 	tp_rpc_clear(&rpc);

@@ -1,0 +1,393 @@
+/*
+ * session.c — sessions: one locked-down worker whose globals persist between
+ * its execs. The host owns every limit of a session's life (idle time,
+ * lifetime, execs, how many are open, its rate); the worker only keeps its
+ * interpreter between requests. Invariants: a session has exactly one worker
+ * for its whole life; when that worker dies, the session ends with it and
+ * every exec queued on it is answered; an ended session is never revived.
+ */
+#include "host_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "audit.h"
+#include "jsonio.h"
+
+/* ---- finding and remembering -------------------------------------------------- */
+
+struct session *tp_sess_find(struct tp_host *h, const char *id)
+{
+	for (struct session *s = h->sessions; s != NULL; s = s->next)
+		if (strcmp(s->id, id) == 0)
+			return s;
+	return NULL;
+}
+
+static const char *ended_why(const struct tp_host *h, const char *id)
+{
+	for (unsigned i = 0; i < ENDED_KEPT; i++)
+		if (h->ended[i].id[0] != '\0' && strcmp(h->ended[i].id, id) == 0)
+			return h->ended[i].why;
+	return NULL;
+}
+
+void tp_sess_unknown(struct tp_host *h, const json_t *rpc_id, const char *id)
+{
+	char msg[256];
+	const char *why = ended_why(h, id);
+	if (why != NULL)
+		snprintf(msg, sizeof msg, "session '%s' has ended: %s", id, why);
+	else
+		snprintf(msg, sizeof msg,
+			 "unknown session '%.40s' (sandbox/session/open makes one; "
+			 "sandbox/session/list shows those open)",
+			 id);
+	tp_out_error(h, (json_t *)rpc_id, TP_RPC_NO_SESSION, msg);
+}
+
+static int queued_on(const struct tp_host *h, const struct session *s)
+{
+	int n = 0;
+	for (const struct exec *e = h->qhead; e != NULL; e = e->next)
+		n += e->sess == s;
+	return n;
+}
+
+static int busy(const struct tp_host *h, const struct session *s)
+{
+	return (s->w != NULL && s->w->exec != NULL) || queued_on(h, s) > 0;
+}
+
+static const struct tp_policy *policy_of(const struct tp_host *h, const struct session *s)
+{
+	return h->zyg[s->zi].policy;
+}
+
+/* ---- ending ---------------------------------------------------------------------- */
+
+/* Queued execs of s are answered: the session they named is gone. */
+static void fail_queued(struct tp_host *h, struct session *s, const char *why)
+{
+	struct exec **pp = &h->qhead, *prev = NULL;
+	char msg[256];
+	snprintf(msg, sizeof msg, "session '%s' has ended: %s", s->id, why);
+	while (*pp != NULL) {
+		struct exec *e = *pp;
+		if (e->sess != s) {
+			prev = e;
+			pp = &e->next;
+			continue;
+		}
+		*pp = e->next;
+		if (h->qtail == e)
+			h->qtail = prev;
+		h->queued--;
+		if (e->id != NULL && !e->cancelled)
+			tp_out_error(h, e->id, TP_RPC_NO_SESSION, msg);
+		tp_host_exec_free(e);
+	}
+}
+
+void tp_sess_end(struct tp_host *h, struct session *s, const char *why)
+{
+	struct session **pp = &h->sessions;
+	while (*pp != NULL && *pp != s)
+		pp = &(*pp)->next;
+	if (*pp == NULL)
+		return;
+	*pp = s->next;
+	h->nsessions--;
+	struct ended_session *x = &h->ended[h->nended++ % ENDED_KEPT];
+	snprintf(x->id, sizeof x->id, "%s", s->id);
+	snprintf(x->why, sizeof x->why, "%s", why);
+	fail_queued(h, s, why);
+	if (s->w != NULL) {
+		struct worker *w = s->w;
+		w->sess = NULL;
+		if (w->exec != NULL && w->exec->sess == s)
+			w->exec->sess = NULL; /* its reply says session_lost */
+		tp_pool_kill_worker(w);
+	}
+	free(s);
+}
+
+/* ---- the methods ------------------------------------------------------------------- */
+
+static void new_id(char *out)
+{
+	uint64_t r = 0;
+	static uint64_t counter;
+	if (getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r)
+		r = (uint64_t)tp_host_now_ms() * 2654435761u ^ ++counter; /* unique, not secret */
+	snprintf(out, SESSION_ID_LEN + 1, "s-%016" PRIx64, r);
+}
+
+static int open_under(const struct tp_host *h, const struct tp_policy *p)
+{
+	int n = 0;
+	for (const struct session *s = h->sessions; s != NULL; s = s->next)
+		n += policy_of(h, s) == p;
+	return n;
+}
+
+static json_t *limits_json(const struct tp_limits *l)
+{
+	json_t *o = json_object();
+	for (int i = 0; o != NULL && i < TP_LIMIT__COUNT; i++)
+		json_object_set_new(o, tp_limit_name((enum tp_limit_id)i),
+				    json_integer((json_int_t)tp_limit_get(l, (enum tp_limit_id)i)));
+	return o;
+}
+
+void tp_sess_open(struct tp_host *h, const struct tp_rpc *rpc)
+{
+	struct tp_exec_session es;
+	struct tp_err err = { 0 };
+	char msg[256];
+	if (tp_session_params_parse(rpc->params, &h->pols, &es, &err) != 0) {
+		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, err.msg);
+		return;
+	}
+	size_t pi = tp_policy_set_index(h->pols.set, es.policy);
+	if (!h->hp[pi].kernel_ok) {
+		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, h->hp[pi].why);
+		return;
+	}
+	if ((uint64_t)open_under(h, es.policy) >= es.policy->session.max_sessions) {
+		snprintf(msg, sizeof msg,
+			 "policy '%s' allows %" PRIu64 " open sessions and they are all open; "
+			 "close one (sandbox/session/close)",
+			 es.policy->name, es.policy->session.max_sessions);
+		tp_out_error(h, rpc->id, TP_RPC_BUSY, msg);
+		return;
+	}
+	struct session *s = calloc(1, sizeof *s);
+	if (s == NULL || tp_pool_reserve(h, 1) != 0) {
+		free(s);
+		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+		return;
+	}
+	s->zi = (int)pi * TP_NLANGS + (int)es.lang;
+	s->ceiling = es.ceiling;
+	s->opened = s->last_used = tp_host_now_ms();
+	s->tokens = (double)es.policy->rate.session_per_minute;
+	s->tokens_at = s->opened;
+	do
+		new_id(s->id);
+	while (tp_sess_find(h, s->id) != NULL || ended_why(h, s->id) != NULL);
+	h->zyg[s->zi].used = 1;
+	s->w = tp_pool_spawn(h, s->zi, 1);
+	if (s->w == NULL) {
+		free(s);
+		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR,
+			     "could not start the session's worker: see the host's stderr");
+		return;
+	}
+	s->w->sess = s;
+	s->next = h->sessions;
+	h->sessions = s;
+	h->nsessions++;
+	const struct tp_policy_session *ps = &es.policy->session;
+	json_t *r = json_pack("{s:s, s:s, s:s, s:o, s:{s:I, s:I, s:I}}", "session_id", s->id,
+			      "lang", tp_langs[es.lang].name, "policy", es.policy->name, "limits",
+			      limits_json(&s->ceiling), "expires", "idle_ms",
+			      (json_int_t)ps->idle_ms, "lifetime_ms", (json_int_t)ps->lifetime_ms,
+			      "max_execs", (json_int_t)ps->max_execs);
+	if (r == NULL)
+		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+	else
+		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, r));
+}
+
+/* params {session_id}: the one session_id key, a string. NULL after answering. */
+static const char *session_param(struct tp_host *h, const struct tp_rpc *rpc)
+{
+	json_t *id = json_object_get(rpc->params, "session_id");
+	if (!json_is_object(rpc->params) || !json_is_string(id) ||
+	    json_object_size(rpc->params) != 1) {
+		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS,
+			     "params must be {\"session_id\": a session's id}");
+		return NULL;
+	}
+	return json_string_value(id);
+}
+
+void tp_sess_close(struct tp_host *h, const struct tp_rpc *rpc)
+{
+	const char *id = session_param(h, rpc);
+	struct session *s = id ? tp_sess_find(h, id) : NULL;
+	if (id == NULL)
+		return;
+	if (s == NULL) {
+		tp_sess_unknown(h, rpc->id, id);
+		return;
+	}
+	json_t *r = json_pack("{s:s, s:b, s:I}", "session_id", s->id, "closed", 1, "execs",
+			      (json_int_t)s->done);
+	/* A running exec is stopped: its reply says cancelled and session_lost. */
+	if (s->w != NULL && s->w->exec != NULL && !s->w->answered)
+		tp_err_set(&s->w->exec->verdict, TP_KIND_CANCELLED, TP_LAYER_HOST, 0,
+			   "the session was closed while this exec ran (sandbox/session/close)");
+	tp_sess_end(h, s, "closed by the client");
+	if (r == NULL)
+		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+	else
+		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, r));
+}
+
+void tp_sess_list(struct tp_host *h, const struct tp_rpc *rpc)
+{
+	if (rpc->params != NULL &&
+	    !(json_is_object(rpc->params) && json_object_size(rpc->params) == 0)) {
+		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, "params must be {} or absent");
+		return;
+	}
+	double now = tp_host_now_ms();
+	json_t *a = json_array();
+	for (const struct session *s = h->sessions; a != NULL && s != NULL; s = s->next) {
+		int running = s->w != NULL && s->w->exec != NULL;
+		double idle = running || queued_on(h, s) ? 0 : now - s->last_used;
+		json_array_append_new(
+		    a,
+		    json_pack("{s:s, s:s, s:s, s:I, s:I, s:I, s:I, s:b, s:i}", "session_id", s->id,
+			      "lang", h->zyg[s->zi].lang->name, "policy", policy_of(h, s)->name,
+			      "age_ms", (json_int_t)(now - s->opened), "idle_ms", (json_int_t)idle,
+			      "execs", (json_int_t)s->done, "memory_bytes", (json_int_t)s->memory,
+			      "running", running, "queued", queued_on(h, s)));
+	}
+	json_t *r = a ? json_pack("{s:o}", "sessions", a) : NULL;
+	if (r == NULL)
+		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+	else
+		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, r));
+}
+
+/* ---- its execs ---------------------------------------------------------------------- */
+
+int tp_sess_admit(struct tp_host *h, struct session *s, const json_t *rpc_id, double *wait_ms)
+{
+	const struct tp_policy *p = policy_of(h, s);
+	char why[160];
+	double now = tp_host_now_ms();
+	*wait_ms = 0;
+	if (s->accepted >= p->session.max_execs) {
+		snprintf(why, sizeof why,
+			 "it has had its %" PRIu64 " execs (session.max_execs of policy '%s')",
+			 p->session.max_execs, p->name);
+	} else if (now - s->opened >= (double)p->session.lifetime_ms) {
+		snprintf(why, sizeof why,
+			 "it is older than %" PRIu64 " ms (session.lifetime_ms of policy '%s')",
+			 p->session.lifetime_ms, p->name);
+	} else {
+		uint64_t cap = p->rate.session_per_minute;
+		if (cap == 0)
+			return 0;
+		s->tokens += (now - s->tokens_at) * (double)cap / 60000.0;
+		if (s->tokens > (double)cap)
+			s->tokens = (double)cap;
+		s->tokens_at = now;
+		if (s->tokens >= 1.0) {
+			s->tokens -= 1.0;
+			return 0;
+		}
+		*wait_ms = (1.0 - s->tokens) * 60000.0 / (double)cap;
+		if (*wait_ms < 1)
+			*wait_ms = 1;
+		return -1;
+	}
+	char msg[256];
+	snprintf(msg, sizeof msg, "session '%s' can run no more: %s", s->id, why);
+	tp_out_error(h, (json_t *)rpc_id, TP_RPC_NO_SESSION, msg);
+	if (!busy(h, s))
+		tp_sess_end(h, s, why);
+	return -1;
+}
+
+void tp_sess_exec_done(struct tp_host *h, struct worker *w)
+{
+	struct session *s = w->sess;
+	struct tp_shm_view view;
+	tp_shm_snapshot(w->shm, w->area, &view);
+	s->memory = view.mem_peak;
+	s->done++;
+	s->last_used = tp_host_now_ms();
+	tp_host_exec_free(w->exec);
+	w->exec = NULL;
+	w->answered = 0;
+	if (w->reply != NULL)
+		tp_reply_free(w->reply);
+	free(w->reply);
+	w->reply = NULL;
+	const struct tp_policy *p = policy_of(h, s);
+	char why[160];
+	if (s->done >= p->session.max_execs && !queued_on(h, s)) {
+		snprintf(why, sizeof why,
+			 "it has had its %" PRIu64 " execs (session.max_execs of policy '%s')",
+			 p->session.max_execs, p->name);
+		tp_sess_end(h, s, why);
+	}
+}
+
+int tp_sess_worker_idle(const struct worker *w)
+{
+	return w->sess != NULL && w->exec == NULL && !w->exited && !w->killed;
+}
+
+/* ---- expiry ------------------------------------------------------------------------ */
+
+/* When s expires if nothing runs in it: the earlier of its idle and life ends. */
+static double expiry(const struct tp_host *h, const struct session *s, const char **what)
+{
+	const struct tp_policy_session *ps = &policy_of(h, s)->session;
+	double idle_end = s->last_used + (double)ps->idle_ms;
+	double life_end = s->opened + (double)ps->lifetime_ms;
+	*what = idle_end <= life_end ? "idle_ms" : "lifetime_ms";
+	return idle_end <= life_end ? idle_end : life_end;
+}
+
+void tp_sess_check_timeouts(struct tp_host *h, double now)
+{
+	struct session *s = h->sessions;
+	while (s != NULL) {
+		struct session *next = s->next;
+		const char *what;
+		double at = expiry(h, s, &what);
+		if (now >= at && !busy(h, s)) {
+			char why[160];
+			const struct tp_policy *p = policy_of(h, s);
+			if (strcmp(what, "idle_ms") == 0)
+				snprintf(why, sizeof why,
+					 "it was idle for %" PRIu64
+					 " ms (session.idle_ms of policy '%s')",
+					 p->session.idle_ms, p->name);
+			else
+				snprintf(why, sizeof why,
+					 "it reached its lifetime of %" PRIu64
+					 " ms (session.lifetime_ms of policy '%s')",
+					 p->session.lifetime_ms, p->name);
+			tp_sess_end(h, s, why);
+		}
+		s = next;
+	}
+}
+
+double tp_sess_next_timeout(const struct tp_host *h, double now)
+{
+	double best = -1;
+	for (const struct session *s = h->sessions; s != NULL; s = s->next) {
+		const char *what;
+		if (busy(h, s))
+			continue; /* its exec's end sets last_used; the loop wakes then */
+		double left = expiry(h, s, &what) - now;
+		if (left < 0)
+			left = 0;
+		if (best < 0 || left < best)
+			best = left;
+	}
+	return best;
+}

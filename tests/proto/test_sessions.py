@@ -1,0 +1,417 @@
+"""Sessions end to end: state that persists and stays private, the soft stops a
+session survives and the kills it does not, every limit of a session's life
+(idle, lifetime, execs, how many open, memory, rate), and the errors for a
+session that is unknown or has ended. Every verdict is checked by kind and value."""
+import json
+import os
+import shutil
+import tempfile
+import time
+
+import pytest
+
+from conftest import Host, children_of, dying, proc_read, status_field, wait_for
+
+NO_SESSION = -32002
+BUSY = -32001
+INVALID_PARAMS = -32602
+
+
+@pytest.fixture(scope="module")
+def h():
+    host = Host()
+    yield host
+    host.close()
+
+
+@pytest.fixture
+def pol_dir():
+    d = tempfile.mkdtemp(prefix="tp-sess-", dir="/tmp")
+    os.chmod(d, 0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def policy_host(d, name, session=None, rate=None, **extra):
+    body = {"name": name, "extends": "standard", **extra}
+    if session:
+        body["session"] = session
+    if rate:
+        body["rate"] = rate
+    path = os.path.join(d, name + ".json")
+    with open(path, "w") as f:
+        json.dump(body, f)
+    return Host(args=("--policy", path))
+
+
+def open_session(h, lang="lua", **params):
+    r = h.call("sandbox/session/open", {"lang": lang, **params})
+    assert "result" in r, r
+    return r["result"]["session_id"]
+
+
+def sx(h, sid, code, **params):
+    """An exec in session sid; the whole result."""
+    r = h.call("sandbox/exec", {"session_id": sid, "code": code, **params}, timeout=30)
+    assert "result" in r, r
+    assert r["result"]["session_id"] == sid
+    return r["result"]
+
+
+def ok(res, value):
+    assert res["ok"] is True, res
+    assert res["value"] == value
+    assert res["session_lost"] is False
+
+
+def rpc_error(r, code):
+    assert "error" in r, r
+    assert r["error"]["code"] == code, r
+    return r["error"]["message"]
+
+
+# -- state ------------------------------------------------------------------------------
+
+def test_open_says_what_the_session_is(h):
+    r = h.call("sandbox/session/open", {"lang": "python", "limits": {"cpu_ms": 1000}})["result"]
+    assert r["session_id"].startswith("s-") and len(r["session_id"]) == 18
+    assert r["lang"] == "python" and r["policy"] == "standard"
+    assert r["limits"]["cpu_ms"] == 1000
+    assert r["limits"]["memory_bytes"] == 67108864  # standard's session.memory_bytes
+    assert r["expires"] == {"idle_ms": 600000, "lifetime_ms": 3600000, "max_execs": 1000}
+    h.call("sandbox/session/close", {"session_id": r["session_id"]})
+
+
+@pytest.mark.parametrize("lang,first,second,value", [
+    ("lua", "x = 41", "return x + 1", 42),
+    ("lua", "t = {} function add(v) t[#t + 1] = v end add(1)", "add(2) return t", [1, 2]),
+    ("python", "x = 41", "x + 1", 42),
+    ("python", "import math\ndef f(v):\n    return math.floor(v)\nclass C:\n    n = 3",
+     "f(2.5) + C.n", 5),
+])
+def test_state_persists_between_execs(h, lang, first, second, value):
+    sid = open_session(h, lang)
+    ok(sx(h, sid, first), None)
+    ok(sx(h, sid, second), value)
+    h.call("sandbox/session/close", {"session_id": sid})
+
+
+@pytest.mark.parametrize("lang,set_a,set_b,get,missing", [
+    ("lua", "x = 'a'", "x = 'b'", "return x", "return x == nil"),
+    ("python", "x = 'a'", "x = 'b'", "x",
+     "try:\n    x\n    r = False\nexcept NameError:\n    r = True\nr"),
+])
+def test_sessions_are_private(h, lang, set_a, set_b, get, missing):
+    a, b = open_session(h, lang), open_session(h, lang)
+    sx(h, a, set_a)
+    sx(h, b, set_b)
+    ok(sx(h, a, get), "a")
+    ok(sx(h, b, get), "b")
+    one_shot = h.exec(missing, lang=lang)  # a one-shot exec sees neither
+    assert one_shot["ok"] is True and one_shot["value"] is True, one_shot
+    assert "session_id" not in one_shot
+    for s in (a, b):
+        h.call("sandbox/session/close", {"session_id": s})
+
+
+def test_inputs_and_seed_per_exec(h):
+    sid = open_session(h, "python")
+    ok(sx(h, sid, "n * 2", inputs={"n": 21}), 42)
+    ok(sx(h, sid, "n", inputs={"n": 7}), 7)  # inputs of a later exec replace the name
+    a = sx(h, sid, "import random\nrandom.random()", seed=5)["value"]
+    assert sx(h, sid, "random.random()", seed=5)["value"] == a
+    h.call("sandbox/session/close", {"session_id": sid})
+
+
+def test_execs_queue_in_order(h):
+    sid = open_session(h, "lua")
+    ids = []
+    for i, code in enumerate(["n = 1", "n = n * 10", "n = n + 2", "return n"]):
+        h.next_id += 1
+        ids.append(h.next_id)
+        h.send({"jsonrpc": "2.0", "id": h.next_id, "method": "sandbox/exec",
+                "params": {"session_id": sid, "code": code}})
+    results = [h.reply(i)["result"] for i in ids]
+    assert [r["ok"] for r in results] == [True] * 4
+    assert results[3]["value"] == 12
+    h.call("sandbox/session/close", {"session_id": sid})
+
+
+# -- soft stops keep the session; kills end it ------------------------------------------
+
+SOFT = [
+    ("lua", "while true do end", {"cpu_ms": 200}, "cpu_limit"),
+    ("lua", "while true do end", {"instructions": 100000}, "instruction_limit"),
+    ("lua", "local t = {} for i = 1, 1e8 do t[i] = i end", {"memory_bytes": 8 << 20}, "memory_limit"),
+    ("lua", "for i = 1, 1e6 do print(i) end", {"output_bytes": 1000}, "output_limit"),
+    ("lua", "error('boom')", {}, "runtime_error"),
+    ("lua", "return os.execute('id')", {}, "policy_violation"),
+    ("lua", "return (", {}, "syntax_error"),
+    ("python", "while True: pass", {"cpu_ms": 200}, "cpu_limit"),
+    ("python", "x = [0] * (1 << 40)", {}, "memory_limit"),
+    ("python", "1/0", {}, "runtime_error"),
+    ("python", "import os", {}, "policy_violation"),
+]
+
+
+@pytest.mark.parametrize("lang,code,limits,kind", SOFT)
+def test_soft_stops_keep_the_session(h, lang, code, limits, kind):
+    sid = open_session(h, lang)
+    sx(h, sid, "kept = 5" if lang == "python" else "kept = 5")
+    r = sx(h, sid, code, limits=limits)
+    assert r["ok"] is False and r["error"]["kind"] == kind, r
+    assert r["session_lost"] is False
+    ok(sx(h, sid, "kept" if lang == "python" else "return kept"), 5)
+    # and the next exec's budget is whole again
+    ok(sx(h, sid, "sum(range(1000))" if lang == "python" else
+          "local s = 0 for i = 1, 999 do s = s + i end return s"), 499500)
+    h.call("sandbox/session/close", {"session_id": sid})
+
+
+def test_a_kill_ends_the_session_and_says_so(h):
+    sid = open_session(h, "lua")
+    sx(h, sid, "x = 1")
+    r = sx(h, sid, "while true do end", limits={"wall_ms": 300, "cpu_ms": 5000})
+    assert r["ok"] is False and r["error"]["kind"] == "timeout", r
+    assert r["session_lost"] is True
+    msg = rpc_error(h.call("sandbox/exec", {"session_id": sid, "code": "return x"}), NO_SESSION)
+    assert msg == f"session '{sid}' has ended: its worker was killed (signal 9)"
+    assert all(s["session_id"] != sid for s in h.call("sandbox/session/list")["result"]["sessions"])
+
+
+def test_finalizers_left_behind_run_under_the_next_exec(h):
+    sid = open_session(h, "lua")
+    sx(h, sid, "setmetatable({}, {__gc = function() n = (n or 0) + 1 end}) x = 1")
+    ok(sx(h, sid, "return n"), None)  # no collection ran between the execs
+    churn = "for i = 1, 300000 do local t = {i} end "  # allocation drives the collector
+    ok(sx(h, sid, churn + "return n"), 1)
+    # Lua runs finalizers with hooks off: a loop in one is stopped by the CPU
+    # timer's grace period, which kills the worker, so the session ends.
+    sx(h, sid, "setmetatable({}, {__gc = function() while true do end end})")
+    r = sx(h, sid, churn + "return x", limits={"cpu_ms": 200})
+    assert r["ok"] is False and r["error"]["kind"] == "cpu_limit", r
+    assert r["session_lost"] is True
+    msg = rpc_error(h.call("sandbox/exec", {"session_id": sid, "code": "return x"}), NO_SESSION)
+    assert msg == f"session '{sid}' has ended: a limit tripped and its code did not stop " \
+                  "within the grace period, so its worker ended itself"
+
+
+def test_coroutine_carried_over_is_counted(h):
+    sid = open_session(h, "lua")
+    sx(h, sid, "co = coroutine.wrap(function() while true do coroutine.yield() end end)")
+    r = sx(h, sid, "while true do co() end", limits={"instructions": 50000})
+    assert r["ok"] is False and r["error"]["kind"] == "instruction_limit", r
+    assert r["error"]["limit"]["limit"] == 50000
+    h.call("sandbox/session/close", {"session_id": sid})
+
+
+def test_memory_is_held_per_session(h):
+    sid = open_session(h, "python", limits={"memory_bytes": 48 << 20})
+    ok(sx(h, sid, "a = bytearray(30 << 20)\nlen(a)"), 30 << 20)
+    r = sx(h, sid, "b = bytearray(30 << 20)")
+    assert r["ok"] is False and r["error"]["kind"] == "memory_limit", r
+    assert r["error"]["limit"]["limit"] == 48 << 20
+    ok(sx(h, sid, "del a\nb = bytearray(30 << 20)\nlen(b)"), 30 << 20)
+    h.call("sandbox/session/close", {"session_id": sid})
+
+
+def test_exec_limits_lower_the_sessions(h):
+    sid = open_session(h, "lua", limits={"cpu_ms": 1000})
+    msg = rpc_error(h.call("sandbox/exec", {"session_id": sid, "code": "return 1",
+                                            "limits": {"cpu_ms": 2000}}), INVALID_PARAMS)
+    assert "cpu_ms" in msg and msg.endswith("(the session's limits)"), msg
+    ok(sx(h, sid, "return 1", limits={"cpu_ms": 500}), 1)
+    h.call("sandbox/session/close", {"session_id": sid})
+
+
+# -- bad requests -------------------------------------------------------------------------
+
+def test_unknown_session(h):
+    msg = rpc_error(h.call("sandbox/exec", {"session_id": "s-0000000000000000", "code": "1"}),
+                    NO_SESSION)
+    assert msg.startswith("unknown session 's-0000000000000000'"), msg
+    rpc_error(h.call("sandbox/session/close", {"session_id": "nope"}), NO_SESSION)
+
+
+@pytest.mark.parametrize("params,text", [
+    ({"session_id": 5, "code": "1"}, "'session_id' must be a string"),
+    ({"session_id": None, "code": "return 1"}, None),  # null: a one-shot exec
+])
+def test_session_id_type(h, params, text):
+    r = h.call("sandbox/exec", {"lang": "lua", **params})
+    if text is None:
+        assert r["result"]["ok"] is True and "session_id" not in r["result"]
+    else:
+        assert text in rpc_error(r, INVALID_PARAMS)
+
+
+def test_a_session_fixes_language_and_policy(h):
+    sid = open_session(h, "lua")
+    m = rpc_error(h.call("sandbox/exec", {"session_id": sid, "lang": "python", "code": "1"}),
+                  INVALID_PARAMS)
+    assert m == "'lang' must be \"lua\", the session's language"
+    m = rpc_error(h.call("sandbox/exec", {"session_id": sid, "policy": "strict", "code": "1"}),
+                  INVALID_PARAMS)
+    assert m == "'policy' must be \"standard\", the session's policy"
+    ok(sx(h, sid, "return 1", lang="lua", policy="standard"), 1)
+    h.call("sandbox/session/close", {"session_id": sid})
+
+
+@pytest.mark.parametrize("params,text", [
+    (None, "params must be an object with 'lang'"),
+    ({}, "'lang' must be"),
+    ({"lang": "lua", "code": "1"}, "unknown parameter 'code'"),
+    ({"lang": "lua", "policy": "nope"}, "unknown policy 'nope'"),
+    ({"lang": "lua", "limits": {"cpu_ms": 10 ** 9}}, "cpu_ms"),
+])
+def test_open_refuses_bad_params(h, params, text):
+    assert text in rpc_error(h.call("sandbox/session/open", params), INVALID_PARAMS)
+
+
+def test_close_and_list_params(h):
+    assert rpc_error(h.call("sandbox/session/close", {}), INVALID_PARAMS) == \
+        'params must be {"session_id": a session\'s id}'
+    assert rpc_error(h.call("sandbox/session/list", {"x": 1}), INVALID_PARAMS) == \
+        "params must be {} or absent"
+
+
+def test_list_and_close(h):
+    sid = open_session(h, "python")
+    sx(h, sid, "a = 1")
+    sx(h, sid, "a += 1")
+    s = [x for x in h.call("sandbox/session/list")["result"]["sessions"] if x["session_id"] == sid]
+    assert len(s) == 1
+    s = s[0]
+    assert (s["lang"], s["policy"], s["execs"], s["running"], s["queued"]) == \
+        ("python", "standard", 2, False, 0)
+    assert 0 <= s["idle_ms"] <= s["age_ms"] and s["memory_bytes"] > 0
+    r = h.call("sandbox/session/close", {"session_id": sid})["result"]
+    assert r == {"session_id": sid, "closed": True, "execs": 2}
+    assert rpc_error(h.call("sandbox/exec", {"session_id": sid, "code": "a"}), NO_SESSION) == \
+        f"session '{sid}' has ended: closed by the client"
+
+
+def test_close_while_running_cancels_the_exec(h):
+    sid = open_session(h, "lua")
+    h.next_id += 1
+    eid = h.next_id
+    h.send({"jsonrpc": "2.0", "id": eid, "method": "sandbox/exec",
+            "params": {"session_id": sid, "code": "print('started') while true do end"}})
+    time.sleep(0.3)
+    assert h.call("sandbox/session/close", {"session_id": sid})["result"]["closed"] is True
+    r = h.reply(eid)["result"]
+    assert r["error"]["kind"] == "cancelled" and r["error"]["layer"] == "host", r
+    assert r["session_lost"] is True
+
+
+def test_a_session_worker_is_locked_down(h):
+    sid = open_session(h, "lua")
+    sx(h, sid, "x = 1")
+    workers = [p for p in h.children()
+               if (proc_read(p, "comm", "r") or "").strip() == "tp-worker" and not dying(p)]
+    # the session's worker is alive between execs, and confined like any worker
+    assert workers
+    for p in workers:
+        assert status_field(p, "NoNewPrivs") == "1"
+        assert status_field(p, "Seccomp") == "2"
+    h.call("sandbox/session/close", {"session_id": sid})
+
+
+# -- the limits of a session's life ------------------------------------------------------
+
+def test_idle_expiry(pol_dir):
+    h = policy_host(pol_dir, "idle", session={"idle_ms": 1000})
+    try:
+        sid = open_session(h)
+        sx(h, sid, "x = 1")
+        time.sleep(1.5)
+        assert rpc_error(h.call("sandbox/exec", {"session_id": sid, "code": "return x"}),
+                         NO_SESSION) == \
+            f"session '{sid}' has ended: it was idle for 1000 ms (session.idle_ms of policy 'idle')"
+        assert h.call("sandbox/session/list")["result"]["sessions"] == []
+    finally:
+        h.close()
+
+
+def test_lifetime_expiry(pol_dir):
+    h = policy_host(pol_dir, "life", session={"lifetime_ms": 1500})
+    try:
+        sid = open_session(h)
+        for _ in range(3):  # activity does not extend a lifetime
+            sx(h, sid, "x = 1")
+            time.sleep(0.3)
+        time.sleep(1.0)
+        msg = rpc_error(h.call("sandbox/exec", {"session_id": sid, "code": "return x"}),
+                        NO_SESSION)
+        assert msg.endswith("1500 ms (session.lifetime_ms of policy 'life')"), msg
+    finally:
+        h.close()
+
+
+def test_max_execs(pol_dir):
+    h = policy_host(pol_dir, "few", session={"max_execs": 2})
+    try:
+        sid = open_session(h)
+        ok(sx(h, sid, "x = 1"), None)
+        ok(sx(h, sid, "return x"), 1)
+        msg = rpc_error(h.call("sandbox/exec", {"session_id": sid, "code": "return x"}),
+                        NO_SESSION)
+        assert msg == f"session '{sid}' has ended: it has had its 2 execs " \
+                      "(session.max_execs of policy 'few')"
+    finally:
+        h.close()
+
+
+def test_max_sessions(pol_dir):
+    h = policy_host(pol_dir, "two", session={"max_sessions": 2})
+    try:
+        a, b = open_session(h), open_session(h)
+        msg = rpc_error(h.call("sandbox/session/open", {"lang": "python"}), BUSY)
+        assert msg == "policy 'two' allows 2 open sessions and they are all open; " \
+                      "close one (sandbox/session/close)"
+        # refused means refused: no third worker was started
+        h.call("sandbox/session/close", {"session_id": a})
+        c = open_session(h)
+        ok(sx(h, c, "return 3"), 3)
+        ok(sx(h, b, "return 2"), 2)
+    finally:
+        h.close()
+
+
+def test_no_sessions_policy(pol_dir):
+    h = policy_host(pol_dir, "none", session={"max_sessions": 0})
+    try:
+        assert rpc_error(h.call("sandbox/session/open", {"lang": "lua"}), INVALID_PARAMS) == \
+            "policy 'none' allows no sessions (session.max_sessions is 0)"
+        assert h.call("sandbox/session/list")["result"]["sessions"] == []
+    finally:
+        h.close()
+
+
+def test_session_rate(pol_dir):
+    h = policy_host(pol_dir, "slow", rate={"session_per_minute": 2})
+    try:
+        sid = open_session(h)
+        ok(sx(h, sid, "return 1"), 1)
+        ok(sx(h, sid, "return 2"), 2)
+        r = sx(h, sid, "return 3")
+        assert r["ok"] is False and r["error"]["kind"] == "rate_limit", r
+        assert r["error"]["message"].startswith(
+            "rate limit: 2 execs per minute in one session under policy 'slow'; retry in ")
+        assert 0 < r["error"]["retry_after_ms"] <= 30000
+        other = open_session(h)  # the bucket is per session
+        ok(sx(h, other, "return 4"), 4)
+    finally:
+        h.close()
+
+
+def test_eof_ends_sessions_at_once():
+    h = Host()
+    sid = open_session(h, "python")
+    sx(h, sid, "x = 1")
+    kids = h.children()
+    t = time.monotonic()
+    h.proc.stdin.close()
+    assert h.proc.wait(timeout=10) == 0
+    assert time.monotonic() - t < 5
+    wait_for(lambda: all(dying(p) for p in kids), 10, "the session's worker outlived its host")
