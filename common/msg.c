@@ -362,6 +362,8 @@ int tp_msg_claimable(enum tp_kind kind)
 	case TP_KIND_CPU_LIMIT:
 	case TP_KIND_OUTPUT_LIMIT:
 	case TP_KIND_POLICY_VIOLATION:
+	/* The host asked the exec to stop (it checks that it did). */
+	case TP_KIND_CANCELLED:
 	/* The kernel refused something and the runtime saw it (EACCES, EPERM): the
 	 * worker may say so. A lie here only mislabels its own failure. */
 	case TP_KIND_SANDBOX_VIOLATION: return 1;

@@ -12,6 +12,9 @@
  *      tp_shm_write() for output and tp_shm_trip() when a limit trips.
  *   3. The host reads it with tp_shm_snapshot(), which trusts nothing in the page:
  *      the worker may have scribbled over every field.
+ *   4. One field goes the other way: the host sets stop, then sends SIGUSR1, to
+ *      ask the running exec to stop (a cancel, a session's wall clock); it
+ *      clears it before the worker's next exec.
  */
 #ifndef TP_SHM_H
 #define TP_SHM_H
@@ -40,6 +43,9 @@ struct tp_shm {
 	volatile uint32_t pad;
 	volatile uint64_t instructions;
 	volatile uint64_t mem_peak;
+	volatile uint32_t
+	    stop; /* host → worker: 1 asks the running exec to stop (SIGUSR1 follows) */
+	volatile uint32_t pad2;
 	char note[128]; /* why a worker stopped itself (policy kills), NUL-terminated */
 	char data[];    /* stdout area, then stderr area */
 };

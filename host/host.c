@@ -68,7 +68,10 @@ void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *er
 		.status = w->status,
 		.host = &e->verdict,
 		.wall_ms = tp_host_now_ms() - e->t_start,
-		.cpu_ms = w->exited ? w->cpu_ms : -1,
+		/* A session's worker was reaped after many execs: this one's share. */
+		.cpu_ms = !w->exited                 ? -1
+			  : w->cpu_ms > w->cpu_prior ? w->cpu_ms - w->cpu_prior
+						     : 0,
 		.limits = &e->p.limits,
 	};
 	const struct tp_hpolicy *hp = &h->hp[e->zi / TP_NLANGS];
@@ -83,6 +86,26 @@ void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *er
 	tp_audit_exec(h->audit_fd, hp, e->id, e->p.lang, e->p.code, e->p.code_len, res,
 		      "internal_error");
 	if (e->p.tool_call)
+		res = tp_mcp_tool_result(res);
+	if (res == NULL)
+		tp_out_error(h, e->id, TP_RPC_INTERNAL_ERROR, "out of memory building the result");
+	else
+		tp_out_emit(h, e->id, tp_rpc_result(e->id, res));
+}
+
+void tp_host_answer_unrun(struct tp_host *h, struct exec *e)
+{
+	struct tp_outcome o = { .host = &e->verdict, .limits = &e->p.limits };
+	const struct tp_hpolicy *hp = &h->hp[e->zi / TP_NLANGS];
+	json_t *res = tp_result_build(&o);
+	if (res != NULL && e->session_id[0] != '\0') { /* never ran: the session is as it was */
+		json_object_set_new(res, "session_id", json_string(e->session_id));
+		json_object_set_new(res, "session_lost", json_boolean(e->sess == NULL));
+	}
+	res = tp_hpolicy_redact(hp, res);
+	tp_audit_exec(h->audit_fd, hp, e->id, e->p.lang, e->p.code, e->p.code_len, res,
+		      "internal_error");
+	if (res != NULL && e->p.tool_call)
 		res = tp_mcp_tool_result(res);
 	if (res == NULL)
 		tp_out_error(h, e->id, TP_RPC_INTERNAL_ERROR, "out of memory building the result");
@@ -108,16 +131,36 @@ static struct exec *find_exec(struct tp_host *h, const json_t *id, struct worker
 	return NULL;
 }
 
+/* notifications/cancelled: an MCP call gets no reply (the spec); a native exec
+ * gets its result with kind cancelled and the output so far. A queued exec
+ * never starts. A running one-shot exec is killed; a session's is asked to
+ * stop, and killed only if it has not after STOP_GRACE_MS, so the session
+ * lives on when the interrupt works. */
 static void cancel(struct tp_host *h, const json_t *params)
 {
 	struct worker *w;
 	json_t *id = json_object_get(params, "requestId");
 	struct exec *e = id ? find_exec(h, id, &w) : NULL;
-	if (e == NULL)
+	if (e == NULL || e->cancelled)
 		return; /* already answered, or never seen: nothing to stop */
-	e->cancelled = 1;
-	if (w != NULL)
+	if (e->p.tool_call)
+		e->cancelled = 1;
+	if (!tp_err_failed(&e->verdict))
+		tp_err_set(&e->verdict, TP_KIND_CANCELLED, TP_LAYER_HOST, 0,
+			   "cancelled by the client (notifications/cancelled)");
+	if (w == NULL) {
+		tp_pool_unqueue(h, e);
+		if (!e->cancelled)
+			tp_host_answer_unrun(h, e);
+		else
+			tp_audit_exec(h->audit_fd, &h->hp[e->zi / TP_NLANGS], e->id, e->p.lang,
+				      e->p.code, e->p.code_len, NULL, "cancelled");
+		tp_host_exec_free(e);
+	} else if (w->sess != NULL) {
+		tp_pool_stop_worker(w);
+	} else {
 		tp_pool_kill_worker(w);
+	}
 }
 
 /* An exec over its policy's rate is answered at once, as a result the model

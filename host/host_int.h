@@ -47,6 +47,8 @@ struct exec {
 	struct worker *w;
 	struct tp_err verdict; /* the host's own (timeout, internal error): the first wins */
 	int cancelled;
+	double
+	    stop_deadline; /* asked to stop (tp_pool_stop_worker): killed if still running then */
 	struct session *sess; /* the session it runs in, or NULL (one-shot); cleared if it ends */
 	char session_id[SESSION_ID_LEN + 1]; /* kept for the reply when sess is gone */
 };
@@ -65,8 +67,10 @@ struct worker {
 	struct tp_reply *reply; /* the decoded reply frame, or NULL */
 	int answered;           /* its exec got its reply */
 	int exited, status;
-	double cpu_ms;
+	double cpu_ms;        /* from its rusage, once reaped: its whole life */
+	double cpu_prior;     /* a session's worker: what its earlier execs reported */
 	int kill_pending;     /* kill as soon as the pid is known */
+	int stop_pending;     /* stop its exec as soon as the pid is known */
 	int killed;           /* SIGKILL sent (or pending): it serves nothing more */
 	struct session *sess; /* a session's worker, or NULL (one-shot) */
 };
@@ -150,8 +154,14 @@ void tp_out_emit(struct tp_host *h, const json_t *id, json_t *msg);
 void tp_out_error(struct tp_host *h, json_t *id, int code, const char *msg);
 void tp_out_setup_stdout(struct tp_host *h);
 
+/* How long an exec asked to stop may take to return before it is killed. */
+#define STOP_GRACE_MS 250.0
+
 /* pool.c: workers and zygotes. */
 void tp_pool_kill_worker(struct worker *w);
+/* Asks w's running exec to stop (the page's stop, SIGUSR1), killing it if it
+ * has not returned after STOP_GRACE_MS; kills at once a worker not yet born. */
+void tp_pool_stop_worker(struct worker *w);
 void tp_pool_flush_tx(struct worker *w);
 void tp_pool_worker_free(struct tp_host *h, struct worker *w);
 int tp_pool_running(const struct tp_host *h);
@@ -159,6 +169,8 @@ void tp_pool_dispatch_queue(struct tp_host *h);
 void tp_pool_read_chan(struct tp_host *h, struct worker *w);
 void tp_pool_read_zygote(struct tp_host *h, struct zygote *z);
 void tp_pool_reap(struct tp_host *h);
+/* Takes a queued exec out of the queue (the caller owns it then). */
+void tp_pool_unqueue(struct tp_host *h, struct exec *e);
 void tp_pool_check_timeouts(struct tp_host *h, double now);
 int tp_pool_next_timeout(const struct tp_host *h, double now);
 
@@ -195,5 +207,7 @@ void tp_host_exec_free(struct exec *e);
  * err, the host's own verdict (NULL when it has none; a timeout recorded in the
  * exec before wins over it). */
 void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *err);
+/* Answers an exec that never ran (cancelled while queued) with its verdict. */
+void tp_host_answer_unrun(struct tp_host *h, struct exec *e);
 
 #endif

@@ -51,6 +51,19 @@ void tp_pool_kill_worker(struct worker *w)
 	}
 }
 
+void tp_pool_stop_worker(struct worker *w)
+{
+	if (w->exited || w->killed || w->exec == NULL || w->exec->stop_deadline > 0)
+		return;   /* asked already: the first deadline holds */
+	w->shm->stop = 1; /* a worker not yet started sees it when its exec begins */
+	if (w->pid <= 0) {
+		w->stop_pending = 1; /* the signal and the grace period start with its pid */
+		return;
+	}
+	kill(w->pid, SIGUSR1);
+	w->exec->stop_deadline = tp_host_now_ms() + STOP_GRACE_MS;
+}
+
 /* Warm workers wait at the zygote's background priority; the one that runs an
  * exec gets the normal one (setpriority fails harmlessly when not root). */
 static void boost(struct worker *w)
@@ -295,7 +308,7 @@ static int queued_for(const struct tp_host *h, int zi)
 	return n;
 }
 
-static void unlink_exec(struct tp_host *h, struct exec *e)
+void tp_pool_unqueue(struct tp_host *h, struct exec *e)
 {
 	struct exec **pp = &h->qhead, *prev = NULL;
 	while (*pp != NULL && *pp != e) {
@@ -318,7 +331,7 @@ static void fail_queue(struct tp_host *h, int zi, const char *msg)
 	while (e != NULL) {
 		struct exec *next = e->next;
 		if (e->zi == zi && e->sess == NULL) {
-			unlink_exec(h, e);
+			tp_pool_unqueue(h, e);
 			if (e->id != NULL && !e->cancelled)
 				tp_out_error(h, e->id, TP_RPC_INTERNAL_ERROR, msg);
 			tp_host_exec_free(e);
@@ -378,7 +391,7 @@ void tp_pool_dispatch_queue(struct tp_host *h)
 		struct exec *e = is_warm(w) || tp_sess_worker_idle(w) ? first_queued(h, w) : NULL;
 		if (e == NULL)
 			continue;
-		unlink_exec(h, e);
+		tp_pool_unqueue(h, e);
 		if (assign(h, e, w) != 0) {
 			w->exec = e;
 			fail_exec(h, w, ENOMEM, "out of memory sending the request");
@@ -434,6 +447,13 @@ static void take_reply(struct tp_host *h, struct worker *w, const char *buf, siz
 		fail_exec(h, w, ENOMEM, "out of memory reading the worker reply");
 	} else if (tp_msg_reply_decode(buf, len, &w->exec->p.limits, r, &err) != 0) {
 		free(r);
+		tp_host_finish(h, w, &err);
+	} else if (!r->ok && r->error.kind == TP_KIND_CANCELLED && w->exec->stop_deadline == 0) {
+		tp_reply_free(r);
+		free(r);
+		tp_err_set(&err, TP_KIND_INTERNAL, TP_LAYER_HOST, 0,
+			   "worker reply refused: a stop the host did not ask for");
+		tp_pool_kill_worker(w); /* before finish: a session's reply says it is lost */
 		tp_host_finish(h, w, &err);
 	} else {
 		w->reply = r;
@@ -572,6 +592,8 @@ void tp_pool_read_zygote(struct tp_host *h, struct zygote *z)
 			boost(w);
 		if (w->kill_pending)
 			kill(pid, SIGKILL);
+		else if (w->stop_pending && w->exec != NULL)
+			tp_pool_stop_worker(w);
 		take_early_exit(h, w);
 	}
 }
@@ -602,10 +624,18 @@ void tp_pool_check_timeouts(struct tp_host *h, double now)
 {
 	for (struct worker *w = h->workers; w != NULL; w = w->next) {
 		struct exec *e = w->exec;
-		if (e != NULL && !w->answered && !tp_err_failed(&e->verdict) &&
-		    now >= e->deadline) {
+		if (e == NULL || w->answered)
+			continue;
+		if (!tp_err_failed(&e->verdict) && now >= e->deadline) {
 			tp_err_set(&e->verdict, TP_KIND_TIMEOUT, TP_LAYER_HOST, 0, "%s",
 				   tp_limit_message(TP_LIMIT_WALL_MS));
+			/* A session's state is worth the grace period; a one-shot
+			 * worker's is not (its output is in the page either way). */
+			if (w->sess != NULL)
+				tp_pool_stop_worker(w);
+			else
+				tp_pool_kill_worker(w);
+		} else if (e->stop_deadline > 0 && now >= e->stop_deadline) {
 			tp_pool_kill_worker(w);
 		}
 	}
@@ -617,9 +647,10 @@ int tp_pool_next_timeout(const struct tp_host *h, double now)
 	int any = 0;
 	for (const struct worker *w = h->workers; w != NULL; w = w->next) {
 		const struct exec *e = w->exec;
-		if (e == NULL || w->answered || tp_err_failed(&e->verdict))
+		if (e == NULL || w->answered || w->killed)
 			continue;
-		double left = e->deadline - now;
+		/* Asked to stop: its grace period; else its wall clock. */
+		double left = e->stop_deadline > 0 ? e->stop_deadline - now : e->deadline - now;
 		if (!any || left < best)
 			best = left;
 		any = 1;

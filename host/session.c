@@ -314,11 +314,15 @@ void tp_sess_exec_done(struct tp_host *h, struct worker *w)
 	struct tp_shm_view view;
 	tp_shm_snapshot(w->shm, w->area, &view);
 	s->memory = view.mem_peak;
+	if (w->reply != NULL)
+		w->cpu_prior += (double)w->reply->usage.cpu_us / 1000.0;
 	s->done++;
 	s->last_used = tp_host_now_ms();
 	tp_host_exec_free(w->exec);
 	w->exec = NULL;
 	w->answered = 0;
+	w->shm->stop = 0; /* the next exec starts unasked */
+	w->stop_pending = 0;
 	if (w->reply != NULL)
 		tp_reply_free(w->reply);
 	free(w->reply);

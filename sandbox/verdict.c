@@ -16,7 +16,7 @@
 
 static struct tp_shm *volatile g_shm;
 static const struct tp_verdict_ops *volatile g_ops;
-static volatile sig_atomic_t g_kind, g_id, g_cpu_fired;
+static volatile sig_atomic_t g_kind, g_id, g_cpu_fired, g_active;
 static volatile uint64_t g_limit, g_used, g_cpu_ms;
 static struct timespec g_cpu_start;
 
@@ -85,6 +85,27 @@ static void on_sigprof(int sig)
 	errno = saved;
 }
 
+/* The host's stop: only while an exec runs (a late one between execs is dropped). */
+static void on_stop(int sig)
+{
+	int saved = errno;
+	(void)sig;
+	if (g_active && g_shm != NULL && g_shm->stop)
+		tp_verdict_trip_now(TP_KIND_CANCELLED, -1, 0, 0);
+	errno = saved;
+}
+
+void tp_verdict_catch_stop(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop, .sa_flags = SA_RESTART };
+	sigset_t set;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
 void tp_verdict_begin(struct tp_shm *shm, uint64_t cpu_ms, const struct tp_verdict_ops *ops)
 {
 	g_kind = TP_KIND_NONE;
@@ -95,6 +116,9 @@ void tp_verdict_begin(struct tp_shm *shm, uint64_t cpu_ms, const struct tp_verdi
 	g_ops = ops;
 	g_shm = shm;
 	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &g_cpu_start);
+	g_active = 1;
+	if (shm->stop) /* asked before the worker could hear it */
+		tp_verdict_trip_now(TP_KIND_CANCELLED, -1, 0, 0);
 	if (cpu_ms == 0)
 		return;
 	struct sigaction sa = { .sa_handler = on_sigprof, .sa_flags = SA_RESTART };
@@ -109,6 +133,7 @@ void tp_verdict_begin(struct tp_shm *shm, uint64_t cpu_ms, const struct tp_verdi
 
 void tp_verdict_end(void)
 {
+	g_active = 0;
 	set_timer(0);
 }
 
@@ -159,7 +184,9 @@ int tp_verdict_tripped_failure(struct tp_failure *f, const char *policy_msg,
 {
 	enum tp_kind kind = (enum tp_kind)g_kind;
 	int policy = kind == TP_KIND_POLICY_VIOLATION || kind == TP_KIND_SANDBOX_VIOLATION;
-	const char *msg = policy ? policy_msg : tp_limit_message((int)g_id);
+	const char *msg = policy                      ? policy_msg
+			  : kind == TP_KIND_CANCELLED ? "stopped at the host's request"
+						      : tp_limit_message((int)g_id);
 	json_t *m = json_stringn(msg ? msg : "?", msg ? strlen(msg) : 1);
 	int rc =
 	    tp_verdict_failure(f, kind, kind == TP_KIND_POLICY_VIOLATION ? "PolicyViolation" : NULL,

@@ -30,6 +30,10 @@ struct tp_verdict_ops {
 };
 
 void tp_verdict_begin(struct tp_shm *shm, uint64_t cpu_ms, const struct tp_verdict_ops *ops);
+/* In a worker, once, before it reads a request: SIGUSR1 with the page's stop
+ * set trips TP_KIND_CANCELLED in the running exec (the zygote ignores SIGUSR1,
+ * so one that comes earlier is dropped; begin then sees stop in the page). */
+void tp_verdict_catch_stop(void);
 void tp_verdict_end(void);
 /* Async-signal-safe. id is an enum tp_limit_id, or -1 for a refusal. */
 void tp_verdict_trip_now(enum tp_kind kind, int id, uint64_t limit, uint64_t used);

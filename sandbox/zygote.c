@@ -85,6 +85,9 @@ int tp_zygote_main(const char *lang_name)
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_NAME, "tp-zygote");
+	/* The host's stop signal: a worker catches it once it can act on it;
+	 * until then (inherited through clone) it is dropped, never fatal. */
+	signal(SIGUSR1, SIG_IGN);
 	if (lang == NULL) {
 		fprintf(stderr, "tidepool zygote: unknown language '%s'\n", lang_name);
 		return 1;

@@ -153,8 +153,9 @@ def test_all_fault_cases_through_one_host(host):
     assert_healthy(host)
 
 
-def test_cancel_stops_exec_and_sends_no_reply(host):
-    host.send({"jsonrpc": "2.0", "id": "long", "method": "sandbox/exec", "params": {"lang": "lua", "code": "while true do end"}})
+def test_cancel_of_an_mcp_call_stops_it_and_sends_no_reply(host):
+    host.send({"jsonrpc": "2.0", "id": "long", "method": "tools/call",
+               "params": {"name": "run_lua", "arguments": {"code": "while true do end"}}})
     time.sleep(0.2)
     host.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "long"}})
     r = host.call("ping")
@@ -163,6 +164,43 @@ def test_cancel_stops_exec_and_sends_no_reply(host):
     assert_healthy(host)
     assert "long" not in host.pending
     assert all(json.loads(l).get("id") != "long" for l in host.lines)
+
+
+@pytest.mark.parametrize("lang,code", [
+    ("lua", "print('so far') while true do end"),
+    ("python", "print('so far')\nwhile True: pass"),
+])
+def test_cancel_of_a_native_exec_answers_cancelled_with_the_output(host, lang, code):
+    host.send({"jsonrpc": "2.0", "id": "native", "method": "sandbox/exec",
+               "params": {"lang": lang, "code": code}})
+    time.sleep(0.3)
+    host.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "native"}})
+    r = host.reply("native")["result"]
+    assert r["ok"] is False and r["stdout"] == "so far\n", r
+    assert r["error"] == {"kind": "cancelled", "layer": "host", "type": None,
+                          "message": "cancelled by the client (notifications/cancelled)",
+                          "traceback": None, "line": None}
+    assert r["usage"]["wall_ms"] < 5000  # stopped, not run to its wall clock
+    assert_healthy(host)
+
+
+def test_cancel_of_a_queued_exec_answers_at_once_and_never_runs_it():
+    h = Host(args=())
+    try:
+        # fill every worker slot (16) so the next exec queues
+        for i in range(16):
+            h.send({"jsonrpc": "2.0", "id": f"busy{i}", "method": "sandbox/exec",
+                    "params": {"lang": "lua", "code": "local t=os.clock() while os.clock()-t < 0.5 do end",
+                               "limits": {"wall_ms": 5000}}})
+        h.send({"jsonrpc": "2.0", "id": "queued", "method": "sandbox/exec",
+                "params": {"lang": "lua", "code": "print('ran')"}})
+        h.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "queued"}})
+        r = h.reply("queued")["result"]
+        assert r["error"]["kind"] == "cancelled" and r["stdout"] == "" and r["usage"]["wall_ms"] == 0, r
+        for i in range(16):
+            h.reply(f"busy{i}", timeout=60)
+    finally:
+        h.close()
 
 
 def test_cancel_sent_as_a_request_is_refused_and_cancels_nothing(host):

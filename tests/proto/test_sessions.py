@@ -168,13 +168,34 @@ def test_soft_stops_keep_the_session(h, lang, code, limits, kind):
     h.call("sandbox/session/close", {"session_id": sid})
 
 
-def test_a_kill_ends_the_session_and_says_so(h):
-    sid = open_session(h, "lua")
+def test_a_timeout_is_a_soft_stop_when_the_code_yields(h):
+    sid = open_session(h, "python")
     sx(h, sid, "x = 1")
-    r = sx(h, sid, "while true do end", limits={"wall_ms": 300, "cpu_ms": 5000})
+    r = sx(h, sid, "print('so far')\nwhile True: pass", limits={"wall_ms": 300})
+    assert r["ok"] is False and r["error"]["kind"] == "timeout" and r["error"]["layer"] == "host", r
+    assert r["error"]["limit"]["name"] == "wall_ms" and r["error"]["limit"]["limit"] == 300
+    assert r["stdout"] == "so far\n"
+    assert r["session_lost"] is False
+    ok(sx(h, sid, "x"), 1)
+    h.call("sandbox/session/close", {"session_id": sid})
+
+
+@pytest.mark.parametrize("lang,code", [
+    # a C call no check reaches in time: killed after the grace period
+    ("python", "x = 2\nsum(range(10 ** 12))"),
+    # Lua runs finalizers with hooks off
+    ("lua", "x = 2 setmetatable({}, {__gc = function() while true do end end}) "
+            "for i = 1, 1e7 do local t = {i} end"),
+])
+def test_a_kill_ends_the_session_and_says_so(h, lang, code):
+    sid = open_session(h, lang)
+    sx(h, sid, "x = 1")
+    t = time.monotonic()
+    r = sx(h, sid, code, limits={"wall_ms": 300, "cpu_ms": 5000})
     assert r["ok"] is False and r["error"]["kind"] == "timeout", r
     assert r["session_lost"] is True
-    msg = rpc_error(h.call("sandbox/exec", {"session_id": sid, "code": "return x"}), NO_SESSION)
+    assert r["usage"]["cpu_ms"] < 2000  # this exec's share, not the worker's life
+    msg = rpc_error(h.call("sandbox/exec", {"session_id": sid, "code": "x"}), NO_SESSION)
     assert msg == f"session '{sid}' has ended: its worker was killed (signal 9)"
     assert all(s["session_id"] != sid for s in h.call("sandbox/session/list")["result"]["sessions"])
 
@@ -289,6 +310,66 @@ def test_list_and_close(h):
     assert r == {"session_id": sid, "closed": True, "execs": 2}
     assert rpc_error(h.call("sandbox/exec", {"session_id": sid, "code": "a"}), NO_SESSION) == \
         f"session '{sid}' has ended: closed by the client"
+
+
+def start(h, params):
+    h.next_id += 1
+    h.send({"jsonrpc": "2.0", "id": h.next_id, "method": "sandbox/exec", "params": params})
+    return h.next_id
+
+
+def cancel(h, rid):
+    h.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}})
+
+
+@pytest.mark.parametrize("lang,code,get", [
+    ("lua", "print('so far') while true do end", "return x"),
+    ("python", "print('so far')\nwhile True: pass", "x"),
+])
+def test_cancel_in_a_session_keeps_it(h, lang, code, get):
+    sid = open_session(h, lang)
+    sx(h, sid, "x = 7")
+    rid = start(h, {"session_id": sid, "code": code})
+    time.sleep(0.3)
+    cancel(h, rid)
+    r = h.reply(rid)["result"]
+    assert r["ok"] is False, r
+    assert r["error"] == {"kind": "cancelled", "layer": "host", "type": None,
+                          "message": "cancelled by the client (notifications/cancelled)",
+                          "traceback": None, "line": None}
+    assert r["stdout"] == "so far\n" and r["session_lost"] is False
+    ok(sx(h, sid, get), 7)
+    h.call("sandbox/session/close", {"session_id": sid})
+
+
+def test_cancel_of_a_queued_exec_never_runs_it(h):
+    sid = open_session(h, "lua")
+    sx(h, sid, "n = 0")
+    first = start(h, {"session_id": sid, "code": "local t = os.clock() while os.clock() - t < 0.3 do end n = n + 1"})
+    second = start(h, {"session_id": sid, "code": "n = n + 100"})
+    cancel(h, second)
+    r2 = h.reply(second)["result"]
+    assert r2["error"]["kind"] == "cancelled" and r2["usage"]["wall_ms"] == 0, r2
+    assert r2["session_lost"] is False
+    assert h.reply(first)["result"]["ok"] is True
+    ok(sx(h, sid, "return n"), 1)  # the queued exec never ran
+    h.call("sandbox/session/close", {"session_id": sid})
+
+
+def test_cancel_racing_completion_gets_one_answer(h):
+    sid = open_session(h, "lua")
+    for i in range(20):
+        rid = start(h, {"session_id": sid, "code": f"x = {i} return x"})
+        cancel(h, rid)
+        r = h.reply(rid)["result"]
+        assert r["ok"] is True and r["value"] == i or r["error"]["kind"] == "cancelled", r
+        assert r["session_lost"] is False, r
+    ok(sx(h, sid, "return 1"), 1)
+    # no second answer to any of them
+    h.send({"jsonrpc": "2.0", "id": "probe", "method": "ping"})
+    assert h.reply("probe")["result"] == {}
+    assert not h.pending, h.pending
+    h.call("sandbox/session/close", {"session_id": sid})
 
 
 def test_close_while_running_cancels_the_exec(h):
