@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,6 @@
 #include "result.h"
 #include "spawn.h"
 
-#define MAX_QUEUED 4096
 #define MAX_OUT_PENDING (16u << 20) /* stop reading stdin while this much is unwritten */
 
 double tp_host_now_ms(void)
@@ -68,6 +68,7 @@ void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *er
 		.status = w->status,
 		.host = &e->verdict,
 		.wall_ms = tp_host_now_ms() - e->t_start,
+		.queue_ms = e->queue_ms,
 		/* A session's worker was reaped after many execs: this one's share. */
 		.cpu_ms = !w->exited                 ? -1
 			  : w->cpu_ms > w->cpu_prior ? w->cpu_ms - w->cpu_prior
@@ -95,7 +96,9 @@ void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *er
 
 void tp_host_answer_unrun(struct tp_host *h, struct exec *e)
 {
-	struct tp_outcome o = { .host = &e->verdict, .limits = &e->p.limits };
+	struct tp_outcome o = { .host = &e->verdict,
+				.limits = &e->p.limits,
+				.queue_ms = tp_host_now_ms() - e->t_arrival };
 	const struct tp_hpolicy *hp = &h->hp[e->zi / TP_NLANGS];
 	json_t *res = tp_result_build(&o);
 	if (res != NULL && e->session_id[0] != '\0') { /* never ran: the session is as it was */
@@ -233,6 +236,16 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 		free(e);
 		return;
 	}
+	if (h->queued >= h->cfg.max_queue) {
+		char msg[160];
+		snprintf(msg, sizeof msg,
+			 "busy: %d execs are waiting, the most this tidepool queues (--queue); "
+			 "retry later",
+			 h->queued);
+		tp_out_error(h, rpc->id, TP_RPC_BUSY, msg);
+		free(e);
+		return;
+	}
 	double swait = 0;
 	if (s != NULL && tp_sess_admit(h, s, rpc->id, &swait) != 0) {
 		if (swait > 0) /* its rate: a result, as the policy's rate */
@@ -255,6 +268,7 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 	}
 	e->msg = json_incref(rpc->msg);
 	e->id = rpc->id;
+	e->t_arrival = tp_host_now_ms();
 	e->zi = (int)tp_policy_set_index(h->pols.set, e->p.policy) * TP_NLANGS + (int)e->p.lang;
 	if (s != NULL) {
 		e->sess = s;
@@ -434,7 +448,9 @@ static void poll_once(struct tp_host *h)
 	int nw = 0;
 	for (struct worker *w = h->workers; w != NULL && nw < h->poll_cap; w = w->next)
 		ws[nw++] = w;
-	int reading = h->stdin_open && h->queued < MAX_QUEUED && h->out_len < MAX_OUT_PENDING;
+	/* The queue has its own bound (busy errors): only a client that does not read
+	 * its replies stops us reading its requests. */
+	int reading = h->stdin_open && h->out_len < MAX_OUT_PENDING;
 	fds[P_SIG] = (struct pollfd){ h->sigfd, POLLIN, 0 };
 	fds[P_STDIN] = (struct pollfd){ reading ? 0 : -1, POLLIN, 0 };
 	fds[P_STDOUT] = (struct pollfd){ h->out_len > 0 ? 1 : -1, POLLOUT, 0 };
@@ -489,14 +505,28 @@ int tp_host_run(struct tp_host *h)
 
 /* ---- setup and teardown -------------------------------------------------------- */
 
+void tp_host_cfg_jobs(struct tp_host_cfg *cfg, int jobs)
+{
+	cfg->jobs = jobs;
+	/* Every running exec's worker and a warm pool per language, and room for
+	 * the killed ones not yet reaped. */
+	cfg->max_workers = jobs + cfg->pool_size * TP_NLANGS + 4;
+}
+
 void tp_host_default_cfg(struct tp_host_cfg *cfg)
 {
+	cpu_set_t cpus;
+	int n = sched_getaffinity(0, sizeof cpus, &cpus) == 0 ? CPU_COUNT(&cpus) : 0;
+	if (n <= 0)
+		n = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	*cfg = (struct tp_host_cfg){
 		.use_stdin = 1,
 		.max_line = TP_MAX_LINE_DEFAULT,
 		.pool_size = 2,
-		.max_workers = 16,
+		.jobs = n > 0 ? n : 1,
+		.max_queue = TP_MAX_QUEUE_DEFAULT,
 	};
+	tp_host_cfg_jobs(cfg, cfg->jobs);
 }
 
 static int setup_signals(struct tp_host *h, struct tp_err *err)
@@ -617,6 +647,11 @@ void tp_host_free(struct tp_host *h)
 		while (z->ctl >= 0 && tp_spawn_recv_pid(z->ctl, &pid) == 1)
 			if (pid > 0)
 				kill(pid, SIGKILL);
+	}
+	while (h->sessions != NULL) { /* their workers were killed above */
+		struct session *s = h->sessions;
+		h->sessions = s->next;
+		free(s);
 	}
 	while (h->workers != NULL)
 		tp_pool_worker_free(h, h->workers);

@@ -23,8 +23,10 @@ struct tp_host;
 struct tp_host_cfg {
 	int use_stdin;
 	size_t max_line;
-	int pool_size;   /* warm workers kept ready */
-	int max_workers; /* live workers at most (warm + running) */
+	int pool_size;   /* warm workers kept ready per language in use */
+	int jobs;        /* execs running at once at most (--jobs; default: the CPUs) */
+	int max_queue;   /* execs waiting at most; past it a request is answered busy */
+	int max_workers; /* live one-shot workers at most (warm + running) */
 	/* Where replies go; NULL writes JSON lines to stdout. Steals msg. */
 	void (*emit)(void *ctx, json_t *msg);
 	void *emit_ctx;
@@ -35,7 +37,13 @@ struct tp_host_cfg {
 	const char *audit_path; /* append one JSON line per exec here (NULL: none) */
 };
 
+#define TP_MAX_QUEUE_DEFAULT 256
+#define TP_MAX_JOBS 1024
+
+/* Defaults: jobs = the CPUs this process may run on, max_queue 256. */
 void tp_host_default_cfg(struct tp_host_cfg *cfg);
+/* Sets jobs and the worker ceiling that follows from it. */
+void tp_host_cfg_jobs(struct tp_host_cfg *cfg, int jobs);
 /* NULL with err recorded (out of memory, the signalfd) when it cannot start. */
 struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err);
 void tp_host_line(struct tp_host *h, const char *line, size_t len);

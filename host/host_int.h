@@ -39,7 +39,9 @@ struct session;
 
 struct exec {
 	struct exec *next;
-	json_t *msg; /* the request; p borrows from it */
+	json_t *msg;      /* the request; p borrows from it */
+	double t_arrival; /* when it was read: its wall_ms covers its time queued */
+	double queue_ms;  /* how long it waited for a worker (set when it starts) */
 	json_t *id;
 	int zi; /* its zygote: index into the host's zyg[] (policy and language) */
 	struct tp_exec_params p;
@@ -83,6 +85,7 @@ struct session {
 	struct worker *w;         /* its worker, for its whole life */
 	struct tp_limits ceiling; /* its execs may only lower these */
 	double opened, last_used;
+	double last_start;        /* when its last exec started (fair dispatch) */
 	uint64_t accepted;        /* execs taken (queued, running or done) */
 	uint64_t done;            /* execs answered */
 	uint64_t memory;          /* the language's heap after its last exec */
@@ -110,6 +113,7 @@ struct zygote {
 	int failures;                /* consecutive: a worker that replied resets it */
 	double retry_at;             /* no spawn before this (tp_host_now_ms), after a failure */
 	int used;                    /* keep a warm pool only for languages a client has used */
+	double last_start;           /* when its last one-shot exec started (fair dispatch) */
 	struct worker *spawning[64]; /* FIFO awaiting a pid from the zygote */
 	int nspawning;
 };

@@ -3,6 +3,7 @@
  * people (host/cli.c), or the internal `--zygote LANG` the host execs. Thin:
  * everything else is testable.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,8 +22,11 @@ static int usage(FILE *f)
 	fprintf(
 	    f,
 	    "usage: tidepool [--policy NAME|FILE] [--policy-dir DIR] [--audit FILE]\n"
+	    "                [--jobs N] [--queue N]\n"
 	    "                      serve JSON-RPC 2.0 (MCP) on stdin/stdout: run Lua 5.4 and "
 	    "Python 3.11\n"
+	    "                      (--jobs: execs at once, default the CPUs; --queue: execs "
+	    "waiting, default 256)\n"
 	    "       tidepool run [options] FILE|-     run one .lua or .py file and print its "
 	    "verdict\n"
 	    "       tidepool policy check FILE         validate a policy and explain each layer\n"
@@ -36,15 +40,32 @@ static int usage(FILE *f)
 	return f == stdout ? 0 : 2;
 }
 
+/* A whole number in [lo, hi], or -1 after saying why. */
+static long count_arg(const char *flag, const char *s, long lo, long hi)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) {
+		fprintf(stderr, "tidepool: %s must be a whole number from %ld to %ld, not '%s'\n",
+			flag, lo, hi, s);
+		return -1;
+	}
+	return v;
+}
+
 static int serve(int argc, char **argv)
 {
-	enum { O_POLICY = 256, O_DIR, O_AUDIT };
+	enum { O_POLICY = 256, O_DIR, O_AUDIT, O_JOBS, O_QUEUE };
 	static const struct option opts[] = { { "policy", required_argument, NULL, O_POLICY },
 					      { "policy-dir", required_argument, NULL, O_DIR },
 					      { "audit", required_argument, NULL, O_AUDIT },
+					      { "jobs", required_argument, NULL, O_JOBS },
+					      { "queue", required_argument, NULL, O_QUEUE },
 					      { "help", no_argument, NULL, 'h' },
 					      { NULL, 0, NULL, 0 } };
 	const char *policy = NULL, *dir = NULL, *audit = NULL;
+	long jobs = 0, queue = -1;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -54,7 +75,11 @@ static int serve(int argc, char **argv)
 			dir = optarg;
 		else if (c == O_AUDIT)
 			audit = optarg;
-		else
+		else if (c == O_JOBS && (jobs = count_arg("--jobs", optarg, 1, TP_MAX_JOBS)) < 0)
+			return 2;
+		else if (c == O_QUEUE && (queue = count_arg("--queue", optarg, 0, 100000)) < 0)
+			return 2;
+		else if (c != O_JOBS && c != O_QUEUE)
 			return usage(c == 'h' ? stdout : stderr);
 	}
 	if (optind < argc) {
@@ -78,6 +103,10 @@ static int serve(int argc, char **argv)
 	cfg.policies = cp.set;
 	cfg.policy = cp.deflt;
 	cfg.audit_path = audit;
+	if (jobs > 0)
+		tp_host_cfg_jobs(&cfg, (int)jobs);
+	if (queue >= 0)
+		cfg.max_queue = (int)queue;
 	struct tp_host *h = tp_host_new(&cfg, &err);
 	if (h == NULL) {
 		fprintf(stderr, "tidepool: %s\n", err.msg);

@@ -122,7 +122,9 @@ static int assign(struct tp_host *h, struct exec *e, struct worker *w)
 	e->w = w;
 	boost(w);
 	e->t_start = tp_host_now_ms();
-	e->deadline = e->t_start + (double)e->p.limits.wall_ms;
+	e->queue_ms = e->t_start - e->t_arrival;
+	/* wall_ms is the request's: its time in the queue counts. */
+	e->deadline = e->t_arrival + (double)e->p.limits.wall_ms;
 	tp_frame_rx_free(&w->rx);
 	tp_frame_rx_init(&w->rx, tp_msg_reply_max(&e->p.limits));
 	tp_pool_flush_tx(w);
@@ -293,7 +295,7 @@ static int count_live(const struct tp_host *h, int zi, int *warm)
 	int n = 0;
 	*warm = 0;
 	for (const struct worker *w = h->workers; w != NULL; w = w->next) {
-		n += w->sess == NULL;
+		n += w->sess == NULL && !w->killed;
 		*warm += is_warm(w) && w->zi == zi;
 	}
 	return n;
@@ -342,18 +344,46 @@ static void fail_queue(struct tp_host *h, int zi, const char *msg)
 
 /* Keeps pool_size warm workers per used language, plus one for each queued
  * exec, within max_workers. */
+/* Kills a warm worker of the zygote (other than zi) with the most warm ones. */
+static int evict_warm(struct tp_host *h, int zi)
+{
+	int best = -1, most = 0;
+	for (int i = 0; i < h->nzyg; i++) {
+		int warm;
+		if (i == zi)
+			continue;
+		count_live(h, i, &warm);
+		if (warm > most) {
+			most = warm;
+			best = i;
+		}
+	}
+	for (struct worker *w = h->workers; best >= 0 && w != NULL; w = w->next)
+		if (is_warm(w) && w->zi == best) {
+			tp_pool_kill_worker(w);
+			return 0;
+		}
+	return -1;
+}
+
 static void refill_lang(struct tp_host *h, int zi)
 {
 	struct zygote *z = &h->zyg[zi];
 	int warm, live = count_live(h, zi, &warm), queued = queued_for(h, zi);
 	if (backing_off(z, tp_host_now_ms()))
 		return; /* tp_pool_next_timeout wakes the loop when it is over */
-	/* Once stdin is closed no new exec can come: stop keeping workers warm. */
-	int target = (h->stdin_open && z->used ? h->cfg.pool_size : 0) + queued;
+	/* Once stdin is closed no new exec can come: stop keeping workers warm.
+	 * More than jobs of the queued cannot start at once. */
+	int startable = queued < h->cfg.jobs ? queued : h->cfg.jobs;
+	int target = (h->stdin_open && z->used ? h->cfg.pool_size : 0) + startable;
 	/* A fork and a lockdown compete with a running exec for the CPU: while one
 	 * runs and a warm worker is still ready, making more can wait. */
 	if (warm > 0 && queued == 0 && tp_pool_running(h))
 		return;
+	/* Work waits here while every slot is another language's or policy's warm
+	 * worker: one of those makes room (warm pools are a cache, not a claim). */
+	if (queued > 0 && warm == 0 && live >= h->cfg.max_workers && evict_warm(h, zi) == 0)
+		live--;
 	while (warm < target && live < h->cfg.max_workers) {
 		if (tp_pool_spawn(h, zi, 0) == NULL)
 			break;
@@ -368,13 +398,55 @@ static void refill(struct tp_host *h)
 		refill_lang(h, i);
 }
 
-/* The next exec for w: its session's, or a one-shot exec of its zygote. */
-static struct exec *first_queued(struct tp_host *h, const struct worker *w)
+/* The worker that can take e now: its session's when idle, or a warm one of
+ * its zygote (the oldest: the most likely done with its lockdown). */
+static struct worker *worker_for(struct tp_host *h, const struct exec *e)
 {
-	for (struct exec *e = h->qhead; e != NULL; e = e->next)
-		if (w->sess != NULL ? e->sess == w->sess : e->zi == w->zi && e->sess == NULL)
-			return e;
+	if (e->sess != NULL)
+		return tp_sess_worker_idle(e->sess->w) ? e->sess->w : NULL;
+	for (struct worker *w = h->workers; w != NULL; w = w->next)
+		if (is_warm(w) && w->zi == e->zi)
+			return w;
 	return NULL;
+}
+
+static int same_flow(const struct exec *a, const struct exec *b)
+{
+	return a->sess != NULL ? a->sess == b->sess : b->sess == NULL && a->zi == b->zi;
+}
+
+/* Execs of e's flow (its session, or one-shot execs of its policy and
+ * language) running now. */
+static int flow_running(const struct tp_host *h, const struct exec *e)
+{
+	int n = 0;
+	for (const struct worker *w = h->workers; w != NULL; w = w->next)
+		n += w->exec != NULL && !w->answered && same_flow(e, w->exec);
+	return n;
+}
+
+static double *flow_last_start(struct tp_host *h, const struct exec *e)
+{
+	return e->sess != NULL ? &e->sess->last_start : &h->zyg[e->zi].last_start;
+}
+
+/* Queued execs whose wall clock ran out before they started are answered
+ * (timeout, never run). */
+static void expire_queue(struct tp_host *h, double now)
+{
+	struct exec *e = h->qhead;
+	while (e != NULL) {
+		struct exec *next = e->next;
+		if (now >= e->t_arrival + (double)e->p.limits.wall_ms) {
+			tp_pool_unqueue(h, e);
+			tp_err_set(&e->verdict, TP_KIND_TIMEOUT, TP_LAYER_HOST, 0, "%s",
+				   tp_limit_message(TP_LIMIT_WALL_MS));
+			if (e->id != NULL && !e->cancelled)
+				tp_host_answer_unrun(h, e);
+			tp_host_exec_free(e);
+		}
+		e = next;
+	}
 }
 
 /* The host's own failure answers the worker's exec: TP_KIND_INTERNAL at TP_LAYER_HOST. */
@@ -385,18 +457,46 @@ static void fail_exec(struct tp_host *h, struct worker *w, int sys_errno, const 
 	tp_host_finish(h, w, &err);
 }
 
+/* Starts queued execs while fewer than jobs run. Fair: the next is the oldest
+ * exec of the flow with the fewest running, and among those the flow served
+ * longest ago, so a burst of one-shot execs cannot hold back a session's, nor
+ * one policy's another's. A flow is a session, or the one-shot execs of one
+ * policy and language. */
 void tp_pool_dispatch_queue(struct tp_host *h)
 {
-	for (struct worker *w = h->workers; w != NULL && h->qhead != NULL; w = w->next) {
-		struct exec *e = is_warm(w) || tp_sess_worker_idle(w) ? first_queued(h, w) : NULL;
-		if (e == NULL)
-			continue;
-		tp_pool_unqueue(h, e);
-		if (assign(h, e, w) != 0) {
-			w->exec = e;
-			fail_exec(h, w, ENOMEM, "out of memory sending the request");
-			tp_pool_kill_worker(w);
+	int running = 0;
+	expire_queue(h, tp_host_now_ms());
+	for (const struct worker *w = h->workers; w != NULL; w = w->next)
+		running += w->exec != NULL && !w->answered;
+	while (running < h->cfg.jobs && h->qhead != NULL) {
+		struct exec *best = NULL;
+		struct worker *bw = NULL;
+		int best_load = 0;
+		double best_last = 0;
+		for (struct exec *e = h->qhead; e != NULL; e = e->next) {
+			struct worker *w = worker_for(h, e);
+			if (w == NULL)
+				continue;
+			int load = flow_running(h, e);
+			double last = *flow_last_start(h, e);
+			if (best == NULL || load < best_load ||
+			    (load == best_load && last < best_last)) {
+				best = e;
+				bw = w;
+				best_load = load;
+				best_last = last;
+			}
 		}
+		if (best == NULL)
+			break;
+		*flow_last_start(h, best) = tp_host_now_ms();
+		tp_pool_unqueue(h, best);
+		if (assign(h, best, bw) != 0) {
+			bw->exec = best;
+			fail_exec(h, bw, ENOMEM, "out of memory sending the request");
+			tp_pool_kill_worker(bw);
+		}
+		running++;
 	}
 	refill(h);
 }
@@ -662,6 +762,13 @@ int tp_pool_next_timeout(const struct tp_host *h, double now)
 		if (!backing_off(z, now) || (!z->used && queued_for(h, i) == 0))
 			continue;
 		double left = z->retry_at - now;
+		if (!any || left < best)
+			best = left;
+		any = 1;
+	}
+	/* A queued exec's wall clock runs while it waits. */
+	for (const struct exec *e = h->qhead; e != NULL; e = e->next) {
+		double left = e->t_arrival + (double)e->p.limits.wall_ms - now;
 		if (!any || left < best)
 			best = left;
 		any = 1;

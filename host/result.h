@@ -27,8 +27,9 @@ struct tp_outcome {
 	int status;                    /* wait status */
 	const struct tp_err *host;     /* the host's own verdict (a timeout, an internal
 					* error; kind and layer as given), or NULL/unset */
-	double wall_ms;
-	double cpu_ms; /* measured by the host (rusage), or < 0 when unknown */
+	double wall_ms;                /* from the exec's start in a worker */
+	double queue_ms; /* waiting for a worker before that; wall_ms's limit covers both */
+	double cpu_ms;   /* measured by the host (rusage), or < 0 when unknown */
 	const struct tp_limits *limits;
 };
 
