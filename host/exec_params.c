@@ -139,10 +139,24 @@ int tp_exec_params_parse(const json_t *params, const struct tp_exec_policies *po
 	return common_params(params, NULL, out, err);
 }
 
-int tp_exec_params_parse_tool(const json_t *params, const struct tp_exec_policies *pols,
-			      struct tp_exec_params *out, struct tp_err *err)
+int tp_exec_params_tool_session(const json_t *params, const char **session, struct tp_err *err)
 {
-	static const char *const keys[] = { "code", "inputs", NULL };
+	json_t *args = json_is_object(params) ? json_object_get(params, "arguments") : NULL;
+	json_t *s = json_is_object(args) ? json_object_get(args, "session") : NULL;
+	*session = NULL;
+	if (s == NULL || json_is_null(s))
+		return 0;
+	if (!json_is_string(s))
+		return refuse(err, "'session' must be \"new\" or a session_id a result returned");
+	*session = json_string_value(s);
+	return 0;
+}
+
+int tp_exec_params_parse_tool(const json_t *params, const struct tp_exec_policies *pols,
+			      const struct tp_exec_session *sess, struct tp_exec_params *out,
+			      struct tp_err *err)
+{
+	static const char *const keys[] = { "code", "inputs", "session", NULL };
 	memset(out, 0, sizeof *out);
 	const char *name = json_string_value(json_object_get(params, "name"));
 	json_t *args = json_object_get(params, "arguments");
@@ -156,7 +170,23 @@ int tp_exec_params_parse_tool(const json_t *params, const struct tp_exec_policie
 	out->lang = lang->id;
 	out->tool_call = 1;
 	out->policy = pols->deflt;
-	return common_params(args, NULL, out, err);
+	if (tp_exec_params_tool_session(params, &out->session_id, err) != 0)
+		return -1;
+	if (out->session_id != NULL && strcmp(out->session_id, "new") == 0) {
+		out->session_new = 1;
+		out->session_id = NULL;
+	}
+	if ((out->session_id != NULL || out->session_new) && sess == NULL)
+		return refuse(err, "unknown session '%.40s'",
+			      out->session_id ? out->session_id : "new");
+	if (sess != NULL) {
+		if (sess->lang != out->lang)
+			return refuse(err, "session '%.40s' runs %s: call %s",
+				      out->session_id ? out->session_id : "new",
+				      tp_langs[sess->lang].title, tp_langs[sess->lang].tool);
+		out->policy = sess->policy;
+	}
+	return common_params(args, sess, out, err);
 }
 
 int tp_session_params_parse(const json_t *params, const struct tp_exec_policies *pols,

@@ -47,6 +47,7 @@ struct tp_exec_params {
 	int has_seed;
 	long long seed;
 	int tool_call;          /* 1: answer in the MCP tools/call shape */
+	int session_new;        /* tools/call with session "new": open one for this exec */
 	const char *session_id; /* borrowed; NULL: one-shot */
 };
 
@@ -59,7 +60,11 @@ int tp_exec_params_parse(const json_t *params, const struct tp_exec_policies *po
 			 const struct tp_exec_session *sess, struct tp_exec_params *out,
 			 struct tp_err *err);
 int tp_exec_params_parse_tool(const json_t *params, const struct tp_exec_policies *pols,
-			      struct tp_exec_params *out, struct tp_err *err);
+			      const struct tp_exec_session *sess, struct tp_exec_params *out,
+			      struct tp_err *err);
+/* tools/call's arguments.session: NULL (none), "new", or a session's id; -1
+ * when it is not a string. */
+int tp_exec_params_tool_session(const json_t *params, const char **session, struct tp_err *err);
 
 /* sandbox/session/open's params {lang, policy?, limits?}: the session's
  * language, policy and ceiling (the policy's limits, memory_bytes from its

@@ -212,11 +212,37 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 	const char *sid = NULL;
 	if (rpc->id == NULL)
 		return; /* an exec nobody can hear about is not run */
-	if (!tool && tp_exec_params_session_id(rpc->params, &sid, &err) != 0) {
+	const char *tname = tool ? json_string_value(json_object_get(rpc->params, "name")) : NULL;
+	if (tname != NULL &&
+	    (strcmp(tname, "list_sessions") == 0 || strcmp(tname, "close_session") == 0)) {
+		tp_sess_mcp_tool(h, rpc, tname);
+		return;
+	}
+	int r = tool ? tp_exec_params_tool_session(rpc->params, &sid, &err)
+		     : tp_exec_params_session_id(rpc->params, &sid, &err);
+	if (r != 0) {
 		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, err.msg);
 		return;
 	}
-	if (sid != NULL && (s = tp_sess_find(h, sid)) == NULL) {
+	int fresh = tool && sid != NULL && strcmp(sid, "new") == 0;
+	if (fresh) {
+		/* MCP: open one for this call, under the default policy, in the tool's
+		 * language (an unknown tool is refused by the params check below). */
+		const struct tp_lang_info *l = tp_langs_by_tool(tname);
+		struct tp_err why = { 0 };
+		json_t *open = l ? json_pack("{s:s}", "lang", l->name) : NULL;
+		char msg[TP_ERR_MSG_MAX];
+		int code = TP_RPC_INVALID_PARAMS;
+		if (open != NULL && tp_session_params_parse(open, &h->pols, &es, &why) == 0)
+			s = tp_sess_create(h, &es, &code, msg, sizeof msg);
+		else
+			snprintf(msg, sizeof msg, "%s", l ? why.msg : "unknown tool");
+		json_decref(open);
+		if (s == NULL) {
+			tp_out_error(h, rpc->id, code, msg);
+			return;
+		}
+	} else if (sid != NULL && (s = tp_sess_find(h, sid)) == NULL) {
 		tp_sess_unknown(h, rpc->id, sid);
 		return;
 	}
@@ -227,15 +253,16 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 	e = calloc(1, sizeof *e);
 	if (e == NULL) {
 		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
-		return;
+		goto refused;
 	}
-	int r = tool ? tp_exec_params_parse_tool(rpc->params, &h->pols, &e->p, &err)
-		     : tp_exec_params_parse(rpc->params, &h->pols, s ? &es : NULL, &e->p, &err);
+	r = tool ? tp_exec_params_parse_tool(rpc->params, &h->pols, s ? &es : NULL, &e->p, &err)
+		 : tp_exec_params_parse(rpc->params, &h->pols, s ? &es : NULL, &e->p, &err);
 	if (r != 0) {
 		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, err.msg);
-		free(e);
-		return;
+		goto refused;
 	}
+	if (fresh)
+		e->p.session_id = s->id;
 	if (h->queued >= h->cfg.max_queue) {
 		char msg[160];
 		snprintf(msg, sizeof msg,
@@ -243,28 +270,24 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 			 "retry later",
 			 h->queued);
 		tp_out_error(h, rpc->id, TP_RPC_BUSY, msg);
-		free(e);
-		return;
+		goto refused;
 	}
 	double swait = 0;
 	if (s != NULL && tp_sess_admit(h, s, rpc->id, &swait) != 0) {
 		if (swait > 0) /* its rate: a result, as the policy's rate */
 			rate_limited(h, rpc, &e->p, &h->hp[s->zi / TP_NLANGS], swait, 1);
-		free(e);
-		return;
+		goto refused;
 	}
 	size_t pi = tp_policy_set_index(h->pols.set, e->p.policy);
 	struct tp_hpolicy *hp = &h->hp[pi];
 	if (!hp->kernel_ok) {
 		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, hp->why);
-		free(e);
-		return;
+		goto refused;
 	}
 	double wait = tp_hpolicy_admit(hp, tp_host_now_ms());
 	if (wait > 0) {
 		rate_limited(h, rpc, &e->p, hp, wait, 0);
-		free(e);
-		return;
+		goto refused;
 	}
 	e->msg = json_incref(rpc->msg);
 	e->id = rpc->id;
@@ -283,6 +306,11 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 	h->qtail = e;
 	h->queued++;
 	tp_pool_dispatch_queue(h);
+	return;
+refused:
+	free(e);
+	if (fresh) /* nothing will run in it: it never was */
+		tp_sess_end(h, s, "its first call was refused");
 }
 
 /* ---- policies: which there are, and what one allows ---------------------------- */
@@ -364,7 +392,7 @@ static void handle(struct tp_host *h, struct tp_rpc *rpc)
 	else if (strcmp(m, "ping") == 0)
 		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, json_object()));
 	else if (strcmp(m, "tools/list") == 0)
-		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, tp_mcp_tools_list()));
+		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, tp_mcp_tools_list(h->pols.deflt)));
 	else if (strcmp(m, "sandbox/policy/list") == 0)
 		policy_list(h, rpc);
 	else if (strcmp(m, "sandbox/policy/get") == 0)

@@ -180,6 +180,11 @@ int tp_pool_next_timeout(const struct tp_host *h, double now);
 
 /* session.c: sessions over the methods sandbox/session/open, close and list. */
 void tp_sess_open(struct tp_host *h, const struct tp_rpc *rpc);
+/* Opens a session; NULL with the JSON-RPC error code and message to answer. */
+struct session *tp_sess_create(struct tp_host *h, const struct tp_exec_session *es, int *code,
+			       char *msg, size_t len);
+/* tools/call of list_sessions or close_session. */
+void tp_sess_mcp_tool(struct tp_host *h, const struct tp_rpc *rpc, const char *name);
 void tp_sess_close(struct tp_host *h, const struct tp_rpc *rpc);
 void tp_sess_list(struct tp_host *h, const struct tp_rpc *rpc);
 struct session *tp_sess_find(struct tp_host *h, const char *id);

@@ -48,7 +48,10 @@ json_t *tp_mcp_initialize(const json_t *params)
 	}
 	append(title, sizeof title, ")");
 	append(how, sizeof how,
-	       ". Output is captured. Each call runs in a fresh, locked-down process.");
+	       ". Output is captured. Each call runs in a fresh, locked-down process, unless "
+	       "it passes session: \"new\" (a session keeps its variables; the result's "
+	       "session_id, passed back as session, continues it; list_sessions and "
+	       "close_session manage them).");
 	return json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", ver,
 			 "capabilities", "tools", "listChanged", 0, "serverInfo", "name",
 			 "tidepool", "title", title, "version", TP_VERSION, "instructions", how);
@@ -85,22 +88,32 @@ static json_t *error_schema(void)
 static json_t *output_schema(void)
 {
 	return json_pack(
-	    "{s:s, s:{s:{s:s}, s:{}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:o, s:{s:s}}, "
-	    "s:[s,s,s,s,s,s]}",
+	    "{s:s, s:{s:{s:s}, s:{}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:o, s:{s:s}, s:{s:s}, "
+	    "s:{s:s}}, s:[s,s,s,s,s,s]}",
 	    "type", "object", "properties", "ok", "type", "boolean", "value", "value_repr", "type",
 	    "boolean", "stdout", "type", "string", "stderr", "type", "string", "truncated", "type",
-	    "object", "error", error_schema(), "usage", "type", "object", "required", "ok",
-	    "stdout", "stderr", "truncated", "error", "usage");
+	    "object", "error", error_schema(), "usage", "type", "object", "session_id", "type",
+	    "string", "session_lost", "type", "boolean", "required", "ok", "stdout", "stderr",
+	    "truncated", "error", "usage");
 }
 
-static json_t *tool(const struct tp_lang_info *l)
+static json_t *tool(const struct tp_lang_info *l, const struct tp_policy *p)
 {
+	char desc[1024];
+	snprintf(desc, sizeof desc,
+		 "%s To keep variables, functions and imports for later calls, pass "
+		 "session: \"new\"; the result has a session_id: pass it as session in the next "
+		 "calls. A session ends after %llu s without a call (list_sessions shows them, "
+		 "close_session ends one). Without session, each call starts fresh.",
+		 l->tool_desc, (unsigned long long)(p->session.idle_ms / 1000));
 	json_t *t = json_pack(
-	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:o}, s:{s:s, s:s}}, s:[s], s:b}}", "name", l->tool,
-	    "title", l->tool_title, "description", l->tool_desc, "inputSchema", "type", "object",
-	    "properties", "code", "type", "string", "description",
+	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:o}, s:{s:s, s:s}, s:{s:s, s:s}}, s:[s], s:b}}",
+	    "name", l->tool, "title", l->tool_title, "description", desc, "inputSchema", "type",
+	    "object", "properties", "code", "type", "string", "description",
 	    json_sprintf("%s source code", l->title), "inputs", "type", "object", "description",
-	    "Each key becomes a global variable", "required", "code", "additionalProperties", 0);
+	    "Each key becomes a global variable", "session", "type", "string", "description",
+	    "\"new\" to start a session that keeps state, or the session_id of one to continue",
+	    "required", "code", "additionalProperties", 0);
 	if (t != NULL && json_object_set_new(t, "outputSchema", output_schema()) != 0) {
 		json_decref(t);
 		return NULL;
@@ -108,15 +121,60 @@ static json_t *tool(const struct tp_lang_info *l)
 	return t;
 }
 
-json_t *tp_mcp_tools_list(void)
+/* list_sessions and close_session. */
+static json_t *session_tools(void)
+{
+	return json_pack(
+	    "[{s:s, s:s, s:s, s:{s:s, s:{}, s:b}, s:{s:s, s:{s:{s:s}}, s:[s]}}, "
+	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}}, s:[s], s:b}, "
+	    "s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}, s:[s,s,s]}}]",
+	    "name", "list_sessions", "title", "List sessions", "description",
+	    "The open sessions: language, policy, age and idle time in ms, execs, memory.",
+	    "inputSchema", "type", "object", "properties", "additionalProperties", 0,
+	    "outputSchema", "type", "object", "properties", "sessions", "type", "array", "required",
+	    "sessions", "name", "close_session", "title", "Close a session", "description",
+	    "Ends a session and frees what it holds; its variables are gone.", "inputSchema",
+	    "type", "object", "properties", "session_id", "type", "string", "required",
+	    "session_id", "additionalProperties", 0, "outputSchema", "type", "object", "properties",
+	    "session_id", "type", "string", "closed", "type", "boolean", "execs", "type", "integer",
+	    "required", "session_id", "closed", "execs");
+}
+
+json_t *tp_mcp_tools_list(const struct tp_policy *deflt)
 {
 	json_t *tools = json_array();
 	for (int i = 0; tools != NULL && i < TP_NLANGS; i++)
-		if (json_array_append_new(tools, tool(&tp_langs[i])) != 0) {
+		if (json_array_append_new(tools, tool(&tp_langs[i], deflt)) != 0) {
 			json_decref(tools);
 			return NULL;
 		}
+	json_t *st = session_tools();
+	if (tools != NULL && (st == NULL || json_array_extend(tools, st) != 0)) {
+		json_decref(st);
+		json_decref(tools);
+		return NULL;
+	}
+	json_decref(st);
 	return json_pack("{s:o}", "tools", tools);
+}
+
+json_t *tp_mcp_tool_value(json_t *obj, int is_error)
+{
+	char *text = obj ? tp_json_dumps(obj, JSON_COMPACT) : NULL;
+	if (text == NULL) {
+		json_decref(obj);
+		return NULL;
+	}
+	json_t *r = json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", text,
+			      "structuredContent", obj, "isError", is_error);
+	free(text);
+	return r;
+}
+
+json_t *tp_mcp_tool_text(const char *text)
+{
+	return json_pack("{s:[{s:s, s:s}], s:b}", "content", "type", "text", "text", text,
+			 "isError", 1);
 }
 
 json_t *tp_mcp_tool_result(json_t *exec_result)

@@ -13,10 +13,17 @@
 
 #include <jansson.h>
 
+#include "policy.h"
+
 #define TP_VERSION "0.1.0" /* serverInfo's and `tidepool --version`'s */
 
 json_t *tp_mcp_initialize(const json_t *params);
-json_t *tp_mcp_tools_list(void);
+/* deflt: the policy tools/call runs under (its session values are quoted). */
+json_t *tp_mcp_tools_list(const struct tp_policy *deflt);
+/* A tool result of a JSON object (stolen): as text and structuredContent. */
+json_t *tp_mcp_tool_value(json_t *obj, int is_error);
+/* A tool result that is only an error text (isError: true). */
+json_t *tp_mcp_tool_text(const char *text);
 /* MCP tools/call result around an exec result (stolen). */
 json_t *tp_mcp_tool_result(json_t *exec_result);
 

@@ -17,6 +17,7 @@
 
 #include "audit.h"
 #include "jsonio.h"
+#include "mcp.h"
 
 /* ---- finding and remembering -------------------------------------------------- */
 
@@ -118,6 +119,8 @@ void tp_sess_end(struct tp_host *h, struct session *s, const char *why)
 
 /* ---- the methods ------------------------------------------------------------------- */
 
+static json_t *close_session(struct tp_host *h, struct session *s);
+
 static void new_id(char *out)
 {
 	uint64_t r = 0;
@@ -144,33 +147,35 @@ static json_t *limits_json(const struct tp_limits *l)
 	return o;
 }
 
-void tp_sess_open(struct tp_host *h, const struct tp_rpc *rpc)
+struct session *tp_sess_create(struct tp_host *h, const struct tp_exec_session *ses, int *code,
+			       char *msg, size_t len)
 {
-	struct tp_exec_session es;
-	struct tp_err err = { 0 };
-	char msg[256];
-	if (tp_session_params_parse(rpc->params, &h->pols, &es, &err) != 0) {
-		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, err.msg);
-		return;
-	}
+	struct tp_exec_session es = *ses;
 	size_t pi = tp_policy_set_index(h->pols.set, es.policy);
+	*code = TP_RPC_INVALID_PARAMS;
 	if (!h->hp[pi].kernel_ok) {
-		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, h->hp[pi].why);
-		return;
+		snprintf(msg, len, "%s", h->hp[pi].why);
+		return NULL;
+	}
+	if (es.policy->session.max_sessions == 0) {
+		snprintf(msg, len, "policy '%s' allows no sessions (session.max_sessions is 0)",
+			 es.policy->name);
+		return NULL;
 	}
 	if ((uint64_t)open_under(h, es.policy) >= es.policy->session.max_sessions) {
-		snprintf(msg, sizeof msg,
+		*code = TP_RPC_BUSY;
+		snprintf(msg, len,
 			 "policy '%s' allows %" PRIu64 " open sessions and they are all open; "
 			 "close one (sandbox/session/close)",
 			 es.policy->name, es.policy->session.max_sessions);
-		tp_out_error(h, rpc->id, TP_RPC_BUSY, msg);
-		return;
+		return NULL;
 	}
+	*code = TP_RPC_INTERNAL_ERROR;
 	struct session *s = calloc(1, sizeof *s);
 	if (s == NULL || tp_pool_reserve(h, 1) != 0) {
 		free(s);
-		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
-		return;
+		snprintf(msg, len, "out of memory");
+		return NULL;
 	}
 	s->zi = (int)pi * TP_NLANGS + (int)es.lang;
 	s->ceiling = es.ceiling;
@@ -184,14 +189,31 @@ void tp_sess_open(struct tp_host *h, const struct tp_rpc *rpc)
 	s->w = tp_pool_spawn(h, s->zi, 1);
 	if (s->w == NULL) {
 		free(s);
-		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR,
-			     "could not start the session's worker: see the host's stderr");
-		return;
+		snprintf(msg, len, "could not start the session's worker: see the host's stderr");
+		return NULL;
 	}
 	s->w->sess = s;
 	s->next = h->sessions;
 	h->sessions = s;
 	h->nsessions++;
+	return s;
+}
+
+void tp_sess_open(struct tp_host *h, const struct tp_rpc *rpc)
+{
+	struct tp_exec_session es;
+	struct tp_err err = { 0 };
+	char msg[256];
+	int code;
+	if (tp_session_params_parse(rpc->params, &h->pols, &es, &err) != 0) {
+		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, err.msg);
+		return;
+	}
+	struct session *s = tp_sess_create(h, &es, &code, msg, sizeof msg);
+	if (s == NULL) {
+		tp_out_error(h, rpc->id, code, msg);
+		return;
+	}
 	const struct tp_policy_session *ps = &es.policy->session;
 	json_t *r = json_pack("{s:s, s:s, s:s, s:o, s:{s:I, s:I, s:I}}", "session_id", s->id,
 			      "lang", tp_langs[es.lang].name, "policy", es.policy->name, "limits",
@@ -227,26 +249,15 @@ void tp_sess_close(struct tp_host *h, const struct tp_rpc *rpc)
 		tp_sess_unknown(h, rpc->id, id);
 		return;
 	}
-	json_t *r = json_pack("{s:s, s:b, s:I}", "session_id", s->id, "closed", 1, "execs",
-			      (json_int_t)s->done);
-	/* A running exec is stopped: its reply says cancelled and session_lost. */
-	if (s->w != NULL && s->w->exec != NULL && !s->w->answered)
-		tp_err_set(&s->w->exec->verdict, TP_KIND_CANCELLED, TP_LAYER_HOST, 0,
-			   "the session was closed while this exec ran (sandbox/session/close)");
-	tp_sess_end(h, s, "closed by the client");
+	json_t *r = close_session(h, s);
 	if (r == NULL)
 		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
 	else
 		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, r));
 }
 
-void tp_sess_list(struct tp_host *h, const struct tp_rpc *rpc)
+static json_t *list_json(struct tp_host *h)
 {
-	if (rpc->params != NULL &&
-	    !(json_is_object(rpc->params) && json_object_size(rpc->params) == 0)) {
-		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, "params must be {} or absent");
-		return;
-	}
 	double now = tp_host_now_ms();
 	json_t *a = json_array();
 	for (const struct session *s = h->sessions; a != NULL && s != NULL; s = s->next) {
@@ -260,11 +271,71 @@ void tp_sess_list(struct tp_host *h, const struct tp_rpc *rpc)
 			      "execs", (json_int_t)s->done, "memory_bytes", (json_int_t)s->memory,
 			      "running", running, "queued", queued_on(h, s)));
 	}
-	json_t *r = a ? json_pack("{s:o}", "sessions", a) : NULL;
+	return a ? json_pack("{s:o}", "sessions", a) : NULL;
+}
+
+void tp_sess_list(struct tp_host *h, const struct tp_rpc *rpc)
+{
+	if (rpc->params != NULL &&
+	    !(json_is_object(rpc->params) && json_object_size(rpc->params) == 0)) {
+		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, "params must be {} or absent");
+		return;
+	}
+	json_t *r = list_json(h);
 	if (r == NULL)
 		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
 	else
 		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, r));
+}
+
+/* Closes s (stopping a running exec, which is answered cancelled); its summary. */
+static json_t *close_session(struct tp_host *h, struct session *s)
+{
+	json_t *r = json_pack("{s:s, s:b, s:I}", "session_id", s->id, "closed", 1, "execs",
+			      (json_int_t)s->done);
+	/* A running exec is stopped: its reply says cancelled and session_lost. */
+	if (s->w != NULL && s->w->exec != NULL && !s->w->answered)
+		tp_err_set(&s->w->exec->verdict, TP_KIND_CANCELLED, TP_LAYER_HOST, 0,
+			   "the session was closed while this exec ran (sandbox/session/close)");
+	tp_sess_end(h, s, "closed by the client");
+	return r;
+}
+
+/* The MCP tools list_sessions {} and close_session {session_id}: tool results,
+ * isError (with the reason as its text) for bad arguments or a session that
+ * is not open. */
+void tp_sess_mcp_tool(struct tp_host *h, const struct tp_rpc *rpc, const char *name)
+{
+	json_t *args = json_object_get(rpc->params, "arguments");
+	json_t *r = NULL;
+	char msg[256] = "";
+	if (args != NULL && !json_is_object(args)) {
+		snprintf(msg, sizeof msg, "'arguments' must be an object");
+	} else if (strcmp(name, "list_sessions") == 0) {
+		if (args != NULL && json_object_size(args) != 0)
+			snprintf(msg, sizeof msg, "list_sessions takes no arguments");
+		else
+			r = list_json(h);
+	} else {
+		json_t *id = json_object_get(args, "session_id");
+		struct session *s =
+		    json_is_string(id) ? tp_sess_find(h, json_string_value(id)) : NULL;
+		const char *why = json_is_string(id) ? ended_why(h, json_string_value(id)) : NULL;
+		if (!json_is_string(id) || json_object_size(args) != 1)
+			snprintf(msg, sizeof msg, "close_session takes {\"session_id\": a string}");
+		else if (s == NULL && why != NULL)
+			snprintf(msg, sizeof msg, "session '%s' has ended: %s",
+				 json_string_value(id), why);
+		else if (s == NULL)
+			snprintf(msg, sizeof msg, "unknown session '%.40s'", json_string_value(id));
+		else
+			r = close_session(h, s);
+	}
+	json_t *res = r != NULL ? tp_mcp_tool_value(r, 0) : msg[0] ? tp_mcp_tool_text(msg) : NULL;
+	if (res == NULL)
+		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+	else
+		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, res));
 }
 
 /* ---- its execs ---------------------------------------------------------------------- */

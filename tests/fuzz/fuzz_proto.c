@@ -90,7 +90,7 @@ static void dispatch(const struct tp_rpc *rpc)
 	else
 		send_reply(tp_rpc_error(rpc->id, TP_RPC_INVALID_PARAMS, err.msg, NULL));
 	tp_err_clear(&err);
-	if (tp_exec_params_parse_tool(rpc->params, &pols, &p, &err) == 0) {
+	if (tp_exec_params_parse_tool(rpc->params, &pols, NULL, &p, &err) == 0) {
 		check_exec(&p, &p.policy->limits);
 		CHECK(p.tool_call == 1);
 	} else {
@@ -102,7 +102,7 @@ static void dispatch(const struct tp_rpc *rpc)
 		send_reply(tp_rpc_result(rpc->id, r));
 	}
 	if (strcmp(rpc->method, "tools/list") == 0)
-		send_reply(tp_rpc_result(rpc->id, tp_mcp_tools_list()));
+		send_reply(tp_rpc_result(rpc->id, tp_mcp_tools_list(pols.deflt)));
 	if (strcmp(rpc->method, "tools/call") == 0 && json_is_object(rpc->params))
 		send_reply(tp_rpc_result(rpc->id, tp_mcp_tool_result(json_deep_copy(rpc->params))));
 }
@@ -130,7 +130,8 @@ static void drain(struct tp_linebuf *lb, int at_eof)
 
 	while ((st = tp_linebuf_next(lb, at_eof, &line, &len)) != TP_LINE_NONE) {
 		if (st != TP_LINE_OK) { /* too long (no allocation fails here) */
-			send_reply(tp_rpc_error(NULL, TP_RPC_INVALID_REQUEST, "line too long", NULL));
+			send_reply(
+			    tp_rpc_error(NULL, TP_RPC_INVALID_REQUEST, "line too long", NULL));
 			continue;
 		}
 		CHECK(len <= lb->max && memchr(line, '\n', len) == NULL);

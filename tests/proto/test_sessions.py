@@ -496,3 +496,71 @@ def test_eof_ends_sessions_at_once():
     assert h.proc.wait(timeout=10) == 0
     assert time.monotonic() - t < 5
     wait_for(lambda: all(dying(p) for p in kids), 10, "the session's worker outlived its host")
+
+
+# -- MCP: state without knowing tidepool -----------------------------------------------
+
+def tool(h, name, args):
+    r = h.call("tools/call", {"name": name, "arguments": args})
+    assert "result" in r, r
+    return r["result"]
+
+
+def test_mcp_tools_say_how_to_keep_state(h):
+    tools = {t["name"]: t for t in h.call("tools/list")["result"]["tools"]}
+    for name in ("run_lua", "run_python"):
+        t = tools[name]
+        assert t["inputSchema"]["properties"]["session"]["type"] == "string"
+        assert 'pass session: "new"' in t["description"]
+        assert "ends after 600 s without a call" in t["description"]
+        assert t["outputSchema"]["properties"]["session_id"] == {"type": "string"}
+    assert tools["close_session"]["inputSchema"]["required"] == ["session_id"]
+    assert tools["list_sessions"]["inputSchema"]["properties"] == {}
+
+
+def test_mcp_session_new_then_continue(h):
+    r = tool(h, "run_python", {"code": "x = 41", "session": "new"})
+    assert r["isError"] is False, r
+    sid = r["structuredContent"]["session_id"]
+    assert sid.startswith("s-") and json.loads(r["content"][0]["text"])["session_id"] == sid
+    r = tool(h, "run_python", {"code": "x + 1", "session": sid})
+    assert r["structuredContent"]["value"] == 42 and r["structuredContent"]["session_id"] == sid
+    # a call without session starts fresh
+    r = tool(h, "run_python", {"code": "x"})
+    assert r["isError"] is True and r["structuredContent"]["error"]["type"] == "NameError"
+    # the other language's tool cannot use it
+    r = h.call("tools/call", {"name": "run_lua", "arguments": {"code": "return 1", "session": sid}})
+    assert r["error"]["code"] == INVALID_PARAMS
+    assert r["error"]["message"] == f"session '{sid}' runs Python 3.11: call run_python"
+    listed = tool(h, "list_sessions", {})
+    assert listed["isError"] is False
+    mine = [s for s in listed["structuredContent"]["sessions"] if s["session_id"] == sid]
+    assert len(mine) == 1 and mine[0]["execs"] == 2 and mine[0]["lang"] == "python"
+    closed = tool(h, "close_session", {"session_id": sid})
+    assert closed["isError"] is False
+    assert closed["structuredContent"] == {"session_id": sid, "closed": True, "execs": 2}
+    again = tool(h, "close_session", {"session_id": sid})
+    assert again["isError"] is True
+    assert again["content"][0]["text"] == f"session '{sid}' has ended: closed by the client"
+    r = h.call("tools/call", {"name": "run_python", "arguments": {"code": "1", "session": sid}})
+    assert r["error"]["code"] == NO_SESSION
+
+
+@pytest.mark.parametrize("name,args,text", [
+    ("close_session", {}, 'close_session takes {"session_id": a string}'),
+    ("close_session", {"session_id": 3}, 'close_session takes {"session_id": a string}'),
+    ("close_session", {"session_id": "s-0000000000000000"}, "unknown session 's-0000000000000000'"),
+    ("list_sessions", {"x": 1}, "list_sessions takes no arguments"),
+])
+def test_mcp_session_tools_refuse_bad_arguments(h, name, args, text):
+    r = tool(h, name, args)
+    assert r["isError"] is True and r["content"][0]["text"] == text, r
+
+
+def test_mcp_session_new_refused_leaves_nothing_open(h):
+    before = len(h.call("sandbox/session/list")["result"]["sessions"])
+    r = h.call("tools/call", {"name": "run_lua", "arguments": {"code": 5, "session": "new"}})
+    assert r["error"]["code"] == INVALID_PARAMS and r["error"]["message"] == "'code' must be a string"
+    r = h.call("tools/call", {"name": "run_lua", "arguments": {"code": "1", "session": 5}})
+    assert r["error"]["message"] == "'session' must be \"new\" or a session_id a result returned"
+    assert len(h.call("sandbox/session/list")["result"]["sessions"]) == before

@@ -83,7 +83,7 @@ static void test_initialize(void)
 	CHECK_EQ_STR(json_string_value(json_object_get(r, "protocolVersion")), "2025-11-25");
 	json_decref(r);
 	json_decref(p);
-	r = tp_mcp_tools_list();
+	r = tp_mcp_tools_list(pols.deflt);
 	json_t *tool = json_array_get(json_object_get(r, "tools"), 0);
 	CHECK_EQ_STR(json_string_value(json_object_get(tool, "name")), "run_lua");
 	CHECK(json_is_object(json_object_get(tool, "outputSchema")));
@@ -139,7 +139,7 @@ static json_t *stage_reply(const char *stage, const char *line, size_t len)
 	if (r != 0)
 		return reply;
 	if (strcmp(rpc.method, "tools/call") == 0)
-		r = tp_exec_params_parse_tool(rpc.params, &pols, &p, &err);
+		r = tp_exec_params_parse_tool(rpc.params, &pols, NULL, &p, &err);
 	else if (strcmp(rpc.method, "sandbox/exec") == 0)
 		r = tp_exec_params_parse(rpc.params, &pols, NULL, &p, &err);
 	CHECK_EQ_INT(r, -1);
