@@ -40,8 +40,9 @@ def test_last_request_without_newline_is_served_at_eof():
 def test_client_stops_reading_stdout_while_host_is_busy():
     """2000 pipelined execs printing 20 KB each (about 60 MB of replies): the host
     must keep polling (never block in write), bound its buffering, and deliver
-    every reply, exactly once, when the client reads again."""
-    h = Host()
+    every reply, exactly once, when the client reads again. (The queue is made
+    long enough for all of them: here the bound under test is stdout's.)"""
+    h = Host(args=("--queue", "2000"))
     n = 2000
     code = "io.write(string.rep('p', 20000)) return {i}"
     lines = b"".join(
