@@ -43,6 +43,7 @@ enum tp_kind {
 	TP_KIND_RESULT_ERROR, /* the value could not become JSON (a cycle, an unconvertible value)
 			       */
 	TP_KIND_RATE_LIMIT,   /* the policy's execs per minute were used up: not run */
+	TP_KIND_TOOL_LIMIT,   /* the code called the client's tools more than tool_calls allows */
 	TP_KIND__COUNT
 };
 

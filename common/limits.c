@@ -18,6 +18,7 @@ static const char *const limit_names[TP_LIMIT__COUNT] = {
 	[TP_LIMIT_OUTPUT_BYTES] = "output_bytes",
 	[TP_LIMIT_RESULT_BYTES] = "result_bytes",
 	[TP_LIMIT_RESULT_DEPTH] = "result_depth",
+	[TP_LIMIT_TOOL_CALLS] = "tool_calls",
 };
 
 void tp_limits_default(struct tp_limits *out)
@@ -30,6 +31,7 @@ void tp_limits_default(struct tp_limits *out)
 		.output_bytes = 1u << 20,
 		.result_bytes = 1u << 20,
 		.result_depth = 64,
+		.tool_calls = 100,
 	};
 }
 
@@ -48,6 +50,7 @@ static uint64_t *field(struct tp_limits *l, enum tp_limit_id id)
 	case TP_LIMIT_OUTPUT_BYTES: return &l->output_bytes;
 	case TP_LIMIT_RESULT_BYTES: return &l->result_bytes;
 	case TP_LIMIT_RESULT_DEPTH: return &l->result_depth;
+	case TP_LIMIT_TOOL_CALLS: return &l->tool_calls;
 	default: return NULL;
 	}
 }
@@ -126,6 +129,7 @@ const char *tp_limit_message(int id)
 	case TP_LIMIT_OUTPUT_BYTES: return "output limit exceeded";
 	case TP_LIMIT_RESULT_BYTES: return "result larger than result_bytes";
 	case TP_LIMIT_RESULT_DEPTH: return "result nested deeper than result_depth";
+	case TP_LIMIT_TOOL_CALLS: return "tool call limit exceeded";
 	default: return "limit exceeded";
 	}
 }

@@ -25,6 +25,7 @@ struct tp_limits {
 	uint64_t output_bytes; /* stdout + stderr together */
 	uint64_t result_bytes; /* the JSON text of the returned value */
 	uint64_t result_depth; /* nesting depth of the returned value and of inputs */
+	uint64_t tool_calls;   /* calls to the client's tools (tools.call) */
 };
 
 enum tp_limit_id {
@@ -35,6 +36,7 @@ enum tp_limit_id {
 	TP_LIMIT_OUTPUT_BYTES,
 	TP_LIMIT_RESULT_BYTES,
 	TP_LIMIT_RESULT_DEPTH,
+	TP_LIMIT_TOOL_CALLS,
 	TP_LIMIT__COUNT
 };
 
@@ -42,6 +44,7 @@ enum tp_limit_id {
 #define TP_MAX_OUTPUT_BYTES (16u << 20)
 #define TP_MAX_RESULT_BYTES (16u << 20)
 #define TP_MAX_RESULT_DEPTH 200u
+#define TP_MAX_TOOL_CALLS 100000u
 /* CPU time a worker may keep running after its cpu_ms budget tripped. */
 #define TP_CPU_GRACE_MS 200u
 

@@ -446,6 +446,113 @@ fail:
 	return -1;
 }
 
+/* ---- tool calls ---------------------------------------------------------------------- */
+
+int tp_msg_type(const char *buf, size_t len)
+{
+	struct rbuf r = { (const unsigned char *)buf, len, 0, 0, 0 };
+	uint32_t magic = get_u32(&r);
+	unsigned version = get_u8(&r), t = get_u8(&r);
+	return !r.bad && magic == MAGIC && version == TP_MSG_VERSION ? (int)t : -1;
+}
+
+int tp_tool_name_ok(const char *s, size_t n)
+{
+	if (n == 0 || n > TP_TOOL_NAME_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '_' || ch == '-' || ch == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+char *tp_msg_tool_call_encode(const struct tp_tool_call *c, size_t *len)
+{
+	struct wbuf w = { 0 };
+
+	put_header(&w, TP_MSG_TOOL_CALL);
+	put_bytes(&w, c->name, strlen(c->name));
+	put_json(&w, c->arguments);
+	return finish(&w, len);
+}
+
+int tp_msg_tool_call_decode(const char *buf, size_t len, const struct tp_limits *lim,
+			    struct tp_tool_call *out)
+{
+	struct rbuf r = { (const unsigned char *)buf, len, 0, 0, 0 };
+	const char *name, *why = NULL;
+	size_t n;
+
+	memset(out, 0, sizeof *out);
+	if (!get_header(&r, TP_MSG_TOOL_CALL))
+		return -1;
+	n = get_bytes(&r, TP_TOOL_NAME_MAX, &name);
+	if (r.bad || name == NULL || !tp_tool_name_ok(name, n))
+		return -1;
+	memcpy(out->name, name, n);
+	out->name[n] = '\0';
+	out->arguments = get_json(&r, lim->result_bytes, lim->result_depth, &why);
+	if (r.bad || r.off != len || !json_is_object(out->arguments)) {
+		tp_tool_call_free(out);
+		return -1;
+	}
+	return 0;
+}
+
+char *tp_msg_tool_result_encode(const struct tp_tool_result *res, size_t *len)
+{
+	struct wbuf w = { 0 };
+
+	put_header(&w, TP_MSG_TOOL_RESULT);
+	put_u8(&w, (unsigned)res->status);
+	if (res->status == TP_TOOL_OK)
+		put_json(&w, res->value);
+	else
+		put_text(&w, &res->message);
+	return finish(&w, len);
+}
+
+int tp_msg_tool_result_decode(const char *buf, size_t len, const struct tp_limits *lim,
+			      struct tp_tool_result *out)
+{
+	struct rbuf r = { (const unsigned char *)buf, len, 0, 0, 0 };
+	const char *why = NULL;
+
+	memset(out, 0, sizeof *out);
+	if (!get_header(&r, TP_MSG_TOOL_RESULT))
+		return -1;
+	unsigned st = get_u8(&r);
+	if (st > TP_TOOL_REFUSED)
+		return -1;
+	out->status = (enum tp_tool_status)st;
+	if (out->status == TP_TOOL_OK)
+		out->value = get_json(&r, lim->result_bytes, lim->result_depth, &why);
+	else
+		get_text(&r, TP_TOOL_MESSAGE_MAX, &out->message);
+	if (r.bad || r.off != len ||
+	    (out->status == TP_TOOL_OK ? out->value == NULL : out->message.s == NULL)) {
+		tp_tool_result_free(out);
+		return -1;
+	}
+	return 0;
+}
+
+void tp_tool_call_free(struct tp_tool_call *c)
+{
+	json_decref(c->arguments);
+	memset(c, 0, sizeof *c);
+}
+
+void tp_tool_result_free(struct tp_tool_result *r)
+{
+	json_decref(r->value);
+	tp_text_free(&r->message);
+	memset(r, 0, sizeof *r);
+}
+
 /* ---- freeing -------------------------------------------------------------------------- */
 
 void tp_request_free(struct tp_request *req)

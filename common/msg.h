@@ -38,7 +38,12 @@
 /* Largest request a worker reads (the host caps lines far lower). */
 #define TP_MSG_MAX_REQUEST (64u << 20)
 
-enum tp_msg_type { TP_MSG_REQUEST = 1, TP_MSG_REPLY = 2 };
+enum tp_msg_type {
+	TP_MSG_REQUEST = 1,
+	TP_MSG_REPLY = 2,
+	TP_MSG_TOOL_CALL = 3,  /* worker → host, while an exec runs */
+	TP_MSG_TOOL_RESULT = 4 /* host → worker, the answer to it */
+};
 
 /* A text that may hold any byte; s == NULL means absent. Owned where the
  * struct holding it says so. UTF-8 is repaired when the host shows it. */
@@ -84,6 +89,45 @@ struct tp_reply {
 	struct tp_failure error; /* when !ok */
 	struct tp_usage usage;
 };
+
+#define TP_TOOL_NAME_MAX 64
+#define TP_TOOL_MESSAGE_MAX 8192u
+
+/* Worker → host: the code called a client tool (tools.call). */
+struct tp_tool_call {
+	char name[TP_TOOL_NAME_MAX + 1]; /* 1..64 of A-Z a-z 0-9 _ - . */
+	json_t *arguments;               /* an object: owned */
+};
+
+enum tp_tool_status {
+	TP_TOOL_OK = 0,      /* value is the client's result */
+	TP_TOOL_ERROR = 1,   /* the client answered an error: message says it */
+	TP_TOOL_REFUSED = 2, /* the host refused the call (policy, limit, stop): message */
+};
+
+/* Host → worker: how the call ended. */
+struct tp_tool_result {
+	enum tp_tool_status status;
+	json_t *value;          /* TP_TOOL_OK: owned (any JSON value) */
+	struct tp_text message; /* otherwise */
+};
+
+/* The type byte of a message (enum tp_msg_type), or -1 when buf is no message. */
+int tp_msg_type(const char *buf, size_t len);
+/* Both ends. Encoders: malloc'd, NULL out of memory. The call decoder is the
+ * host's (hostile: name checked, arguments an object within result_bytes and
+ * result_depth of lim); the result decoder the worker's (caps from lim too).
+ * 0, or -1 with *out cleared. */
+char *tp_msg_tool_call_encode(const struct tp_tool_call *c, size_t *len);
+int tp_msg_tool_call_decode(const char *buf, size_t len, const struct tp_limits *lim,
+			    struct tp_tool_call *out);
+char *tp_msg_tool_result_encode(const struct tp_tool_result *r, size_t *len);
+int tp_msg_tool_result_decode(const char *buf, size_t len, const struct tp_limits *lim,
+			      struct tp_tool_result *out);
+void tp_tool_call_free(struct tp_tool_call *c);
+void tp_tool_result_free(struct tp_tool_result *r);
+/* Is s a tool name a policy may list (1..64 of A-Z a-z 0-9 _ - .)? */
+int tp_tool_name_ok(const char *s, size_t n);
 
 /* The kinds a worker may claim; the host refuses a reply with any other. */
 int tp_msg_claimable(enum tp_kind kind);

@@ -545,11 +545,11 @@ static int sub_object(struct ctx *c, const json_t *v, const char *const *keys)
 
 static int parse_limits(struct ctx *c, const json_t *v, struct parsed *out)
 {
-	static const uint64_t lo[TP_LIMIT__COUNT] = { 1u << 20, 1000, 1, 1, 0, 2, 1 };
+	static const uint64_t lo[TP_LIMIT__COUNT] = { 1u << 20, 1000, 1, 1, 0, 2, 1, 1 };
 	static const uint64_t hi[TP_LIMIT__COUNT] = {
 		TP_POLICY_MAX_MEMORY,  TP_POLICY_MAX_INSTRUCTIONS, TP_POLICY_MAX_CPU_MS,
 		TP_POLICY_MAX_WALL_MS, TP_MAX_OUTPUT_BYTES,        TP_MAX_RESULT_BYTES,
-		TP_MAX_RESULT_DEPTH
+		TP_MAX_RESULT_DEPTH,   TP_MAX_TOOL_CALLS
 	};
 	const char *keys[TP_LIMIT__COUNT + 1];
 	for (int i = 0; i < TP_LIMIT__COUNT; i++)

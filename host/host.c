@@ -41,8 +41,10 @@ double tp_host_now_ms(void)
 
 void tp_host_exec_free(struct exec *e)
 {
-	if (e != NULL)
+	if (e != NULL) {
 		json_decref(e->msg);
+		json_decref(e->tool_log);
+	}
 	free(e);
 }
 
@@ -56,7 +58,7 @@ void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *er
 	w->answered = 1;
 	if (e->cancelled || e->id == NULL) {
 		tp_audit_exec(h->audit_fd, &h->hp[e->zi / TP_NLANGS], e->id, e->p.lang, e->p.code,
-			      e->p.code_len, NULL, "cancelled");
+			      e->p.code_len, NULL, "cancelled", e->tool_log);
 		return;
 	}
 	tp_err_copy(&e->verdict, err); /* a timeout recorded before stays the verdict */
@@ -69,6 +71,8 @@ void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *er
 		.host = &e->verdict,
 		.wall_ms = tp_host_now_ms() - e->t_start,
 		.queue_ms = e->queue_ms,
+		.tool_calls = e->tool_calls,
+		.tool_attempts = e->tool_attempts,
 		/* A session's worker was reaped after many execs: this one's share. */
 		.cpu_ms = !w->exited                 ? -1
 			  : w->cpu_ms > w->cpu_prior ? w->cpu_ms - w->cpu_prior
@@ -85,7 +89,7 @@ void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *er
 	}
 	res = tp_hpolicy_redact(hp, res);
 	tp_audit_exec(h->audit_fd, hp, e->id, e->p.lang, e->p.code, e->p.code_len, res,
-		      "internal_error");
+		      "internal_error", e->tool_log);
 	if (e->p.tool_call)
 		res = tp_mcp_tool_result(res);
 	if (res == NULL)
@@ -107,7 +111,7 @@ void tp_host_answer_unrun(struct tp_host *h, struct exec *e)
 	}
 	res = tp_hpolicy_redact(hp, res);
 	tp_audit_exec(h->audit_fd, hp, e->id, e->p.lang, e->p.code, e->p.code_len, res,
-		      "internal_error");
+		      "internal_error", e->tool_log);
 	if (res != NULL && e->p.tool_call)
 		res = tp_mcp_tool_result(res);
 	if (res == NULL)
@@ -157,10 +161,10 @@ static void cancel(struct tp_host *h, const json_t *params)
 			tp_host_answer_unrun(h, e);
 		else
 			tp_audit_exec(h->audit_fd, &h->hp[e->zi / TP_NLANGS], e->id, e->p.lang,
-				      e->p.code, e->p.code_len, NULL, "cancelled");
+				      e->p.code, e->p.code_len, NULL, "cancelled", e->tool_log);
 		tp_host_exec_free(e);
 	} else if (w->sess != NULL) {
-		tp_pool_stop_worker(w);
+		tp_pool_stop_worker(h, w);
 	} else {
 		tp_pool_kill_worker(w);
 	}
@@ -193,7 +197,8 @@ static void rate_limited(struct tp_host *h, const struct tp_rpc *rpc,
 		json_object_set_new(res, "session_lost", json_false());
 	}
 	res = tp_hpolicy_redact(hp, res);
-	tp_audit_exec(h->audit_fd, hp, rpc->id, p->lang, p->code, p->code_len, res, "rate_limit");
+	tp_audit_exec(h->audit_fd, hp, rpc->id, p->lang, p->code, p->code_len, res, "rate_limit",
+		      NULL);
 	if (res != NULL && p->tool_call)
 		res = tp_mcp_tool_result(res);
 	if (res == NULL)
@@ -416,7 +421,10 @@ void tp_host_line(struct tp_host *h, const char *line, size_t len)
 			tp_out_emit(h, json_object_get(reply, "id"), reply);
 		return;
 	}
-	handle(h, &rpc);
+	if (rpc.response)
+		tp_tools_response(h, &rpc);
+	else
+		handle(h, &rpc);
 	tp_rpc_clear(&rpc);
 }
 

@@ -53,6 +53,10 @@ struct exec {
 	    stop_deadline; /* asked to stop (tp_pool_stop_worker): killed if still running then */
 	struct session *sess; /* the session it runs in, or NULL (one-shot); cleared if it ends */
 	char session_id[SESSION_ID_LEN + 1]; /* kept for the reply when sess is gone */
+	uint64_t tool_calls;                 /* sent to the client (usage.tool_calls) */
+	uint64_t tool_attempts;              /* asked for by the code, refused ones too */
+	json_t *tool_log;                    /* [{name, outcome}] for the audit log, or NULL */
+	char tool_pending[32]; /* the id of our sandbox/tool_call request awaiting its answer */
 };
 
 struct worker {
@@ -144,7 +148,8 @@ struct tp_host {
 	int nearly;
 	struct session *sessions;
 	int nsessions;
-	int poll_cap; /* workers pfds and pws hold: max_workers + sessions */
+	unsigned long long tool_seq; /* numbers our sandbox/tool_call requests */
+	int poll_cap;                /* workers pfds and pws hold: max_workers + sessions */
 	struct ended_session ended[ENDED_KEPT];
 	unsigned nended;
 };
@@ -156,7 +161,17 @@ void tp_out_finish_open_line(struct tp_host *h);
 /* Sends msg (stolen), the reply to request id (borrowed; NULL for null). */
 void tp_out_emit(struct tp_host *h, const json_t *id, json_t *msg);
 void tp_out_error(struct tp_host *h, json_t *id, int code, const char *msg);
+/* Sends msg (stolen), a request or notification of ours; -1 (nothing sent)
+ * out of memory. */
+int tp_out_send(struct tp_host *h, json_t *msg);
 void tp_out_setup_stdout(struct tp_host *h);
+
+/* tools.c: the code's calls to the client's tools, through the host. */
+void tp_tools_from_worker(struct tp_host *h, struct worker *w, const char *buf, size_t len);
+/* A response from the client (rpc->response): the answer to one of our calls. */
+void tp_tools_response(struct tp_host *h, const struct tp_rpc *rpc);
+/* Answers w's pending tool call (if any) as refused: its exec is being stopped. */
+void tp_tools_abort(struct tp_host *h, struct worker *w, const char *why);
 
 /* How long an exec asked to stop may take to return before it is killed. */
 #define STOP_GRACE_MS 250.0
@@ -165,7 +180,7 @@ void tp_out_setup_stdout(struct tp_host *h);
 void tp_pool_kill_worker(struct worker *w);
 /* Asks w's running exec to stop (the page's stop, SIGUSR1), killing it if it
  * has not returned after STOP_GRACE_MS; kills at once a worker not yet born. */
-void tp_pool_stop_worker(struct worker *w);
+void tp_pool_stop_worker(struct tp_host *h, struct worker *w);
 void tp_pool_flush_tx(struct worker *w);
 void tp_pool_worker_free(struct tp_host *h, struct worker *w);
 int tp_pool_running(const struct tp_host *h);

@@ -66,8 +66,14 @@ int tp_rpc_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **repl
 		why = "Invalid Request: jsonrpc must be \"2.0\"";
 	} else if (method == NULL &&
 		   (json_object_get(m, "result") || json_object_get(m, "error"))) {
-		json_decref(m); /* a response from the client: nothing of ours to answer */
-		return -1;
+		/* A response from the client, to one of our requests if its id is one:
+		 * the caller matches it; it is never answered. */
+		if (!json_is_string(id) || json_object_get(m, "params") != NULL) {
+			json_decref(m);
+			return -1;
+		}
+		*rpc = (struct tp_rpc){ .msg = m, .id = id, .method = "", .response = 1 };
+		return 0;
 	} else if (!json_is_string(method)) {
 		why = "Invalid Request: method must be a string";
 	} else if (params != NULL && !json_is_object(params) && !json_is_array(params)) {
@@ -91,6 +97,7 @@ int tp_rpc_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **repl
 	rpc->id = id;
 	rpc->method = json_string_value(method);
 	rpc->params = params;
+	rpc->response = 0;
 	return 0;
 }
 

@@ -26,6 +26,7 @@ struct tp_rpc {
 	json_t *id;  /* borrowed from msg; NULL for a notification */
 	const char *method;
 	json_t *params; /* borrowed; NULL when absent */
+	int response;   /* a response to a request of ours: method is "", msg has result or error */
 };
 
 /* Returns 0 with *rpc filled, or -1 with *reply set to the error reply to send

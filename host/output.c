@@ -148,6 +148,24 @@ void tp_out_emit(struct tp_host *h, const json_t *id, json_t *msg)
 	tp_out_flush(h); /* at once: non-blocking on a pipe, so it never stalls the loop */
 }
 
+int tp_out_send(struct tp_host *h, json_t *msg)
+{
+	if (h->cfg.emit != NULL) {
+		if (msg == NULL)
+			return -1;
+		h->cfg.emit(h->cfg.emit_ctx, msg);
+		return 0;
+	}
+	size_t len;
+	char *line = msg ? tp_rpc_encode(msg, &len) : NULL;
+	int rc = line != NULL && out_append(h, line, len, 0) == 0 ? 0 : -1;
+	json_decref(msg);
+	free(line);
+	if (rc == 0)
+		tp_out_flush(h);
+	return rc;
+}
+
 void tp_out_error(struct tp_host *h, json_t *id, int code, const char *msg)
 {
 	tp_out_emit(h, id, tp_rpc_error(id, code, msg, NULL));

@@ -51,7 +51,7 @@ void tp_pool_kill_worker(struct worker *w)
 	}
 }
 
-void tp_pool_stop_worker(struct worker *w)
+void tp_pool_stop_worker(struct tp_host *h, struct worker *w)
 {
 	if (w->exited || w->killed || w->exec == NULL || w->exec->stop_deadline > 0)
 		return;   /* asked already: the first deadline holds */
@@ -62,6 +62,8 @@ void tp_pool_stop_worker(struct worker *w)
 	}
 	kill(w->pid, SIGUSR1);
 	w->exec->stop_deadline = tp_host_now_ms() + STOP_GRACE_MS;
+	/* Waiting on the client's tool: the answer is now, so the code can stop. */
+	tp_tools_abort(h, w, "the exec is being stopped");
 }
 
 /* Warm workers wait at the zygote's background priority; the one that runs an
@@ -542,6 +544,10 @@ static void take_reply(struct tp_host *h, struct worker *w, const char *buf, siz
 		tp_pool_kill_worker(w); /* unsolicited bytes: the worker is not behaving */
 		return;
 	}
+	if (tp_msg_type(buf, len) == TP_MSG_TOOL_CALL) {
+		tp_tools_from_worker(h, w, buf, len);
+		return;
+	}
 	r = malloc(sizeof *r);
 	if (r == NULL) {
 		fail_exec(h, w, ENOMEM, "out of memory reading the worker reply");
@@ -693,7 +699,7 @@ void tp_pool_read_zygote(struct tp_host *h, struct zygote *z)
 		if (w->kill_pending)
 			kill(pid, SIGKILL);
 		else if (w->stop_pending && w->exec != NULL)
-			tp_pool_stop_worker(w);
+			tp_pool_stop_worker(h, w);
 		take_early_exit(h, w);
 	}
 }
@@ -732,7 +738,7 @@ void tp_pool_check_timeouts(struct tp_host *h, double now)
 			/* A session's state is worth the grace period; a one-shot
 			 * worker's is not (its output is in the page either way). */
 			if (w->sess != NULL)
-				tp_pool_stop_worker(w);
+				tp_pool_stop_worker(h, w);
 			else
 				tp_pool_kill_worker(w);
 		} else if (e->stop_deadline > 0 && now >= e->stop_deadline) {

@@ -203,6 +203,11 @@ static json_t *verdict(const struct tp_outcome *o, int *ok)
 			       (uint64_t)(o->queue_ms + o->wall_ms)));
 		return e;
 	}
+	if (tp_err_failed(o->host) && o->host->kind == TP_KIND_TOOL_LIMIT) {
+		json_t *e = new_error(TP_KIND_TOOL_LIMIT, o->host->layer, o->host->msg);
+		put(&e, "limit", limit_json("tool_calls", o->limits->tool_calls, o->tool_attempts));
+		return e;
+	}
 	if (tp_err_failed(o->host))
 		return new_error(o->host->kind, o->host->layer,
 				 o->host->msg[0] ? o->host->msg : "internal error");
@@ -228,10 +233,10 @@ static json_t *usage_json(const struct tp_outcome *o)
 	json_int_t peak =
 	    u ? (json_int_t)u->memory_peak_bytes : (o->shm ? (json_int_t)o->shm->mem_peak : 0);
 	double cpu = u ? (double)u->cpu_us / 1000.0 : (o->cpu_ms > 0 ? o->cpu_ms : 0.0);
-	return json_pack("{s:I, s:I, s:f, s:f, s:f, s:i}", "instructions", instr,
+	return json_pack("{s:I, s:I, s:f, s:f, s:f, s:I}", "instructions", instr,
 			 "memory_peak_bytes", peak, "cpu_ms", round(cpu * 1000) / 1000, "wall_ms",
 			 round(o->wall_ms * 1000) / 1000, "queue_ms",
-			 round(o->queue_ms * 1000) / 1000, "tool_calls", 0);
+			 round(o->queue_ms * 1000) / 1000, "tool_calls", (json_int_t)o->tool_calls);
 }
 
 json_t *tp_result_build(const struct tp_outcome *o)

@@ -28,8 +28,10 @@ struct tp_outcome {
 	const struct tp_err *host;     /* the host's own verdict (a timeout, an internal
 					* error; kind and layer as given), or NULL/unset */
 	double wall_ms;                /* from the exec's start in a worker */
-	double queue_ms; /* waiting for a worker before that; wall_ms's limit covers both */
-	double cpu_ms;   /* measured by the host (rusage), or < 0 when unknown */
+	double queue_ms;        /* waiting for a worker before that; wall_ms's limit covers both */
+	double cpu_ms;          /* measured by the host (rusage), or < 0 when unknown */
+	uint64_t tool_calls;    /* sent to the client */
+	uint64_t tool_attempts; /* asked for by the code (a tool_limit's used) */
 	const struct tp_limits *limits;
 };
 

@@ -25,6 +25,7 @@
 #include "utf8.h"
 #include "verdict.h"
 #include "lockdown.h"
+#include "toolcall.h"
 
 #define HOOK_ALL (LUA_MASKCOUNT | LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE)
 #define MAIN_CHUNK 1000     /* instructions charged per hook of the main thread */
@@ -545,6 +546,65 @@ int tp_lua_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_repl
 	return reply(L, stage, status, out);
 }
 
+/* ---- tools.call: the client's tools ------------------------------------------------------ */
+
+/* tools.call(name [, args]): args a table with string keys (or nil); the
+ * client's result as a Lua value, or an ordinary error with its message. The
+ * host decides whether the call is allowed (policy tools, tool_calls). */
+static int l_tools_call(lua_State *L)
+{
+	const char *name = luaL_checkstring(L, 1);
+	struct tp_ljson_caps caps = { g_lim.result_depth, g_lim.result_bytes };
+	struct tp_ljson_out conv;
+	struct tp_tool_result res;
+	json_t *args;
+
+	if (lua_isnoneornil(L, 2)) {
+		args = json_object();
+	} else {
+		luaL_checktype(L, 2, LUA_TTABLE);
+		lua_settop(L, 2);
+		tp_ljson_from_lua(L, 1, &caps, &conv);
+		if (conv.fail == TP_LJSON_LUAERR)
+			return luaL_error(L, "not enough memory");
+		if (conv.fail != TP_LJSON_OK)
+			return luaL_error(L, "tools.call: arguments cannot become JSON%s%s",
+					  conv.message[0] ? ": " : "", conv.message);
+		args = conv.value;
+		if (json_is_array(args) && json_array_size(args) == 0) {
+			json_decref(args); /* {} reads as an empty array: it is no arguments */
+			args = json_object();
+		}
+		if (!json_is_object(args)) {
+			json_decref(args);
+			return luaL_error(L, "tools.call: arguments must be a table with string "
+					     "keys");
+		}
+	}
+	if (args == NULL)
+		return luaL_error(L, "not enough memory");
+	int rc = tp_tool_invoke(name, args, &g_lim, &res);
+	json_decref(args);
+	if (rc != 0)
+		_exit(TP_EXIT_FATAL); /* the channel is gone: so is the host */
+	if (res.status == TP_TOOL_OK) {
+		tp_ljson_push(L, res.value, g_lim.result_depth);
+		tp_tool_result_free(&res);
+		return 1;
+	}
+	lua_pushlstring(L, res.message.s, res.message.n);
+	tp_tool_result_free(&res);
+	return lua_error(L);
+}
+
+static void open_tools(lua_State *L)
+{
+	lua_createtable(L, 0, 1);
+	lua_pushcfunction(L, l_tools_call);
+	lua_setfield(L, -2, "call");
+	lua_setglobal(L, "tools");
+}
+
 /* ---- zygote and worker --------------------------------------------------------------- */
 
 /* An error outside any protected call is our bug: end the worker, run nothing. */
@@ -557,6 +617,7 @@ static int on_panic(lua_State *L)
 static int zygote_main(lua_State *L)
 {
 	tp_lenv_open(L); /* keeps the stock math.randomseed at SEED_KEY */
+	open_tools(L);
 	return 0;
 }
 

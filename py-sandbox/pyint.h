@@ -70,6 +70,8 @@ int tp_py_real_namespace(PyObject *dict);
 
 /* pyshimfns.c: the shim's C functions, put in its globals by the zygote. */
 extern PyMethodDef tp_py_shim_fns[];
+/* The `tools` builtin (pytools.c): a new reference, or NULL with an exception. */
+PyObject *tp_py_tools_new(void);
 extern volatile sig_atomic_t tp_py_fileop; /* a file shim's checked call is running */
 
 /* pykernel.c: kernel-only mode (the policy has no language layer). */

@@ -571,6 +571,10 @@ static int load_shim(struct tp_err *err)
 	g_sbuiltins = call_init(PyDict_GetItemString(g_shim, "init"));
 	if (g_sbuiltins == NULL)
 		return tp_py_fail("shim init", err);
+	PyObject *tools = tp_py_tools_new();
+	if (tools == NULL || PyDict_SetItemString(g_sbuiltins, "tools", tools) != 0)
+		return tp_py_fail("tools", err);
+	Py_DECREF(tools);
 	if (load_deny() != 0)
 		return tp_py_fail("ATTR_DENY", err);
 	if (make_main() == NULL)

@@ -18,6 +18,7 @@
 #include "frame.h"
 #include "msg.h"
 #include "lockdown.h"
+#include "toolcall.h"
 #include "verdict.h"
 
 static _Noreturn void die(const char *what, const char *detail)
@@ -89,6 +90,7 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 	if (tp_lockdown_apply(&ld, &err) != 0)
 		die("lockdown", err.msg);
 	tp_verdict_catch_stop();
+	tp_tool_set_channel(cfg->chan_fd);
 
 	/* Locked down: from here on, only the requests and the language run. A
 	 * one-shot worker serves one; a session's serves until the host closes the

@@ -36,11 +36,11 @@ struct ctx {
 	struct tp_shm_view view;
 };
 
-static const char *const kinds[] = {"syntax_error", "runtime_error", "input_error", "result_error", "memory_limit",
-				    "instruction_limit",  "cpu_limit",      "timeout",
-				    "output_limit",       "policy_violation", "sandbox_violation",
-				    "crashed",            "internal_error", "cancelled",
-				    "rate_limit"};
+static const char *const kinds[] = { "syntax_error",     "runtime_error",     "input_error",
+				     "result_error",     "memory_limit",      "instruction_limit",
+				     "cpu_limit",        "timeout",           "output_limit",
+				     "policy_violation", "sandbox_violation", "crashed",
+				     "internal_error",   "cancelled",         "rate_limit" };
 
 static int known_kind(const char *k)
 {
@@ -101,6 +101,18 @@ static void on_frame(struct ctx *c, const char *buf, size_t len)
 	struct tp_reply r;
 
 	CHECK(buf[len] == '\0');
+	/* The other frame a worker sends: a tool call, decoded by the same rules. */
+	struct tp_tool_call tc;
+	if (tp_msg_tool_call_decode(buf, len, &c->lim, &tc) == 0) {
+		CHECK(tp_tool_name_ok(tc.name, strlen(tc.name)));
+		CHECK(json_is_object(tc.arguments));
+		char *v = json_dumps(tc.arguments, JSON_COMPACT | JSON_ENCODE_ANY);
+		CHECK(v != NULL && strlen(v) <= c->lim.result_bytes);
+		free(v);
+		tp_tool_call_free(&tc);
+	} else {
+		CHECK(tc.arguments == NULL && tc.name[0] == '\0');
+	}
 	if (tp_msg_reply_decode(buf, len, &c->lim, &r, &err) != 0) {
 		CHECK(r.value == NULL && r.error.message.s == NULL && tp_err_failed(&err) &&
 		      err.msg[0] != '\0');
@@ -160,7 +172,8 @@ static void channel(struct ctx *c, const uint8_t *bytes, size_t n)
 		return;
 	CHECK(write(fds[1], bytes, n) == (ssize_t)n);
 	close(fds[1]);
-	tp_frame_rx_init(&rx, c->lim.result_bytes < 4096 ? c->lim.result_bytes * 8 : tp_msg_reply_max(&c->lim));
+	tp_frame_rx_init(&rx, c->lim.result_bytes < 4096 ? c->lim.result_bytes * 8
+							 : tp_msg_reply_max(&c->lim));
 	for (int frames = 0; frames < 64;) {
 		long got = tp_frame_rx_read(&rx, fds[0]);
 		char *p;

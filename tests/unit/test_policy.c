@@ -89,7 +89,9 @@ static void test_messages(void)
 	refused(
 	    "{\"name\": \"x\",\n \"limits\": {\"cpu\": 1}}",
 	    "p.json:2:13: limits: unknown key 'cpu' (known: memory_bytes, instructions, cpu_ms, "
-	    "wall_ms, output_bytes, result_bytes, result_depth)");
+	    "wall_ms, output_bytes, result_bytes, result_depth, tool_calls)");
+	refused("{\"name\": \"x\", \"limits\": {\"tool_calls\": 0}}",
+		"p.json:1:26: limits.tool_calls: 0 is out of range (1 .. 100000)");
 	refused("{\"name\": \"x\", \"limits\": []}",
 		"p.json:1:15: limits: must be an object, not a list");
 	refused("{\"name\": \"x\", \"language_layer\": 1}",

@@ -71,6 +71,9 @@ static void test_parse(void)
 	tp_rpc_clear(&rpc);
 }
 
+/* The built-in presets, the default "standard": what a host without --policy has. */
+static struct tp_exec_policies pols;
+
 static void test_initialize(void)
 {
 	json_t *p = json_pack("{s:s}", "protocolVersion", "2025-03-26");
@@ -89,9 +92,6 @@ static void test_initialize(void)
 	CHECK(json_is_object(json_object_get(tool, "outputSchema")));
 	json_decref(r);
 }
-
-/* The built-in presets, the default "standard": what a host without --policy has. */
-static struct tp_exec_policies pols;
 
 static int exec_params(const char *js, struct tp_exec_params *out, struct tp_err *err)
 {
@@ -386,6 +386,75 @@ static void test_request_msg(void)
 	free(buf);
 }
 
+/* Tool calls: both directions round-trip; the host's decoder refuses a bad
+ * name, arguments that are not an object or over the exec's caps, and any cut. */
+static void test_tool_msgs(void)
+{
+	struct tp_limits lim;
+	struct tp_tool_call c = { .name = "web.search_v2" }, cout;
+	struct tp_tool_result res = { .status = TP_TOOL_OK }, rout;
+	size_t n;
+	char *buf;
+
+	tp_limits_default(&lim);
+	c.arguments = json_loads("{\"q\": \"x\", \"n\": [1, 2]}", 0, NULL);
+	buf = tp_msg_tool_call_encode(&c, &n);
+	CHECK_EQ_INT(tp_msg_type(buf, n), TP_MSG_TOOL_CALL);
+	CHECK_EQ_INT(tp_msg_tool_call_decode(buf, n, &lim, &cout), 0);
+	CHECK_EQ_STR(cout.name, "web.search_v2");
+	CHECK(json_equal(cout.arguments, c.arguments));
+	tp_tool_call_free(&cout);
+	for (size_t k = 0; k < n; k++)
+		CHECK_EQ_INT(tp_msg_tool_call_decode(buf, k, &lim, &cout), -1);
+	lim.result_depth = 1; /* [1, 2] is at depth 2 */
+	CHECK_EQ_INT(tp_msg_tool_call_decode(buf, n, &lim, &cout), -1);
+	tp_limits_default(&lim);
+	lim.result_bytes = 10;
+	CHECK_EQ_INT(tp_msg_tool_call_decode(buf, n, &lim, &cout), -1);
+	tp_limits_default(&lim);
+	free(buf);
+	const char *bad[] = { "", "a b", "x/y", "\xc3\xa9" };
+	char long_name[66];
+	memset(long_name, 'a', 65);
+	long_name[65] = '\0';
+	CHECK(tp_tool_name_ok(long_name, 64) && !tp_tool_name_ok(long_name, 65));
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		snprintf(c.name, sizeof c.name, "%s", bad[i]);
+		buf = tp_msg_tool_call_encode(&c, &n);
+		CHECK_EQ_INT(tp_msg_tool_call_decode(buf, n, &lim, &cout), -1);
+		CHECK(cout.arguments == NULL);
+		free(buf);
+	}
+	snprintf(c.name, sizeof c.name, "ok");
+	json_decref(c.arguments);
+	c.arguments = json_array(); /* arguments must be an object */
+	buf = tp_msg_tool_call_encode(&c, &n);
+	CHECK_EQ_INT(tp_msg_tool_call_decode(buf, n, &lim, &cout), -1);
+	free(buf);
+	json_decref(c.arguments);
+	/* The result: a value, or a message. */
+	res.value = json_loads("[\"v\", null]", 0, NULL);
+	buf = tp_msg_tool_result_encode(&res, &n);
+	CHECK_EQ_INT(tp_msg_type(buf, n), TP_MSG_TOOL_RESULT);
+	CHECK_EQ_INT(tp_msg_tool_call_decode(buf, n, &lim, &cout), -1); /* not a call */
+	CHECK_EQ_INT(tp_msg_tool_result_decode(buf, n, &lim, &rout), 0);
+	CHECK(rout.status == TP_TOOL_OK && json_equal(rout.value, res.value));
+	tp_tool_result_free(&rout);
+	free(buf);
+	json_decref(res.value);
+	res = (struct tp_tool_result){ .status = TP_TOOL_REFUSED };
+	tp_text_set(&res.message, "no", 2, TP_TOOL_MESSAGE_MAX);
+	buf = tp_msg_tool_result_encode(&res, &n);
+	CHECK_EQ_INT(tp_msg_tool_result_decode(buf, n, &lim, &rout), 0);
+	CHECK(rout.status == TP_TOOL_REFUSED && strcmp(rout.message.s, "no") == 0);
+	tp_tool_result_free(&rout);
+	buf[8] = 7; /* no such status */
+	CHECK_EQ_INT(tp_msg_tool_result_decode(buf, n, &lim, &rout), -1);
+	free(buf);
+	tp_tool_result_free(&res);
+	CHECK_EQ_INT(tp_msg_type("xx", 2), -1);
+}
+
 /* A text above its cap is cut within the cap and says how much was cut. */
 static void test_text_cut(void)
 {
@@ -531,6 +600,7 @@ int main(void)
 	test_frames();
 	test_check_reply();
 	test_request_msg();
+	test_tool_msgs();
 	test_text_cut();
 	test_build();
 	test_utf8();

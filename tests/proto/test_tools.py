@@ -1,0 +1,264 @@
+"""Tool callbacks end to end: the code calls the client's tools through the
+host (tools.call in Lua; tools.name(**kw) and tools.call in Python). The host
+is the authority: it checks the policy's tools and the tool_calls limit, asks
+the client with sandbox/tool_call, and refuses a forged call. Every refusal is
+checked by kind, layer and message, and proven: no request reached the client."""
+import json
+import os
+import shutil
+import struct
+import tempfile
+import time
+
+import pytest
+
+from conftest import Host, needs_landlock
+
+TOOLS = ["search", "add", "slow", "never"]
+
+
+@pytest.fixture(scope="module")
+def pol_dir():
+    d = tempfile.mkdtemp(prefix="tp-tools-", dir="/tmp")
+    os.chmod(d, 0o755)
+    for name, body in {
+        "tooly": {"extends": "standard", "tools": TOOLS, "limits": {"tool_calls": 3}},
+        "tooly-ko": {"extends": "kernel-only", "tools": ["add"]},
+    }.items():
+        with open(os.path.join(d, name + ".json"), "w") as f:
+            json.dump({"name": name, **body}, f)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def h(pol_dir):
+    host = Host(args=("--policy-dir", pol_dir, "--policy", "tooly"))
+    yield host
+    host.close()
+
+
+def answer(name, args):
+    if name == "add":
+        return {"result": args["a"] + args["b"]}
+    if name == "search":
+        return {"error": {"code": -32000, "message": f"no results for {args.get('q')}"}}
+    if name == "slow":
+        time.sleep(0.5)
+        return {"result": "late"}
+    return None  # "never": the client does not answer
+
+
+def run(h, params, method="sandbox/exec", handler=answer, timeout=30):
+    """Sends one request and serves the tool calls it makes; (result, calls)."""
+    h.next_id += 1
+    rid = h.next_id
+    h.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+    calls = []
+    while True:
+        m = h.read_line(timeout)
+        if m.get("method") == "sandbox/tool_call":
+            assert isinstance(m["id"], str) and m["id"].startswith("tp-tool-"), m
+            calls.append(m["params"])
+            a = handler(m["params"]["name"], m["params"]["arguments"])
+            if a is not None:
+                h.send({"jsonrpc": "2.0", "id": m["id"], **a})
+            continue
+        if m.get("id") == rid:
+            return m.get("result", m), calls
+        h.pending[m.get("id")] = m
+
+
+@pytest.mark.parametrize("lang,code,value", [
+    ("lua", "return tools.call('add', {a = 2, b = 40})", 42),
+    ("lua", "local r = tools.call('add', {a = 1, b = 2}) return r + tools.call('add', {a = 3, b = 4})", 10),
+    ("python", "tools.add(a=2, b=40)", 42),
+    ("python", "tools.call('add', {'a': 1, 'b': 2}) + tools.call('add', {'b': 3, 'a': 4})", 10),
+])
+def test_allowed_calls_return_the_clients_value(h, lang, code, value):
+    r, calls = run(h, {"lang": lang, "code": code})
+    assert r["ok"] is True and r["value"] == value, r
+    assert r["usage"]["tool_calls"] == len(calls) >= 1
+    assert all(c["name"] == "add" and set(c) == {"name", "arguments", "exec_id"} for c in calls)
+    assert calls[0]["exec_id"] == h.next_id
+
+
+@pytest.mark.parametrize("lang,code,out", [
+    ("lua", "local ok, e = pcall(tools.call, 'search', {q = 'x'}) print(ok, e)", "false\tno results for x\n"),
+    ("python", "try:\n    tools.search(q='x')\nexcept tools.ToolError as e:\n    print('caught', e)",
+     "caught no results for x\n"),
+    ("python", "try:\n    tools.search(q='y')\nexcept RuntimeError as e:\n    print(type(e).__name__, e)",
+     "ToolError no results for y\n"),
+])
+def test_a_client_error_is_an_ordinary_catchable_error(h, lang, code, out):
+    r, calls = run(h, {"lang": lang, "code": code})
+    assert r["ok"] is True and r["stdout"] == out, r
+    assert len(calls) == 1 and r["usage"]["tool_calls"] == 1
+
+
+@pytest.mark.parametrize("lang,code,etype", [
+    ("lua", "tools.call('search', {q = 'z'})", "string"),
+    ("python", "tools.search(q='z')", "ToolError"),
+])
+def test_an_uncaught_client_error_is_a_runtime_error(h, lang, code, etype):
+    r, _ = run(h, {"lang": lang, "code": code})
+    assert r["error"]["kind"] == "runtime_error" and r["error"]["type"] == etype, r
+    assert "no results for z" in r["error"]["message"]
+
+
+@pytest.mark.parametrize("lang,code", [
+    ("lua", "return tools.call('rm', {path = '/'})"),
+    ("lua", "local ok = pcall(tools.call, 'rm', {}) return ok"),  # catching it changes nothing
+    ("python", "tools.rm(path='/')"),
+    ("python", "try:\n    tools.call('rm', {})\nexcept Exception:\n    pass\n1"),
+])
+def test_a_tool_outside_the_policy_is_refused_by_the_host(h, lang, code):
+    r, calls = run(h, {"lang": lang, "code": code})
+    assert calls == []  # refused means refused: the client was never asked
+    assert r["ok"] is False
+    assert r["error"]["kind"] == "policy_violation" and r["error"]["layer"] == "host", r
+    assert r["error"]["message"] == \
+        "tool 'rm' is not allowed by policy 'tooly' (its tools: search, add, slow, never)"
+    assert r["usage"]["tool_calls"] == 0
+
+
+def test_a_policy_without_tools_refuses_every_call(h):
+    r, calls = run(h, {"lang": "lua", "code": "return tools.call('add', {a = 1, b = 1})",
+                       "policy": "standard"})
+    assert calls == []
+    assert (r["error"]["kind"], r["error"]["layer"], r["error"]["message"]) == \
+        ("policy_violation", "host", "tool 'add' is not allowed by policy 'standard' (its tools: none)")
+
+
+@pytest.mark.parametrize("lang,code", [
+    ("lua", "for i = 1, 10 do tools.call('add', {a = i, b = 0}) end"),
+    ("python", "for i in range(10):\n    tools.add(a=i, b=0)"),
+])
+def test_the_tool_calls_limit(h, lang, code):
+    r, calls = run(h, {"lang": lang, "code": code})
+    assert len(calls) == 3  # the fourth was never sent
+    assert r["error"]["kind"] == "tool_limit" and r["error"]["layer"] == "host", r
+    assert r["error"]["limit"] == {"name": "tool_calls", "limit": 3, "used": 4}
+    assert r["usage"]["tool_calls"] == 3
+    r, calls = run(h, {"lang": lang, "code": code, "limits": {"tool_calls": 1}})
+    assert len(calls) == 1 and r["error"]["limit"] == {"name": "tool_calls", "limit": 1, "used": 2}
+
+
+def test_waiting_counts_against_wall_not_cpu(h):
+    r, calls = run(h, {"lang": "lua", "code": "return tools.call('slow', {})",
+                       "limits": {"cpu_ms": 100, "instructions": 1000}})
+    assert r["ok"] is True and r["value"] == "late", r
+    assert r["usage"]["wall_ms"] >= 500 and r["usage"]["cpu_ms"] < 100
+
+
+def test_a_client_that_never_answers_meets_the_wall_clock(h):
+    r, calls = run(h, {"lang": "python", "code": "print('asking')\ntools.never()",
+                       "limits": {"wall_ms": 400}})
+    assert len(calls) == 1
+    assert r["error"]["kind"] == "timeout" and r["stdout"] == "asking\n", r
+    # its late answer is ignored: nothing waits for it, nothing is written
+    h.send({"jsonrpc": "2.0", "id": "tp-tool-99999", "result": 1})
+    assert h.call("ping")["result"] == {}
+
+
+def test_in_a_session_a_hanging_tool_is_a_soft_stop(h):
+    sid = h.call("sandbox/session/open", {"lang": "lua"})["result"]["session_id"]
+    r, _ = run(h, {"session_id": sid, "code": "x = 5 return tools.call('add', {a = x, b = 1})"})
+    assert r["value"] == 6 and r["usage"]["tool_calls"] == 1
+    r, calls = run(h, {"session_id": sid, "code": "return tools.call('never', {})",
+                       "limits": {"wall_ms": 300}})
+    assert calls[0]["session_id"] == sid
+    assert r["error"]["kind"] == "timeout" and r["session_lost"] is False, r
+    r, _ = run(h, {"session_id": sid, "code": "return x"})
+    assert r["value"] == 5
+    h.call("sandbox/session/close", {"session_id": sid})
+
+
+def test_cancel_while_waiting_for_a_tool(h):
+    h.next_id += 1
+    rid = h.next_id
+    h.send({"jsonrpc": "2.0", "id": rid, "method": "sandbox/exec",
+            "params": {"lang": "lua", "code": "return tools.call('never', {})"}})
+    m = h.read_line()
+    assert m["method"] == "sandbox/tool_call"
+    h.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}})
+    r = h.reply(rid)["result"]
+    assert r["error"]["kind"] == "cancelled" and r["usage"]["tool_calls"] == 1, r
+
+
+@pytest.mark.parametrize("value,msg", [
+    ("x" * 2000, "the tool's result is 2002 bytes of JSON, more than result_bytes (1000)"),
+    ([[[[["deep"]]]]], "the tool's result is nested deeper than result_depth (3)"),
+])
+def test_a_tool_result_is_held_to_the_execs_caps(h, value, msg):
+    r, _ = run(h, {"lang": "lua", "code": "local ok, e = pcall(tools.call, 'add', {a = 1, b = 1}) return e",
+                   "limits": {"result_bytes": 1000, "result_depth": 3}},
+               handler=lambda n, a: {"result": value})
+    assert r["ok"] is True and r["value"] == msg, r
+
+
+def test_bad_arguments_are_refused_in_the_language(h):
+    r, calls = run(h, {"lang": "python", "code": "tools.add(1, 2)"})
+    assert calls == [] and r["error"]["kind"] == "runtime_error"
+    assert r["error"]["message"] == "tools.add() takes keyword arguments only (or use tools.call)"
+    r, calls = run(h, {"lang": "python", "code": "tools.call('add', {1: float('nan')})"})
+    assert calls == [] and r["error"]["type"] == "TypeError", r
+    r, calls = run(h, {"lang": "lua", "code": "tools.call('bad name!', {})"})
+    assert calls == [] and r["error"]["message"].endswith("a tool name is 1 to 64 of A-Z a-z 0-9 _ - ."), r
+    for attr in ("_x", "__class__.__subclasses__", "__dict__"):
+        r, calls = run(h, {"lang": "python", "code": f"tools.{attr}"})
+        assert calls == [] and r["ok"] is False, (attr, r)
+
+
+def test_mcp_tools_call_may_call_tools_too(h):
+    r, calls = run(h, {"name": "run_lua", "arguments": {"code": "return tools.call('add', {a = 20, b = 22})"}},
+                   method="tools/call")
+    assert r["structuredContent"]["value"] == 42 and r["structuredContent"]["usage"]["tool_calls"] == 1
+    assert calls[0]["exec_id"] == h.next_id
+
+
+def test_the_audit_log_records_tool_calls(pol_dir):
+    audit = os.path.join(pol_dir, "audit.log")
+    h = Host(args=("--policy-dir", pol_dir, "--policy", "tooly", "--audit", audit))
+    try:
+        run(h, {"lang": "lua", "code": "tools.call('add', {a = 1, b = 1}) pcall(tools.call, 'rm', {})"})
+    finally:
+        h.close()
+    line = json.loads(open(audit).read().splitlines()[-1])
+    assert line["tool_calls"] == [{"name": "add", "outcome": "sent"},
+                                  {"name": "rm", "outcome": "refused: not in the policy"}]
+    assert line["kind"] == "policy_violation" and line["usage"]["tool_calls"] == 1
+
+
+def frame(name, args):
+    """A TOOL_CALL frame as a worker sends it (docs/worker-protocol.md)."""
+    n, a = name.encode(), json.dumps(args).encode()
+    body = struct.pack("<IBBBB", 0x676d7074, 2, 3, 0, 0) + struct.pack("<I", len(n)) + n + \
+        struct.pack("<I", len(a)) + a
+    return struct.pack("<I", len(body)) + body
+
+
+@needs_landlock
+def test_a_forged_call_is_refused_by_the_host(h):
+    """kernel-only: the code writes a tool-call frame on its own channel. The host
+    holds it to the policy as any call: refused, and the client never asked."""
+    code = (
+        "import os, stat\n"
+        f"forged = {frame('rm', {'path': '/'})!r}\n"
+        "def sock(fd):\n"
+        "    try:\n"
+        "        return stat.S_ISSOCK(os.fstat(fd).st_mode)\n"
+        "    except OSError:\n"
+        "        return False\n"
+        "fd = [fd for fd in range(3, 64) if sock(fd)][0]\n"
+        "os.write(fd, forged)\n"
+        "print(os.read(fd, 4096)[8:])\n"
+    )
+    r, calls = run(h, {"lang": "python", "code": code, "policy": "tooly-ko"})
+    assert calls == []
+    assert r["error"]["kind"] == "policy_violation" and r["error"]["layer"] == "host", r
+    assert r["error"]["message"] == "tool 'rm' is not allowed by policy 'tooly-ko' (its tools: add)"
+    # and a frame that is not even a call ends the worker, nothing else
+    code2 = code.replace("os.write(fd, forged)", "os.write(fd, b'\\x05\\x00\\x00\\x00junk!')")
+    r, calls = run(h, {"lang": "python", "code": code2, "policy": "tooly-ko"})
+    assert calls == [] and r["error"]["kind"] == "internal_error", r
