@@ -696,9 +696,11 @@ void tp_host_free(struct tp_host *h)
 		h->qhead = e->next;
 		tp_host_exec_free(e);
 	}
-	for (int i = 0; i < h->nzyg; i++)
+	for (int i = 0; i < h->nzyg; i++) {
 		if (h->zyg[i].ctl >= 0)
 			close(h->zyg[i].ctl);
+		free(h->zyg[i].spawning);
+	}
 	if (h->sigfd >= 0)
 		close(h->sigfd);
 	/* Reap what we killed, so no zombie outlives a host embedded in a test. */

@@ -114,12 +114,12 @@ struct zygote {
 	const struct tp_policy *policy;
 	pid_t pid;
 	int ctl;
-	int failures;                /* consecutive: a worker that replied resets it */
-	double retry_at;             /* no spawn before this (tp_host_now_ms), after a failure */
-	int used;                    /* keep a warm pool only for languages a client has used */
-	double last_start;           /* when its last one-shot exec started (fair dispatch) */
-	struct worker *spawning[64]; /* FIFO awaiting a pid from the zygote */
-	int nspawning;
+	int failures;             /* consecutive: a worker that replied resets it */
+	double retry_at;          /* no spawn before this (tp_host_now_ms), after a failure */
+	int used;                 /* keep a warm pool only for languages a client has used */
+	double last_start;        /* when its last one-shot exec started (fair dispatch) */
+	struct worker **spawning; /* FIFO awaiting a pid from the zygote */
+	int nspawning, spawning_cap;
 };
 
 struct tp_host {

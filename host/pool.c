@@ -237,8 +237,15 @@ struct worker *tp_pool_spawn(struct tp_host *h, int zi, int session)
 {
 	int sv[2], page;
 	struct zygote *z = &h->zyg[zi];
-	if (z->nspawning == (int)(sizeof z->spawning / sizeof z->spawning[0]) ||
-	    tp_pool_reserve(h, 1) != 0 || start_zygote(h, z) != 0)
+	if (z->nspawning == z->spawning_cap) {
+		int cap = z->spawning_cap ? 2 * z->spawning_cap : 16;
+		struct worker **f = realloc(z->spawning, (size_t)cap * sizeof *f);
+		if (f == NULL)
+			return NULL;
+		z->spawning = f;
+		z->spawning_cap = cap;
+	}
+	if (tp_pool_reserve(h, 1) != 0 || start_zygote(h, z) != 0)
 		return NULL;
 	struct worker *w = calloc(1, sizeof *w);
 	if (w == NULL)

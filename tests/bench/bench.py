@@ -25,23 +25,34 @@ PY_OBJECTS = ("class P:\n    def __init__(self, x):\n        self.x = x\n    def
 
 
 class Client:
-    def __init__(self):
-        self.p = subprocess.Popen([BINARY], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={})
+    def __init__(self, args=()):
+        self.p = subprocess.Popen([BINARY, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, env={})
         self.buf = b""
         self.id = 0
 
-    def call(self, params):
+    def send(self, method, params):
         self.id += 1
-        msg = json.dumps({"jsonrpc": "2.0", "id": self.id, "method": "sandbox/exec", "params": params})
+        msg = json.dumps({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params})
         self.p.stdin.write(msg.encode() + b"\n")
         self.p.stdin.flush()
+        return self.id
+
+    def read(self):
         while b"\n" not in self.buf:
             select.select([self.p.stdout], [], [])
             self.buf += os.read(self.p.stdout.fileno(), 1 << 20)
         line, self.buf = self.buf.split(b"\n", 1)
-        r = json.loads(line)
-        assert r["id"] == self.id and "result" in r, r
+        return json.loads(line)
+
+    def rpc(self, method, params):
+        i = self.send(method, params)
+        r = self.read()
+        assert r["id"] == i and "result" in r, r
         return r["result"]
+
+    def call(self, params):
+        return self.rpc("sandbox/exec", params)
 
     def close(self):
         self.p.stdin.close()
@@ -99,7 +110,121 @@ def report_overhead(name, plain, rows):
         print(f"  tidepool, {label:<14}{ms:8.1f} ms   overhead {100 * (ms / plain - 1):+6.1f}%{goal}")
 
 
+def paced(c, method, params, n, gap=0.02):
+    """Requests one at a time, gap seconds apart (as an agent sends them): latencies in us."""
+    lat = []
+    for _ in range(n):
+        time.sleep(gap)
+        t = time.perf_counter()
+        c.rpc(method, params)
+        lat.append((time.perf_counter() - t) * 1e6)
+    return lat
+
+
+def pss_kb(pid):
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def session_workers(host_pid):
+    kids = []
+    for task in os.listdir(f"/proc/{host_pid}/task"):
+        try:
+            with open(f"/proc/{host_pid}/task/{task}/children") as f:
+                kids += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+    out = []
+    for k in kids:
+        try:
+            with open(f"/proc/{k}/comm") as f:
+                if f.read().strip() == "tp-worker":
+                    out.append(k)
+        except OSError:
+            pass
+    return out
+
+
+def sessions(n_paced=200, n_b2b=1000, n_open=100):
+    """Issue 13's figures: a session's exec against a paced ping and against
+    spawning the interpreter; ten execs in one session; PSS per idle session;
+    one-shot throughput with --jobs 2."""
+    import tempfile
+    d = tempfile.mkdtemp(prefix="tp-bench-")
+    pol = os.path.join(d, "many.json")
+    with open(pol, "w") as f:
+        json.dump({"name": "many", "extends": "standard", "session": {"max_sessions": 1024, "max_execs": 10000000}}, f)
+    c = Client(("--policy", pol))
+    ping = paced(c, "ping", {}, n_paced)
+    print(f"Sessions ({n_paced} paced requests, 20 ms apart; {n_b2b} back to back):")
+    print(f"  ping, paced                 median {statistics.median(ping):8.1f} us   p99 {pct(ping, 0.99):8.1f} us")
+    spawn = {"lua": spawn_latency([LUA, "-e", "return 1+1"], N_SPAWN // 2),
+             "python": spawn_latency([PYTHON, "-I", "-S", "-c", "print(1+1)"], max(20, N_SPAWN // 8))}
+    for lang, code, goal in (("lua", "return 1+1", 50), ("python", "1+1", 100)):
+        sid = c.rpc("sandbox/session/open", {"lang": lang})["session_id"]
+        ex = {"session_id": sid, "code": code}
+        for _ in range(20):
+            c.call(ex)
+        p = paced(c, "sandbox/exec", ex, n_paced)
+        b = warm_latency_params(c, ex, n_b2b)
+        t = time.perf_counter()
+        for _ in range(10):
+            c.call(ex)
+        ten = (time.perf_counter() - t) * 1e6
+        sp = statistics.median(spawn[lang])
+        print(f"  {lang:<6} session exec, paced  median {statistics.median(p):8.1f} us   p99 {pct(p, 0.99):8.1f} us"
+              f"   {statistics.median(p) / statistics.median(ping):5.2f}x ping (goal <= 1.3x)")
+        print(f"  {lang:<6} back to back         median {statistics.median(b):8.1f} us   spawning {sp:9.1f} us"
+              f"   {sp / statistics.median(b):6.1f}x faster (goal >= {goal}x)")
+        print(f"  {lang:<6} ten execs in one session: {ten:8.1f} us in all (Monty's anchor: 400 us)")
+        c.rpc("sandbox/session/close", {"session_id": sid})
+    for lang, goal in (("lua", 1024), ("python", 4096)):
+        ids = [c.rpc("sandbox/session/open", {"lang": lang})["session_id"] for _ in range(n_open)]
+        for sid in ids:
+            c.call({"session_id": sid, "code": "x = 1" if lang == "python" else "x = 1"})
+        time.sleep(0.2)
+        pss = [pss_kb(p) for p in session_workers(c.p.pid)]
+        pss = [x for x in pss if x is not None]
+        print(f"  {lang:<6} {n_open} idle sessions: PSS per worker median {statistics.median(pss):7.0f} KiB,"
+              f" max {max(pss)} KiB (goal <= {goal} KiB); {len(pss)} workers")
+        for sid in ids:
+            c.rpc("sandbox/session/close", {"session_id": sid})
+    c.close()
+    for jobs in (1, 2):
+        c = Client(("--jobs", str(jobs)))
+        for _ in range(50):
+            c.call({"lang": "lua", "code": "return 1+1"})
+        n = 2000
+        t = time.perf_counter()
+        for i in range(n):
+            c.send("sandbox/exec", {"lang": "lua", "code": "return 1+1"})
+            if i >= 200:
+                c.read()
+        for _ in range(min(n, 200)):
+            c.read()
+        dt = time.perf_counter() - t
+        print(f"  one-shot Lua, {n} pipelined, --jobs {jobs}: {n / dt:8.0f} execs/s")
+        c.close()
+
+
+def warm_latency_params(c, params, n):
+    lat = []
+    for _ in range(n):
+        t = time.perf_counter()
+        c.call(params)
+        lat.append((time.perf_counter() - t) * 1e6)
+    return lat
+
+
 def main():
+    if os.environ.get("BENCH_ONLY") == "sessions":
+        return sessions()
     c = Client()
     report_latency("Lua 'return 1+1'", warm_latency(c, "lua", "return 1+1"),
                    spawn_latency([LUA, "-e", "return 1+1"], N_SPAWN), "lua5.4 -e", 10)
@@ -119,6 +244,7 @@ def main():
     report_overhead("Python attributes and methods, loop of 3e5", plain, [
         ("cpu_ms only", compute(c, {"cpu_ms": 5000}, lang="python", code=PY_OBJECTS + "s"), "")])
     c.close()
+    sessions()
 
 
 if __name__ == "__main__":

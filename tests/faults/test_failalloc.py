@@ -43,7 +43,8 @@ SESSION = [
     (rq(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}}),
      lambda m: m["result"]["protocolVersion"] == "2025-06-18"),
     (b'{"jsonrpc":"2.0","method":"notifications/initialized"}', None),
-    (rq(2, "tools/list"), lambda m: [t["name"] for t in m["result"]["tools"]] == ["run_lua", "run_python"]
+    (rq(2, "tools/list"), lambda m: [t["name"] for t in m["result"]["tools"]] ==
+     ["run_lua", "run_python", "list_sessions", "close_session"]
      and all("outputSchema" in t for t in m["result"]["tools"])),
     (rq(3, "ping"), lambda m: m["result"] == {}),
     (ex(4, "print('hi') return 1+1"),
@@ -57,6 +58,11 @@ SESSION = [
     (rq(9, "tools/call", {"name": "run_lua", "arguments": {"code": "return 6*7"}}),
      lambda m: m["result"]["isError"] is False and m["result"]["structuredContent"]["value"] == 42
      and json.loads(m["result"]["content"][0]["text"])["value"] == 42),
+    (rq(10, "sandbox/session/open", {"lang": "lua"}),
+     lambda m: m["result"]["session_id"].startswith("s-") and m["result"]["lang"] == "lua"),
+    # 1 session, or 0 when its open was answered "out of memory"
+    (rq(11, "sandbox/session/list"), lambda m: len(m["result"]["sessions"]) <= 1
+     and all(x["lang"] == "lua" and x["execs"] == 0 for x in m["result"]["sessions"])),
 ]
 
 
