@@ -148,6 +148,18 @@ void tp_out_emit(struct tp_host *h, const json_t *id, json_t *msg)
 	tp_out_flush(h); /* at once: non-blocking on a pipe, so it never stalls the loop */
 }
 
+int tp_out_notify(struct tp_host *h, json_t *msg)
+{
+	size_t len;
+	char *line = msg != NULL && h->cfg.emit == NULL ? tp_rpc_encode(msg, &len) : NULL;
+	int r = line != NULL && out_append(h, line, len, 0) == 0 ? 0 : -1;
+	json_decref(msg);
+	free(line);
+	if (r == 0)
+		tp_out_flush(h);
+	return r;
+}
+
 void tp_out_error(struct tp_host *h, json_t *id, int code, const char *msg)
 {
 	tp_out_emit(h, id, tp_rpc_error(id, code, msg, NULL));
