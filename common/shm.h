@@ -14,7 +14,9 @@
  *      the worker may have scribbled over every field.
  *   4. One field goes the other way: the host sets stop, then sends SIGUSR1, to
  *      ask the running exec to stop (a cancel, a session's wall clock); it
- *      clears it before the worker's next exec.
+ *      clears it before the worker's next exec. And the host sets len[] to 0
+ *      when it hands a waiting worker an exec, so a stream read while the exec
+ *      runs (host/stream.c) never sees the last exec's output.
  */
 #ifndef TP_SHM_H
 #define TP_SHM_H

@@ -38,6 +38,35 @@ size_t tp_utf8_seq_len(const unsigned char *s, size_t n)
 	return len;
 }
 
+/* The length of the sequence a lead byte begins; 0 when it begins none. */
+static size_t lead_len(unsigned c)
+{
+	return c < 0x80                 ? 1
+	       : c >= 0xC2 && c <= 0xDF ? 2
+	       : (c & 0xF0) == 0xE0     ? 3
+	       : c >= 0xF0 && c <= 0xF4 ? 4
+					: 0;
+}
+
+size_t tp_utf8_complete(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0;
+	while (i < n) {
+		size_t k = tp_utf8_seq_len(p + i, n - i);
+		if (k == 0 && n - i < lead_len(p[i])) {
+			/* Too short to tell: incomplete unless a byte already breaks it. */
+			size_t j = i + 1;
+			while (j < n && (p[j] & 0xC0) == 0x80)
+				j++;
+			if (j == n)
+				return i;
+		}
+		i += k ? k : 1;
+	}
+	return n;
+}
+
 int tp_utf8_valid(const char *s, size_t n)
 {
 	const unsigned char *p = (const unsigned char *)s;

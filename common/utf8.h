@@ -14,6 +14,11 @@ size_t tp_utf8_seq_len(const unsigned char *s, size_t n);
 int tp_utf8_valid(const char *s, size_t n);
 /* Writes the repaired bytes to out (room for 3 * n); returns their length. */
 size_t tp_utf8_fix(const char *s, size_t n, char *out);
+/* How many of s's n bytes can be repaired now, when more may follow: n, less
+ * a trailing sequence that is incomplete (a valid lead byte and continuation
+ * bytes, too few). Repairing s in pieces cut there gives what repairing it
+ * whole gives: a stream's pieces never split a character. */
+size_t tp_utf8_complete(const char *s, size_t n);
 /* A JSON string of n bytes (NUL allowed), repaired; NULL when out of memory. */
 json_t *tp_utf8_json(const char *s, size_t n);
 /* s as a double-quoted literal for a message: '"' and '\\' escaped, \n \r \t,

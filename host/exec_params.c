@@ -46,6 +46,14 @@ static int common_params(const json_t *p, const struct tp_exec_session *sess,
 	if (!tp_policy_allows_lang(out->policy, out->lang))
 		return refuse(err, "policy '%s' does not allow %s", out->policy->name,
 			      tp_langs[out->lang].title);
+	/* A secret can be cut across two notifications and a pattern match can be
+	 * any length: redaction works on the whole output, so it is never streamed. */
+	const struct tp_policy *pol = out->policy;
+	if (out->stream && pol->redact_strings.n + pol->redact_patterns.n + pol->redact_env.n > 0)
+		return refuse(err,
+			      "'stream' is not available under policy '%s': it redacts secrets, "
+			      "which needs the whole output (the reply carries it)",
+			      pol->name);
 	out->limits = sess ? sess->ceiling : out->policy->limits;
 	struct tp_err why = { 0 };
 	if (tp_limits_tighten(&out->limits, json_object_get(p, "limits"), &why) == 0)
@@ -110,8 +118,9 @@ int tp_exec_params_parse(const json_t *params, const struct tp_exec_policies *po
 	    tp_exec_params_session_id(params, &out->session_id, err) != 0)
 		return -1;
 	json_t *stream = json_object_get(params, "stream");
-	if (stream != NULL && !json_is_false(stream) && !json_is_null(stream))
-		return refuse(err, "'stream' is not available in this version");
+	if (stream != NULL && !json_is_boolean(stream) && !json_is_null(stream))
+		return refuse(err, "'stream' must be true or false");
+	out->stream = json_is_true(stream);
 	if (out->session_id != NULL && sess == NULL)
 		return refuse(err, "unknown session '%.40s'", out->session_id);
 	if (sess != NULL) {
@@ -165,6 +174,15 @@ int tp_exec_params_parse_tool(const json_t *params, const struct tp_exec_policie
 		return refuse(err, "Unknown tool: %.64s", name ? name : "(none)");
 	if (!json_is_object(args))
 		return refuse(err, "'arguments' must be an object");
+	/* MCP's _meta, a sibling of name and arguments: only its progressToken is read. */
+	json_t *meta = json_object_get(params, "_meta");
+	json_t *token = json_is_object(meta) ? json_object_get(meta, "progressToken") : NULL;
+	if (meta != NULL && !json_is_null(meta) && !json_is_object(meta))
+		return refuse(err, "'_meta' must be an object");
+	if (token != NULL && !json_is_null(token) && !json_is_string(token) &&
+	    !json_is_integer(token))
+		return refuse(err, "'_meta.progressToken' must be a string or an integer");
+	out->progress_token = json_is_null(token) ? NULL : token;
 	if (check_keys(args, keys, err) != 0)
 		return -1;
 	out->lang = lang->id;

@@ -49,6 +49,8 @@ struct tp_exec_params {
 	int tool_call;          /* 1: answer in the MCP tools/call shape */
 	int session_new;        /* tools/call with session "new": open one for this exec */
 	const char *session_id; /* borrowed; NULL: one-shot */
+	int stream;             /* sandbox/exec's "stream": true (host/stream.c) */
+	json_t *progress_token; /* tools/call's _meta.progressToken (borrowed), or NULL */
 };
 
 /* The session_id an exec names (a string), or NULL; -1 when it is not a string. */

@@ -28,8 +28,6 @@
 #include "result.h"
 #include "spawn.h"
 
-#define MAX_OUT_PENDING (16u << 20) /* stop reading stdin while this much is unwritten */
-
 double tp_host_now_ms(void)
 {
 	struct timespec ts;
@@ -63,6 +61,7 @@ void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *er
 	}
 	tp_err_copy(&e->verdict, err); /* a timeout recorded before stays the verdict */
 	tp_shm_snapshot(w->shm, w->area, &view);
+	tp_stream_flush(h, e, &view); /* the notifications end as the reply's output */
 	struct tp_outcome o = {
 		.reply = w->reply,
 		.shm = &view,
@@ -297,6 +296,7 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 	e->msg = json_incref(rpc->msg);
 	e->id = rpc->id;
 	e->t_arrival = tp_host_now_ms();
+	e->next_progress = e->t_arrival + PROGRESS_MS;
 	e->zi = (int)tp_policy_set_index(h->pols.set, e->p.policy) * TP_NLANGS + (int)e->p.lang;
 	if (s != NULL) {
 		e->sess = s;
@@ -520,6 +520,7 @@ static void poll_once(struct tp_host *h)
 	tp_pool_check_timeouts(h, tp_host_now_ms());
 	tp_sess_check_timeouts(h, tp_host_now_ms());
 	tp_pool_dispatch_queue(h);
+	tp_stream_tick(h, tp_host_now_ms());
 }
 
 int tp_host_run(struct tp_host *h)

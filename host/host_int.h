@@ -26,7 +26,8 @@
 #include "linebuf.h"
 #include "shm.h"
 
-#define OUT_INITIAL (64u << 10) /* the output buffer's first size (output.c) */
+#define OUT_INITIAL (64u << 10)     /* the output buffer's first size (output.c) */
+#define MAX_OUT_PENDING (16u << 20) /* stop reading stdin while this much is unwritten */
 
 /* The poll array: these, then one entry per worker, then one per zygote. */
 enum { P_SIG, P_STDIN, P_STDOUT, P_FIXED };
@@ -57,6 +58,12 @@ struct exec {
 	uint64_t tool_attempts;              /* asked for by the code, refused ones too */
 	json_t *tool_log;                    /* [{name, outcome}] for the audit log, or NULL */
 	char tool_pending[32]; /* the id of our sandbox/tool_call request awaiting its answer */
+	/* What is said while it runs (stream.c). */
+	size_t sent[2];       /* bytes of each stream of the page sent as sandbox/output */
+	int stream_off;       /* stream notifications stopped: the reply has the output */
+	double next_tick;     /* when the page is read next (p.stream) */
+	double next_progress; /* when the next progress is due (p.progress_token) */
+	json_int_t progress;  /* the last progress sent */
 };
 
 struct worker {
@@ -161,8 +168,8 @@ void tp_out_finish_open_line(struct tp_host *h);
 /* Sends msg (stolen), the reply to request id (borrowed; NULL for null). */
 void tp_out_emit(struct tp_host *h, const json_t *id, json_t *msg);
 void tp_out_error(struct tp_host *h, json_t *id, int code, const char *msg);
-/* Sends msg (stolen), a request or notification of ours; -1 (nothing sent)
- * out of memory. */
+/* Sends msg (stolen, may be NULL), a request or notification of ours (a tool
+ * call, sandbox/output, progress); -1 (nothing sent) out of memory. */
 int tp_out_send(struct tp_host *h, json_t *msg);
 void tp_out_setup_stdout(struct tp_host *h);
 
@@ -223,6 +230,21 @@ int tp_sess_worker_idle(const struct worker *w);
 struct worker *tp_pool_spawn(struct tp_host *h, int zi, int session);
 /* Grows the poll arrays to hold n more workers; 0, or -1 out of memory. */
 int tp_pool_reserve(struct tp_host *h, int n);
+
+/* stream.c: sandbox/output notifications of an exec's new output ("stream":
+ * true) and MCP notifications/progress (a tools/call's _meta.progressToken). */
+#define STREAM_TICK_MS 50.0      /* a streaming exec's page is read this often */
+#define STREAM_CHUNK (64u << 10) /* the most output bytes one notification carries */
+#define PROGRESS_MS 500.0        /* progress: the first this long after the call, then every */
+/* While this much waits on stdout, an exec's stream notifications stop for
+ * good (its reply has the output) and progress notifications are skipped. */
+#define STREAM_MAX_PENDING (MAX_OUT_PENDING / 4)
+/* Sends what is due at now: new output of streaming execs, progress. */
+void tp_stream_tick(struct tp_host *h, double now);
+/* Before e's reply: the rest of its output, read from v, the reply's own view. */
+void tp_stream_flush(struct tp_host *h, struct exec *e, const struct tp_shm_view *v);
+/* ms until the next tick is due (-1: nothing to say). */
+double tp_stream_next_timeout(const struct tp_host *h, double now);
 
 /* host.c: an exec's life and its one reply; the loop's clock. */
 double tp_host_now_ms(void);

@@ -149,6 +149,13 @@ json_t *tp_rpc_error(json_t *id, int code, const char *msg, json_t *data)
 	return r;
 }
 
+json_t *tp_rpc_notification(const char *method, json_t *params)
+{
+	if (params == NULL)
+		return NULL;
+	return json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method", method, "params", params);
+}
+
 char *tp_rpc_encode(const json_t *msg, size_t *len)
 {
 	char *s = tp_json_dumps(msg, JSON_COMPACT);

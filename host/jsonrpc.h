@@ -6,6 +6,7 @@
  *      into the error reply the client must get (parse error, invalid request).
  *   2. Answer with tp_rpc_result()/tp_rpc_error(); tp_rpc_clear() the request.
  *   3. tp_rpc_encode() serializes a reply as one line, '\n'-terminated.
+ *   4. tp_rpc_notification() builds a message the host sends unasked.
  */
 #ifndef TP_JSONRPC_H
 #define TP_JSONRPC_H
@@ -39,6 +40,9 @@ void tp_rpc_clear(struct tp_rpc *rpc);
  * NULL only when even that cannot be built. */
 json_t *tp_rpc_result(json_t *id, json_t *result);
 json_t *tp_rpc_error(json_t *id, int code, const char *msg, json_t *data);
+/* A notification {jsonrpc, method, params}; steals params. NULL out of memory
+ * (or when params is NULL). */
+json_t *tp_rpc_notification(const char *method, json_t *params);
 /* Returns a malloc'd line ending in '\n'; NULL on allocation failure. */
 char *tp_rpc_encode(const json_t *msg, size_t *len);
 

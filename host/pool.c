@@ -125,6 +125,12 @@ static int assign(struct tp_host *h, struct exec *e, struct worker *w)
 	boost(w);
 	e->t_start = tp_host_now_ms();
 	e->queue_ms = e->t_start - e->t_arrival;
+	/* The page's output is this exec's from here on (a session's worker holds
+	 * its last exec's until the next begins): a stream reads it from 0. The
+	 * worker waits for this request, so it writes nothing meanwhile. */
+	__atomic_store_n(&w->shm->len[0], 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&w->shm->len[1], 0, __ATOMIC_RELEASE);
+	e->next_tick = e->t_start + STREAM_TICK_MS;
 	/* wall_ms is the request's: its time in the queue counts. */
 	e->deadline = e->t_arrival + (double)e->p.limits.wall_ms;
 	tp_frame_rx_free(&w->rx);
@@ -789,6 +795,12 @@ int tp_pool_next_timeout(const struct tp_host *h, double now)
 	double sess = tp_sess_next_timeout(h, now);
 	if (sess >= 0 && (!any || sess < best)) {
 		best = sess;
+		any = 1;
+	}
+	/* Streaming execs' pages and progress notifications (stream.c). */
+	double st = tp_stream_next_timeout(h, now);
+	if (st >= 0 && (!any || st < best)) {
+		best = st;
 		any = 1;
 	}
 	if (!any)

@@ -330,6 +330,44 @@ static void test_strings(void)
 	json_decref(s);
 }
 
+/* A stream repaired in pieces, each cut where tp_utf8_complete says, is the
+ * whole repaired at once: for every byte string of an alphabet of leads,
+ * continuations and ASCII, arriving in random pieces. */
+static void test_utf8_pieces(void)
+{
+	static const unsigned char alpha[] = { 'a',  0xC3, 0xA9, 0xE2, 0x82, 0xAC, 0xF0,
+					       0x9F, 0x98, 0x80, 0xE0, 0xED, 0xA0, 0xF4,
+					       0x90, 0xFF, 0xC0, 0xBF, 0x0A, 0x00 };
+	unsigned seed = 12345;
+	int bad = 0;
+	for (int round = 0; round < 20000; round++) {
+		char s[24], whole[3 * 24], pieces[3 * 24];
+		size_t n = (size_t)(seed = seed * 1103515245u + 12345u) % 24, sent = 0, avail = 0,
+		       o = 0;
+		for (size_t i = 0; i < n; i++) {
+			seed = seed * 1103515245u + 12345u;
+			s[i] = (char)alpha[(seed >> 16) % sizeof alpha];
+		}
+		size_t wn = tp_utf8_fix(s, n, whole);
+		while (avail < n) { /* bytes arrive 1 to 4 at a time */
+			seed = seed * 1103515245u + 12345u;
+			avail += 1 + (seed >> 16) % 4;
+			avail = avail < n ? avail : n;
+			size_t k = tp_utf8_complete(s + sent, avail - sent);
+			o += tp_utf8_fix(s + sent, k, pieces + o);
+			sent += k;
+		}
+		o += tp_utf8_fix(s + sent, n - sent, pieces + o); /* the end: the rest */
+		bad += o != wn || memcmp(whole, pieces, wn) != 0;
+	}
+	CHECK_EQ_INT(bad, 0);
+	CHECK_EQ_INT(tp_utf8_complete("ab\xe2\x82", 4), 2);     /* held: a euro sign's start */
+	CHECK_EQ_INT(tp_utf8_complete("ab\xe2\x82\xac", 5), 5); /* whole */
+	CHECK_EQ_INT(tp_utf8_complete("ab\xe2\x41", 4), 4);     /* broken already: not held */
+	CHECK_EQ_INT(tp_utf8_complete("\xf0\x9f\x98", 3), 0);   /* 3 of 4 */
+	CHECK_EQ_INT(tp_utf8_complete("\xff", 1), 1);           /* never a lead */
+}
+
 int main(void)
 {
 	L = luaL_newstate();
@@ -341,6 +379,7 @@ int main(void)
 	test_nul();
 	test_deterministic();
 	test_strings();
+	test_utf8_pieces();
 	lua_close(L);
 	return tp_test_done("test_ljson");
 }

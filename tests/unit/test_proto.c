@@ -117,6 +117,49 @@ static void test_exec_params(void)
 	CHECK_EQ_INT(e.limits.memory_bytes, 64u << 20);
 	CHECK_EQ_INT(e.has_seed, 1);
 	CHECK_EQ_INT(e.seed, 9);
+	CHECK_EQ_INT(e.stream, 0);
+	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"\",\"stream\":true}", &e, &err), 0);
+	CHECK_EQ_INT(e.stream, 1);
+	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"\",\"stream\":null}", &e, &err), 0);
+	CHECK_EQ_INT(e.stream, 0);
+	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"\",\"stream\":1}", &e, &err), -1);
+	CHECK_EQ_STR(err.msg, "'stream' must be true or false");
+
+	/* Under a policy that redacts, stream is refused; without stream it runs. */
+	struct tp_exec_policies saved = pols;
+	struct tp_policy red = *pols.deflt;
+	char *secret[] = { "hunter2", NULL };
+	red.name = "red";
+	red.redact_strings = (struct tp_strv){ .v = secret, .n = 1 };
+	pols.deflt = &red;
+	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"\",\"stream\":true}", &e, &err), -1);
+	CHECK_EQ_STR(err.msg, "'stream' is not available under policy 'red': it redacts secrets, "
+			      "which needs the whole output (the reply carries it)");
+	CHECK_EQ_INT(exec_params("{\"lang\":\"lua\",\"code\":\"\",\"stream\":false}", &e, &err), 0);
+	pols = saved;
+
+	/* tools/call: _meta.progressToken, a string or an integer, beside name and arguments. */
+	const char *tools[] = {
+		"{\"name\":\"run_lua\",\"arguments\":{\"code\":\"\"},\"_meta\":{\"progressToken\":"
+		"7}}",
+		"{\"name\":\"run_lua\",\"arguments\":{\"code\":\"\"},\"_meta\":{\"progressToken\":"
+		"\"t\"}}",
+		"{\"name\":\"run_lua\",\"arguments\":{\"code\":\"\"},\"_meta\":{}}",
+		"{\"name\":\"run_lua\",\"arguments\":{\"code\":\"\"},\"_meta\":{\"progressToken\":["
+		"1]}}",
+		"{\"name\":\"run_lua\",\"arguments\":{\"code\":\"\"},\"_meta\":3}",
+	};
+	for (int i = 0; i < 5; i++) {
+		json_t *p = json_loads(tools[i], 0, NULL);
+		tp_err_clear(&err);
+		int r = tp_exec_params_parse_tool(p, &pols, NULL, &e, &err);
+		CHECK_EQ_INT(r, i < 3 ? 0 : -1);
+		CHECK_EQ_INT(e.progress_token != NULL, i < 2);
+		if (i == 0)
+			CHECK_EQ_INT(json_integer_value(e.progress_token), 7);
+		json_decref(p);
+	}
+	CHECK_EQ_STR(err.msg, "'_meta' must be an object");
 }
 
 /* ---- the protocol-fault cases (tests/cases/protocol/) ------------------------- */
