@@ -114,6 +114,8 @@ const char *const tp_catalog_lua_functions[] = {
 	NULL,
 };
 
+/* sys is a facade: stdout, stderr and facts about the interpreter, nothing of
+ * its state (py-sandbox/shim.py, _sys_facade). */
 const char *const tp_catalog_py_modules[] = {
 	"math",      "cmath",       "json",
 	"re",        "random",      "datetime",
@@ -127,7 +129,8 @@ const char *const tp_catalog_py_modules[] = {
 	"binascii",  "hashlib",     "hmac",
 	"struct",    "unicodedata", "html",
 	"colorsys",  "graphlib",    "fnmatch",
-	"shlex",     "zlib",        NULL,
+	"shlex",     "zlib",        "sys",
+	NULL,
 };
 
 /* The builtins a policy may leave out; exceptions, constants and the class

@@ -32,7 +32,7 @@ const char *const tp_preset_texts[] = {
 	"    \"modules\": [\"math\", \"json\", \"re\", \"random\", \"datetime\", \"collections\", \"collections.abc\",\n"
 	"                \"itertools\", \"functools\", \"statistics\", \"decimal\", \"fractions\", \"string\",\n"
 	"                \"textwrap\", \"heapq\", \"bisect\", \"dataclasses\", \"typing\", \"enum\", \"operator\",\n"
-	"                \"copy\", \"pprint\"],\n"
+	"                \"copy\", \"pprint\", \"sys\"],\n"
 	"    \"builtins\": [\"abs\", \"aiter\", \"all\", \"anext\", \"any\", \"ascii\", \"bin\", \"bool\", \"bytearray\",\n"
 	"                 \"bytes\", \"callable\", \"chr\", \"classmethod\", \"complex\", \"delattr\", \"dict\", \"dir\",\n"
 	"                 \"divmod\", \"enumerate\", \"filter\", \"float\", \"format\", \"frozenset\", \"getattr\",\n"
@@ -91,7 +91,7 @@ const char *const tp_preset_texts[] = {
 	"                \"fractions\", \"numbers\", \"string\", \"textwrap\", \"difflib\", \"heapq\", \"bisect\",\n"
 	"                \"dataclasses\", \"typing\", \"enum\", \"operator\", \"copy\", \"pprint\", \"base64\",\n"
 	"                \"binascii\", \"hashlib\", \"hmac\", \"struct\", \"unicodedata\", \"html\", \"colorsys\",\n"
-	"                \"graphlib\", \"fnmatch\", \"shlex\", \"zlib\"]\n"
+	"                \"graphlib\", \"fnmatch\", \"shlex\", \"zlib\", \"sys\"]\n"
 	"  },\n"
 	"  \"session\": { \"max_sessions\": 64, \"idle_ms\": 3600000, \"max_execs\": 100000, \"memory_bytes\": 536870912, \"lifetime_ms\": 86400000 }\n"
 	"}\n",

@@ -319,6 +319,19 @@ def _patch_classes(f, real, name):
         f.namedtuple = namedtuple
 
 
+def _sys_facade(real):
+    """sys for a snippet: the captured streams (print(..., file=sys.stderr) fills
+    the result's stderr) and facts about the interpreter; nothing that reaches
+    its state (modules, path, frames, hooks, limits, flags)."""
+    f = types.ModuleType('sys', 'The standard streams and facts about the interpreter.')
+    f.stdout, f.stderr = _Stream(0), _Stream(1)
+    f.__stdout__, f.__stderr__, f.stdin = f.stdout, f.stderr, None
+    for k in ('version', 'version_info', 'hexversion', 'maxsize', 'maxunicode', 'byteorder',
+              'platform', 'float_info', 'int_info', 'hash_info', 'float_repr_style'):
+        setattr(f, k, getattr(real, k))
+    return f
+
+
 def _build_facades():
     import importlib
     for name in PRELOAD:
@@ -327,7 +340,9 @@ def _build_facades():
     # them: other allowed modules hand the snippet their objects.
     for name in ('typing', 'string', 'operator', 'dataclasses', 'collections') + ALLOWED:
         real = importlib.import_module(name)
-        if name in ALLOWED:
+        if name == 'sys':
+            FACADES[name] = _sys_facade(real)
+        elif name in ALLOWED:
             FACADES[name] = _facade(name, real)
     if 'collections' in FACADES and 'collections.abc' in FACADES:
         FACADES['collections'].abc = FACADES['collections.abc']

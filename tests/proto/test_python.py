@@ -41,7 +41,13 @@ CASES = [
     ("input", "input()", {}, PV, lambda r: r["error"]["message"] == "input is not available in the sandbox (policy standard: no terminal)"),
     # -- import bypasses -------------------------------------------------------------
     ("import os", "import os", {}, PV, lambda r: "'os'" in r["error"]["message"]),
-    ("import sys", "import sys\nsys.modules", {}, PV, None),
+    ("import sys", "import sys\nsys.modules", {}, RT,  # a facade: the streams only
+     lambda r: r["error"]["message"] == "module 'sys' has no attribute 'modules'"),
+    ("sys._getframe", "import sys\nsys._getframe(0)", {}, RT,
+     lambda r: r["error"]["message"] == "module 'sys' has no attribute '_getframe'"),
+    ("sys.stdout's self", "import sys\nsys.stdout.write.__self__", {}, PV, None),
+    ("sys stream globals", "import sys\ntype(sys.stderr).write.__globals__", {}, PV, None),
+    ("import gc", "import gc", {}, PV, None),
     ("import subprocess", "import subprocess", {}, PV, None),
     ("import socket", "import socket", {}, PV, None),
     ("import ctypes", "import ctypes", {}, PV, None),
@@ -83,7 +89,8 @@ CASES = [
     ("int str digits", "str(10 ** 5000)", {}, RT, lambda r: r["error"]["type"] == "ValueError"),
     # -- recursion -----------------------------------------------------------------------------
     ("recursion", "def f(): return f()\nf()", {}, RT, lambda r: r["error"]["type"] == "RecursionError"),
-    ("setrecursionlimit", "import sys\nsys.setrecursionlimit(10 ** 6)", {}, PV, None),
+    ("setrecursionlimit", "import sys\nsys.setrecursionlimit(10 ** 6)", {}, RT,
+     lambda r: r["error"]["message"] == "module 'sys' has no attribute 'setrecursionlimit'"),
     ("deep repr", "l = []\nfor i in range(100000): l = [l]\nrepr(l)", {}, RT, lambda r: r["error"]["type"] == "RecursionError"),
     ("deep json", "import json\nl = []\nfor i in range(100000): l = [l]\njson.dumps(l)", {}, RT, None),
     ("parser nesting", "(" * 1000 + ")" * 1000, {}, "syntax_error", None),

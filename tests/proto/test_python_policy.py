@@ -12,7 +12,7 @@ from conftest import needs_landlock, Host
 
 STANDARD_MODULES = ("math, json, re, random, datetime, collections, collections.abc, itertools, "
                     "functools, statistics, decimal, fractions, string, textwrap, heapq, bisect, "
-                    "dataclasses, typing, enum, operator, copy, pprint")
+                    "dataclasses, typing, enum, operator, copy, pprint, sys")
 STRICT_MODULES = ("math, json, re, random, collections, itertools, functools, statistics, "
                   "fractions, string, heapq, bisect, operator, copy")
 PERMISSIVE_ADDED = ("cmath", "calendar", "numbers", "difflib", "base64", "binascii", "hashlib",
@@ -103,12 +103,19 @@ def test_unknown_name_is_still_a_name_error(host):
 
 
 # -- imports -------------------------------------------------------------------------
+def test_strict_keeps_sys_out(host):
+    res = run(host, "import sys", "strict")
+    assert res["error"]["message"] == (
+        "import of module 'sys' is not allowed in the sandbox (policy strict: no introspection "
+        "of the interpreter); allowed: " + STRICT_MODULES)
+
+
 @pytest.mark.parametrize("policy,modules", [("standard", STANDARD_MODULES),
                                             ("strict", STRICT_MODULES)])
 @pytest.mark.parametrize("module,why", [("os", ": no processes or files"),
                                         ("socket", ": no network"),
                                         ("ctypes", ": no native code"),
-                                        ("sys", ": no introspection of the interpreter"),
+                                        ("gc", ": no introspection of the interpreter"),
                                         ("threading", ": no threads, processes or signals"),
                                         ("numpy", "")])
 def test_import_refused_names_module_policy_and_allowed(host, policy, modules, module, why):
@@ -395,3 +402,15 @@ def test_permissive_module_names_guarded(host, module):
         assert res["error"]["message"] == f"attribute '__{a}{b}__' is not allowed", res
         checked += 1
     assert checked > 0, module
+
+
+def test_sys_facade_streams(host):
+    res = run(host, "import sys\nprint('out')\nprint('err', 1, file=sys.stderr)\n"
+                    "n = sys.stderr.write('w')\nsys.stdout.flush()\nn")
+    assert (res["ok"], res["stdout"], res["stderr"], res["value"]) == (True, "out\n", "err 1\nw", 1), res
+    res = run(host, "import sys\nfor i in range(1000):\n    sys.stderr.write('x' * 100)",
+              limits={"output_bytes": 1000})
+    assert res["error"]["kind"] == "output_limit" and res["error"]["limit"]["limit"] == 1000, res
+    assert res["stderr"] == "x" * 1000 and res["stdout"] == ""
+    res = run(host, "import sys\n[sys.platform, sys.maxsize, sys.version_info[0]]")
+    assert res["value"] == ["linux", 2 ** 63 - 1, 3]

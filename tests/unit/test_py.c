@@ -44,8 +44,16 @@ static void test_ok(void)
 	CHECK_EQ_STR(value_text(), "{\"a\":1,\"2\":\"b\",\"null\":3,\"true\":4}");
 	run("'c\\udcff'");
 	CHECK_EQ_STR(value_text(), "\"c\xef\xbf\xbd\"");
-	run("import sys");
+	run("import gc");
 	CHECK_EQ_STR(err_s("kind"), "policy_violation");
+	/* sys is a facade: the streams, nothing of the interpreter's state. */
+	run("import sys\nprint('o')\nprint('e', file=sys.stderr)\nsys.stderr.write('w')");
+	CHECK_EQ_STR(R.out, "o\n");
+	CHECK_EQ_STR(R.err, "e\nw");
+	CHECK_EQ_INT(json_integer_value(value()), 1);
+	run("import sys\nsys.modules");
+	CHECK_EQ_STR(err_s("kind"), "runtime_error");
+	CHECK_EQ_STR(err_s("message"), "module 'sys' has no attribute 'modules'");
 	run("from dataclasses import dataclass\nimport collections, json\n@dataclass\nclass P:\n"
 	    "    x: int\n    y: int = 2\nQ = collections.namedtuple('Q', 'a b')\n"
 	    "json.dumps([P(1).y, Q(1, 2)])");
