@@ -40,7 +40,8 @@ static const char *const kinds[] = { "syntax_error",     "runtime_error",     "i
 				     "result_error",     "memory_limit",      "instruction_limit",
 				     "cpu_limit",        "timeout",           "output_limit",
 				     "policy_violation", "sandbox_violation", "crashed",
-				     "internal_error",   "cancelled",         "rate_limit" };
+				     "internal_error",   "cancelled",         "rate_limit",
+				     "tool_limit" };
 
 static int known_kind(const char *k)
 {
