@@ -297,6 +297,19 @@ int tp_pool_running(const struct tp_host *h)
 	return 0;
 }
 
+/* Its exec waits for the client's answer to a tool call: it runs nothing. */
+static int waiting_on_tool(const struct worker *w)
+{
+	return w->exec != NULL && !w->answered && w->exec->tool_pending[0] != '\0';
+}
+
+/* Its exec runs (or will as soon as the worker reads it), and is not waiting
+ * on a tool: what --jobs bounds. */
+static int computing(const struct worker *w)
+{
+	return w->exec != NULL && !w->answered && !waiting_on_tool(w);
+}
+
 /* A one-shot worker ready for an exec. */
 static int is_warm(const struct worker *w)
 {
@@ -310,7 +323,8 @@ static int count_live(const struct tp_host *h, int zi, int *warm)
 	int n = 0;
 	*warm = 0;
 	for (const struct worker *w = h->workers; w != NULL; w = w->next) {
-		n += w->sess == NULL && !w->killed;
+		/* one waiting for the client's tool holds a process, not a slot */
+		n += w->sess == NULL && !w->killed && !waiting_on_tool(w);
 		*warm += is_warm(w) && w->zi == zi;
 	}
 	return n;
@@ -472,7 +486,8 @@ static void fail_exec(struct tp_host *h, struct worker *w, int sys_errno, const 
 	tp_host_finish(h, w, &err);
 }
 
-/* Starts queued execs while fewer than jobs run. Fair: the next is the oldest
+/* Starts queued execs while fewer than jobs compute (an exec waiting for the
+ * client's tool is not counted while it waits). Fair: the next is the oldest
  * exec of the flow with the fewest running, and among those the flow served
  * longest ago, so a burst of one-shot execs cannot hold back a session's, nor
  * one policy's another's. A flow is a session, or the one-shot execs of one
@@ -482,7 +497,7 @@ void tp_pool_dispatch_queue(struct tp_host *h)
 	int running = 0;
 	expire_queue(h, tp_host_now_ms());
 	for (const struct worker *w = h->workers; w != NULL; w = w->next)
-		running += w->exec != NULL && !w->answered;
+		running += computing(w);
 	while (running < h->cfg.jobs && h->qhead != NULL) {
 		struct exec *best = NULL;
 		struct worker *bw = NULL;

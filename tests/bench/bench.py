@@ -214,6 +214,26 @@ def sessions(n_paced=200, n_b2b=1000, n_open=100):
         dt = time.perf_counter() - t
         print(f"  one-shot Lua, {n} pipelined, --jobs {jobs}: {n / dt:8.0f} execs/s")
         c.close()
+    # Eight execs that each wait 100 ms for the client's tool: they do not hold
+    # the two jobs while they wait, so together they take about one wait.
+    tpol = os.path.join(d, "tooly.json")
+    with open(tpol, "w") as f:
+        json.dump({"name": "tooly", "extends": "standard", "tools": ["slow"]}, f)
+    c = Client(("--policy", tpol, "--jobs", "2"))
+    c.call({"lang": "lua", "code": "return 1"})
+    t = time.perf_counter()
+    ids = [c.send("sandbox/exec", {"lang": "lua", "code": "return tools.call('slow', {})"})
+           for _ in range(8)]
+    calls = [c.read() for _ in range(8)]
+    time.sleep(0.1)
+    for m in calls:
+        c.p.stdin.write((json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": 1}) + "\n").encode())
+    c.p.stdin.flush()
+    got = [c.read() for _ in ids]
+    dt = (time.perf_counter() - t) * 1e3
+    assert all(r["result"]["ok"] for r in got), got
+    print(f"  8 execs each waiting 100 ms on a tool, --jobs 2: {dt:6.1f} ms in all (one after another: 800 ms)")
+    c.close()
 
 
 def warm_latency_params(c, params, n):

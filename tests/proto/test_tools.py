@@ -262,3 +262,22 @@ def test_a_forged_call_is_refused_by_the_host(h):
     code2 = code.replace("os.write(fd, forged)", "os.write(fd, b'\\x05\\x00\\x00\\x00junk!')")
     r, calls = run(h, {"lang": "python", "code": code2, "policy": "tooly-ko"})
     assert calls == [] and r["error"]["kind"] == "internal_error", r
+
+
+def test_execs_waiting_on_tools_do_not_hold_the_jobs(pol_dir):
+    """--jobs 1: four execs each wait for the client's tool. All four calls reach
+    the client before it answers any: an exec waiting on a tool computes nothing
+    and does not hold a job."""
+    h = Host(args=("--policy-dir", pol_dir, "--policy", "tooly", "--jobs", "1"))
+    try:
+        for i in range(4):
+            h.send({"jsonrpc": "2.0", "id": i, "method": "sandbox/exec",
+                    "params": {"lang": "lua", "code": f"return tools.call('add', {{a = {i}, b = 100}})"}})
+        calls = [h.read_line() for _ in range(4)]
+        assert [c["method"] for c in calls] == ["sandbox/tool_call"] * 4, calls
+        for c in calls:
+            a = c["params"]["arguments"]
+            h.send({"jsonrpc": "2.0", "id": c["id"], "result": a["a"] + a["b"]})
+        assert sorted(h.reply(i)["result"]["value"] for i in range(4)) == [100, 101, 102, 103]
+    finally:
+        h.close()
