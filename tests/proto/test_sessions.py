@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import Host, children_of, dying, proc_read, status_field, wait_for
+from conftest import Host, children_of, dying, needs_landlock, proc_read, status_field, wait_for
 
 NO_SESSION = -32002
 BUSY = -32001
@@ -564,3 +564,17 @@ def test_mcp_session_new_refused_leaves_nothing_open(h):
     r = h.call("tools/call", {"name": "run_lua", "arguments": {"code": "1", "session": 5}})
     assert r["error"]["message"] == "'session' must be \"new\" or a session_id a result returned"
     assert len(h.call("sandbox/session/list")["result"]["sessions"]) == before
+
+
+@needs_landlock
+def test_a_seccomp_trap_in_a_session_ends_it(h):
+    """kernel-only: the code reaches the kernel; a trapped call kills the worker,
+    so the session ends with a sandbox_violation that names the call."""
+    sid = open_session(h, "python", policy="kernel-only")
+    sx(h, sid, "x = 1")
+    r = sx(h, sid, "import socket\nsocket.socket()")
+    assert (r["ok"], r["error"]["kind"], r["error"]["layer"], r["error"]["syscall"]) == \
+        (False, "sandbox_violation", "kernel", "socket"), r
+    assert r["session_lost"] is True
+    msg = rpc_error(h.call("sandbox/exec", {"session_id": sid, "code": "x"}), NO_SESSION)
+    assert msg == f"session '{sid}' has ended: seccomp refused a system call and ended its worker"
