@@ -148,6 +148,7 @@ char *tp_msg_request_encode(const struct tp_request *req, size_t *len)
 	put_u8(&w, req->has_seed ? 1 : 0);
 	put_u64(&w, req->has_seed ? req->seed : 0);
 	put_u8(&w, req->session ? 1 : 0);
+	put_bytes(&w, req->workspace, req->workspace ? strlen(req->workspace) : 0);
 	put_bytes(&w, req->code ? req->code : "", req->code ? req->code_len : 0);
 	put_json(&w, req->inputs);
 	return finish(&w, len);
@@ -330,19 +331,32 @@ int tp_msg_request_decode(const char *buf, size_t len, struct tp_request *out)
 	out->has_seed = get_u8(&r) == 1;
 	out->seed = get_u64(&r);
 	out->session = get_u8(&r) == 1;
+	const char *ws;
+	size_t ws_len = get_bytes(&r, 1024, &ws);
 	code_len = get_bytes(&r, TP_MSG_MAX_REQUEST, &code);
 	if (r.bad || code == NULL || tp_limits_from_array(&out->limits, lim) != 0)
 		return -1;
 	out->inputs = get_json(&r, TP_MSG_MAX_REQUEST, 0, &why); /* depth: the language says */
 	if (r.bad || r.off != len || (out->inputs != NULL && !json_is_object(out->inputs)))
 		goto fail;
+	if (ws != NULL && (ws_len == 0 || ws[0] != '/' || memchr(ws, '\0', ws_len) != NULL))
+		goto fail; /* an absolute path, or none */
 	char *copy = malloc(code_len + 1);
-	if (copy == NULL)
+	char *wcopy = ws != NULL ? malloc(ws_len + 1) : NULL;
+	if (copy == NULL || (ws != NULL && wcopy == NULL)) {
+		free(copy);
+		free(wcopy);
 		goto fail;
+	}
 	memcpy(copy, code, code_len);
 	copy[code_len] = '\0';
 	out->code = copy;
 	out->code_len = code_len;
+	if (wcopy != NULL) {
+		memcpy(wcopy, ws, ws_len);
+		wcopy[ws_len] = '\0';
+		out->workspace = wcopy;
+	}
 	return 0;
 fail:
 	json_decref(out->inputs);
@@ -558,6 +572,7 @@ void tp_tool_result_free(struct tp_tool_result *r)
 void tp_request_free(struct tp_request *req)
 {
 	free((char *)req->code);
+	free((char *)req->workspace);
 	json_decref(req->inputs);
 	memset(req, 0, sizeof *req);
 }

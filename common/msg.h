@@ -61,6 +61,7 @@ struct tp_request {
 	int has_seed;
 	uint64_t seed;
 	int session; /* keep the globals of earlier execs, and count memory from the first */
+	const char *workspace; /* a session's workspace directory (absolute), or NULL */
 };
 
 /* Why an exec failed, as the language layer saw it. */

@@ -281,7 +281,7 @@ static int get_uint(struct ctx *c, const json_t *v, uint64_t lo, uint64_t hi, in
 		*out = (uint64_t)x;
 		return 0;
 	}
-	if (zero_ok)
+	if (zero_ok && lo > 0)
 		return bad(c, "%lld is out of range (0 for none, or %llu .. %llu)", (long long)x,
 			   (unsigned long long)lo, (unsigned long long)hi);
 	return bad(c, "%lld is out of range (%llu .. %llu)", (long long)x, (unsigned long long)lo,
@@ -694,14 +694,16 @@ static int parse_section(struct ctx *c, int k, const json_t *v, struct parsed *o
 	}
 	case K_TOOLS: return get_strv(c, v, check_tool, NULL, &p->tools);
 	case K_SESSION: {
-		static const char *const keys[] = { "max_sessions", "idle_ms",     "max_execs",
-						    "memory_bytes", "lifetime_ms", NULL };
+		static const char *const keys[] = {
+			"max_sessions", "idle_ms",         "max_execs", "memory_bytes",
+			"lifetime_ms",  "workspace_bytes", NULL
+		};
 		uint64_t *const f[] = { &p->session.max_sessions, &p->session.idle_ms,
-					&p->session.max_execs, &p->session.memory_bytes,
-					&p->session.lifetime_ms };
-		static const uint64_t lo[] = { 0, 1000, 1, 1u << 20, 1000 };
-		static const uint64_t hi[] = { 1024, 86400000, 10000000, TP_POLICY_MAX_MEMORY,
-					       604800000 };
+					&p->session.max_execs,    &p->session.memory_bytes,
+					&p->session.lifetime_ms,  &p->session.workspace_bytes };
+		static const uint64_t lo[] = { 0, 1000, 1, 1u << 20, 1000, 0 };
+		static const uint64_t hi[] = { 1024,      86400000,  10000000, TP_POLICY_MAX_MEMORY,
+					       604800000, 1ull << 30 };
 		return parse_uints(c, v, keys, f, lo, hi, &o->w.session);
 	}
 	case K_ISOLATION:
@@ -878,12 +880,13 @@ static int merge(struct tp_policy *child, const struct written *w, const struct 
 		c->file_bytes = parent->file_bytes;
 	if (!(w->top & (1u << K_TOOLS)))
 		rc |= strv_copy(&c->tools, &parent->tools);
-	uint64_t *cs[] = { &c->session.max_sessions, &c->session.idle_ms, &c->session.max_execs,
-			   &c->session.memory_bytes, &c->session.lifetime_ms };
+	uint64_t *cs[] = { &c->session.max_sessions, &c->session.idle_ms,
+			   &c->session.max_execs,    &c->session.memory_bytes,
+			   &c->session.lifetime_ms,  &c->session.workspace_bytes };
 	const uint64_t *ps[] = { &parent->session.max_sessions, &parent->session.idle_ms,
-				 &parent->session.max_execs, &parent->session.memory_bytes,
-				 &parent->session.lifetime_ms };
-	for (int i = 0; i < 5; i++)
+				 &parent->session.max_execs,    &parent->session.memory_bytes,
+				 &parent->session.lifetime_ms,  &parent->session.workspace_bytes };
+	for (int i = 0; i < 6; i++)
 		if (!(w->session & (1u << i)))
 			*cs[i] = *ps[i];
 	if (!(w->rate & 1))
@@ -1203,7 +1206,7 @@ json_t *tp_policy_to_json(const struct tp_policy *p, int with_redact)
 		    json_integer((json_int_t)tp_limit_get(&p->limits, (enum tp_limit_id)i)));
 	json_t *o = json_pack(
 	    "{s:s, s:s, s:o, s:o, s:b, s:{s:o, s:o}, s:{s:o, s:o}, s:{s:o, s:o, s:I}, s:o, "
-	    "s:{s:I, s:I, s:I, s:I, s:I}, s:s, s:{s:I, s:I}}",
+	    "s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:s, s:{s:I, s:I}}",
 	    "name", p->name, "description", p->description, "languages", langs, "limits", limits,
 	    "language_layer", p->language_layer, "lua", "libraries", strv_json(&p->lua_libraries),
 	    "functions", strv_json(&p->lua_functions), "python", "modules",
@@ -1213,8 +1216,9 @@ json_t *tp_policy_to_json(const struct tp_policy *p, int with_redact)
 	    (json_int_t)p->session.max_sessions, "idle_ms", (json_int_t)p->session.idle_ms,
 	    "max_execs", (json_int_t)p->session.max_execs, "memory_bytes",
 	    (json_int_t)p->session.memory_bytes, "lifetime_ms", (json_int_t)p->session.lifetime_ms,
-	    "isolation", p->isolation, "rate", "per_minute", (json_int_t)p->rate.per_minute,
-	    "session_per_minute", (json_int_t)p->rate.session_per_minute);
+	    "workspace_bytes", (json_int_t)p->session.workspace_bytes, "isolation", p->isolation,
+	    "rate", "per_minute", (json_int_t)p->rate.per_minute, "session_per_minute",
+	    (json_int_t)p->rate.session_per_minute);
 	if (o != NULL && with_redact)
 		json_object_set_new(o, "redact",
 				    json_pack("{s:o, s:o, s:o}", "strings",

@@ -43,11 +43,13 @@ struct tp_strv {
 void tp_strv_free(struct tp_strv *v);
 
 struct tp_policy_session {
-	uint64_t max_sessions; /* live sessions at once */
-	uint64_t idle_ms;      /* a session idle this long is ended */
-	uint64_t max_execs;    /* execs in one session */
-	uint64_t memory_bytes; /* a session's state */
-	uint64_t lifetime_ms;  /* a session older than this is ended (after its running exec) */
+	uint64_t max_sessions;    /* live sessions at once */
+	uint64_t idle_ms;         /* a session idle this long is ended */
+	uint64_t max_execs;       /* execs in one session */
+	uint64_t memory_bytes;    /* a session's state */
+	uint64_t lifetime_ms;     /* a session older than this is ended (after its running exec) */
+	uint64_t workspace_bytes; /* 0: no workspace; else a session's private directory, and the
+				   * most one file in it may hold */
 };
 
 struct tp_policy_rate {

@@ -17,7 +17,7 @@ struct spawn_msg {
 	struct iovec iov;
 	struct msghdr mh;
 	union {
-		char buf[CMSG_SPACE(2 * sizeof(int))];
+		char buf[CMSG_SPACE(3 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 };
@@ -32,23 +32,25 @@ static void spawn_msg_init(struct spawn_msg *m)
 				 .msg_controllen = sizeof m->u.buf };
 }
 
-int tp_spawn_send(int ctl, int chan_fd, int shm_fd, uint32_t area_bytes, int session)
+int tp_spawn_send(int ctl, int chan_fd, int shm_fd, uint32_t area_bytes, int session, int ws_fd)
 {
 	struct spawn_msg m;
-	int fds[2] = { chan_fd, shm_fd };
+	int fds[3] = { chan_fd, shm_fd, ws_fd };
+	size_t nfds = session && ws_fd > 2 ? 3 : 2;
 
 	spawn_msg_init(&m);
+	m.mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
 	struct cmsghdr *c = CMSG_FIRSTHDR(&m.mh);
 	m.body[0] = session ? 'L' : 'S';
 	memcpy(m.body + 1, &area_bytes, sizeof area_bytes);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof fds);
-	memcpy(CMSG_DATA(c), fds, sizeof fds);
+	c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
 	return sendmsg(ctl, &m.mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof m.body ? 0 : -1;
 }
 
-int tp_spawn_recv(int ctl, int *chan, int *shm, uint32_t *area, int *session)
+int tp_spawn_recv(int ctl, int *chan, int *shm, uint32_t *area, int *session, int *ws_fd)
 {
 	struct spawn_msg m;
 	ssize_t n;
@@ -61,12 +63,15 @@ int tp_spawn_recv(int ctl, int *chan, int *shm, uint32_t *area, int *session)
 		return 0;
 	struct cmsghdr *c = CMSG_FIRSTHDR(&m.mh);
 	if (n != sizeof m.body || (m.body[0] != 'S' && m.body[0] != 'L') || c == NULL ||
-	    c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(2 * sizeof(int)))
+	    c->cmsg_type != SCM_RIGHTS ||
+	    (c->cmsg_len != CMSG_LEN(2 * sizeof(int)) &&
+	     (m.body[0] != 'L' || c->cmsg_len != CMSG_LEN(3 * sizeof(int)))))
 		return -1;
-	int fds[2];
-	memcpy(fds, CMSG_DATA(c), sizeof fds);
+	int fds[3] = { -1, -1, 0 };
+	memcpy(fds, CMSG_DATA(c), c->cmsg_len - CMSG_LEN(0));
 	*chan = fds[0];
 	*shm = fds[1];
+	*ws_fd = fds[2];
 	memcpy(area, m.body + 1, sizeof *area);
 	*session = m.body[0] == 'L';
 	return 1;

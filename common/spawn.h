@@ -22,9 +22,11 @@
 #define TP_ZYGOTE_POLICY_FD 4
 
 /* Host: 0, or -1 (errno set) when the message could not be queued. */
-int tp_spawn_send(int ctl, int chan_fd, int shm_fd, uint32_t area_bytes, int session);
+/* ws_fd (> 2): a session's workspace directory (O_PATH), handed on to its worker. */
+int tp_spawn_send(int ctl, int chan_fd, int shm_fd, uint32_t area_bytes, int session, int ws_fd);
 /* Zygote: 1 with the fds, 0 at EOF, -1 on a malformed message. */
-int tp_spawn_recv(int ctl, int *chan, int *shm, uint32_t *area, int *session);
+/* *ws_fd: the workspace's fd, or 0 for none. */
+int tp_spawn_recv(int ctl, int *chan, int *shm, uint32_t *area, int *session, int *ws_fd);
 /* Zygote: a worker's pid, or -errno when the clone failed. 0 or -1. */
 int tp_spawn_send_pid(int ctl, pid_t pid);
 /* Host: 1 with *pid, 0 if nothing to read, -1 when the zygote is gone. */

@@ -408,6 +408,10 @@ static void handle(struct tp_host *h, struct tp_rpc *rpc)
 		tp_sess_close(h, rpc);
 	else if (strcmp(m, "sandbox/session/list") == 0)
 		tp_sess_list(h, rpc);
+	else if (strncmp(m, "sandbox/session/files/", 22) == 0 &&
+		 (strcmp(m + 22, "put") == 0 || strcmp(m + 22, "get") == 0 ||
+		  strcmp(m + 22, "list") == 0))
+		tp_files_method(h, rpc, m + 22);
 	else
 		tp_out_error(h, rpc->id, TP_RPC_METHOD_NOT_FOUND, "Method not found");
 }
@@ -603,6 +607,7 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err)
 	h->cfg = *cfg;
 	h->sigfd = -1;
 	h->audit_fd = -1;
+	h->ws_base_fd = -1;
 	h->pols.set = cfg->policies;
 	if (h->pols.set == NULL && (h->pols.set = h->own_set = tp_policy_set_new(err)) == NULL)
 		goto out_free;
@@ -617,6 +622,8 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err)
 		if (tp_hpolicy_init(&h->hp[i], tp_policy_set_at(h->pols.set, i), err) != 0)
 			goto out_free;
 	if (cfg->audit_path != NULL && (h->audit_fd = tp_audit_open(cfg->audit_path, err)) < 0)
+		goto out_free;
+	if (tp_files_setup(h, err) != 0)
 		goto out_free;
 	h->nzyg = (int)tp_policy_set_count(h->pols.set) * TP_NLANGS;
 	h->zyg = calloc((size_t)h->nzyg, sizeof *h->zyg);
@@ -655,6 +662,7 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err)
 		tp_out_setup_stdout(h);
 	return h;
 out_free:
+	tp_files_teardown(h);
 	free_hpolicies(h);
 	tp_policy_set_free(h->own_set);
 	free(h->zyg);
@@ -688,8 +696,10 @@ void tp_host_free(struct tp_host *h)
 	while (h->sessions != NULL) { /* their workers were killed above */
 		struct session *s = h->sessions;
 		h->sessions = s->next;
+		tp_files_remove(h, s);
 		free(s);
 	}
+	tp_files_teardown(h);
 	while (h->workers != NULL)
 		tp_pool_worker_free(h, h->workers);
 	while (h->qhead != NULL) {

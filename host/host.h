@@ -34,7 +34,8 @@ struct tp_host_cfg {
 	 * the one a request gets when it names none (NULL: "standard"). */
 	const struct tp_policy_set *policies;
 	const struct tp_policy *policy;
-	const char *audit_path; /* append one JSON line per exec here (NULL: none) */
+	const char *audit_path;    /* append one JSON line per exec here (NULL: none) */
+	const char *workspace_dir; /* where sessions' workspaces go (NULL: $TMPDIR or /tmp) */
 };
 
 #define TP_MAX_QUEUE_DEFAULT 256

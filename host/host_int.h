@@ -101,6 +101,8 @@ struct session {
 	uint64_t done;            /* execs answered */
 	uint64_t memory;          /* the language's heap after its last exec */
 	double tokens, tokens_at; /* rate.session_per_minute: a bucket refilled per minute */
+	int ws_dir;               /* its workspace, opened O_DIRECTORY by the host (files.c); -1 */
+	char ws_path[512];        /* the workspace's absolute path, or "" */
 };
 
 struct ended_session {
@@ -156,6 +158,8 @@ struct tp_host {
 	struct session *sessions;
 	int nsessions;
 	unsigned long long tool_seq; /* numbers our sandbox/tool_call requests */
+	char *ws_base;               /* the directory sessions' workspaces are made in, or NULL */
+	int ws_base_fd;              /* it, opened O_DIRECTORY; -1 */
 	int poll_cap;                /* workers pfds and pws hold: max_workers + sessions */
 	struct ended_session ended[ENDED_KEPT];
 	unsigned nended;
@@ -172,6 +176,15 @@ void tp_out_error(struct tp_host *h, json_t *id, int code, const char *msg);
  * call, sandbox/output, progress); -1 (nothing sent) out of memory. */
 int tp_out_send(struct tp_host *h, json_t *msg);
 void tp_out_setup_stdout(struct tp_host *h);
+
+/* files.c: sessions' workspaces and sandbox/session/files/put, get, list. */
+int tp_files_setup(struct tp_host *h, struct tp_err *err);
+void tp_files_teardown(struct tp_host *h);
+/* Makes s's workspace; the O_PATH fd its worker gets (the caller closes it), 0
+ * when its policy has none, -1 with msg on failure. */
+int tp_files_create(struct tp_host *h, struct session *s, char *msg, size_t len);
+void tp_files_remove(struct tp_host *h, struct session *s);
+void tp_files_method(struct tp_host *h, const struct tp_rpc *rpc, const char *what);
 
 /* tools.c: the code's calls to the client's tools, through the host. */
 void tp_tools_from_worker(struct tp_host *h, struct worker *w, const char *buf, size_t len);
@@ -227,7 +240,7 @@ double tp_sess_next_timeout(const struct tp_host *h, double now);
 int tp_sess_worker_idle(const struct worker *w);
 
 /* pool.c, for sessions: a worker of zygote zi (session: a session's), or NULL. */
-struct worker *tp_pool_spawn(struct tp_host *h, int zi, int session);
+struct worker *tp_pool_spawn(struct tp_host *h, int zi, int session, int ws_fd);
 /* Grows the poll arrays to hold n more workers; 0, or -1 out of memory. */
 int tp_pool_reserve(struct tp_host *h, int n);
 

@@ -22,7 +22,7 @@ static int usage(FILE *f)
 	fprintf(
 	    f,
 	    "usage: tidepool [--policy NAME|FILE] [--policy-dir DIR] [--audit FILE]\n"
-	    "                [--jobs N] [--queue N]\n"
+	    "                [--jobs N] [--queue N] [--workspace-dir DIR]\n"
 	    "                      serve JSON-RPC 2.0 (MCP) on stdin/stdout: run Lua 5.4 and "
 	    "Python 3.11\n"
 	    "                      (--jobs: execs at once, default the CPUs; --queue: execs "
@@ -56,15 +56,16 @@ static long count_arg(const char *flag, const char *s, long lo, long hi)
 
 static int serve(int argc, char **argv)
 {
-	enum { O_POLICY = 256, O_DIR, O_AUDIT, O_JOBS, O_QUEUE };
+	enum { O_POLICY = 256, O_DIR, O_AUDIT, O_JOBS, O_QUEUE, O_WSDIR };
 	static const struct option opts[] = { { "policy", required_argument, NULL, O_POLICY },
 					      { "policy-dir", required_argument, NULL, O_DIR },
 					      { "audit", required_argument, NULL, O_AUDIT },
 					      { "jobs", required_argument, NULL, O_JOBS },
 					      { "queue", required_argument, NULL, O_QUEUE },
+					      { "workspace-dir", required_argument, NULL, O_WSDIR },
 					      { "help", no_argument, NULL, 'h' },
 					      { NULL, 0, NULL, 0 } };
-	const char *policy = NULL, *dir = NULL, *audit = NULL;
+	const char *policy = NULL, *dir = NULL, *audit = NULL, *wsdir = NULL;
 	long jobs = 0, queue = -1;
 	int c;
 	optind = 1;
@@ -79,6 +80,8 @@ static int serve(int argc, char **argv)
 			return 2;
 		else if (c == O_QUEUE && (queue = count_arg("--queue", optarg, 0, 100000)) < 0)
 			return 2;
+		else if (c == O_WSDIR)
+			wsdir = optarg;
 		else if (c != O_JOBS && c != O_QUEUE)
 			return usage(c == 'h' ? stdout : stderr);
 	}
@@ -103,6 +106,7 @@ static int serve(int argc, char **argv)
 	cfg.policies = cp.set;
 	cfg.policy = cp.deflt;
 	cfg.audit_path = audit;
+	cfg.workspace_dir = wsdir;
 	if (jobs > 0)
 		tp_host_cfg_jobs(&cfg, (int)jobs);
 	if (queue >= 0)
@@ -122,7 +126,7 @@ static int serve(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && strcmp(argv[1], "--zygote") == 0)
-		return tp_zygote_main(argv[2]);
+		return tp_zygote_main(argv[2], argc >= 4 ? argv[3] : NULL);
 	tp_failalloc_arm(); /* test builds only; before the host allocates anything */
 	if (argc >= 2 && strcmp(argv[1], "run") == 0)
 		return tp_cli_run(argc - 1, argv + 1);

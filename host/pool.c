@@ -83,7 +83,9 @@ static char *request_frame(const struct exec *e, size_t *len)
 				  .limits = e->p.limits,
 				  .has_seed = e->p.has_seed,
 				  .seed = (uint64_t)e->p.seed,
-				  .session = e->sess != NULL };
+				  .session = e->sess != NULL,
+				  .workspace =
+				      e->sess && e->sess->ws_path[0] ? e->sess->ws_path : NULL };
 	size_t n;
 	char *body = tp_msg_request_encode(&req, &n);
 	char *frame = body ? malloc(n + TP_FRAME_HDR) : NULL;
@@ -208,7 +210,7 @@ static int start_zygote(struct tp_host *h, struct zygote *z)
 	struct tp_err err = { 0 };
 	if (z->ctl >= 0)
 		return 0;
-	z->ctl = tp_zygote_start(z->lang, z->policy, &z->pid, &err);
+	z->ctl = tp_zygote_start(z->lang, z->policy, h->ws_base, &z->pid, &err);
 	if (z->ctl < 0) {
 		zygote_failed(h, z);
 		tp_out_log("%s", err.msg);
@@ -239,7 +241,7 @@ static int new_page(struct worker *w)
 	return fd;
 }
 
-struct worker *tp_pool_spawn(struct tp_host *h, int zi, int session)
+struct worker *tp_pool_spawn(struct tp_host *h, int zi, int session, int ws_fd)
 {
 	int sv[2], page;
 	struct zygote *z = &h->zyg[zi];
@@ -266,7 +268,7 @@ struct worker *tp_pool_spawn(struct tp_host *h, int zi, int session)
 		return NULL;
 	}
 	page = new_page(w);
-	if (page < 0 || tp_spawn_send(z->ctl, sv[1], page, w->area, session) != 0) {
+	if (page < 0 || tp_spawn_send(z->ctl, sv[1], page, w->area, session, ws_fd) != 0) {
 		if (page >= 0)
 			close(page);
 		close(sv[1]);
@@ -414,7 +416,7 @@ static void refill_lang(struct tp_host *h, int zi)
 	if (queued > 0 && warm == 0 && live >= h->cfg.max_workers && evict_warm(h, zi) == 0)
 		live--;
 	while (warm < target && live < h->cfg.max_workers) {
-		if (tp_pool_spawn(h, zi, 0) == NULL)
+		if (tp_pool_spawn(h, zi, 0, 0) == NULL)
 			break;
 		warm++;
 		live++;

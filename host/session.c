@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "audit.h"
 #include "jsonio.h"
@@ -107,6 +108,7 @@ void tp_sess_end(struct tp_host *h, struct session *s, const char *why)
 	snprintf(x->id, sizeof x->id, "%s", s->id);
 	snprintf(x->why, sizeof x->why, "%s", why);
 	fail_queued(h, s, why);
+	tp_files_remove(h, s);
 	if (s->w != NULL) {
 		struct worker *w = s->w;
 		w->sess = NULL;
@@ -186,8 +188,17 @@ struct session *tp_sess_create(struct tp_host *h, const struct tp_exec_session *
 		new_id(s->id);
 	while (tp_sess_find(h, s->id) != NULL || ended_why(h, s->id) != NULL);
 	h->zyg[s->zi].used = 1;
-	s->w = tp_pool_spawn(h, s->zi, 1);
+	s->ws_dir = -1;
+	int ws = tp_files_create(h, s, msg, len);
+	if (ws < 0) {
+		free(s);
+		return NULL;
+	}
+	s->w = tp_pool_spawn(h, s->zi, 1, ws);
+	if (ws > 0)
+		close(ws); /* the zygote has its own copy, queued with the spawn */
 	if (s->w == NULL) {
+		tp_files_remove(h, s);
 		free(s);
 		snprintf(msg, len, "could not start the session's worker: see the host's stderr");
 		return NULL;
@@ -220,6 +231,10 @@ void tp_sess_open(struct tp_host *h, const struct tp_rpc *rpc)
 			      limits_json(&s->ceiling), "expires", "idle_ms",
 			      (json_int_t)ps->idle_ms, "lifetime_ms", (json_int_t)ps->lifetime_ms,
 			      "max_execs", (json_int_t)ps->max_execs);
+	if (r != NULL && s->ws_path[0] != '\0')
+		json_object_set_new(r, "workspace",
+				    json_pack("{s:s, s:I}", "path", s->ws_path, "file_bytes",
+					      (json_int_t)ps->workspace_bytes));
 	if (r == NULL)
 		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
 	else

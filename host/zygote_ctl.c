@@ -64,9 +64,9 @@ static const char *zygote_binary(const struct tp_lang_info *lang)
 	return access(path, X_OK) == 0 ? path : "/proc/self/exe";
 }
 
-static void exec_zygote(int ctl, int pfd, const struct tp_lang_info *lang)
+static void exec_zygote(int ctl, int pfd, const struct tp_lang_info *lang, const char *ws_base)
 {
-	char *const argv[] = { "tidepool", "--zygote", (char *)lang->name, NULL };
+	char *const argv[] = { "tidepool", "--zygote", (char *)lang->name, (char *)ws_base, NULL };
 	char *const envp[] = { NULL }; /* empty: the client's environment stays out */
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 
@@ -92,8 +92,8 @@ static void exec_zygote(int ctl, int pfd, const struct tp_lang_info *lang)
 	_exit(127);
 }
 
-int tp_zygote_start(const struct tp_lang_info *lang, const struct tp_policy *policy, pid_t *pid,
-		    struct tp_err *err)
+int tp_zygote_start(const struct tp_lang_info *lang, const struct tp_policy *policy,
+		    const char *ws_base, pid_t *pid, struct tp_err *err)
 {
 	int sv[2];
 	int pfd = policy_fd(policy, err);
@@ -122,7 +122,7 @@ int tp_zygote_start(const struct tp_lang_info *lang, const struct tp_policy *pol
 		return -1;
 	}
 	if (p == 0)
-		exec_zygote(sv[1], pfd, lang);
+		exec_zygote(sv[1], pfd, lang, policy->session.workspace_bytes > 0 ? ws_base : NULL);
 	close(sv[1]);
 	close(pfd);
 	*pid = p;

@@ -25,8 +25,9 @@
 
 /* Returns the control fd (host end) and sets *pid, or -1 with the failed call
  * recorded in err (TP_KIND_INTERNAL, TP_LAYER_HOST). */
-int tp_zygote_start(const struct tp_lang_info *lang, const struct tp_policy *policy, pid_t *pid,
-		    struct tp_err *err);
+/* ws_base: where sessions' workspaces are made (NULL: none), for a policy with them. */
+int tp_zygote_start(const struct tp_lang_info *lang, const struct tp_policy *policy,
+		    const char *ws_base, pid_t *pid, struct tp_err *err);
 
 /* The output area every worker's shared page has: the policy's output ceiling. */
 uint32_t tp_zygote_area_bytes(const struct tp_policy *policy);

@@ -691,15 +691,21 @@ static int file_shim(lua_State *L)
 	const char *path = luaL_checkstring(L, 1);
 	const char *mode = strcmp(what, "io.open") == 0 ? luaL_optstring(L, 2, "r") : "r";
 	int write = strcmp(mode, "r") != 0 && strcmp(mode, "rb") != 0;
-	char norm[4096], msg[600];
+	char norm[4096], joined[4096], msg[600];
+	const char *ws = tp_sandbox_workspace();
 
+	/* In a session's workspace (its working directory), a relative path is in it. */
+	if (ws != NULL && path[0] != '/' && path[0] != '\0') {
+		snprintf(joined, sizeof joined, "%s/%s", ws, path);
+		path = joined;
+	}
 	if (normalize(path, norm, sizeof norm) != 0) {
 		snprintf(msg, sizeof msg,
 			 "%s('%.200s') is refused: the sandbox takes absolute paths (policy %s)",
 			 what, path, p->name);
 		return tp_lua_guard_refuse(L, TP_KIND_POLICY_VIOLATION, msg);
 	}
-	if (!(tp_policy_path_within(&p->fs_write, norm) ||
+	if (!(tp_policy_path_within(&p->fs_write, norm) || tp_sandbox_in_workspace(norm) ||
 	      (!write && tp_policy_path_within(&p->fs_read, norm)))) {
 		snprintf(
 		    msg, sizeof msg,
@@ -723,7 +729,8 @@ static void open_file_shims(lua_State *L)
 {
 	static const char *const fns[] = { "open", "lines" };
 	const struct tp_policy *p = tp_sandbox_policy();
-	if (p == NULL || (p->fs_read.n == 0 && p->fs_write.n == 0))
+	if (p == NULL ||
+	    (p->fs_read.n == 0 && p->fs_write.n == 0 && p->session.workspace_bytes == 0))
 		return;
 	luaL_requiref(L, "tidepool.io", luaopen_io, 0); /* the stock io, kept private */
 	for (size_t i = 0; i < 2; i++) {

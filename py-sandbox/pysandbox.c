@@ -528,8 +528,9 @@ static PyObject *call_init(PyObject *init)
 	blt = strv_list(&p->py_builtins);
 	cat = strv_list(&catalog);
 	if (mods && blt && cat)
-		r = PyObject_CallFunction(init, "OOOsii", mods, blt, cat, p->name,
-					  tp_py_kernel_only, p->fs_read.n > 0 || p->fs_write.n > 0);
+		r = PyObject_CallFunction(
+		    init, "OOOsii", mods, blt, cat, p->name, tp_py_kernel_only,
+		    p->fs_read.n > 0 || p->fs_write.n > 0 || p->session.workspace_bytes > 0);
 	Py_XDECREF(mods), Py_XDECREF(blt), Py_XDECREF(cat);
 	/* With file grants, a path the shim let through can still meet the kernel
 	 * (a symlink out of the grant): that refusal is the kernel's too. */

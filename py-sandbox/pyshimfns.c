@@ -2,7 +2,7 @@
  * pyshimfns.c — the C functions the shim and the snippet call: _write, _print
  * (into the capped output page), _refuse, _settype, _gate (with the namespace
  * rules of a gated eval/exec), _eval_builtins, _guard, and for file grants
- * _within and _fileop. Invariant: nothing
+ * _within, _workspace and _fileop. Invariant: nothing
  * is written outside an exec or after a verdict, and a gated builtin runs only
  * for a trusted caller (stdlib, shim, our own C code), never for the snippet.
  */
@@ -255,7 +255,19 @@ static PyObject *py_within(PyObject *self, PyObject *args)
 	if (p == NULL)
 		Py_RETURN_FALSE;
 	return PyBool_FromLong(tp_policy_path_within(&p->fs_write, path) ||
+			       tp_sandbox_in_workspace(path) ||
 			       (!write && tp_policy_path_within(&p->fs_read, path)));
+}
+
+/* _workspace(): the exec's workspace directory (a session's), or None. */
+static PyObject *py_workspace(PyObject *self, PyObject *args)
+{
+	const char *ws = tp_sandbox_workspace();
+
+	(void)self, (void)args;
+	if (ws == NULL)
+		Py_RETURN_NONE;
+	return PyUnicode_FromString(ws);
 }
 
 volatile sig_atomic_t tp_py_fileop;
@@ -293,6 +305,7 @@ static PyObject *py_refused_names(PyObject *self, PyObject *dict)
 PyMethodDef tp_py_shim_fns[] = {
 	{ "_refused_names", py_refused_names, METH_O, NULL },
 	{ "_within", py_within, METH_VARARGS, NULL },
+	{ "_workspace", py_workspace, METH_NOARGS, NULL },
 	{ "_fileop", py_fileop, METH_VARARGS, NULL },
 	{ "_eval_builtins", py_eval_builtins, METH_O, NULL },
 	{ "_guard", py_guard, METH_O, NULL },

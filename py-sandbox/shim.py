@@ -4,7 +4,7 @@
 # reach is decided here: the module allowlist, the facades, the AST check, the
 # guarded builtins. None of this is the security boundary (docs/python.md).
 # The C layer injects before running this: _write, _refuse, _settype, _gate,
-# _print, _eval_builtins, _guard, _within, _fileop, _errno_call, _errno_check,
+# _print, _eval_builtins, _guard, _within, _workspace, _fileop, _errno_call, _errno_check,
 # PolicyViolation, LimitExceeded. init() gets the zygote's policy.
 import ast
 import builtins
@@ -451,6 +451,9 @@ def _granted(p, write, call, rest=''):
     shown = '%s(%r%s)' % (call, path, rest)
     if '\0' in path:
         raise ValueError('%s: embedded null byte' % call)
+    ws = _workspace()
+    if ws is not None and path and not path.startswith('/'):
+        path = ws + '/' + path  # a session's workspace is the working directory
     if not path.startswith('/'):
         _refuse('%s is refused: a path must be absolute (policy %s)' % (shown, POLICY))
     norm = _pp.normpath(path)

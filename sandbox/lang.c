@@ -4,6 +4,8 @@
  */
 #include "lang.h"
 
+#include <string.h>
+
 #include "lsandbox.h"
 #include "pysandbox.h"
 
@@ -34,4 +36,25 @@ const struct tp_lang *tp_lang_find(const char *name)
 {
 	const struct tp_lang_info *info = tp_langs_by_name(name);
 	return info != NULL ? langs[info->id] : NULL;
+}
+
+static char g_workspace[1024];
+
+const char *tp_sandbox_workspace(void)
+{
+	return g_workspace[0] ? g_workspace : NULL;
+}
+
+void tp_sandbox_set_workspace(const char *dir)
+{
+	if (dir == NULL || strlen(dir) >= sizeof g_workspace)
+		g_workspace[0] = '\0';
+	else
+		memcpy(g_workspace, dir, strlen(dir) + 1);
+}
+
+int tp_sandbox_in_workspace(const char *path)
+{
+	size_t n = strlen(g_workspace);
+	return n > 0 && strncmp(path, g_workspace, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }

@@ -39,6 +39,15 @@ struct tp_lang {
 const struct tp_policy *tp_sandbox_policy(void);
 void tp_sandbox_set_policy(struct tp_policy *p);
 
+/* The running exec's workspace (a session's private directory, absolute and
+ * normalized, also the working directory), or NULL: the file shims treat it as
+ * a read-write grant and resolve relative paths in it. The worker sets it from
+ * each request. */
+const char *tp_sandbox_workspace(void);
+void tp_sandbox_set_workspace(const char *dir);
+/* Is path (absolute, normalized) at or beneath the workspace? */
+int tp_sandbox_in_workspace(const char *path);
+
 /* By the row's name ("lua"); NULL for a language this build does not host. */
 const struct tp_lang *tp_lang_find(const char *name);
 

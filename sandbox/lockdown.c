@@ -68,11 +68,13 @@ struct grant {
 	int fd; /* O_PATH, opened in the zygote before Z; workers keep it until Landlock has it */
 	int write;
 	int dir;
+	int zygote_only; /* the workspaces' base: in the zygote's domain, never a worker's */
 };
 
 static struct grant grants[MAX_GRANTS];
 static int ngrants, any_write, kernel_only, policy_done;
-static int runtime_lang = -1; /* tp_lockdown_set_lang(): kernel-only's runtime grants */
+static int runtime_lang = -1;      /* tp_lockdown_set_lang(): kernel-only's runtime grants */
+static const char *workspace_base; /* tp_lockdown_set_workspace_base() */
 /* Syscalls whose worker rules the policy decides instead of the tables. */
 static struct tp_arg_rule grant_rules[48]; /* 17 at most today */
 static size_t ngrant_rules;
@@ -164,7 +166,7 @@ static int add_grant(const char *path, int write, int required, struct tp_err *e
 		close(fd);
 		return fail(err, "file grants", E2BIG, "a policy may grant at most 64 paths");
 	}
-	grants[ngrants++] = (struct grant){ fd, write, S_ISDIR(st.st_mode) };
+	grants[ngrants++] = (struct grant){ fd, write, S_ISDIR(st.st_mode), 0 };
 	any_write |= write;
 	return 0;
 }
@@ -172,6 +174,11 @@ static int add_grant(const char *path, int write, int required, struct tp_err *e
 void tp_lockdown_set_lang(enum tp_lang_id lang)
 {
 	runtime_lang = (int)lang;
+}
+
+void tp_lockdown_set_workspace_base(const char *dir)
+{
+	workspace_base = dir;
 }
 
 /* From the policy this process enforces (tp_sandbox_policy()), once, before Z
@@ -198,6 +205,15 @@ static int prepare_policy(struct tp_err *err)
 	for (size_t i = 0; i < nruntime; i++)
 		if (add_grant(runtime[i], 0, 0, err) < 0)
 			return -1;
+	/* Sessions with a workspace: the zygote's own domain reaches the base (so a
+	 * worker's nested domain can reach its directory beneath it); a worker's
+	 * domain gets its own directory only (tp_lockdown.workspace_fd). Writes are
+	 * allowed by seccomp, as for a write grant: Landlock alone says where. */
+	if (p->session.workspace_bytes > 0 && workspace_base != NULL && landlock_abi > 0) {
+		if (add_grant(workspace_base, 1, 1, err) < 0)
+			return -1;
+		grants[ngrants - 1].zygote_only = 1;
+	}
 	if ((ngrants > 0 || kernel_only) && landlock_abi <= 0)
 		return fail(err, kernel_only ? "kernel-only" : "file grants", EOPNOTSUPP,
 			    "this policy needs Landlock, which this kernel lacks: refused rather "
@@ -251,7 +267,15 @@ static int prepare_policy(struct tp_err *err)
 
 /* Landlock rules beneath each grant: what it allows, never EXECUTE, REFER,
  * MAKE_SYM, MAKE_SOCK, MAKE_FIFO, MAKE_CHAR, MAKE_BLOCK or IOCTL_DEV. */
-static int add_grant_rules(int rfd, uint64_t handled, struct tp_err *err)
+static int add_rule(int rfd, int fd, uint64_t access, struct tp_err *err)
+{
+	struct tp_landlock_path_beneath pb = { .allowed_access = access, .parent_fd = fd };
+	if (syscall(SYS_landlock_add_rule, rfd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
+		return fail(err, "landlock_add_rule(grant)", errno, NULL);
+	return 0;
+}
+
+static int add_grant_rules(int rfd, uint64_t handled, int worker, int ws_fd, struct tp_err *err)
 {
 	const uint64_t rd_file = LANDLOCK_ACCESS_FS_READ_FILE;
 	const uint64_t rd_dir = rd_file | LANDLOCK_ACCESS_FS_READ_DIR;
@@ -261,16 +285,17 @@ static int add_grant_rules(int rfd, uint64_t handled, struct tp_err *err)
 				LANDLOCK_ACCESS_FS_MAKE_REG;
 
 	for (int i = 0; i < ngrants; i++) {
-		struct tp_landlock_path_beneath pb = {
-			.allowed_access =
-			    ((grants[i].dir ? rd_dir : rd_file) |
-			     (grants[i].write ? (grants[i].dir ? wr_dir : wr_file) : 0)) &
-			    handled,
-			.parent_fd = grants[i].fd,
-		};
-		if (syscall(SYS_landlock_add_rule, rfd, LANDLOCK_RULE_PATH_BENEATH, &pb, 0) < 0)
-			return fail(err, "landlock_add_rule(grant)", errno, NULL);
+		if (worker && grants[i].zygote_only)
+			continue;
+		if (add_rule(rfd, grants[i].fd,
+			     ((grants[i].dir ? rd_dir : rd_file) |
+			      (grants[i].write ? (grants[i].dir ? wr_dir : wr_file) : 0)) &
+				 handled,
+			     err) < 0)
+			return -1;
 	}
+	if (ws_fd > 2 && add_rule(rfd, ws_fd, (rd_dir | wr_dir) & handled, err) < 0)
+		return -1;
 	return 0;
 }
 
@@ -685,7 +710,7 @@ static int drop_root(struct tp_err *err)
 
 /* One Landlock domain: every filesystem right the ABI knows denied but beneath
  * the grants, no TCP, no signals or abstract sockets out of the domain. */
-static int restrict_landlock(const char *who, struct tp_err *err)
+static int restrict_landlock(const char *who, int ws_fd, struct tp_err *err)
 {
 	struct tp_landlock_attr attr;
 	char what[80];
@@ -699,7 +724,8 @@ static int restrict_landlock(const char *who, struct tp_err *err)
 		snprintf(what, sizeof what, "landlock_create_ruleset(%s)", who);
 		return fail(err, what, errno, "the ABI probed in the zygote no longer matches");
 	}
-	if (add_grant_rules(rfd, attr.handled_access_fs, err) < 0) {
+	if (add_grant_rules(rfd, attr.handled_access_fs, strcmp(who, "zygote") != 0, ws_fd, err) <
+	    0) {
 		close(rfd);
 		return -1;
 	}
@@ -717,11 +743,17 @@ static int restrict_landlock(const char *who, struct tp_err *err)
  * fds closed: from here on the worker reaches a file only by a path Landlock
  * allows. Without Landlock (ENOSYS/EOPNOTSUPP in the zygote, and a policy that
  * needs none) seccomp refuses every path call. */
-static int apply_landlock(struct tp_err *err)
+static int apply_landlock(int ws_fd, struct tp_err *err)
 {
-	int rc = landlock_abi > 0 ? restrict_landlock("worker", err) : 0;
+	int rc = landlock_abi > 0 ? restrict_landlock("worker", ws_fd, err) : 0;
 
 	close_grants();
+	/* A session's workspace: its working directory, so relative paths land in it. */
+	if (rc == 0 && ws_fd > 2) {
+		if (fchdir(ws_fd) != 0)
+			rc = fail(err, "fchdir(workspace)", errno, NULL);
+		close(ws_fd);
+	}
 	return rc;
 }
 
@@ -789,7 +821,7 @@ int tp_lockdown_landlock_only(struct tp_err *err)
 {
 	if (set_nnp(err) < 0)
 		return -1;
-	return apply_landlock(err);
+	return apply_landlock(0, err);
 }
 
 int tp_lockdown_enter_zygote(struct tp_err *err)
@@ -808,7 +840,7 @@ int tp_lockdown_enter_zygote(struct tp_err *err)
 	 * grants too (each worker still makes its own, nested domain). */
 	if (install_reporter(err) < 0 || set_nnp(err) < 0 ||
 	    ((ngrants > 0 || kernel_only) && landlock_abi > 0 &&
-	     restrict_landlock("zygote", err) < 0) ||
+	     restrict_landlock("zygote", 0, err) < 0) ||
 	    load_filter(zygote_insns, zygote_len, "seccomp(zygote filter)", err) < 0)
 		return -1;
 	entered = 1;
@@ -834,10 +866,14 @@ int tp_lockdown_apply(const struct tp_lockdown *cfg, struct tp_err *err)
 		return fail(err, "prctl(PR_SET_PDEATHSIG)", errno, NULL);
 	if (check_cfg(cfg, keep, err) < 0 || tp_lockdown_enter_zygote(err) < 0)
 		return -1;
-	/* The grants' O_PATH fds survive the fd sweep until Landlock has them. */
+	/* The grants' O_PATH fds (and a workspace's) survive the fd sweep until
+	 * Landlock has them. */
 	int nkeep = cfg->nkeep;
-	for (int i = 0; i < ngrants; i++) {
-		int fd = grants[i].fd, j = nkeep++;
+	for (int i = 0; i <= ngrants; i++) {
+		int fd = i < ngrants ? grants[i].fd : cfg->workspace_fd, j;
+		if (fd <= 2)
+			continue;
+		j = nkeep++;
 		while (j > 0 && keep[j - 1] > fd) {
 			keep[j] = keep[j - 1];
 			j--;
@@ -847,7 +883,8 @@ int tp_lockdown_apply(const struct tp_lockdown *cfg, struct tp_err *err)
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_max < loop_max)
 		loop_max = (unsigned)nofile.rlim_max;
 	if (reset_fds(keep, nkeep, loop_max, err) < 0 || set_rlimits(cfg, err) < 0 ||
-	    drop_root(err) < 0 || apply_landlock(err) < 0 || arm_reporter(cfg->shm, err) < 0)
+	    drop_root(err) < 0 || apply_landlock(cfg->workspace_fd, err) < 0 ||
+	    arm_reporter(cfg->shm, err) < 0)
 		return -1;
 	return load_filter(seal_insns, seal_len, "seccomp(worker seal)", err);
 }

@@ -49,6 +49,8 @@ struct tp_lockdown {
 	const int *keep_fds; /* stay open; must be open and >= 3; at most 32 */
 	int nkeep;
 	struct tp_shm *shm; /* where the SIGSYS handler reports; may be NULL */
+	int workspace_fd;   /* a session's directory (O_PATH, > 2), read-write for this worker
+			     * and its working directory; 0: none. Closed by tp_lockdown_apply */
 };
 
 /* The zygote's language, before tp_lockdown_prepare: under kernel-only its
@@ -57,6 +59,9 @@ void tp_lockdown_set_lang(enum tp_lang_id lang);
 /* Compiles Z and W for tp_sandbox_policy(), opens its grants (O_PATH) and
  * probes Landlock. Refuses a policy with grants, or kernel-only, without Landlock. */
 int tp_lockdown_prepare(struct tp_err *err);
+/* Before tp_lockdown_prepare: the directory the host makes sessions' workspaces
+ * in, when the policy has them (session.workspace_bytes). */
+void tp_lockdown_set_workspace_base(const char *dir);
 int tp_lockdown_enter_zygote(struct tp_err *err);
 int tp_lockdown_apply(const struct tp_lockdown *cfg, struct tp_err *err);
 /* Landlock ABI found by tp_lockdown_prepare(), or -errno of the probe when

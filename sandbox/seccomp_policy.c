@@ -411,6 +411,8 @@ const struct tp_arg_rule tp_policy_zygote_rules[] = {
 	{ SYS_dup2, SCMP_ACT_ALLOW, 1, { ARG(1, SCMP_CMP_LE, 2, 0) } },
 	{ SYS_dup2, EPERM_ACT, 1, { ARG(1, SCMP_CMP_GT, 2, 0) } },
 	{ SYS_close_range, SCMP_ACT_ALLOW, 0, { NOARG } },
+	/* worker of a session with a workspace: into it, before its code runs. */
+	{ SYS_fchdir, SCMP_ACT_ALLOW, 0, { NOARG } },
 	/* worker: its own rlimits, never another process's. */
 	{ SYS_prlimit64, SCMP_ACT_ALLOW, 1, { EQ(0, 0) } },
 	{ SYS_prlimit64, EPERM_ACT, 1, { NE(0, 0) } },

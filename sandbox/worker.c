@@ -81,8 +81,13 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 		 * backstop is the session's lifetime (the host ends it then). */
 		.cpu_sec = cfg->session ? cfg->session_cpu_sec
 					: (cfg->ceiling.cpu_ms + TP_CPU_GRACE_MS) / 1000 + 1,
-		.nofile = cfg->files ? 32 : 8,
-		.fsize = cfg->fsize,
+		.nofile = cfg->files || cfg->workspace_fd > 2 ? 32 : 8,
+		/* A file in a workspace may hold workspace_bytes (a write grant's
+		 * file_bytes may say more: the larger, as the kernel has one limit). */
+		.fsize = cfg->workspace_fd > 2 && cfg->workspace_bytes > cfg->fsize
+			     ? cfg->workspace_bytes
+			     : cfg->fsize,
+		.workspace_fd = cfg->workspace_fd,
 		.keep_fds = keep,
 		.nkeep = 1,
 		.shm = shm,
@@ -105,6 +110,7 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 		if (tp_msg_request_decode(buf, len, &req) != 0 || req.session != cfg->session)
 			_exit(TP_EXIT_FATAL);
 		free(buf);
+		tp_sandbox_set_workspace(req.workspace);
 		if (cfg->lang->exec(&req, shm, &out) != 0)
 			_exit(TP_EXIT_FATAL);
 		reply(cfg->chan_fd, &out);

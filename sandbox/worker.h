@@ -20,10 +20,12 @@ struct tp_worker_cfg {
 	uint32_t area_bytes;
 	uint64_t as_bytes; /* RLIMIT_AS for the worker */
 	struct tp_limits ceiling;
-	int files;      /* the policy grants paths: more fds */
-	uint64_t fsize; /* RLIMIT_FSIZE: the policy's file_bytes with write grants, else 0 */
-	pid_t host_pid; /* the worker's parent (CLONE_PARENT): it must die with it */
-	int session;    /* this spawn is a session's: it serves requests until the host ends it */
+	int files;        /* the policy grants paths: more fds */
+	uint64_t fsize;   /* RLIMIT_FSIZE: the policy's file_bytes with write grants, else 0 */
+	pid_t host_pid;   /* the worker's parent (CLONE_PARENT): it must die with it */
+	int session;      /* this spawn is a session's: it serves requests until the host ends it */
+	int workspace_fd; /* the session's workspace (O_PATH), or 0 */
+	uint64_t workspace_bytes;  /* RLIMIT_FSIZE in a workspace */
 	uint64_t session_as_bytes; /* RLIMIT_AS for a session's worker */
 	uint64_t session_cpu_sec;  /* RLIMIT_CPU for a session's worker: its lifetime */
 };

@@ -76,7 +76,7 @@ static struct tp_policy *read_policy(struct tp_err *err)
 	return p;
 }
 
-int tp_zygote_main(const char *lang_name)
+int tp_zygote_main(const char *lang_name, const char *workspace_base)
 {
 	struct tp_err err = { 0 };
 	const struct tp_lang *lang = tp_lang_find(lang_name);
@@ -107,6 +107,8 @@ int tp_zygote_main(const char *lang_name)
 	setenv("TZ", "UTC", 1);
 	tzset();
 	tp_lockdown_set_lang(lang->id); /* kernel-only reads its runtime's own libraries */
+	if (workspace_base != NULL && workspace_base[0] == '/')
+		tp_lockdown_set_workspace_base(workspace_base);
 	if (lang->zygote_init(&err) != 0 || tp_lockdown_prepare(&err) != 0) {
 		fprintf(stderr, "tidepool zygote: %s\n", err.msg);
 		return 1;
@@ -122,6 +124,7 @@ int tp_zygote_main(const char *lang_name)
 			    : cfg.ceiling.memory_bytes;
 	cfg.session_as_bytes = tp_zygote_vm_bytes() + smem + AS_SLACK;
 	cfg.session_cpu_sec = policy->session.lifetime_ms / 1000 + 1;
+	cfg.workspace_bytes = policy->session.workspace_bytes;
 	/* Purge before forking (Android's zygote lesson): consolidate the free chunks
 	 * init left behind, or every worker's first large malloc does it again and
 	 * takes a copy-on-write fault on each heap page it walks. */
@@ -140,8 +143,8 @@ int tp_zygote_main(const char *lang_name)
 		return 1;
 	}
 	for (;;) {
-		int r =
-		    tp_spawn_recv(CTL_FD, &cfg.chan_fd, &cfg.shm_fd, &cfg.area_bytes, &cfg.session);
+		int r = tp_spawn_recv(CTL_FD, &cfg.chan_fd, &cfg.shm_fd, &cfg.area_bytes,
+				      &cfg.session, &cfg.workspace_fd);
 		if (r == 0)
 			return 0;
 		if (r < 0 || cfg.area_bytes != policy->limits.output_bytes)
@@ -153,6 +156,8 @@ int tp_zygote_main(const char *lang_name)
 		}
 		close(cfg.chan_fd);
 		close(cfg.shm_fd);
+		if (cfg.workspace_fd > 2)
+			close(cfg.workspace_fd);
 		if (tp_spawn_send_pid(CTL_FD, pid < 0 ? -errno : pid) != 0)
 			return 1;
 	}

@@ -17,7 +17,8 @@
 /* Nice value of the zygote and of the warm workers it makes. */
 #define TP_BACKGROUND_NICE 10
 
-int tp_zygote_main(const char *lang);
+/* workspace_base: where the host makes sessions' workspaces (argv[3]), or NULL. */
+int tp_zygote_main(const char *lang, const char *workspace_base);
 
 /* clone(CLONE_PARENT | SIGCHLD): the worker is the host's child. Also used by
  * the test-only fake zygote (tests/faults/fake_tidepool.c). */

@@ -381,7 +381,8 @@ static int fake_zygote(void)
 	uint32_t area;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_NAME, "tp-zygote");
-	while (tp_spawn_recv(CTL_FD, &chan, &shm, &area, &session) == 1) {
+	int ws;
+	while (tp_spawn_recv(CTL_FD, &chan, &shm, &area, &session, &ws) == 1) {
 		pid_t pid = tp_zygote_clone_worker();
 		if (pid == 0) {
 			close(CTL_FD);

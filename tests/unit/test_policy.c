@@ -66,6 +66,8 @@ static void test_presets(void)
 	CHECK_EQ_INT(sd->session.lifetime_ms, 3600000);
 	CHECK_EQ_INT(pe->session.lifetime_ms, 86400000);
 	CHECK_EQ_INT(ko->session.lifetime_ms, 3600000);
+	CHECK_EQ_INT(pe->session.workspace_bytes, 0);
+	CHECK_EQ_INT(sd->session.workspace_bytes, 0);
 	CHECK_EQ_INT(pe->limits.memory_bytes, 536870912);
 	CHECK_EQ_INT(pe->limits.cpu_ms, 60000);
 	CHECK_EQ_INT(pe->limits.wall_ms, 120000);
@@ -126,7 +128,10 @@ static void test_messages(void)
 	refused("{\"name\": \"x\", \"session\": {\"lifetime\": 1000}}",
 		"p.json:1:27: session: unknown key 'lifetime' (known: max_sessions, idle_ms, "
 		"max_execs, "
-		"memory_bytes, lifetime_ms)");
+		"memory_bytes, lifetime_ms, workspace_bytes)");
+	refused(
+	    "{\"name\": \"x\", \"session\": {\"workspace_bytes\": 1073741825}}",
+	    "p.json:1:27: session.workspace_bytes: 1073741825 is out of range (0 .. 1073741824)");
 	refused(
 	    "{\"name\": \"x\", \"limits\": {\"memory_bytes\": 1.5}}",
 	    "p.json:1:26: limits.memory_bytes: must be an integer, not a number with a fraction");

@@ -1,0 +1,478 @@
+/*
+ * files.c — sessions' workspaces: a private directory per session (under one
+ * base the host makes at start), read-write for that session's worker alone
+ * (Landlock, sandbox/lockdown.c) and its working directory; the host moves
+ * files in and out with sandbox/session/files/put, get and list, and removes
+ * the directory when the session ends.
+ *
+ * The host treats the directory as hostile: its worker may have made anything
+ * there it can. Every path a client names is relative, of plain components
+ * (no "", ".", "..", NUL), at most 8 deep, and is walked one component at a
+ * time from the workspace's fd with O_NOFOLLOW, so neither ".." nor a symlink
+ * (which the worker cannot make, but a bug might) leads out.
+ */
+#include "host_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base64.h"
+#include "kprobe.h"
+
+#define NOBODY 65534
+#define MAX_DEPTH 8
+#define MAX_LIST 1000
+#define MOVE_MAX (8u << 20) /* the most one put or get carries */
+
+static const struct tp_policy *policy_of(const struct tp_host *h, const struct session *s)
+{
+	return h->zyg[s->zi].policy;
+}
+
+/* ---- the base and each session's directory ---------------------------------------- */
+
+int tp_files_setup(struct tp_host *h, struct tp_err *err)
+{
+	int any = 0;
+	for (size_t i = 0; i < tp_policy_set_count(h->pols.set); i++)
+		any |= tp_policy_set_at(h->pols.set, i)->session.workspace_bytes > 0;
+	h->ws_base_fd = -1;
+	struct tp_kprobe k;
+	tp_kprobe(&k);
+	if (!any || k.landlock_abi <= 0)
+		return 0; /* no Landlock: sessions get no workspace (and say why) */
+	const char *dir = h->cfg.workspace_dir ? h->cfg.workspace_dir : "/tmp";
+	char path[512];
+	if ((size_t)snprintf(path, sizeof path, "%s/tidepool-ws-XXXXXX", dir) >= sizeof path - 64)
+		return tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_HOST, ENAMETOOLONG,
+				  "--workspace-dir: a path shorter than 440 bytes");
+	if (mkdtemp(path) == NULL)
+		return tp_err_sys(err, TP_LAYER_HOST, "mkdtemp(workspaces)", errno,
+				  "--workspace-dir names where sessions' workspaces go");
+	/* Workers (nobody, under a root host) pass through it to their own. */
+	if (chmod(path, 0711) != 0 || (h->ws_base = strdup(path)) == NULL ||
+	    (h->ws_base_fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		int e = errno;
+		rmdir(path);
+		free(h->ws_base);
+		h->ws_base = NULL;
+		return tp_err_sys(err, TP_LAYER_HOST, "workspaces", e, NULL);
+	}
+	return 0;
+}
+
+/* Everything beneath dirfd, never following a link; depth-bounded. */
+static void remove_beneath(int dirfd, int depth)
+{
+	int fd = dup(dirfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	if (d == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	rewinddir(d); /* a dup shares the offset a last listing left at the end */
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		struct stat st;
+		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		if (S_ISDIR(st.st_mode) && depth < 64) {
+			int sub = openat(dirfd, de->d_name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0) {
+				remove_beneath(sub, depth + 1);
+				close(sub);
+			}
+			unlinkat(dirfd, de->d_name, AT_REMOVEDIR);
+		} else {
+			unlinkat(dirfd, de->d_name, 0);
+		}
+	}
+	closedir(d);
+}
+
+void tp_files_teardown(struct tp_host *h)
+{
+	if (h->ws_base_fd >= 0) {
+		remove_beneath(h->ws_base_fd, 0);
+		close(h->ws_base_fd);
+		rmdir(h->ws_base);
+	}
+	h->ws_base_fd = -1;
+	free(h->ws_base);
+	h->ws_base = NULL;
+}
+
+int tp_files_create(struct tp_host *h, struct session *s, char *msg, size_t len)
+{
+	s->ws_dir = -1;
+	s->ws_path[0] = '\0';
+	if (policy_of(h, s)->session.workspace_bytes == 0 || h->ws_base_fd < 0)
+		return 0;
+	int opath = -1;
+	if (mkdirat(h->ws_base_fd, s->id, 0700) != 0 ||
+	    (geteuid() == 0 &&
+	     fchownat(h->ws_base_fd, s->id, NOBODY, NOBODY, AT_SYMLINK_NOFOLLOW) != 0) ||
+	    (s->ws_dir = openat(h->ws_base_fd, s->id,
+				O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+	    (opath = openat(h->ws_base_fd, s->id, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
+		0) {
+		snprintf(msg, len, "could not make the session's workspace: %s", strerror(errno));
+		if (s->ws_dir >= 0)
+			close(s->ws_dir);
+		s->ws_dir = -1;
+		unlinkat(h->ws_base_fd, s->id, AT_REMOVEDIR);
+		return -1;
+	}
+	snprintf(s->ws_path, sizeof s->ws_path, "%s/%s", h->ws_base, s->id);
+	return opath;
+}
+
+void tp_files_remove(struct tp_host *h, struct session *s)
+{
+	if (s->ws_dir < 0)
+		return;
+	remove_beneath(s->ws_dir, 0);
+	close(s->ws_dir);
+	s->ws_dir = -1;
+	unlinkat(h->ws_base_fd, s->id, AT_REMOVEDIR);
+	s->ws_path[0] = '\0';
+}
+
+/* ---- paths ------------------------------------------------------------------------ */
+
+/* A client's path: relative, plain components. NULL, or why not. */
+static const char *bad_path(const char *p, size_t n)
+{
+	size_t depth = 1, seg = 0;
+	if (n == 0)
+		return "is empty";
+	if (n > 1024)
+		return "is longer than 1024 bytes";
+	if (memchr(p, '\0', n) != NULL)
+		return "holds a NUL byte";
+	if (p[0] == '/')
+		return "must be relative to the workspace";
+	for (size_t i = 0; i <= n; i++) {
+		if (i < n && p[i] != '/') {
+			if (++seg > 255)
+				return "has a name longer than 255 bytes";
+			continue;
+		}
+		const char *c = p + i - seg;
+		if (seg == 0)
+			return "has an empty name (a '//' or a trailing '/')";
+		if ((seg == 1 && c[0] == '.') || (seg == 2 && c[0] == '.' && c[1] == '.'))
+			return "may not name '.' or '..'";
+		seg = 0;
+		if (i < n && ++depth > MAX_DEPTH)
+			return "is deeper than 8 names";
+	}
+	return NULL;
+}
+
+/* Opens the directory holding path's last name (creating the ones on the way
+ * when create), never following a link; its fd (the caller closes it) and the
+ * last name in *leaf, or -1 with errno. */
+static int walk(int root, const char *path, int create, const char **leaf)
+{
+	char name[256];
+	int fd = dup(root);
+	const char *p = path, *slash;
+	while (fd >= 0 && (slash = strchr(p, '/')) != NULL) {
+		size_t n = (size_t)(slash - p);
+		memcpy(name, p, n);
+		name[n] = '\0';
+		if (create && mkdirat(fd, name, 0700) == 0 && geteuid() == 0)
+			fchownat(fd, name, NOBODY, NOBODY, AT_SYMLINK_NOFOLLOW);
+		int next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int e = errno;
+		close(fd);
+		errno = e;
+		fd = next;
+		p = slash + 1;
+	}
+	*leaf = p;
+	return fd;
+}
+
+/* ---- the methods -------------------------------------------------------------------- */
+
+static void answer(struct tp_host *h, const struct tp_rpc *rpc, json_t *r)
+{
+	if (r == NULL)
+		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+	else
+		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, r));
+}
+
+static int refuse(struct tp_host *h, const struct tp_rpc *rpc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int refuse(struct tp_host *h, const struct tp_rpc *rpc, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, msg);
+	return -1;
+}
+
+static uint64_t move_max(const struct tp_host *h, const struct session *s)
+{
+	uint64_t cap = policy_of(h, s)->session.workspace_bytes;
+	return cap < MOVE_MAX ? cap : MOVE_MAX;
+}
+
+static void put(struct tp_host *h, const struct tp_rpc *rpc, struct session *s, const char *path)
+{
+	json_t *data = json_object_get(rpc->params, "data");
+	uint64_t cap = move_max(h, s);
+	if (!json_is_string(data)) {
+		refuse(h, rpc, "'data' must be a string: the file's bytes in base64");
+		return;
+	}
+	size_t n = json_string_length(data);
+	if (n / 4 * 3 > cap + 2) {
+		refuse(h, rpc, "the file is larger than %" PRIu64 " bytes (%s)", cap,
+		       cap == MOVE_MAX ? "what one put carries" : "session.workspace_bytes");
+		return;
+	}
+	unsigned char *bytes = malloc(n / 4 * 3 + 1);
+	long got = bytes ? tp_base64_decode(json_string_value(data), n, bytes) : -1;
+	if (bytes == NULL) {
+		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+		return;
+	}
+	if (got < 0 || (uint64_t)got > cap) {
+		free(bytes);
+		if (got < 0)
+			refuse(h, rpc, "'data' is not base64 (RFC 4648, with padding)");
+		else
+			refuse(h, rpc, "the file is larger than %" PRIu64 " bytes", cap);
+		return;
+	}
+	const char *leaf;
+	int dir = walk(s->ws_dir, path, 1, &leaf);
+	int fd = dir >= 0 ? openat(dir, leaf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+				   0600)
+			  : -1;
+	int e = errno;
+	if (dir >= 0)
+		close(dir);
+	size_t off = 0;
+	while (fd >= 0 && off < (size_t)got) {
+		ssize_t w = write(fd, bytes + off, (size_t)got - off);
+		if (w <= 0) {
+			e = w < 0 ? errno : EIO;
+			break;
+		}
+		off += (size_t)w;
+	}
+	free(bytes);
+	if (fd >= 0 && geteuid() == 0)
+		(void)fchown(fd, NOBODY, NOBODY);
+	if (fd >= 0)
+		close(fd);
+	if (fd < 0 || off < (size_t)got) {
+		refuse(h, rpc, "could not write '%.200s' in the workspace: %s", path, strerror(e));
+		return;
+	}
+	answer(h, rpc, json_pack("{s:s, s:I}", "path", path, "bytes", (json_int_t)got));
+}
+
+static void get(struct tp_host *h, const struct tp_rpc *rpc, struct session *s, const char *path)
+{
+	const char *leaf;
+	struct stat st;
+	uint64_t cap = move_max(h, s);
+	int dir = walk(s->ws_dir, path, 0, &leaf);
+	int fd = dir >= 0 ? openat(dir, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
+	if (dir >= 0)
+		close(dir);
+	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		if (fd >= 0)
+			close(fd);
+		refuse(h, rpc, "no file '%.200s' in the workspace", path);
+		return;
+	}
+	if ((uint64_t)st.st_size > cap) {
+		close(fd);
+		refuse(h, rpc, "'%.200s' is %lld bytes, more than the %" PRIu64 " one get carries",
+		       path, (long long)st.st_size, cap);
+		return;
+	}
+	size_t n = (size_t)st.st_size, off = 0;
+	unsigned char *bytes = malloc(n + 1);
+	char *text = bytes ? malloc(tp_base64_encoded_len(n) + 1) : NULL;
+	while (text != NULL && off < n) {
+		ssize_t r = read(fd, bytes + off, n - off);
+		if (r <= 0)
+			break;
+		off += (size_t)r;
+	}
+	close(fd);
+	json_t *res = NULL;
+	if (text != NULL) {
+		tp_base64_encode(bytes, off,
+				 text); /* a file that shrank meanwhile: what was read */
+		res = json_pack("{s:s, s:I, s:s}", "path", path, "bytes", (json_int_t)off, "data",
+				text);
+	}
+	free(bytes);
+	free(text);
+	answer(h, rpc, res);
+}
+
+struct listing {
+	json_t *files;
+	char path[1100];
+	int full;
+};
+
+static void list_beneath(struct listing *l, int dirfd, size_t plen, int depth)
+{
+	int fd = dup(dirfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	if (d == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	rewinddir(d); /* a dup shares the offset a last listing left at the end */
+	while (!l->full && (de = readdir(d)) != NULL) {
+		struct stat st;
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		int n = snprintf(l->path + plen, sizeof l->path - plen, "%s%s", plen ? "/" : "",
+				 de->d_name);
+		if (n < 0 || (size_t)n >= sizeof l->path - plen)
+			continue;
+		if (S_ISREG(st.st_mode)) {
+			if (json_array_size(l->files) >= MAX_LIST) {
+				l->full = 1;
+				break;
+			}
+			json_array_append_new(l->files, json_pack("{s:s, s:I}", "path", l->path,
+								  "bytes", (json_int_t)st.st_size));
+		} else if (S_ISDIR(st.st_mode) && depth + 1 < MAX_DEPTH) {
+			int sub = openat(dirfd, de->d_name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0) {
+				list_beneath(l, sub, plen + (size_t)n, depth + 1);
+				close(sub);
+			}
+		}
+		l->path[plen] = '\0';
+	}
+	closedir(d);
+}
+
+static int by_path(const void *a, const void *b)
+{
+	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	return strcmp(json_string_value(json_object_get(x, "path")),
+		      json_string_value(json_object_get(y, "path")));
+}
+
+static void list(struct tp_host *h, const struct tp_rpc *rpc, struct session *s)
+{
+	struct listing l = { .files = json_array() };
+	if (l.files != NULL)
+		list_beneath(&l, s->ws_dir, 0, 0);
+	/* Sorted by path: one answer for one directory. */
+	size_t n = l.files ? json_array_size(l.files) : 0;
+	json_t **v = n ? malloc(n * sizeof *v) : NULL;
+	json_t *sorted = json_array();
+	for (size_t i = 0; v != NULL && i < n; i++)
+		v[i] = json_array_get(l.files, i);
+	if (v != NULL)
+		qsort(v, n, sizeof *v, by_path);
+	for (size_t i = 0; v != NULL && sorted != NULL && i < n; i++)
+		json_array_append(sorted, v[i]);
+	free(v);
+	json_decref(l.files);
+	answer(h, rpc,
+	       sorted && (n == 0 || json_array_size(sorted) == n)
+		   ? json_pack("{s:o, s:b}", "files", sorted, "complete", !l.full)
+		   : (json_decref(sorted), NULL));
+}
+
+void tp_files_method(struct tp_host *h, const struct tp_rpc *rpc, const char *what)
+{
+	static const char *const keys_put[] = { "session_id", "path", "data", NULL };
+	static const char *const keys_get[] = { "session_id", "path", NULL };
+	static const char *const keys_list[] = { "session_id", NULL };
+	const char *const *keys = strcmp(what, "put") == 0   ? keys_put
+				  : strcmp(what, "get") == 0 ? keys_get
+							     : keys_list;
+	const char *key;
+	json_t *val;
+	if (!json_is_object(rpc->params)) {
+		refuse(h, rpc, "params must be an object with 'session_id'");
+		return;
+	}
+	json_object_foreach(rpc->params, key, val)
+	{
+		int ok = 0;
+		for (size_t i = 0; keys[i] != NULL; i++)
+			ok |= strcmp(keys[i], key) == 0;
+		if (!ok) {
+			refuse(h, rpc, "unknown parameter '%.64s'", key);
+			return;
+		}
+	}
+	json_t *sid = json_object_get(rpc->params, "session_id");
+	if (!json_is_string(sid)) {
+		refuse(h, rpc, "'session_id' must be a string");
+		return;
+	}
+	struct session *s = tp_sess_find(h, json_string_value(sid));
+	if (s == NULL) {
+		tp_sess_unknown(h, rpc->id, json_string_value(sid));
+		return;
+	}
+	if (s->ws_dir < 0) {
+		if (policy_of(h, s)->session.workspace_bytes == 0)
+			refuse(h, rpc,
+			       "session '%s' has no workspace (policy '%s' has "
+			       "session.workspace_bytes 0)",
+			       s->id, policy_of(h, s)->name);
+		else
+			refuse(h, rpc,
+			       "session '%s' has no workspace: a workspace needs Landlock, which "
+			       "this kernel lacks",
+			       s->id);
+		return;
+	}
+	if (keys == keys_list) {
+		list(h, rpc, s);
+		return;
+	}
+	json_t *p = json_object_get(rpc->params, "path");
+	const char *why = json_is_string(p) ? bad_path(json_string_value(p), json_string_length(p))
+					    : "must be a string";
+	if (why != NULL) {
+		refuse(h, rpc, "'path' %s", why);
+		return;
+	}
+	if (keys == keys_put)
+		put(h, rpc, s, json_string_value(p));
+	else
+		get(h, rpc, s, json_string_value(p));
+}

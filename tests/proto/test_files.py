@@ -1,0 +1,244 @@
+"""Session workspaces: files in (put), written by code, out (get), listed; every
+path escape refused and proven to have touched nothing; sessions never see each
+other's files, at the language layer and at the kernel layer; the directory is
+gone when the session ends, however it ends."""
+import base64
+import json
+import os
+import shutil
+import tempfile
+import time
+
+import pytest
+
+from conftest import Host, needs_landlock, wait_for
+
+NO_SESSION = -32002
+INVALID = -32602
+pytestmark = needs_landlock  # a workspace is a Landlock rule
+
+
+def b64(data):
+    return base64.b64encode(data).decode()
+
+
+@pytest.fixture(scope="module")
+def pol_dir():
+    d = tempfile.mkdtemp(prefix="tp-ws-", dir="/tmp")
+    os.chmod(d, 0o755)
+    for name, body in {
+        "ws": {"extends": "standard", "session": {"workspace_bytes": 4096, "idle_ms": 1000}},
+        "ws-ko": {"extends": "kernel-only", "session": {"workspace_bytes": 4096}},
+    }.items():
+        with open(os.path.join(d, name + ".json"), "w") as f:
+            json.dump({"name": name, **body}, f)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def h(pol_dir):
+    host = Host(args=("--policy-dir", pol_dir, "--policy", "ws"))
+    yield host
+    host.close()
+
+
+def open_ws(h, lang="python", **params):
+    r = h.call("sandbox/session/open", {"lang": lang, **params})["result"]
+    assert r["workspace"]["file_bytes"] == 4096, r
+    return r["session_id"], r["workspace"]["path"]
+
+
+def ex(h, sid, code):
+    r = h.call("sandbox/exec", {"session_id": sid, "code": code})
+    assert "result" in r, r
+    return r["result"]
+
+
+def files(h, what, **params):
+    return h.call("sandbox/session/files/" + what, params)
+
+
+def err(r, code=INVALID):
+    assert "error" in r and r["error"]["code"] == code, r
+    return r["error"]["message"]
+
+
+@pytest.mark.parametrize("lang,read,write", [
+    ("python", "open('in/data.csv').read()", "with open('out.txt', 'w') as f:\n    f.write('from code')"),
+    ("lua", "return io.open('in/data.csv'):read('a')",
+     "local f = io.open('out.txt', 'w') f:write('from code') f:close()"),
+])
+def test_files_in_written_out_listed(h, lang, read, write):
+    sid, ws = open_ws(h, lang)
+    assert files(h, "put", session_id=sid, path="in/data.csv", data=b64(b"a,b\n1,2\n"))["result"] == \
+        {"path": "in/data.csv", "bytes": 8}
+    r = ex(h, sid, read)
+    assert r["ok"] is True and r["value"] == "a,b\n1,2\n", r
+    assert ex(h, sid, write)["ok"] is True
+    got = files(h, "get", session_id=sid, path="out.txt")["result"]
+    assert got == {"path": "out.txt", "bytes": 9, "data": b64(b"from code")}
+    assert files(h, "list", session_id=sid)["result"] == {
+        "files": [{"path": "in/data.csv", "bytes": 8}, {"path": "out.txt", "bytes": 9}],
+        "complete": True}
+    h.call("sandbox/session/close", {"session_id": sid})
+    assert not os.path.exists(ws)
+
+
+@pytest.mark.parametrize("path,why", [
+    ("../x", "'path' may not name '.' or '..'"),
+    ("a/../../x", "'path' may not name '.' or '..'"),
+    ("/etc/passwd", "'path' must be relative to the workspace"),
+    ("a//b", "'path' has an empty name (a '//' or a trailing '/')"),
+    ("a/", "'path' has an empty name (a '//' or a trailing '/')"),
+    ("", "'path' is empty"),
+    ("x\u0000y", "'path' holds a NUL byte"),
+    ("/".join("d" * 9), "'path' is deeper than 8 names"),
+    (7, "'path' must be a string"),
+])
+def test_bad_paths_are_refused_and_touch_nothing(h, path, why):
+    sid, ws = open_ws(h)
+    before = sorted(os.listdir(os.path.dirname(ws)))
+    assert err(files(h, "put", session_id=sid, path=path, data=b64(b"x"))) == why
+    assert err(files(h, "get", session_id=sid, path=path)) == why
+    assert os.listdir(ws) == [] and sorted(os.listdir(os.path.dirname(ws))) == before
+    h.call("sandbox/session/close", {"session_id": sid})
+
+
+def test_symlinks_never_lead_out(h):
+    """The worker cannot make a link (seccomp); if one is there anyway, the host
+    does not follow it, for a file or for a directory on the way."""
+    outside = tempfile.mkdtemp(prefix="tp-outside-", dir="/tmp")
+    try:
+        with open(os.path.join(outside, "victim"), "w") as f:
+            f.write("unchanged")
+        sid, ws = open_ws(h)
+        os.symlink(os.path.join(outside, "victim"), os.path.join(ws, "link"))
+        os.symlink(outside, os.path.join(ws, "dir"))
+        assert err(files(h, "get", session_id=sid, path="link")) == "no file 'link' in the workspace"
+        assert err(files(h, "get", session_id=sid, path="dir/victim")) == \
+            "no file 'dir/victim' in the workspace"
+        msg = err(files(h, "put", session_id=sid, path="link", data=b64(b"pwned")))
+        assert msg.startswith("could not write 'link' in the workspace: "), msg
+        msg = err(files(h, "put", session_id=sid, path="dir/new", data=b64(b"pwned")))
+        assert msg.startswith("could not write 'dir/new' in the workspace: "), msg
+        assert open(os.path.join(outside, "victim")).read() == "unchanged"
+        assert sorted(os.listdir(outside)) == ["victim"]
+        # the code cannot make one (the language layer has no symlink; the kernel's
+        # refusal is test_the_kernel_holds_workspaces_apart's)
+        r = ex(h, sid, "import os\nos.symlink('/etc/passwd', 'l2')")
+        assert r["error"]["message"] == "module 'os' has no attribute 'symlink'", r
+        h.call("sandbox/session/close", {"session_id": sid})
+        assert os.path.exists(os.path.join(outside, "victim"))  # removal did not follow either
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+
+
+def test_sizes_and_encoding(h):
+    sid, ws = open_ws(h)
+    assert err(files(h, "put", session_id=sid, path="big", data=b64(b"x" * 5000))) == \
+        "the file is larger than 4096 bytes (session.workspace_bytes)"
+    for bad in ("abc", "ab=c", "YQ==YQ==", "YR==", "a b=", "!!!!"):
+        assert err(files(h, "put", session_id=sid, path="f", data=bad)) == \
+            "'data' is not base64 (RFC 4648, with padding)", bad
+    assert os.listdir(ws) == []
+    r = ex(h, sid, "with open('big', 'wb') as f:\n    f.write(b'x' * 5000)")
+    assert r["ok"] is False and "File too large" in r["error"]["message"], r
+    assert os.path.getsize(os.path.join(ws, "big")) == 4096  # RLIMIT_FSIZE: workspace_bytes
+    os.unlink(os.path.join(ws, "big"))
+    assert files(h, "put", session_id=sid, path="empty", data="")["result"] == {"path": "empty", "bytes": 0}
+    assert err(files(h, "get", session_id=sid, path="missing")) == "no file 'missing' in the workspace"
+    assert err(files(h, "list", session_id=sid, path="x")) == "unknown parameter 'path'"
+    h.call("sandbox/session/close", {"session_id": sid})
+
+
+def test_sessions_never_see_each_other(h):
+    a, wa = open_ws(h)
+    b, wb = open_ws(h, "lua")
+    files(h, "put", session_id=b, path="secret", data=b64(b"b's"))
+    r = ex(h, a, f"open({os.path.join(wb, 'secret')!r}).read()")
+    assert r["error"]["kind"] == "policy_violation" and r["error"]["layer"] == "language", r
+    r = ex(h, b, f"return io.open({os.path.join(wa, 'x')!r}, 'w')")
+    assert r["error"]["kind"] == "policy_violation", r
+    assert os.listdir(wa) == []
+    # a one-shot exec of the same policy has no workspace
+    r = h.call("sandbox/exec", {"lang": "python", "code": "open('secret').read()"})["result"]
+    assert r["error"]["kind"] == "policy_violation", r
+    for s in (a, b):
+        h.call("sandbox/session/close", {"session_id": s})
+
+
+def test_the_kernel_holds_workspaces_apart(pol_dir):
+    """kernel-only: no language layer, so the kernel alone refuses."""
+    h = Host(args=("--policy-dir", pol_dir, "--policy", "ws-ko"))
+    try:
+        a, wa = open_ws(h)
+        b, wb = open_ws(h)
+        files(h, "put", session_id=b, path="secret", data=b64(b"b's"))
+        r = ex(h, a, "open('mine', 'w').write('ok')\nopen('mine').read()")
+        assert r["ok"] is True and r["value"] == "ok", r
+        r = ex(h, a, f"open({os.path.join(wb, 'secret')!r}).read()")
+        assert (r["error"]["kind"], r["error"]["layer"]) == ("sandbox_violation", "kernel"), r
+        assert "EACCES" in r["error"]["message"]
+        r = ex(h, a, f"import os\nos.listdir({os.path.dirname(wa)!r})")
+        assert (r["error"]["kind"], r["error"]["layer"]) == ("sandbox_violation", "kernel"), r
+        r = h.call("sandbox/exec", {"lang": "python", "code": f"open({os.path.join(wa, 'mine')!r}).read()"})
+        assert r["result"]["error"]["kind"] == "sandbox_violation", r
+        r = ex(h, a, "import os\nos.symlink('/etc/passwd', 'l2')")
+        assert (r["error"]["kind"], r["error"]["layer"]) == ("sandbox_violation", "kernel"), r
+        assert "EPERM" in r["error"]["message"] and not os.path.lexists(os.path.join(wa, "l2"))
+        assert sorted(os.listdir(wb)) == ["secret"]
+    finally:
+        h.close()
+
+
+def test_the_workspace_goes_when_the_session_ends(h):
+    sid, ws = open_ws(h)
+    files(h, "put", session_id=sid, path="d/f", data=b64(b"x"))
+    time.sleep(1.5)  # idle_ms 1000
+    assert err(files(h, "list", session_id=sid), NO_SESSION).endswith("(session.idle_ms of policy 'ws')")
+    assert not os.path.exists(ws)
+    sid, ws = open_ws(h, "lua")
+    ex(h, sid, "local f = io.open('f', 'w') f:write('x') f:close()")
+    r = h.call("sandbox/exec", {"session_id": sid, "code": "setmetatable({}, {__gc = function() while true do end end}) "
+                                                        "for i = 1, 1e7 do local t = {i} end",
+                                "limits": {"wall_ms": 300}})["result"]
+    assert r["session_lost"] is True
+    assert not os.path.exists(ws)
+
+
+def test_no_workspace_without_the_policy_or_landlock(pol_dir):
+    h = Host(args=("--policy-dir", pol_dir))  # standard: workspace_bytes 0
+    try:
+        r = h.call("sandbox/session/open", {"lang": "lua"})["result"]
+        assert "workspace" not in r
+        assert err(files(h, "list", session_id=r["session_id"])) == \
+            f"session '{r['session_id']}' has no workspace (policy 'standard' has session.workspace_bytes 0)"
+    finally:
+        h.close()
+    h = Host(env={"PATH": "/usr/bin:/bin", "TIDEPOOL_TEST_NO_LANDLOCK": "1"},
+             args=("--policy-dir", pol_dir, "--policy", "ws"))
+    try:
+        r = h.call("sandbox/session/open", {"lang": "lua"})["result"]
+        assert "workspace" not in r
+        assert err(files(h, "list", session_id=r["session_id"])) == \
+            f"session '{r['session_id']}' has no workspace: a workspace needs Landlock, which this kernel lacks"
+    finally:
+        h.close()
+
+
+def test_exit_removes_every_workspace(pol_dir):
+    h = Host(args=("--policy-dir", pol_dir, "--policy", "ws"))
+    sid, ws = open_ws(h)
+    files(h, "put", session_id=sid, path="a/b/c", data=b64(b"x"))
+    base = os.path.dirname(ws)
+    h.proc.stdin.close()
+    assert h.proc.wait(timeout=10) == 0
+    assert not os.path.exists(base)
+
+
+def test_unknown_session_and_params(h):
+    assert err(files(h, "list", session_id="s-0000000000000000"), NO_SESSION).startswith("unknown session")
+    assert err(h.call("sandbox/session/files/put", [1])) == "params must be an object with 'session_id'"
+    assert err(files(h, "get", session_id=5, path="x")) == "'session_id' must be a string"
+    assert h.call("sandbox/session/files/delete", {"session_id": "x"})["error"]["code"] == -32601
