@@ -108,7 +108,6 @@ void tp_sess_end(struct tp_host *h, struct session *s, const char *why)
 	snprintf(x->id, sizeof x->id, "%s", s->id);
 	snprintf(x->why, sizeof x->why, "%s", why);
 	fail_queued(h, s, why);
-	tp_files_remove(h, s);
 	if (s->w != NULL) {
 		struct worker *w = s->w;
 		w->sess = NULL;
@@ -116,6 +115,9 @@ void tp_sess_end(struct tp_host *h, struct session *s, const char *why)
 			w->exec->sess = NULL; /* its reply says session_lost */
 		tp_pool_kill_worker(w);
 	}
+	/* After the kill: what a dying worker still writes is swept at exit (the
+	 * base is removed whole then). */
+	tp_files_remove(h, s);
 	free(s);
 }
 
