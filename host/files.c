@@ -26,6 +26,7 @@
 
 #include "base64.h"
 #include "kprobe.h"
+#include "mcp.h"
 
 #define NOBODY 65534
 #define MAX_DEPTH 8
@@ -237,33 +238,16 @@ static uint64_t move_max(const struct tp_host *h, const struct session *s)
 	return cap < MOVE_MAX ? cap : MOVE_MAX;
 }
 
-static void put(struct tp_host *h, const struct tp_rpc *rpc, struct session *s, const char *path)
+/* Writes n bytes to path (the directories on the way made): {path, bytes}, or
+ * NULL with msg (a client's mistake) or msg empty (out of memory). */
+static json_t *do_put(struct tp_host *h, struct session *s, const char *path,
+		      const unsigned char *bytes, size_t n, char *msg, size_t len)
 {
-	json_t *data = json_object_get(rpc->params, "data");
 	uint64_t cap = move_max(h, s);
-	if (!json_is_string(data)) {
-		refuse(h, rpc, "'data' must be a string: the file's bytes in base64");
-		return;
-	}
-	size_t n = json_string_length(data);
-	if (n / 4 * 3 > cap + 2) {
-		refuse(h, rpc, "the file is larger than %" PRIu64 " bytes (%s)", cap,
-		       cap == MOVE_MAX ? "what one put carries" : "session.workspace_bytes");
-		return;
-	}
-	unsigned char *bytes = malloc(n / 4 * 3 + 1);
-	long got = bytes ? tp_base64_decode(json_string_value(data), n, bytes) : -1;
-	if (bytes == NULL) {
-		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
-		return;
-	}
-	if (got < 0 || (uint64_t)got > cap) {
-		free(bytes);
-		if (got < 0)
-			refuse(h, rpc, "'data' is not base64 (RFC 4648, with padding)");
-		else
-			refuse(h, rpc, "the file is larger than %" PRIu64 " bytes", cap);
-		return;
+	if ((uint64_t)n > cap) {
+		snprintf(msg, len, "the file is larger than %" PRIu64 " bytes (%s)", cap,
+			 cap == MOVE_MAX ? "what one put carries" : "session.workspace_bytes");
+		return NULL;
 	}
 	const char *leaf;
 	int dir = walk(s->ws_dir, path, 1, &leaf);
@@ -274,27 +258,31 @@ static void put(struct tp_host *h, const struct tp_rpc *rpc, struct session *s, 
 	if (dir >= 0)
 		close(dir);
 	size_t off = 0;
-	while (fd >= 0 && off < (size_t)got) {
-		ssize_t w = write(fd, bytes + off, (size_t)got - off);
+	while (fd >= 0 && off < n) {
+		ssize_t w = write(fd, bytes + off, n - off);
 		if (w <= 0) {
 			e = w < 0 ? errno : EIO;
 			break;
 		}
 		off += (size_t)w;
 	}
-	free(bytes);
 	if (fd >= 0 && geteuid() == 0)
 		(void)fchown(fd, NOBODY, NOBODY);
 	if (fd >= 0)
 		close(fd);
-	if (fd < 0 || off < (size_t)got) {
-		refuse(h, rpc, "could not write '%.200s' in the workspace: %s", path, strerror(e));
-		return;
+	if (fd < 0 || off < n) {
+		snprintf(msg, len, "could not write '%.200s' in the workspace: %s", path,
+			 strerror(e));
+		return NULL;
 	}
-	answer(h, rpc, json_pack("{s:s, s:I}", "path", path, "bytes", (json_int_t)got));
+	msg[0] = '\0';
+	return json_pack("{s:s, s:I}", "path", path, "bytes", (json_int_t)n);
 }
 
-static void get(struct tp_host *h, const struct tp_rpc *rpc, struct session *s, const char *path)
+/* Reads path: {path, bytes, data (base64)}, or with as_text {path, bytes, text}
+ * when the file is UTF-8 (else data); NULL as do_put. */
+static json_t *do_get(struct tp_host *h, struct session *s, const char *path, int as_text,
+		      char *msg, size_t len)
 {
 	const char *leaf;
 	struct stat st;
@@ -306,14 +294,15 @@ static void get(struct tp_host *h, const struct tp_rpc *rpc, struct session *s, 
 	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		if (fd >= 0)
 			close(fd);
-		refuse(h, rpc, "no file '%.200s' in the workspace", path);
-		return;
+		snprintf(msg, len, "no file '%.200s' in the workspace", path);
+		return NULL;
 	}
 	if ((uint64_t)st.st_size > cap) {
 		close(fd);
-		refuse(h, rpc, "'%.200s' is %lld bytes, more than the %" PRIu64 " one get carries",
-		       path, (long long)st.st_size, cap);
-		return;
+		snprintf(msg, len,
+			 "'%.200s' is %lld bytes, more than the %" PRIu64 " one get carries", path,
+			 (long long)st.st_size, cap);
+		return NULL;
 	}
 	size_t n = (size_t)st.st_size, off = 0;
 	unsigned char *bytes = malloc(n + 1);
@@ -326,15 +315,22 @@ static void get(struct tp_host *h, const struct tp_rpc *rpc, struct session *s, 
 	}
 	close(fd);
 	json_t *res = NULL;
+	msg[0] = '\0';
 	if (text != NULL) {
-		tp_base64_encode(bytes, off,
-				 text); /* a file that shrank meanwhile: what was read */
-		res = json_pack("{s:s, s:I, s:s}", "path", path, "bytes", (json_int_t)off, "data",
-				text);
+		/* A file that shrank meanwhile: what was read. */
+		json_t *t = as_text ? json_stringn((const char *)bytes, off) : NULL;
+		if (t != NULL) {
+			res = json_pack("{s:s, s:I, s:o}", "path", path, "bytes", (json_int_t)off,
+					"text", t);
+		} else {
+			tp_base64_encode(bytes, off, text);
+			res = json_pack("{s:s, s:I, s:s}", "path", path, "bytes", (json_int_t)off,
+					"data", text);
+		}
 	}
 	free(bytes);
 	free(text);
-	answer(h, rpc, res);
+	return res;
 }
 
 struct listing {
@@ -390,7 +386,7 @@ static int by_path(const void *a, const void *b)
 		      json_string_value(json_object_get(y, "path")));
 }
 
-static void list(struct tp_host *h, const struct tp_rpc *rpc, struct session *s)
+static json_t *do_list(struct session *s)
 {
 	struct listing l = { .files = json_array() };
 	if (l.files != NULL)
@@ -407,10 +403,11 @@ static void list(struct tp_host *h, const struct tp_rpc *rpc, struct session *s)
 		json_array_append(sorted, v[i]);
 	free(v);
 	json_decref(l.files);
-	answer(h, rpc,
-	       sorted && (n == 0 || json_array_size(sorted) == n)
-		   ? json_pack("{s:o, s:b}", "files", sorted, "complete", !l.full)
-		   : (json_decref(sorted), NULL));
+	if (sorted == NULL || json_array_size(sorted) != n) {
+		json_decref(sorted);
+		return NULL;
+	}
+	return json_pack("{s:o, s:b}", "files", sorted, "complete", !l.full);
 }
 
 void tp_files_method(struct tp_host *h, const struct tp_rpc *rpc, const char *what)
@@ -461,7 +458,7 @@ void tp_files_method(struct tp_host *h, const struct tp_rpc *rpc, const char *wh
 		return;
 	}
 	if (keys == keys_list) {
-		list(h, rpc, s);
+		answer(h, rpc, do_list(s));
 		return;
 	}
 	json_t *p = json_object_get(rpc->params, "path");
@@ -471,8 +468,74 @@ void tp_files_method(struct tp_host *h, const struct tp_rpc *rpc, const char *wh
 		refuse(h, rpc, "'path' %s", why);
 		return;
 	}
-	if (keys == keys_put)
-		put(h, rpc, s, json_string_value(p));
+	char msg[512];
+	json_t *r;
+	if (keys == keys_put) {
+		json_t *data = json_object_get(rpc->params, "data");
+		size_t n = json_is_string(data) ? json_string_length(data) : 0;
+		unsigned char *bytes = json_is_string(data) ? malloc(n / 4 * 3 + 1) : NULL;
+		long got = bytes ? tp_base64_decode(json_string_value(data), n, bytes) : -1;
+		if (!json_is_string(data)) {
+			refuse(h, rpc, "'data' must be a string: the file's bytes in base64");
+			return;
+		}
+		if (bytes == NULL) {
+			tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+			return;
+		}
+		if (got < 0) {
+			free(bytes);
+			refuse(h, rpc, "'data' is not base64 (RFC 4648, with padding)");
+			return;
+		}
+		r = do_put(h, s, json_string_value(p), bytes, (size_t)got, msg, sizeof msg);
+		free(bytes);
+	} else {
+		r = do_get(h, s, json_string_value(p), 0, msg, sizeof msg);
+	}
+	if (r == NULL && msg[0] != '\0')
+		refuse(h, rpc, "%s", msg);
 	else
-		get(h, rpc, s, json_string_value(p));
+		answer(h, rpc, r);
+}
+
+/* ---- MCP: write_file, read_file, list_files ------------------------------------------- */
+
+void tp_files_mcp_tool(struct tp_host *h, const struct tp_rpc *rpc, const char *name)
+{
+	json_t *args = json_object_get(rpc->params, "arguments");
+	json_t *sid = json_object_get(args, "session_id"), *p = json_object_get(args, "path");
+	json_t *text = json_object_get(args, "text");
+	int wr = strcmp(name, "write_file") == 0, ls = strcmp(name, "list_files") == 0;
+	size_t want = ls ? 1 : wr ? 3 : 2;
+	char msg[512] = "";
+	json_t *r = NULL;
+	struct session *s = json_is_string(sid) ? tp_sess_find(h, json_string_value(sid)) : NULL;
+	const char *why;
+	if (!json_is_object(args) || !json_is_string(sid) || json_object_size(args) != want ||
+	    (!ls && !json_is_string(p)) || (wr && !json_is_string(text)))
+		snprintf(msg, sizeof msg, "%s takes {%s}", name,
+			 ls   ? "\"session_id\""
+			 : wr ? "\"session_id\", \"path\", \"text\""
+			      : "\"session_id\", \"path\"");
+	else if (s == NULL)
+		snprintf(msg, sizeof msg, "unknown or ended session '%.40s'",
+			 json_string_value(sid));
+	else if (s->ws_dir < 0)
+		snprintf(msg, sizeof msg, "session '%s' has no workspace", s->id);
+	else if (!ls && (why = bad_path(json_string_value(p), json_string_length(p))) != NULL)
+		snprintf(msg, sizeof msg, "'path' %s", why);
+	else if (ls)
+		r = do_list(s);
+	else if (wr)
+		r = do_put(h, s, json_string_value(p),
+			   (const unsigned char *)json_string_value(text), json_string_length(text),
+			   msg, sizeof msg);
+	else
+		r = do_get(h, s, json_string_value(p), 1, msg, sizeof msg);
+	json_t *res = r != NULL ? tp_mcp_tool_value(r, 0) : msg[0] ? tp_mcp_tool_text(msg) : NULL;
+	if (res == NULL)
+		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+	else
+		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, res));
 }

@@ -222,6 +222,12 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 		tp_sess_mcp_tool(h, rpc, tname);
 		return;
 	}
+	if (tname != NULL && h->pols.deflt->session.workspace_bytes > 0 &&
+	    (strcmp(tname, "write_file") == 0 || strcmp(tname, "read_file") == 0 ||
+	     strcmp(tname, "list_files") == 0)) {
+		tp_files_mcp_tool(h, rpc, tname);
+		return;
+	}
 	int r = tool ? tp_exec_params_tool_session(rpc->params, &sid, &err)
 		     : tp_exec_params_session_id(rpc->params, &sid, &err);
 	if (r != 0) {

@@ -185,6 +185,8 @@ void tp_files_teardown(struct tp_host *h);
 int tp_files_create(struct tp_host *h, struct session *s, char *msg, size_t len);
 void tp_files_remove(struct tp_host *h, struct session *s);
 void tp_files_method(struct tp_host *h, const struct tp_rpc *rpc, const char *what);
+/* tools/call of write_file, read_file or list_files (MCP: text in and out). */
+void tp_files_mcp_tool(struct tp_host *h, const struct tp_rpc *rpc, const char *name);
 
 /* tools.c: the code's calls to the client's tools, through the host. */
 void tp_tools_from_worker(struct tp_host *h, struct worker *w, const char *buf, size_t len);

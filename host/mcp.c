@@ -140,6 +140,29 @@ static json_t *session_tools(void)
 	    "required", "session_id", "closed", "execs");
 }
 
+/* write_file, read_file, list_files: a session's workspace, in text. */
+static json_t *file_tools(void)
+{
+	return json_pack(
+	    "[{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}, s:[s,s,s], s:b}}, "
+	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}}, s:[s,s], s:b}}, "
+	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}}, s:[s], s:b}}]",
+	    "name", "write_file", "title", "Write a file", "description",
+	    "Writes text to a file in a session's workspace (its working directory), for the "
+	    "session's code to read with a relative path. Open the session with session: \"new\".",
+	    "inputSchema", "type", "object", "properties", "session_id", "type", "string", "path",
+	    "type", "string", "text", "type", "string", "required", "session_id", "path", "text",
+	    "additionalProperties", 0, "name", "read_file", "title", "Read a file", "description",
+	    "Reads a file the session's code wrote in its workspace: text, or base64 in data when "
+	    "it is not UTF-8.",
+	    "inputSchema", "type", "object", "properties", "session_id", "type", "string", "path",
+	    "type", "string", "required", "session_id", "path", "additionalProperties", 0, "name",
+	    "list_files", "title", "List files", "description",
+	    "The files in a session's workspace, with their sizes.", "inputSchema", "type",
+	    "object", "properties", "session_id", "type", "string", "required", "session_id",
+	    "additionalProperties", 0);
+}
+
 json_t *tp_mcp_tools_list(const struct tp_policy *deflt)
 {
 	json_t *tools = json_array();
@@ -148,14 +171,17 @@ json_t *tp_mcp_tools_list(const struct tp_policy *deflt)
 			json_decref(tools);
 			return NULL;
 		}
-	json_t *st = session_tools();
-	if (tools != NULL && (st == NULL || json_array_extend(tools, st) != 0)) {
-		json_decref(st);
-		json_decref(tools);
-		return NULL;
+	/* Then the sessions' tools, and a workspace's when the policy gives one. */
+	json_t *more[2] = { session_tools(),
+			    deflt->session.workspace_bytes > 0 ? file_tools() : json_array() };
+	for (int i = 0; i < 2; i++) {
+		if (tools != NULL && (more[i] == NULL || json_array_extend(tools, more[i]) != 0)) {
+			json_decref(tools);
+			tools = NULL;
+		}
+		json_decref(more[i]);
 	}
-	json_decref(st);
-	return json_pack("{s:o}", "tools", tools);
+	return tools ? json_pack("{s:o}", "tools", tools) : NULL;
 }
 
 json_t *tp_mcp_tool_value(json_t *obj, int is_error)

@@ -21,7 +21,7 @@
 
 static PyObject *g_shim;      /* the shim's globals */
 static PyObject *g_sbuiltins; /* the builtins dict every snippet gets */
-static PyObject *g_prepare, *g_reseed;
+static PyObject *g_prepare, *g_reseed, *g_opened;
 static PyObject *g_main; /* this exec's __main__ module */
 static char **g_deny;    /* the shim's ATTR_DENY, for the fast path's text check */
 static size_t g_ndeny;
@@ -363,6 +363,22 @@ static PyObject *prepare_fast(const struct tp_request *req)
 	return t;
 }
 
+/* The files the snippet opened and left open (the shim's _OPENED): flushed and
+ * closed at the end of its exec, still under its limits (a close runs no code
+ * of ours, but may run the snippet's), so what it wrote is on disk for the
+ * client and the next exec, and a session does not run out of fds. */
+static void close_opened(void)
+{
+	Py_ssize_t n = g_opened != NULL && PyList_Check(g_opened) ? PyList_GET_SIZE(g_opened) : 0;
+	for (Py_ssize_t i = 0; i < n; i++) {
+		PyObject *r = PyObject_CallMethod(PyList_GET_ITEM(g_opened, i), "close", NULL);
+		Py_XDECREF(r);
+		PyErr_Clear();
+	}
+	if (n > 0)
+		PyList_SetSlice(g_opened, 0, n, NULL);
+}
+
 int tp_py_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_reply *out)
 {
 	struct failure f = { 0 };
@@ -389,6 +405,7 @@ int tp_py_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_reply
 	}
 	run(globals, prepared, &res, &f, req);
 out:
+	close_opened();
 	end_run();
 	rc = reply(&f, &res, out);
 	json_decref(f.message), json_decref(f.traceback);
@@ -583,6 +600,7 @@ static int load_shim(struct tp_err *err)
 	warm_up();
 	g_main_fresh = 1;
 	g_prepare = PyDict_GetItemString(g_shim, "prepare");
+	g_opened = PyDict_GetItemString(g_shim, "_OPENED");
 	g_reseed = PyDict_GetItemString(g_shim, "reseed");
 	/* Workers share the zygote's heap copy-on-write: collect once, then keep
 	 * every surviving object out of later collections, so a worker's GC never

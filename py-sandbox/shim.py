@@ -471,10 +471,12 @@ def _text_arg(v, what):
     raise TypeError('open() argument %s must be str or None, not %s' % (what, type(v).__name__))
 
 
-# Every file the snippet opened, kept until the worker ends: an unclosed file's
-# finalizer warns (ResourceWarning), and the warnings machinery, run from C
-# with the snippet's frame innermost, reads module attributes the guard refuses.
-_OPENED = []
+# Every file the snippet opened, kept until its exec ends (then closed, so what
+# it wrote is on disk for the client and the next exec, and a session does not
+# run out of fds): an unclosed file's finalizer warns (ResourceWarning), and the
+# warnings machinery, run from C with the snippet's frame innermost, reads module
+# attributes the guard refuses.
+_OPENED = []  # closed by C after each exec (pysandbox.c, close_opened)
 
 
 def open(file, mode='r', buffering=-1, encoding=None, errors=None, newline=None):

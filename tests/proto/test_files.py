@@ -242,3 +242,70 @@ def test_unknown_session_and_params(h):
     assert err(h.call("sandbox/session/files/put", [1])) == "params must be an object with 'session_id'"
     assert err(files(h, "get", session_id=5, path="x")) == "'session_id' must be a string"
     assert h.call("sandbox/session/files/delete", {"session_id": "x"})["error"]["code"] == -32601
+
+
+def test_mcp_moves_files_as_text(pol_dir):
+    """An MCP client: a session with session: "new", then write_file, the code,
+    read_file and list_files, all in text (the tools are listed only when the
+    default policy gives workspaces)."""
+    h = Host(args=("--policy-dir", pol_dir, "--policy", "ws"))
+    try:
+        names = [t["name"] for t in h.call("tools/list")["result"]["tools"]]
+        assert names == ["run_lua", "run_python", "list_sessions", "close_session",
+                         "write_file", "read_file", "list_files"]
+
+        def tool(name, args):
+            return h.call("tools/call", {"name": name, "arguments": args})["result"]
+        sid = tool("run_python", {"code": "1", "session": "new"})["structuredContent"]["session_id"]
+        assert tool("write_file", {"session_id": sid, "path": "in.txt", "text": "héllo"})[
+            "structuredContent"] == {"path": "in.txt", "bytes": 6}
+        r = tool("run_python", {"code": "t = open('in.txt').read()\nopen('out.txt', 'w').write(t.upper())\n"
+                                        "open('raw.bin', 'wb').write(bytes([255, 0]))\nt",
+                                "session": sid})
+        assert r["structuredContent"]["value"] == "héllo", r
+        assert tool("read_file", {"session_id": sid, "path": "out.txt"})["structuredContent"] == \
+            {"path": "out.txt", "bytes": 6, "text": "HÉLLO"}
+        assert tool("read_file", {"session_id": sid, "path": "raw.bin"})["structuredContent"] == \
+            {"path": "raw.bin", "bytes": 2, "data": "/wA="}
+        assert [f["path"] for f in tool("list_files", {"session_id": sid})["structuredContent"]["files"]] == \
+            ["in.txt", "out.txt", "raw.bin"]
+        bad = tool("read_file", {"session_id": sid, "path": "../etc/passwd"})
+        assert bad["isError"] is True and bad["content"][0]["text"] == "'path' may not name '.' or '..'"
+        bad = tool("write_file", {"session_id": sid, "path": "x"})
+        assert bad["content"][0]["text"] == 'write_file takes {"session_id", "path", "text"}'
+    finally:
+        h.close()
+    h = Host()  # standard: no workspaces, no file tools
+    try:
+        assert "write_file" not in [t["name"] for t in h.call("tools/list")["result"]["tools"]]
+        r = h.call("tools/call", {"name": "write_file", "arguments": {}})
+        assert r["error"]["code"] == INVALID and r["error"]["message"] == "Unknown tool: write_file"
+    finally:
+        h.close()
+
+
+def test_an_unclosed_file_is_written_when_the_exec_ends(pol_dir):
+    """open(...).write(...) without close: the shim closes what an exec left open
+    when it ends, so the bytes are on disk (a one-shot exec's too, under a write
+    grant), and a session does not run out of fds."""
+    out = tempfile.mkdtemp(prefix="tp-grant-", dir="/tmp")
+    os.chmod(out, 0o777)
+    path = os.path.join(pol_dir, "grant.json")
+    with open(path, "w") as f:
+        json.dump({"name": "grant", "extends": "standard",
+                   "filesystem": {"write": [out], "file_bytes": 4096},
+                   "session": {"workspace_bytes": 4096}}, f)
+    h = Host(args=("--policy", path))
+    try:
+        r = h.call("sandbox/exec", {"lang": "python",
+                                    "code": f"open({os.path.join(out, 'one.txt')!r}, 'w').write('one-shot')"})
+        assert r["result"]["ok"] is True, r
+        assert open(os.path.join(out, "one.txt")).read() == "one-shot"
+        sid, ws = open_ws(h)
+        for i in range(40):  # more than the worker's 32 fds
+            r = ex(h, sid, f"open('f{i}.txt', 'w').write('{i}')")
+            assert r["ok"] is True, (i, r)
+        assert open(os.path.join(ws, "f39.txt")).read() == "39"
+    finally:
+        h.close()
+        shutil.rmtree(out, ignore_errors=True)
