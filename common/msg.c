@@ -143,6 +143,7 @@ char *tp_msg_request_encode(const struct tp_request *req, size_t *len)
 	struct wbuf w = { 0 };
 
 	put_header(&w, TP_MSG_REQUEST);
+	put_u64(&w, req->seq);
 	for (int i = 0; i < TP_LIMIT__COUNT; i++)
 		put_u64(&w, tp_limit_get(&req->limits, (enum tp_limit_id)i));
 	put_u8(&w, req->has_seed ? 1 : 0);
@@ -165,6 +166,7 @@ char *tp_msg_reply_encode(const struct tp_reply *r, size_t *len)
 	const struct tp_failure *f = &r->error;
 
 	put_header(&w, TP_MSG_REPLY);
+	put_u64(&w, r->seq);
 	put_u8(&w, r->ok ? 1 : 0);
 	put_u8(&w, r->value_repr ? 1 : 0);
 	put_u64(&w, r->usage.instructions);
@@ -326,6 +328,7 @@ int tp_msg_request_decode(const char *buf, size_t len, struct tp_request *out)
 	memset(out, 0, sizeof *out);
 	if (!get_header(&r, TP_MSG_REQUEST))
 		return -1;
+	out->seq = get_u64(&r);
 	for (int i = 0; i < TP_LIMIT__COUNT; i++)
 		lim[i] = get_u64(&r);
 	out->has_seed = get_u8(&r) == 1;
@@ -431,6 +434,7 @@ int tp_msg_reply_decode(const char *buf, size_t len, const struct tp_limits *lim
 		why = "not a reply of this version";
 		goto fail;
 	}
+	out->seq = get_u64(&r);
 	ok = get_u8(&r);
 	repr = get_u8(&r);
 	out->usage.instructions = get_u64(&r);

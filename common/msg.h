@@ -31,7 +31,7 @@
 #define TP_EXIT_LIMIT 158     /* a limit tripped and the grace period ran out */
 #define TP_EXIT_VIOLATION 159 /* seccomp trapped a syscall (128 + SIGSYS) */
 
-#define TP_MSG_VERSION 2
+#define TP_MSG_VERSION 3
 /* Caps the host holds a reply to; the worker cuts its texts below them. */
 #define TP_MSG_MAX_TYPE 256u
 #define TP_MSG_MAX_TEXT (64u << 10)
@@ -54,6 +54,7 @@ struct tp_text {
 
 /* Host → worker: one exec. */
 struct tp_request {
+	uint64_t seq; /* the host's number for this request: the reply carries it back */
 	const char *code;
 	size_t code_len;
 	json_t *inputs; /* an object, or NULL */
@@ -84,6 +85,7 @@ struct tp_usage {
 /* Worker → host: how the exec ended. Output is not here: it is in the shared
  * page, so it survives a kill. */
 struct tp_reply {
+	uint64_t seq; /* the request's seq: a reply answers one request */
 	int ok;
 	int value_repr;          /* the value is the repr() of a non-JSON object */
 	json_t *value;           /* when ok: owned */

@@ -43,6 +43,7 @@ struct exec {
 	json_t *msg;      /* the request; p borrows from it */
 	double t_arrival; /* when it was read: its wall_ms covers its time queued */
 	double queue_ms;  /* how long it waited for a worker (set when it starts) */
+	uint64_t seq;     /* its request's number: the worker's reply must carry it */
 	json_t *id;
 	int zi; /* its zygote: index into the host's zyg[] (policy and language) */
 	struct tp_exec_params p;
@@ -133,6 +134,7 @@ struct zygote {
 
 struct tp_host {
 	struct tp_host_cfg cfg;
+	uint64_t exec_seq;             /* the last request's number (struct exec.seq) */
 	struct tp_policy_set *own_set; /* when the cfg gave none */
 	struct tp_exec_policies pols;
 	struct tp_hpolicy *hp; /* per policy of the set, by its index */

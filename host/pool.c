@@ -60,6 +60,7 @@ void tp_pool_stop_worker(struct tp_host *h, struct worker *w)
 		w->stop_pending = 1; /* the signal and the grace period start with its pid */
 		return;
 	}
+	w->stop_pending = 0;
 	kill(w->pid, SIGUSR1);
 	w->exec->stop_deadline = tp_host_now_ms() + STOP_GRACE_MS;
 	/* Waiting on the client's tool: the answer is now, so the code can stop. */
@@ -77,7 +78,8 @@ static void boost(struct worker *w)
 /* The request message (common/msg.h) in one frame, header included. */
 static char *request_frame(const struct exec *e, size_t *len)
 {
-	struct tp_request req = { .code = e->p.code,
+	struct tp_request req = { .seq = e->seq,
+				  .code = e->p.code,
 				  .code_len = e->p.code_len,
 				  .inputs = e->p.inputs,
 				  .limits = e->p.limits,
@@ -118,6 +120,8 @@ void tp_pool_flush_tx(struct worker *w)
 
 static int assign(struct tp_host *h, struct exec *e, struct worker *w)
 {
+	free(w->tx); /* nothing unsent is left for a worker that gets an exec */
+	e->seq = ++h->exec_seq;
 	w->tx = request_frame(e, &w->tx_len);
 	if (w->tx == NULL)
 		return -1;
@@ -138,7 +142,6 @@ static int assign(struct tp_host *h, struct exec *e, struct worker *w)
 	tp_frame_rx_free(&w->rx);
 	tp_frame_rx_init(&w->rx, tp_msg_reply_max(&e->p.limits));
 	tp_pool_flush_tx(w);
-	(void)h;
 	return 0;
 }
 
@@ -312,6 +315,18 @@ static int computing(const struct worker *w)
 	return w->exec != NULL && !w->answered && !waiting_on_tool(w);
 }
 
+/* Execs waiting on tools beyond what may wait for free: at most --queue of
+ * them hold a process without a job slot or a worker slot; past that each one
+ * holds both as if it computed, so a client that never answers its tools runs
+ * out of slots and gets busy answers, not thousands of processes. */
+static int waiting_over_cap(const struct tp_host *h)
+{
+	int n = 0;
+	for (const struct worker *w = h->workers; w != NULL; w = w->next)
+		n += !w->killed && waiting_on_tool(w);
+	return n > h->cfg.max_queue ? n - h->cfg.max_queue : 0;
+}
+
 /* A one-shot worker ready for an exec. */
 static int is_warm(const struct worker *w)
 {
@@ -329,7 +344,7 @@ static int count_live(const struct tp_host *h, int zi, int *warm)
 		n += w->sess == NULL && !w->killed && !waiting_on_tool(w);
 		*warm += is_warm(w) && w->zi == zi;
 	}
-	return n;
+	return n + waiting_over_cap(h);
 }
 
 /* One-shot execs queued for a zygote (a session's wait for its own worker). */
@@ -496,7 +511,7 @@ static void fail_exec(struct tp_host *h, struct worker *w, int sys_errno, const 
  * policy and language. */
 void tp_pool_dispatch_queue(struct tp_host *h)
 {
-	int running = 0;
+	int running = waiting_over_cap(h);
 	expire_queue(h, tp_host_now_ms());
 	for (const struct worker *w = h->workers; w != NULL; w = w->next)
 		running += computing(w);
@@ -578,11 +593,29 @@ static void take_reply(struct tp_host *h, struct worker *w, const char *buf, siz
 		tp_tools_from_worker(h, w, buf, len);
 		return;
 	}
+	if (w->exec->tool_pending[0] != '\0' || w->tx != NULL) {
+		/* It answers before reading all the host sent it (a request, a tool's
+		 * answer): those bytes would reach its next exec. */
+		tp_err_set(&err, TP_KIND_INTERNAL, TP_LAYER_HOST, 0, "worker reply refused: %s",
+			   w->exec->tool_pending[0] != '\0'
+			       ? "sent while its tool call was unanswered"
+			       : "sent before it read what the host sent");
+		tp_pool_kill_worker(w);
+		tp_host_finish(h, w, &err);
+		return;
+	}
 	r = malloc(sizeof *r);
 	if (r == NULL) {
 		fail_exec(h, w, ENOMEM, "out of memory reading the worker reply");
 	} else if (tp_msg_reply_decode(buf, len, &w->exec->p.limits, r, &err) != 0) {
 		free(r);
+		tp_host_finish(h, w, &err);
+	} else if (r->seq != w->exec->seq) {
+		tp_reply_free(r);
+		free(r);
+		tp_err_set(&err, TP_KIND_INTERNAL, TP_LAYER_HOST, 0,
+			   "worker reply refused: it answers another request");
+		tp_pool_kill_worker(w);
 		tp_host_finish(h, w, &err);
 	} else if (!r->ok && r->error.kind == TP_KIND_CANCELLED && w->exec->stop_deadline == 0) {
 		tp_reply_free(r);
@@ -762,9 +795,12 @@ void tp_pool_check_timeouts(struct tp_host *h, double now)
 		struct exec *e = w->exec;
 		if (e == NULL || w->answered)
 			continue;
-		if (!tp_err_failed(&e->verdict) && now >= e->deadline) {
-			tp_err_set(&e->verdict, TP_KIND_TIMEOUT, TP_LAYER_HOST, 0, "%s",
-				   tp_limit_message(TP_LIMIT_WALL_MS));
+		if (now >= e->deadline && e->stop_deadline == 0 && !w->killed && !w->stop_pending) {
+			/* The wall clock holds whatever verdict came first (a refused
+			 * tool call, say): the exec still ends at its deadline. */
+			if (!tp_err_failed(&e->verdict))
+				tp_err_set(&e->verdict, TP_KIND_TIMEOUT, TP_LAYER_HOST, 0, "%s",
+					   tp_limit_message(TP_LIMIT_WALL_MS));
 			/* A session's state is worth the grace period; a one-shot
 			 * worker's is not (its output is in the page either way). */
 			if (w->sess != NULL)
@@ -783,7 +819,9 @@ int tp_pool_next_timeout(const struct tp_host *h, double now)
 	int any = 0;
 	for (const struct worker *w = h->workers; w != NULL; w = w->next) {
 		const struct exec *e = w->exec;
-		if (e == NULL || w->answered || w->killed)
+		/* A stop asked before its pid came waits for the pid (the zygote's
+		 * channel wakes the loop), not for a clock. */
+		if (e == NULL || w->answered || w->killed || w->stop_pending)
 			continue;
 		/* Asked to stop: its grace period; else its wall clock. */
 		double left = e->stop_deadline > 0 ? e->stop_deadline - now : e->deadline - now;

@@ -113,6 +113,7 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 		tp_sandbox_set_workspace(req.workspace);
 		if (cfg->lang->exec(&req, shm, &out) != 0)
 			_exit(TP_EXIT_FATAL);
+		out.seq = req.seq;
 		reply(cfg->chan_fd, &out);
 		tp_request_free(&req);
 		tp_reply_free(&out);

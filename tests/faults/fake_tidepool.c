@@ -32,10 +32,11 @@
  * the broken ones are made from a real one, then altered. */
 static char *ok_reply;
 static size_t ok_len;
+static uint64_t g_seq; /* the request's number: a real reply carries it back */
 
 static void make_ok_reply(void)
 {
-	struct tp_reply r = { .ok = 1, .value = json_integer(1) };
+	struct tp_reply r = { .seq = g_seq, .ok = 1, .value = json_integer(1) };
 	ok_reply = tp_msg_reply_encode(&r, &ok_len);
 	json_decref(r.value);
 	if (ok_reply == NULL)
@@ -45,7 +46,7 @@ static void make_ok_reply(void)
 /* An ok reply whose value is the text given, which need not be JSON. */
 static char *reply_with_value_text(const char *text, size_t n, size_t *len)
 {
-	struct tp_reply r = { .ok = 1, .value = json_null() };
+	struct tp_reply r = { .seq = g_seq, .ok = 1, .value = json_null() };
 	size_t k;
 	char *head = tp_msg_reply_encode(&r, &k), *out;
 	uint32_t n32 = (uint32_t)n;
@@ -175,7 +176,9 @@ static void w_reply_then_hang(int fd, struct tp_shm *shm)
 
 static void w_bad_kind(int fd, struct tp_shm *shm)
 {
-	struct tp_reply r = { .ok = 0, .error = { .kind = TP_KIND_TIMEOUT, .limit_id = -1 } };
+	struct tp_reply r = { .seq = g_seq,
+			      .ok = 0,
+			      .error = { .kind = TP_KIND_TIMEOUT, .limit_id = -1 } };
 	size_t len;
 	char *buf;
 	(void)shm;
@@ -184,6 +187,19 @@ static void w_bad_kind(int fd, struct tp_shm *shm)
 	if (buf == NULL)
 		_exit(9);
 	frame(fd, buf, len);
+}
+
+/* A well-formed reply to another request (the next one, say, made up ahead). */
+static void w_wrong_seq(int fd, struct tp_shm *shm)
+{
+	struct tp_reply r = { .seq = g_seq + 1, .ok = 1, .value = json_integer(1) };
+	size_t len;
+	char *buf = tp_msg_reply_encode(&r, &len);
+	(void)shm;
+	if (buf == NULL)
+		_exit(9);
+	frame(fd, buf, len);
+	pause();
 }
 
 static void w_bad_utf8(int fd, struct tp_shm *shm)
@@ -340,6 +356,7 @@ static const struct scenario {
 	{ "twice", w_twice },
 	{ "reply_then_hang", w_reply_then_hang },
 	{ "bad_kind", w_bad_kind },
+	{ "wrong_seq", w_wrong_seq },
 	{ "bad_utf8", w_bad_utf8 },
 	{ "deep", w_deep },
 	{ "silent_exit", w_silent_exit },
@@ -362,6 +379,7 @@ static _Noreturn void fake_worker(int chan, int shm_fd, uint32_t area)
 		_exit(0);
 	struct tp_request r;
 	const char *code = tp_msg_request_decode(req, len, &r) == 0 ? r.code : NULL;
+	g_seq = code != NULL ? r.seq : 0;
 	make_ok_reply();
 	tp_shm_begin(p, 1u << 20);
 	for (size_t i = 0; code != NULL && i < sizeof scenarios / sizeof scenarios[0]; i++) {

@@ -63,6 +63,7 @@ SCENARIOS = {
     "twice": (None, ok),
     "reply_then_hang": (None, ok),
     "bad_kind": (None, internal("a kind the language layer may not claim")),
+    "wrong_seq": (None, internal("worker reply refused: it answers another request")),
     "bad_utf8": (None, internal("a value is not JSON")),
     "deep": (None, internal("a value is not JSON")),
     "silent_exit": (None, internal("before replying", layer="process")),

@@ -87,7 +87,7 @@ KINDS = {"syntax_error": 1, "runtime_error": 2, "memory_limit": 3, "instruction_
 ABSENT = 0xffffffff
 
 
-def msg_header(kind, version=1):
+def msg_header(kind, version=3):
     return struct.pack("<IBBBB", 0x676d7074, version, kind, 0, 0)
 
 
@@ -95,20 +95,20 @@ def text(b):
     return struct.pack("<I", ABSENT) if b is None else struct.pack("<I", len(b)) + b
 
 
-def ok_reply(value, repr=0, usage=(10, 100, 500), raw=None):
+def ok_reply(value, repr=0, usage=(10, 100, 500), raw=None, seq=1):
     v = raw if raw is not None else json.dumps(value, separators=(",", ":")).encode()
-    return msg_header(2) + struct.pack("<BBQQQ", 1, repr, *usage) + text(v)
+    return msg_header(2) + struct.pack("<QBBQQQ", seq, 1, repr, *usage) + text(v)
 
 
-def err_reply(kind, type, message, traceback=None, line=0, limit=None, usage=(1, 1, 0)):
+def err_reply(kind, type, message, traceback=None, line=0, limit=None, usage=(1, 1, 0), seq=1):
     lid, lv, lu = limit if limit else (ABSENT, 0, 0)
-    return (msg_header(2) + struct.pack("<BBQQQ", 0, 0, *usage) + struct.pack("<BIQQI", KINDS[kind], lid, lv, lu, line)
+    return (msg_header(2) + struct.pack("<QBBQQQ", seq, 0, 0, *usage) + struct.pack("<BIQQI", KINDS[kind], lid, lv, lu, line)
             + text(type) + text(message) + text(traceback))
 
 
-def request(code, inputs=None, limits=(64 << 20, 0, 5000, 10000, 1 << 20, 1 << 20, 64), seed=None):
-    return (msg_header(1) + struct.pack("<7Q", *limits) + struct.pack("<BQ", seed is not None, seed or 0)
-            + text(code) + text(None if inputs is None else json.dumps(inputs).encode()))
+def request(code, inputs=None, limits=(64 << 20, 0, 5000, 10000, 1 << 20, 1 << 20, 64, 100), seed=None, seq=1):
+    return (msg_header(1) + struct.pack("<Q", seq) + struct.pack(f"<{len(limits)}Q", *limits)
+            + struct.pack("<BQB", seed is not None, seed or 0, 0) + text(None) + text(code) + text(None if inputs is None else json.dumps(inputs).encode()))
 
 
 OK = ok_reply({"a": [1, 2.5, "x"]})

@@ -233,7 +233,7 @@ def test_the_audit_log_records_tool_calls(pol_dir):
 def frame(name, args):
     """A TOOL_CALL frame as a worker sends it (docs/worker-protocol.md)."""
     n, a = name.encode(), json.dumps(args).encode()
-    body = struct.pack("<IBBBB", 0x676d7074, 2, 3, 0, 0) + struct.pack("<I", len(n)) + n + \
+    body = struct.pack("<IBBBB", 0x676d7074, 3, 3, 0, 0) + struct.pack("<I", len(n)) + n + \
         struct.pack("<I", len(a)) + a
     return struct.pack("<I", len(body)) + body
 
@@ -281,3 +281,67 @@ def test_execs_waiting_on_tools_do_not_hold_the_jobs(pol_dir):
         assert sorted(h.reply(i)["result"]["value"] for i in range(4)) == [100, 101, 102, 103]
     finally:
         h.close()
+
+
+def test_execs_waiting_on_tools_are_bounded_by_the_queue(pol_dir):
+    """A client that never answers its tools: at most --queue execs wait on tools
+    without holding a job; past that a waiting exec holds its job slot, the
+    next ones queue, and past the queue the host answers busy. Without the
+    bound each new exec would start, call, wait, and hold a process forever."""
+    h = Host(args=("--policy-dir", pol_dir, "--policy", "tooly", "--jobs", "1", "--queue", "1"))
+    try:
+        code = {"lang": "lua", "code": "return tools.call('never', {})", "limits": {"wall_ms": 10000}}
+        for i in range(2):  # the first waits free (the cap is 1), the second holds the job
+            h.send({"jsonrpc": "2.0", "id": i, "method": "sandbox/exec", "params": code})
+            m = h.read_line()
+            assert m["method"] == "sandbox/tool_call", m
+        h.send({"jsonrpc": "2.0", "id": 2, "method": "sandbox/exec", "params": code})  # queued
+        h.send({"jsonrpc": "2.0", "id": 3, "method": "sandbox/exec", "params": code})  # past the queue
+        r = h.reply(3)
+        assert r["error"]["code"] == -32001, r
+        # the queued one did not start: no third call reached the client
+        assert h.call("ping")["result"] == {}
+        with pytest.raises(TimeoutError):
+            h.read_line(1.0)
+        assert not any(json.loads(l).get("method") == "sandbox/tool_call" for l in h.lines[2:]), h.lines
+        h.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 0}})
+        seen = [h.read_line(), h.read_line()]  # the job is free: the queued exec runs and calls
+        assert sorted(str(m.get("method", m.get("id"))) for m in seen) == ["0", "sandbox/tool_call"], seen
+        assert [m for m in seen if m.get("id") == 0][0]["result"]["error"]["kind"] == "cancelled", seen
+    finally:
+        h.close()
+
+
+def test_a_refused_call_does_not_lift_the_wall_clock(h):
+    """A refused call sets the exec's verdict; the code goes on looping. The wall
+    clock still ends it (the host once stopped watching an exec that had a
+    verdict: it ran to its CPU limit while the host spun)."""
+    r, calls = run(h, {"lang": "lua", "code": "pcall(tools.call, 'rm', {}) while true do end",
+                       "limits": {"wall_ms": 300, "cpu_ms": 5000}})
+    assert calls == []
+    assert r["error"]["kind"] == "policy_violation" and r["error"]["layer"] == "host", r
+    assert r["usage"]["cpu_ms"] < 2500 and r["usage"]["wall_ms"] < 2500, r["usage"]
+
+
+@needs_landlock
+def test_a_reply_while_a_call_waits_is_refused(h):
+    """kernel-only: the code writes a call on its own channel and returns without
+    waiting for the answer. The worker's reply comes while the host owes it that
+    answer, which would reach its next exec: the host ends the worker."""
+    code = (
+        "import os, stat\n"
+        f"forged = {frame('add', {'a': 1, 'b': 2})!r}\n"
+        "def sock(fd):\n"
+        "    try:\n"
+        "        return stat.S_ISSOCK(os.fstat(fd).st_mode)\n"
+        "    except OSError:\n"
+        "        return False\n"
+        "fd = [fd for fd in range(3, 64) if sock(fd)][0]\n"
+        "os.write(fd, forged)\n"
+        "1\n"
+    )
+    r, calls = run(h, {"lang": "python", "code": code, "policy": "tooly-ko"},
+                   handler=lambda n, a: (time.sleep(0.5), {"result": 3})[1])
+    assert [c["name"] for c in calls] == ["add"]
+    assert r["ok"] is False and r["error"]["kind"] == "internal_error", r
+    assert r["error"]["message"] == "worker reply refused: sent while its tool call was unanswered", r

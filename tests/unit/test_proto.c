@@ -295,6 +295,7 @@ static struct tp_reply *roundtrip(const struct tp_reply *r, int expect)
 	int rc = tp_msg_reply_decode(buf, n, &l, &out, &err);
 	CHECK_EQ_INT(rc, expect);
 	CHECK(rc == 0 || strncmp(err.msg, "worker reply refused: ", 22) == 0);
+	CHECK(rc != 0 || out.seq == r->seq);
 	/* Every prefix is refused, and so is one trailing byte. */
 	for (size_t k = 0; rc == 0 && k < n; k++) {
 		struct tp_reply cut;
@@ -325,7 +326,7 @@ static struct tp_reply failure(enum tp_kind kind, const char *msg)
 
 static void test_check_reply(void)
 {
-	struct tp_reply r = { .ok = 1, .usage = { 1, 2, 500 } }, *d, tmp;
+	struct tp_reply r = { .seq = ~0ull, .ok = 1, .usage = { 1, 2, 500 } }, *d, tmp;
 	struct tp_err err = { 0 };
 	struct tp_limits l = reply_caps();
 
@@ -376,7 +377,7 @@ static void test_check_reply(void)
 	buf[4] = TP_MSG_VERSION + 1;
 	CHECK_EQ_INT(tp_msg_reply_decode(buf, n, &l, &tmp, &err), -1);
 	buf[4] = TP_MSG_VERSION;
-	buf[8] = 2; /* ok is neither 0 nor 1 */
+	buf[16] = 2; /* ok (after the header and seq) is neither 0 nor 1 */
 	CHECK_EQ_INT(tp_msg_reply_decode(buf, n, &l, &tmp, &err), -1);
 	free(buf);
 	json_decref(r.value);
@@ -389,7 +390,8 @@ static void test_check_reply(void)
 static void test_request_msg(void)
 {
 	json_t *in = json_loads("{\"x\": [1, {\"y\": null}]}", 0, NULL);
-	struct tp_request req = { .code = "return\0 x",
+	struct tp_request req = { .seq = 0x0102030405060708ull,
+				  .code = "return\0 x",
 				  .code_len = 9,
 				  .inputs = in,
 				  .has_seed = 1,
@@ -405,6 +407,7 @@ static void test_request_msg(void)
 	CHECK(out.code_len == 9 && memcmp(out.code, req.code, 9) == 0);
 	CHECK(json_equal(out.inputs, in));
 	CHECK(out.has_seed == 1 && out.seed == 1ull << 63);
+	CHECK(out.seq == 0x0102030405060708ull);
 	CHECK(memcmp(&out.limits, &req.limits, sizeof out.limits) == 0);
 	tp_request_free(&out);
 	for (size_t k = 0; k < n; k++)
