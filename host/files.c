@@ -70,8 +70,13 @@ int tp_files_setup(struct tp_host *h, struct tp_err *err)
 	return 0;
 }
 
-/* Everything beneath dirfd, never following a link; depth-bounded. */
-static void remove_beneath(int dirfd, int depth)
+/* Directories this deep are moved up to the root of the removal rather than
+ * entered (the recursion and its fds stay bounded); the next pass takes them. */
+#define REMOVE_DEPTH 32
+
+/* Everything beneath dirfd, never following a link. A directory deeper than
+ * REMOVE_DEPTH is renamed into rootfd and *moved set. */
+static void remove_pass(int rootfd, int dirfd, int depth, int *moved)
 {
 	int fd = dup(dirfd);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -88,11 +93,22 @@ static void remove_beneath(int dirfd, int depth)
 		struct stat st;
 		if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
 			continue;
-		if (S_ISDIR(st.st_mode) && depth < 64) {
+		if (S_ISDIR(st.st_mode) && depth >= REMOVE_DEPTH) {
+			static unsigned long n;
+			char up[48];
+			int rc;
+			do {
+				snprintf(up, sizeof up, ".tp-deep-%lu", ++n);
+				rc = renameat2(dirfd, de->d_name, rootfd, up, RENAME_NOREPLACE);
+			} while (rc != 0 && errno == EEXIST);
+			if (rc == 0)
+				*moved =
+				    1; /* else it stays: a pass that moves nothing is the last */
+		} else if (S_ISDIR(st.st_mode)) {
 			int sub = openat(dirfd, de->d_name,
 					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub >= 0) {
-				remove_beneath(sub, depth + 1);
+				remove_pass(rootfd, sub, depth + 1, moved);
 				close(sub);
 			}
 			unlinkat(dirfd, de->d_name, AT_REMOVEDIR);
@@ -103,10 +119,22 @@ static void remove_beneath(int dirfd, int depth)
 	closedir(d);
 }
 
+/* Everything beneath dirfd, however deep (code in a session can make a tree
+ * of any depth): each pass lifts what lies too deep to the top. */
+static void remove_beneath(int dirfd)
+{
+	for (int pass = 0; pass < 100000; pass++) {
+		int moved = 0;
+		remove_pass(dirfd, dirfd, 0, &moved);
+		if (!moved)
+			break;
+	}
+}
+
 void tp_files_teardown(struct tp_host *h)
 {
 	if (h->ws_base_fd >= 0) {
-		remove_beneath(h->ws_base_fd, 0);
+		remove_beneath(h->ws_base_fd);
 		close(h->ws_base_fd);
 		rmdir(h->ws_base);
 	}
@@ -144,7 +172,7 @@ void tp_files_remove(struct tp_host *h, struct session *s)
 {
 	if (s->ws_dir < 0)
 		return;
-	remove_beneath(s->ws_dir, 0);
+	remove_beneath(s->ws_dir);
 	close(s->ws_dir);
 	s->ws_dir = -1;
 	unlinkat(h->ws_base_fd, s->id, AT_REMOVEDIR);
@@ -251,10 +279,22 @@ static json_t *do_put(struct tp_host *h, struct session *s, const char *path,
 	}
 	const char *leaf;
 	int dir = walk(s->ws_dir, path, 1, &leaf);
-	int fd = dir >= 0 ? openat(dir, leaf, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-				   0600)
-			  : -1;
+	/* Non-blocking: code may have left a FIFO there, which would hold the
+	 * host in open() or write() for as long as it likes. */
+	int fd =
+	    dir >= 0
+		? openat(dir, leaf,
+			 O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600)
+		: -1;
 	int e = errno;
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+		close(fd);
+		snprintf(msg, len, "'%.200s' in the workspace is not a regular file", path);
+		if (dir >= 0)
+			close(dir);
+		return NULL;
+	}
 	if (dir >= 0)
 		close(dir);
 	size_t off = 0;

@@ -309,3 +309,47 @@ def test_an_unclosed_file_is_written_when_the_exec_ends(pol_dir):
     finally:
         h.close()
         shutil.rmtree(out, ignore_errors=True)
+
+
+def test_a_fifo_left_by_code_cannot_hold_the_host(h):
+    """Code leaves a FIFO where the client will put a file (and one it holds
+    open for reading). The host never blocks in open() or write(): each put is
+    refused at once, and the host goes on answering."""
+    sid, ws = open_ws(h)
+    r = ex(h, sid, "import os\nos.mkfifo('pipe')\n1")
+    if r["ok"] is False:  # a policy without mkfifo: plant it as the code would have
+        os.mkfifo(os.path.join(ws, "pipe"))
+    assert os.path.exists(os.path.join(ws, "pipe"))
+    r = files(h, "put", session_id=sid, path="pipe", data=b64(b"x"))
+    assert r["error"]["code"] == INVALID, r
+    assert "pipe" in r["error"]["message"], r
+    fd = os.open(os.path.join(ws, "pipe"), os.O_RDONLY | os.O_NONBLOCK)  # a reader now
+    try:
+        r = files(h, "put", session_id=sid, path="pipe", data=b64(b"x"))
+        assert r["error"]["message"] == "'pipe' in the workspace is not a regular file", r
+        assert os.read(fd, 10) == b""  # nothing was written into it
+    finally:
+        os.close(fd)
+    r = files(h, "get", session_id=sid, path="pipe")
+    assert r["error"]["code"] == INVALID, r
+    assert h.call("ping")["result"] == {}
+    h.call("sandbox/session/close", {"session_id": sid})
+    assert not os.path.exists(ws)
+
+
+def test_a_tree_of_any_depth_goes_with_its_session(h):
+    """Code can make directories far deeper than the host would recurse: the
+    workspace still goes whole when the session ends."""
+    sid, ws = open_ws(h)
+    r = ex(h, sid, "import os\nfor i in range(300):\n    os.mkdir('d')\n    os.chdir('d')\n"
+                   "open('leaf', 'w').write('x')\n1")
+    if r["ok"] is False:  # no os.mkdir in this policy: make the tree as the code would have
+        p = ws
+        for _ in range(300):
+            p = os.path.join(p, "d")
+            os.mkdir(p)
+        with open(os.path.join(p, "leaf"), "w") as f:
+            f.write("x")
+    assert os.path.exists(os.path.join(ws, *["d"] * 300, "leaf"))
+    h.call("sandbox/session/close", {"session_id": sid})
+    assert not os.path.exists(ws)
