@@ -709,10 +709,11 @@ static int parse_section(struct ctx *c, int k, const json_t *v, struct parsed *o
 	case K_ISOLATION:
 		if (get_str(c, v, 32, &p->isolation) < 0)
 			return -1;
-		if (strcmp(p->isolation, "process") != 0)
+		if (strcmp(p->isolation, "process") != 0 && strcmp(p->isolation, "state") != 0)
 			return bad(c,
 				   "'%.32s' is not an isolation tidepool has: \"process\" (a "
-				   "fresh process for every exec)",
+				   "fresh process for every exec) or \"state\" (Lua: a fresh "
+				   "Lua state for every exec, in a worker that serves several)",
 				   p->isolation);
 		return 0;
 	case K_RATE: {
@@ -864,6 +865,11 @@ static int merge(struct tp_policy *child, const struct written *w, const struct 
 				     tp_limit_get(&parent->limits, (enum tp_limit_id)i));
 	if (!(w->top & (1u << K_LAYER)))
 		c->language_layer = parent->language_layer;
+	if (!(w->top & (1u << K_ISOLATION))) {
+		free(c->isolation);
+		c->isolation = strdup(parent->isolation);
+		rc |= c->isolation == NULL;
+	}
 	if (!(w->lua & 1))
 		rc |= strv_copy(&c->lua_libraries, &parent->lua_libraries);
 	if (!(w->lua & 2))
@@ -947,6 +953,12 @@ static int check_effective(const struct tp_policy *p, const char *file, struct t
 				  "%s: policy '%s': filesystem.file_bytes must be set (1 .. %llu) "
 				  "when filesystem.write grants paths",
 				  file, p->name, 1ull << 30);
+	if (strcmp(p->isolation, "state") == 0 && !p->language_layer)
+		return tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0,
+				  "%s: policy '%s': isolation \"state\" needs the language layer: "
+				  "without it, code can corrupt its worker's memory and reach the "
+				  "next exec in it",
+				  file, p->name);
 	if (p->fs_read.n + p->fs_write.n > 16)
 		return tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0,
 				  "%s: policy '%s': filesystem grants %zu paths; at most 16", file,

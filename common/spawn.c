@@ -10,8 +10,9 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-/* 'S' (a one-shot worker) or 'L' (a session's, long-lived), the output area's
- * size, and two fds (SCM_RIGHTS). */
+/* 'S' (a one-shot worker), 'L' (a session's, long-lived) or 'R' (isolation
+ * "state": reused for one-shot execs), the output area's size, and two fds
+ * (SCM_RIGHTS; a session's third is its workspace). */
 struct spawn_msg {
 	char body[1 + sizeof(uint32_t)];
 	struct iovec iov;
@@ -32,16 +33,19 @@ static void spawn_msg_init(struct spawn_msg *m)
 				 .msg_controllen = sizeof m->u.buf };
 }
 
-int tp_spawn_send(int ctl, int chan_fd, int shm_fd, uint32_t area_bytes, int session, int ws_fd)
+static const char kind_letter[] = { 'S', 'L', 'R' };
+
+int tp_spawn_send(int ctl, int chan_fd, int shm_fd, uint32_t area_bytes, enum tp_spawn_kind kind,
+		  int ws_fd)
 {
 	struct spawn_msg m;
 	int fds[3] = { chan_fd, shm_fd, ws_fd };
-	size_t nfds = session && ws_fd > 2 ? 3 : 2;
+	size_t nfds = kind == TP_SPAWN_SESSION && ws_fd > 2 ? 3 : 2;
 
 	spawn_msg_init(&m);
 	m.mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
 	struct cmsghdr *c = CMSG_FIRSTHDR(&m.mh);
-	m.body[0] = session ? 'L' : 'S';
+	m.body[0] = kind_letter[kind];
 	memcpy(m.body + 1, &area_bytes, sizeof area_bytes);
 	c->cmsg_level = SOL_SOCKET;
 	c->cmsg_type = SCM_RIGHTS;
@@ -50,7 +54,8 @@ int tp_spawn_send(int ctl, int chan_fd, int shm_fd, uint32_t area_bytes, int ses
 	return sendmsg(ctl, &m.mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof m.body ? 0 : -1;
 }
 
-int tp_spawn_recv(int ctl, int *chan, int *shm, uint32_t *area, int *session, int *ws_fd)
+int tp_spawn_recv(int ctl, int *chan, int *shm, uint32_t *area, enum tp_spawn_kind *kind,
+		  int *ws_fd)
 {
 	struct spawn_msg m;
 	ssize_t n;
@@ -62,8 +67,9 @@ int tp_spawn_recv(int ctl, int *chan, int *shm, uint32_t *area, int *session, in
 	if (n <= 0)
 		return 0;
 	struct cmsghdr *c = CMSG_FIRSTHDR(&m.mh);
-	if (n != sizeof m.body || (m.body[0] != 'S' && m.body[0] != 'L') || c == NULL ||
-	    c->cmsg_type != SCM_RIGHTS ||
+	const char *k =
+	    n == sizeof m.body ? memchr(kind_letter, m.body[0], sizeof kind_letter) : NULL;
+	if (k == NULL || m.body[0] == '\0' || c == NULL || c->cmsg_type != SCM_RIGHTS ||
 	    (c->cmsg_len != CMSG_LEN(2 * sizeof(int)) &&
 	     (m.body[0] != 'L' || c->cmsg_len != CMSG_LEN(3 * sizeof(int)))))
 		return -1;
@@ -73,7 +79,7 @@ int tp_spawn_recv(int ctl, int *chan, int *shm, uint32_t *area, int *session, in
 	*shm = fds[1];
 	*ws_fd = fds[2];
 	memcpy(area, m.body + 1, sizeof *area);
-	*session = m.body[0] == 'L';
+	*kind = (enum tp_spawn_kind)(k - kind_letter);
 	return 1;
 }
 

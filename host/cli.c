@@ -18,6 +18,7 @@
 #include "limits.h"
 #include "policy.h"
 #include "seccomp_policy.h"
+#include "spawn.h"
 
 #define MAX_FILE (8u << 20)
 
@@ -188,6 +189,17 @@ void tp_cli_explain(FILE *f, const struct tp_policy *p)
 		fprintf(f, "  %-16s%s\n", "refused",
 			"everything else, as policy_violation naming the policy");
 	}
+	fprintf(f, "\nprocess layer:\n");
+	if (strcmp(p->isolation, "state") == 0)
+		fprintf(f,
+			"  isolation       state: each Lua exec in a fresh Lua state, in a worker "
+			"that serves\n"
+			"                  up to %d of them; a new worker after any limit, crash, "
+			"stop or\n"
+			"                  refusal (Python: a fresh process for every exec)\n",
+			TP_STATE_MAX_EXECS);
+	else
+		fprintf(f, "  isolation       process: a fresh process for every exec\n");
 	fprintf(f, "\nfilesystem (Landlock and seccomp in the kernel, shims in the language):\n");
 	print_list(f, "read", &p->fs_read, "(none)");
 	print_list(f, "read-write", &p->fs_write, "(none)");

@@ -63,6 +63,36 @@ static int common_params(const json_t *p, const struct tp_exec_session *sess,
 	return refuse(err, "%.300s (policy '%s')", why.msg, out->policy->name);
 }
 
+/* The exec's isolation: the policy's, or "process" when the request asks for
+ * it. A request may only go from "state" to "process", never the other way. */
+static int isolation(const json_t *params, struct tp_exec_params *out, struct tp_err *err)
+{
+	json_t *iso = json_object_get(params, "isolation");
+	const char *want = json_string_value(iso);
+	const char *pol = out->policy->isolation;
+	out->state = out->lang == TP_LANG_LUA && strcmp(pol, "state") == 0;
+	if (iso == NULL || json_is_null(iso))
+		return 0;
+	if (want == NULL || (strcmp(want, "process") != 0 && strcmp(want, "state") != 0))
+		return refuse(err, "'isolation' must be \"process\" or \"state\"");
+	if (strcmp(want, "process") == 0) {
+		out->state = 0;
+		return 0;
+	}
+	if (out->lang != TP_LANG_LUA)
+		return refuse(err,
+			      "isolation \"state\" is for Lua: %s execs each get a fresh "
+			      "process",
+			      tp_langs[out->lang].title);
+	if (!out->state)
+		return refuse(err,
+			      "isolation \"state\" is looser than policy '%s' gives (\"%s\"): a "
+			      "request may ask \"process\" of a \"state\" policy, never the "
+			      "other way",
+			      out->policy->name, pol);
+	return 0;
+}
+
 int tp_exec_params_session_id(const json_t *params, const char **id, struct tp_err *err)
 {
 	json_t *s = json_is_object(params) ? json_object_get(params, "session_id") : NULL;
@@ -109,8 +139,8 @@ int tp_exec_params_parse(const json_t *params, const struct tp_exec_policies *po
 			 const struct tp_exec_session *sess, struct tp_exec_params *out,
 			 struct tp_err *err)
 {
-	static const char *const keys[] = { "lang", "code",   "policy", "limits", "session_id",
-					    "seed", "inputs", "stream", NULL };
+	static const char *const keys[] = { "lang", "code",   "policy", "limits",    "session_id",
+					    "seed", "inputs", "stream", "isolation", NULL };
 	memset(out, 0, sizeof *out);
 	if (!json_is_object(params))
 		return refuse(err, "params must be an object");
@@ -124,6 +154,10 @@ int tp_exec_params_parse(const json_t *params, const struct tp_exec_policies *po
 	if (out->session_id != NULL && sess == NULL)
 		return refuse(err, "unknown session '%.40s'", out->session_id);
 	if (sess != NULL) {
+		json_t *iso = json_object_get(params, "isolation");
+		if (iso != NULL && !json_is_null(iso))
+			return refuse(err, "'isolation' is for one-shot execs: a session keeps its "
+					   "state from one exec to the next by design");
 		/* The session fixed both: a request may repeat them, never change them. */
 		json_t *lang = json_object_get(params, "lang");
 		json_t *pol = json_object_get(params, "policy");
@@ -145,7 +179,9 @@ int tp_exec_params_parse(const json_t *params, const struct tp_exec_policies *po
 	if (lang == NULL || named_policy(params, pols, &out->policy, err) != 0)
 		return -1;
 	out->lang = lang->id;
-	return common_params(params, NULL, out, err);
+	if (common_params(params, NULL, out, err) != 0)
+		return -1;
+	return isolation(params, out, err);
 }
 
 int tp_exec_params_tool_session(const json_t *params, const char **session, struct tp_err *err)

@@ -51,6 +51,7 @@ struct tp_exec_params {
 	const char *session_id; /* borrowed; NULL: one-shot */
 	int stream;             /* sandbox/exec's "stream": true (host/stream.c) */
 	json_t *progress_token; /* tools/call's _meta.progressToken (borrowed), or NULL */
+	int state;              /* isolation "state": a reused worker, a fresh Lua state */
 };
 
 /* The session_id an exec names (a string), or NULL; -1 when it is not a string. */

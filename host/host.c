@@ -80,6 +80,14 @@ void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *er
 	};
 	const struct tp_hpolicy *hp = &h->hp[e->zi / TP_NLANGS];
 	json_t *res = tp_result_build(&o);
+	if (res != NULL && e->sess == NULL && e->session_id[0] == '\0' &&
+	    tp_pool_zygote_state(h, w->zi))
+		/* Under a policy of isolation "state": what this exec had, and
+		 * whether its process was fresh (worker_exec 1) or served before. */
+		json_object_set_new(res, "isolation",
+				    json_pack("{s:s, s:I}", "level",
+					      e->p.state ? "state" : "process", "worker_exec",
+					      (json_int_t)w->uses + 1));
 	if (res != NULL && e->session_id[0] != '\0') {
 		/* Lost: its worker is gone (killed, crashed, or the session closed). */
 		int lost = e->sess == NULL || w->exited || w->killed || w->reply == NULL;

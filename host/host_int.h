@@ -25,6 +25,7 @@
 #include "langs.h"
 #include "linebuf.h"
 #include "shm.h"
+#include "spawn.h"
 
 #define OUT_INITIAL (64u << 10)     /* the output buffer's first size (output.c) */
 #define MAX_OUT_PENDING (16u << 20) /* stop reading stdin while this much is unwritten */
@@ -87,6 +88,8 @@ struct worker {
 	int stop_pending;     /* stop its exec as soon as the pid is known */
 	int killed;           /* SIGKILL sent (or pending): it serves nothing more */
 	struct session *sess; /* a session's worker, or NULL (one-shot) */
+	int state;            /* isolation "state": serves one-shot execs until replaced */
+	unsigned uses;        /* execs it has answered (a state worker is reused) */
 };
 
 /* A session: one worker whose globals persist between its execs (session.c). */
@@ -244,7 +247,10 @@ double tp_sess_next_timeout(const struct tp_host *h, double now);
 int tp_sess_worker_idle(const struct worker *w);
 
 /* pool.c, for sessions: a worker of zygote zi (session: a session's), or NULL. */
-struct worker *tp_pool_spawn(struct tp_host *h, int zi, int session, int ws_fd);
+struct worker *tp_pool_spawn(struct tp_host *h, int zi, enum tp_spawn_kind kind, int ws_fd);
+/* The zygote's one-shot execs may run with isolation "state" (its policy says
+ * so, and its language has it). */
+int tp_pool_zygote_state(const struct tp_host *h, int zi);
 /* Grows the poll arrays to hold n more workers; 0, or -1 out of memory. */
 int tp_pool_reserve(struct tp_host *h, int n);
 

@@ -244,7 +244,13 @@ static int new_page(struct worker *w)
 	return fd;
 }
 
-struct worker *tp_pool_spawn(struct tp_host *h, int zi, int session, int ws_fd)
+int tp_pool_zygote_state(const struct tp_host *h, int zi)
+{
+	const struct zygote *z = &h->zyg[zi];
+	return z->lang->id == TP_LANG_LUA && strcmp(z->policy->isolation, "state") == 0;
+}
+
+struct worker *tp_pool_spawn(struct tp_host *h, int zi, enum tp_spawn_kind kind, int ws_fd)
 {
 	int sv[2], page;
 	struct zygote *z = &h->zyg[zi];
@@ -263,6 +269,7 @@ struct worker *tp_pool_spawn(struct tp_host *h, int zi, int session, int ws_fd)
 		return NULL;
 	h->nworkers++;
 	w->zi = zi;
+	w->state = kind == TP_SPAWN_STATE;
 	w->area = tp_zygote_area_bytes(z->policy);
 	w->chan = -1;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
@@ -271,7 +278,7 @@ struct worker *tp_pool_spawn(struct tp_host *h, int zi, int session, int ws_fd)
 		return NULL;
 	}
 	page = new_page(w);
-	if (page < 0 || tp_spawn_send(z->ctl, sv[1], page, w->area, session, ws_fd) != 0) {
+	if (page < 0 || tp_spawn_send(z->ctl, sv[1], page, w->area, kind, ws_fd) != 0) {
 		if (page >= 0)
 			close(page);
 		close(sv[1]);
@@ -431,7 +438,9 @@ static void refill_lang(struct tp_host *h, int zi)
 	if (queued > 0 && warm == 0 && live >= h->cfg.max_workers && evict_warm(h, zi) == 0)
 		live--;
 	while (warm < target && live < h->cfg.max_workers) {
-		if (tp_pool_spawn(h, zi, 0, 0) == NULL)
+		if (tp_pool_spawn(h, zi,
+				  tp_pool_zygote_state(h, zi) ? TP_SPAWN_STATE : TP_SPAWN_ONESHOT,
+				  0) == NULL)
 			break;
 		warm++;
 		live++;
@@ -445,15 +454,64 @@ static void refill(struct tp_host *h)
 }
 
 /* The worker that can take e now: its session's when idle, or a warm one of
- * its zygote (the oldest: the most likely done with its lockdown). */
+ * its zygote (the oldest: the most likely done with its lockdown). Isolation
+ * "state" takes a used one first; "process" only one that never ran an exec,
+ * and when a state zygote's warm workers have all been used, one of them goes
+ * so that a fresh one is made. */
 static struct worker *worker_for(struct tp_host *h, const struct exec *e)
 {
+	struct worker *fresh = NULL, *used = NULL;
 	if (e->sess != NULL)
 		return tp_sess_worker_idle(e->sess->w) ? e->sess->w : NULL;
-	for (struct worker *w = h->workers; w != NULL; w = w->next)
-		if (is_warm(w) && w->zi == e->zi)
-			return w;
-	return NULL;
+	for (struct worker *w = h->workers; w != NULL; w = w->next) {
+		if (!is_warm(w) || w->zi != e->zi)
+			continue;
+		if (w->uses == 0 && fresh == NULL)
+			fresh = w;
+		if (w->uses > 0 && used == NULL)
+			used = w;
+	}
+	if (e->p.state)
+		return used != NULL ? used : fresh;
+	if (fresh == NULL && used != NULL)
+		tp_pool_kill_worker(used); /* the refill makes a fresh one */
+	return fresh;
+}
+
+/* After its reply, a state worker serves again when its exec ended as code
+ * ends (a value, or the code's own error: syntax, runtime, inputs, result) and
+ * nothing else happened: no limit, no stop, no host verdict, nothing unsent. */
+static int reusable(const struct tp_host *h, const struct worker *w)
+{
+	const struct exec *e = w->exec;
+	const struct tp_reply *r = w->reply;
+	if (!w->state || !e->p.state || w->killed || w->exited || r == NULL ||
+	    w->uses + 1 >= TP_STATE_MAX_EXECS || !h->stdin_open || e->cancelled ||
+	    e->stop_deadline > 0 || w->stop_pending || tp_err_failed(&e->verdict) ||
+	    e->tool_pending[0] != '\0' || w->tx != NULL || w->shm->tripped != 0 || w->shm->stop)
+		return 0;
+	if (r->ok)
+		return 1;
+	switch (r->error.kind) {
+	case TP_KIND_SYNTAX_ERROR:
+	case TP_KIND_RUNTIME_ERROR:
+	case TP_KIND_INPUT_ERROR:
+	case TP_KIND_RESULT_ERROR: return 1;
+	default: return 0;
+	}
+}
+
+/* A state worker back in the warm pool, its exec answered. */
+static void recycle(struct worker *w)
+{
+	w->cpu_prior += (double)w->reply->usage.cpu_us / 1000.0;
+	w->uses++;
+	tp_host_exec_free(w->exec);
+	w->exec = NULL;
+	w->answered = 0;
+	tp_reply_free(w->reply);
+	free(w->reply);
+	w->reply = NULL;
 }
 
 static int same_flow(const struct exec *a, const struct exec *b)
@@ -634,6 +692,10 @@ static void take_reply(struct tp_host *h, struct worker *w, const char *buf, siz
 			return;
 		}
 		tp_host_finish(h, w, NULL);
+		if (reusable(h, w)) {
+			recycle(w);
+			return;
+		}
 	}
 	tp_pool_kill_worker(w); /* one-shot: it has said all it may say */
 }

@@ -196,7 +196,7 @@ struct session *tp_sess_create(struct tp_host *h, const struct tp_exec_session *
 		free(s);
 		return NULL;
 	}
-	s->w = tp_pool_spawn(h, s->zi, 1, ws);
+	s->w = tp_pool_spawn(h, s->zi, TP_SPAWN_SESSION, ws);
 	if (ws > 0)
 		close(ws); /* the zygote has its own copy, queued with the spawn */
 	if (s->w == NULL) {

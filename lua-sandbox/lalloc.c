@@ -6,6 +6,7 @@
 #include "lalloc.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void tp_lalloc_init(struct tp_lalloc *a, size_t limit)
 {
@@ -45,6 +46,8 @@ void *tp_lalloc(void *ud, void *ptr, size_t osize, size_t nsize)
 	void *p;
 
 	if (nsize == 0) {
+		if (a->scrub && ptr != NULL)
+			explicit_bzero(ptr, old);
 		free(ptr);
 		a->current -= old;
 		return NULL;
@@ -52,7 +55,21 @@ void *tp_lalloc(void *ud, void *ptr, size_t osize, size_t nsize)
 	/* Only growth can be refused: Lua assumes shrinking never fails. */
 	if (nsize > old && over_limit(a, nsize - old))
 		return refuse(a, nsize - old);
-	p = realloc(ptr, nsize);
+	if (a->scrub && ptr != NULL) {
+		if (nsize < old) { /* the tail goes back in place */
+			explicit_bzero((char *)ptr + nsize, old - nsize);
+			p = realloc(ptr, nsize);
+		} else { /* realloc could move it and leave the old bytes behind */
+			p = malloc(nsize);
+			if (p != NULL) {
+				memcpy(p, ptr, old);
+				explicit_bzero(ptr, old);
+				free(ptr);
+			}
+		}
+	} else {
+		p = realloc(ptr, nsize);
+	}
 	if (p == NULL)
 		return nsize > old ? refuse(a, nsize - old) : NULL;
 	a->current = a->current - old + nsize;

@@ -6,7 +6,9 @@
  *   2. tp_lalloc_set_limit() arms the exec's memory_bytes; tp_lalloc_reset_peak()
  *      makes the peak count from the exec's start.
  *   3. Read current, peak, refusals and refused_total at any time.
- * Pure: no syscalls of its own (realloc/free only), safe to read from a signal handler.
+ * Pure: no syscalls of its own (malloc/realloc/free only), safe to read from a
+ * signal handler. With scrub set (isolation "state"), no byte the heap held
+ * goes back to malloc unzeroed: a block that moves is copied, then zeroed.
  */
 #ifndef TP_LALLOC_H
 #define TP_LALLOC_H
@@ -19,6 +21,7 @@ struct tp_lalloc {
 	size_t peak;          /* highest current since init or tp_lalloc_reset_peak() */
 	size_t refusals;      /* growth requests refused (Lua may retry after a GC) */
 	size_t refused_total; /* current + requested growth at the last refusal */
+	int scrub;            /* zero every byte before it goes back to malloc */
 };
 
 void tp_lalloc_init(struct tp_lalloc *a, size_t limit);

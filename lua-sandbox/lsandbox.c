@@ -454,9 +454,11 @@ static int result_failure(struct tp_failure *f, const char *message)
 
 /* The values above the message handler, as JSON; NULL with *fail set (a cycle,
  * keys that collide, NaN, a value that cannot be converted) or a trip. */
+static char g_conv_message[TP_LJSON_MESSAGE_MAX]; /* a result error's message */
+
 static json_t *convert_result(lua_State *L, const char **fail)
 {
-	static char message[TP_LJSON_MESSAGE_MAX];
+	char *message = g_conv_message;
 	struct tp_ljson_caps caps = { g_lim.result_depth, g_lim.result_bytes };
 	struct tp_ljson_out out;
 
@@ -479,7 +481,7 @@ static json_t *convert_result(lua_State *L, const char **fail)
 	case TP_LJSON_CYCLE: *fail = "cycle in returned value"; break;
 	case TP_LJSON_KEYS:
 	case TP_LJSON_NUMBER:
-		memcpy(message, out.message, sizeof message);
+		memcpy(message, out.message, sizeof g_conv_message);
 		*fail = message;
 		break;
 	case TP_LJSON_LUAERR:
@@ -614,19 +616,52 @@ static int on_panic(lua_State *L)
 	_exit(TP_EXIT_FATAL);
 }
 
+/* Isolation "state": setmetatable refuses a metatable with __gc. A finalizer
+ * is code that runs after its exec (when the state is collected or closed),
+ * where the next exec's request may already wait: nothing of an exec may. */
+static int setmetatable_no_gc(lua_State *L)
+{
+	if (lua_type(L, 2) == LUA_TTABLE) {
+		lua_pushliteral(L, "__gc");
+		if (lua_rawget(L, 2) != LUA_TNIL) {
+			char msg[256];
+			const struct tp_policy *p = tp_sandbox_policy();
+			snprintf(msg, sizeof msg,
+				 "a __gc metamethod is not available under isolation \"state\" "
+				 "(policy %s): nothing of an exec may run after it",
+				 p ? p->name : "?");
+			return tp_lua_guard_refuse(L, TP_KIND_POLICY_VIOLATION, msg);
+		}
+		lua_pop(L, 1);
+	}
+	lua_pushvalue(L, lua_upvalueindex(1));
+	lua_insert(L, 1);
+	lua_call(L, lua_gettop(L) - 1, 1);
+	return 1;
+}
+
 static int zygote_main(lua_State *L)
 {
+	const struct tp_policy *p = tp_sandbox_policy();
 	tp_lenv_open(L); /* keeps the stock math.randomseed at SEED_KEY */
 	open_tools(L);
+	if (p != NULL && strcmp(p->isolation, "state") == 0) {
+		lua_getglobal(L, "setmetatable");
+		if (lua_isfunction(L, -1)) {
+			lua_pushcclosure(L, setmetatable_no_gc, 1);
+			lua_setglobal(L, "setmetatable");
+		} else {
+			lua_pop(L, 1);
+		}
+	}
 	return 0;
 }
 
-int tp_lua_zygote_init(struct tp_err *err)
+/* The pristine state: the policy's environment, nothing of any exec. */
+static int build_state(struct tp_err *err, int scrub)
 {
-	if (g_L != NULL)
-		return 0;
-	tzset(); /* reads TZ's zone file now: after lockdown no file can be opened */
 	tp_lalloc_init(&g_alloc, 0);
+	g_alloc.scrub = scrub;
 	g_L = lua_newstate(tp_lalloc, &g_alloc);
 	if (g_L == NULL)
 		return tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_LANGUAGE, ENOMEM,
@@ -644,6 +679,53 @@ int tp_lua_zygote_init(struct tp_err *err)
 	return 0;
 }
 
+int tp_lua_zygote_init(struct tp_err *err)
+{
+	if (g_L != NULL)
+		return 0;
+	tzset(); /* reads TZ's zone file now: after lockdown no file can be opened */
+	return build_state(err, 0);
+}
+
+/* Any function the old state would run while it closes (a __gc or __close
+ * the code left, Lua or C: print, tools.call) errors at its call instead. */
+static void refuse_all(lua_State *L, lua_Debug *ar)
+{
+	(void)ar;
+	luaL_error(L, "closed");
+}
+
+static void warn_nothing(void *ud, const char *msg, int tocont)
+{
+	(void)ud;
+	(void)msg;
+	(void)tocont;
+}
+
+/* Isolation "state": the exec's state goes, scrubbed block by block, without
+ * running any of its code; a fresh one is built from the policy. */
+static int tp_lua_reset(uint64_t entropy)
+{
+	struct tp_err err = { 0 };
+	if (g_L == NULL)
+		return -1;
+	g_shm = NULL;      /* no output from here on, whatever runs */
+	g_alloc.limit = 0; /* closing only frees; its errors must not fail for memory */
+	g_alloc.scrub = 1;
+	lua_sethook(g_L, refuse_all, LUA_MASKCALL | LUA_MASKCOUNT, 1);
+	lua_setwarnf(g_L, warn_nothing, NULL);
+	lua_close(g_L);
+	g_L = NULL;
+	explicit_bzero(g_refusal, sizeof g_refusal);
+	explicit_bzero(g_conv_message, sizeof g_conv_message);
+	if (g_alloc.current != 0)
+		return -1; /* a block the scrub did not see: do not serve on it */
+	if (build_state(&err, 1) != 0)
+		return -1;
+	reseed(entropy);
+	return 0;
+}
+
 void tp_lua_worker_init(uint64_t entropy)
 {
 	if (g_L != NULL)
@@ -655,4 +737,5 @@ const struct tp_lang tp_lang_lua = {
 	.zygote_init = tp_lua_zygote_init,
 	.worker_init = tp_lua_worker_init,
 	.exec = tp_lua_exec,
+	.reset = tp_lua_reset,
 };

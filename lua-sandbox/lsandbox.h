@@ -7,6 +7,9 @@
  *   2. tp_lua_worker_init(entropy): reseed math.random in a fresh worker.
  *   3. tp_lua_exec(req, shm): run one snippet under the memory, instruction, CPU
  *      and output limits; return the worker reply object.
+ *   4. Isolation "state" (tp_lang_lua.reset): close the exec's state without
+ *      running any of its code, every block zeroed as it is freed, and build a
+ *      fresh one as the zygote did.
  */
 #ifndef TP_LSANDBOX_H
 #define TP_LSANDBOX_H

@@ -30,6 +30,11 @@ struct tp_lang {
 	int (*zygote_init)(struct tp_err *err);
 	void (*worker_init)(uint64_t entropy);
 	int (*exec)(const struct tp_request *req, struct tp_shm *shm, struct tp_reply *out);
+	/* Isolation "state" (NULL: the language has none): after an exec, replace
+	 * the language's whole state with a fresh one built from the policy, the
+	 * old one's memory scrubbed as it is freed; reseed from entropy. 0, or -1
+	 * (the worker then exits: the host makes another). */
+	int (*reset)(uint64_t entropy);
 };
 
 /* The policy this process enforces. A zygote sets the one the host gave it

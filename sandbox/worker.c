@@ -6,6 +6,7 @@
 #include "worker.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,34 @@ static uint64_t entropy(void)
 	return e;
 }
 
+/* Isolation "state": what one exec leaves in memory is zeroed as it is freed,
+ * so the next exec in this worker cannot find it, even through a memory-safety
+ * bug. The Lua heap scrubs itself (lalloc); jansson's values and our buffers
+ * go through these. */
+static int g_scrub;
+
+static void scrub_free(void *p)
+{
+	if (p != NULL && g_scrub)
+		explicit_bzero(p, malloc_usable_size(p));
+	free(p);
+}
+
+static void scrub_text(const char *s, size_t n)
+{
+	if (s != NULL && g_scrub)
+		explicit_bzero((char *)s, n);
+}
+
+/* The C stack below this frame, where the exec's frames were. Noinline: its
+ * own frame is below its caller's, so the caller's locals survive. */
+__attribute__((noinline)) static void scrub_stack(void)
+{
+	char below[256u << 10];
+	explicit_bzero(below, sizeof below);
+	__asm__ volatile("" : : "r"(below) : "memory");
+}
+
 static void reply(int chan, const struct tp_reply *r)
 {
 	size_t len;
@@ -50,7 +79,7 @@ static void reply(int chan, const struct tp_reply *r)
 
 	if (s == NULL || tp_frame_send(chan, s, len) != 0)
 		_exit(TP_EXIT_FATAL);
-	free(s);
+	scrub_free(s);
 }
 
 _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
@@ -71,6 +100,10 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 	/* jansson seeds its hash from /dev/urandom on first use, which lockdown
 	 * forbids: seed it now (a no-op if the zygote already used jansson). */
 	json_object_seed((size_t)(e | 1));
+	if (cfg->state) {
+		g_scrub = 1;
+		json_set_alloc_funcs(malloc, scrub_free);
+	}
 	cfg->lang->worker_init(e);
 
 	int keep[1] = { cfg->chan_fd };
@@ -80,6 +113,8 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 		 * exec; a session's worker runs many, each under its own timer, so its
 		 * backstop is the session's lifetime (the host ends it then). */
 		.cpu_sec = cfg->session ? cfg->session_cpu_sec
+			   : cfg->state ? ((cfg->ceiling.cpu_ms + TP_CPU_GRACE_MS) / 1000 + 1) *
+					      TP_STATE_MAX_EXECS
 					: (cfg->ceiling.cpu_ms + TP_CPU_GRACE_MS) / 1000 + 1,
 		.nofile = cfg->files || cfg->workspace_fd > 2 ? 32 : 8,
 		/* A file in a workspace may hold workspace_bytes (a write grant's
@@ -99,24 +134,47 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 
 	/* Locked down: from here on, only the requests and the language run. A
 	 * one-shot worker serves one; a session's serves until the host closes the
-	 * channel or kills it, each request flagged as the session's. */
-	do {
+	 * channel or kills it, each request flagged as the session's; one of
+	 * isolation "state" serves one-shot execs, each in a fresh state, until the
+	 * host replaces it. */
+	uint32_t used[2] = { 0, 0 }; /* the last exec's output in the page */
+	for (unsigned n = 0;; n++) {
 		size_t len;
 		char *buf = tp_frame_recv(cfg->chan_fd, TP_MSG_MAX_REQUEST, &len);
 		struct tp_request req;
 		struct tp_reply out;
 		if (buf == NULL)
 			_exit(0); /* the host closed the channel: shutdown, or the session ended */
-		if (tp_msg_request_decode(buf, len, &req) != 0 || req.session != cfg->session)
+		if (tp_msg_request_decode(buf, len, &req) != 0 || req.session != cfg->session ||
+		    (cfg->state && n >= TP_STATE_MAX_EXECS))
 			_exit(TP_EXIT_FATAL);
+		scrub_text(buf, len);
 		free(buf);
+		if (cfg->state && n > 0) {
+			/* The host has read the last exec's output: it asked for this one. */
+			explicit_bzero(shm->data, used[0]);
+			explicit_bzero(shm->data + cfg->area_bytes, used[1]);
+		}
 		tp_sandbox_set_workspace(req.workspace);
 		if (cfg->lang->exec(&req, shm, &out) != 0)
 			_exit(TP_EXIT_FATAL);
 		out.seq = req.seq;
+		for (int i = 0; i < 2; i++) {
+			uint32_t l = __atomic_load_n(&shm->len[i], __ATOMIC_ACQUIRE);
+			used[i] = l < cfg->area_bytes ? l : cfg->area_bytes;
+		}
 		reply(cfg->chan_fd, &out);
+		scrub_text(req.code, req.code_len);
 		tp_request_free(&req);
 		tp_reply_free(&out);
-	} while (cfg->session);
+		if (!cfg->session && !cfg->state)
+			break;
+		if (cfg->state) {
+			/* Off the request's path: the host has the reply. */
+			if (cfg->lang->reset(entropy()) != 0)
+				_exit(TP_EXIT_FATAL);
+			scrub_stack();
+		}
+	}
 	_exit(0);
 }

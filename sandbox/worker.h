@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "lang.h"
+#include "spawn.h"
 
 struct tp_worker_cfg {
 	const struct tp_lang *lang;
@@ -24,6 +25,8 @@ struct tp_worker_cfg {
 	uint64_t fsize;   /* RLIMIT_FSIZE: the policy's file_bytes with write grants, else 0 */
 	pid_t host_pid;   /* the worker's parent (CLONE_PARENT): it must die with it */
 	int session;      /* this spawn is a session's: it serves requests until the host ends it */
+	int state;        /* isolation "state": one-shot execs, each in a fresh language state,
+			     until the host replaces it (at most TP_STATE_MAX_EXECS) */
 	int workspace_fd; /* the session's workspace (O_PATH), or 0 */
 	uint64_t workspace_bytes;  /* RLIMIT_FSIZE in a workspace */
 	uint64_t session_as_bytes; /* RLIMIT_AS for a session's worker */

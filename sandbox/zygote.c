@@ -143,11 +143,15 @@ int tp_zygote_main(const char *lang_name, const char *workspace_base)
 		return 1;
 	}
 	for (;;) {
-		int r = tp_spawn_recv(CTL_FD, &cfg.chan_fd, &cfg.shm_fd, &cfg.area_bytes,
-				      &cfg.session, &cfg.workspace_fd);
+		enum tp_spawn_kind kind;
+		int r = tp_spawn_recv(CTL_FD, &cfg.chan_fd, &cfg.shm_fd, &cfg.area_bytes, &kind,
+				      &cfg.workspace_fd);
 		if (r == 0)
 			return 0;
-		if (r < 0 || cfg.area_bytes != policy->limits.output_bytes)
+		cfg.session = kind == TP_SPAWN_SESSION;
+		cfg.state = kind == TP_SPAWN_STATE;
+		if (r < 0 || cfg.area_bytes != policy->limits.output_bytes ||
+		    (cfg.state && (lang->reset == NULL || strcmp(policy->isolation, "state") != 0)))
 			return 1; /* the host broke the protocol: stop rather than guess */
 		pid_t pid = tp_zygote_clone_worker();
 		if (pid == 0) {

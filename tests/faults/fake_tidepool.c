@@ -395,12 +395,13 @@ static _Noreturn void fake_worker(int chan, int shm_fd, uint32_t area)
 
 static int fake_zygote(void)
 {
-	int chan, shm, session;
+	int chan, shm;
+	enum tp_spawn_kind kind;
 	uint32_t area;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_NAME, "tp-zygote");
 	int ws;
-	while (tp_spawn_recv(CTL_FD, &chan, &shm, &area, &session, &ws) == 1) {
+	while (tp_spawn_recv(CTL_FD, &chan, &shm, &area, &kind, &ws) == 1) {
 		pid_t pid = tp_zygote_clone_worker();
 		if (pid == 0) {
 			close(CTL_FD);

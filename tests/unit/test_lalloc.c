@@ -85,9 +85,60 @@ static void test_state(void)
 	CHECK_EQ_INT(a.current, 0); /* every byte came back */
 }
 
+/* Isolation "state": a block goes back to malloc zeroed, whether freed, shrunk
+ * or moved by a growth. glibc hands the same chunk back for the next request
+ * of its size (its per-thread cache is last in, first out), so the bytes the
+ * allocator left in it can be read, but for the cache's own pointers at its
+ * start. Without the scrub, the pattern is there. */
+static size_t leftover(const unsigned char *p, size_t n)
+{
+	size_t k = 0;
+	for (size_t i = 32; i < n; i++)
+		k += p[i] == 0xAB;
+	return k;
+}
+
+static void test_scrub(void)
+{
+	struct tp_lalloc a;
+	tp_lalloc_init(&a, 0);
+	a.scrub = 1;
+	for (int round = 0; round < 2; round++) {
+		unsigned char *p = tp_lalloc(&a, NULL, 0, 200), *q;
+		memset(p, 0xAB, 200);
+		if (round == 0) {
+			tp_lalloc(&a, p, 200, 0); /* freed */
+		} else {
+			q = tp_lalloc(&a, p, 200, 4000); /* moved by a growth */
+			CHECK(q != NULL && q[199] == 0xAB && q[0] == 0xAB);
+			tp_lalloc(&a, q, 4000, 0);
+		}
+		q = malloc(200);
+		CHECK_EQ_INT((long)leftover(q, 200), 0);
+		free(q);
+	}
+	/* shrunk in place: the tail is zero */
+	unsigned char *p = tp_lalloc(&a, NULL, 0, 400);
+	memset(p, 0xAB, 400);
+	p = tp_lalloc(&a, p, 400, 100);
+	CHECK(p != NULL && p[99] == 0xAB);
+	CHECK_EQ_INT(a.current == 100, 1);
+	tp_lalloc(&a, p, 100, 0);
+	CHECK_EQ_INT(a.current == 0, 1);
+	/* the control: without scrub the freed bytes stay */
+	a.scrub = 0;
+	p = tp_lalloc(&a, NULL, 0, 200);
+	memset(p, 0xAB, 200);
+	tp_lalloc(&a, p, 200, 0);
+	unsigned char *q = malloc(200);
+	CHECK(leftover(q, 200) > 100);
+	free(q);
+}
+
 int main(void)
 {
 	test_accounting();
+	test_scrub();
 	test_state();
 	return tp_test_done("test_lalloc");
 }

@@ -150,7 +150,8 @@ static void test_messages(void)
 	refused(
 	    "{\"name\": \"x\", \"isolation\": \"vm\"}",
 	    "p.json:1:15: isolation: 'vm' is not an isolation tidepool has: \"process\" (a fresh "
-	    "process for every exec)");
+	    "process for every exec) or \"state\" (Lua: a fresh Lua state for every exec, in a "
+	    "worker that serves several)");
 	refused("{\"name\": \"x\", \"tools\": [\"a b\"]}",
 		"p.json:1:25: tools[0]: 'a b' is not a tool name: 1 to 64 of A-Z, a-z, 0-9, '_', "
 		"'-', '.'");
