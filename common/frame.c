@@ -6,6 +6,7 @@
 #include "frame.h"
 
 #include <errno.h>
+#include <sys/uio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -138,9 +139,20 @@ int tp_frame_send(int fd, const char *payload, size_t len)
 	if (len > UINT32_MAX)
 		return -1;
 	tp_frame_header(hdr, len);
-	if (write_all(fd, hdr, sizeof hdr) != 0)
+	/* One write for the whole frame: the reader wakes once, not for the
+	 * header and again for the rest. */
+	struct iovec iov[2] = { { hdr, sizeof hdr }, { (void *)payload, len } };
+	ssize_t w;
+	do
+		w = writev(fd, iov, 2);
+	while (w < 0 && errno == EINTR);
+	if (w < 0)
 		return -1;
-	return write_all(fd, payload, len);
+	if ((size_t)w < sizeof hdr)
+		return write_all(fd, hdr + w, sizeof hdr - (size_t)w) != 0
+			   ? -1
+			   : write_all(fd, payload, len);
+	return write_all(fd, payload + ((size_t)w - sizeof hdr), len - ((size_t)w - sizeof hdr));
 }
 
 char *tp_frame_recv(int fd, size_t max, size_t *out_len)

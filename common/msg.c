@@ -464,6 +464,24 @@ fail:
 	return -1;
 }
 
+/* ---- ready ---------------------------------------------------------------------------- */
+
+char *tp_msg_ready_encode(uint64_t seq, size_t *len)
+{
+	struct wbuf w = { 0 };
+	put_header(&w, TP_MSG_READY);
+	put_u64(&w, seq);
+	return finish(&w, len);
+}
+
+int tp_msg_ready_decode(const char *buf, size_t len, uint64_t seq)
+{
+	struct rbuf r = { (const unsigned char *)buf, len, 0, 0, 0 };
+	if (!get_header(&r, TP_MSG_READY) || get_u64(&r) != seq || r.bad || r.off != len)
+		return -1;
+	return 0;
+}
+
 /* ---- tool calls ---------------------------------------------------------------------- */
 
 int tp_msg_type(const char *buf, size_t len)

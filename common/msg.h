@@ -42,7 +42,8 @@ enum tp_msg_type {
 	TP_MSG_REQUEST = 1,
 	TP_MSG_REPLY = 2,
 	TP_MSG_TOOL_CALL = 3,  /* worker → host, while an exec runs */
-	TP_MSG_TOOL_RESULT = 4 /* host → worker, the answer to it */
+	TP_MSG_TOOL_RESULT = 4, /* host → worker, the answer to it */
+	TP_MSG_READY = 5,       /* worker → host: isolation "state", its fresh state is built */
 };
 
 /* A text that may hold any byte; s == NULL means absent. Owned where the
@@ -114,6 +115,11 @@ struct tp_tool_result {
 	json_t *value;          /* TP_TOOL_OK: owned (any JSON value) */
 	struct tp_text message; /* otherwise */
 };
+
+/* The READY message: the header alone, its seq the exec it follows. */
+char *tp_msg_ready_encode(uint64_t seq, size_t *len);
+/* 0 when buf is exactly a READY message following exec seq, else -1. */
+int tp_msg_ready_decode(const char *buf, size_t len, uint64_t seq);
 
 /* The type byte of a message (enum tp_msg_type), or -1 when buf is no message. */
 int tp_msg_type(const char *buf, size_t len);

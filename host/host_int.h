@@ -90,6 +90,8 @@ struct worker {
 	struct session *sess; /* a session's worker, or NULL (one-shot) */
 	int state;            /* isolation "state": serves one-shot execs until replaced */
 	unsigned uses;        /* execs it has answered (a state worker is reused) */
+	uint64_t ready_seq;   /* a state worker building its fresh state after this exec:
+				 warm again when its READY names it; 0 when not resetting */
 };
 
 /* A session: one worker whose globals persist between its execs (session.c). */

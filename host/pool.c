@@ -337,7 +337,8 @@ static int waiting_over_cap(const struct tp_host *h)
 /* A one-shot worker ready for an exec. */
 static int is_warm(const struct worker *w)
 {
-	return w->exec == NULL && !w->exited && !w->killed && w->sess == NULL;
+	return w->exec == NULL && !w->exited && !w->killed && w->sess == NULL &&
+	       w->ready_seq == 0;
 }
 
 /* Live one-shot workers in all (sessions' do not count: their policies bound
@@ -506,6 +507,7 @@ static void recycle(struct worker *w)
 {
 	w->cpu_prior += (double)w->reply->usage.cpu_us / 1000.0;
 	w->uses++;
+	w->ready_seq = w->exec->seq;
 	tp_host_exec_free(w->exec);
 	w->exec = NULL;
 	w->answered = 0;
@@ -643,6 +645,10 @@ static void take_reply(struct tp_host *h, struct worker *w, const char *buf, siz
 {
 	struct tp_err err = { 0 };
 	struct tp_reply *r;
+	if (w->exec == NULL && w->ready_seq != 0 && tp_msg_ready_decode(buf, len, w->ready_seq) == 0) {
+		w->ready_seq = 0; /* its fresh state is built: warm again */
+		return;
+	}
 	if (w->exec == NULL || w->answered) {
 		tp_pool_kill_worker(w); /* unsolicited bytes: the worker is not behaving */
 		return;

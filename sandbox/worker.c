@@ -159,6 +159,7 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 		if (cfg->lang->exec(&req, shm, &out) != 0)
 			_exit(TP_EXIT_FATAL);
 		out.seq = req.seq;
+		uint64_t seq = req.seq;
 		for (int i = 0; i < 2; i++) {
 			uint32_t l = __atomic_load_n(&shm->len[i], __ATOMIC_ACQUIRE);
 			used[i] = l < cfg->area_bytes ? l : cfg->area_bytes;
@@ -174,6 +175,11 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 			if (cfg->lang->reset(entropy()) != 0)
 				_exit(TP_EXIT_FATAL);
 			scrub_stack();
+			/* The host hands it the next exec only now. */
+			char *ready = tp_msg_ready_encode(seq, &len);
+			if (ready == NULL || tp_frame_send(cfg->chan_fd, ready, len) != 0)
+				_exit(TP_EXIT_FATAL);
+			free(ready);
 		}
 	}
 	_exit(0);
