@@ -1,7 +1,7 @@
 # tidepool — one GNU Makefile, read top to bottom: settings, sources, the build,
 # the test stages, the tools.
 #
-#   make            build/tidepool and build/tidepool-python
+#   make            build/tidepool, build/tidepool-python and build/tidepool-lua
 #   make demo       an example session, printing the replies
 #   make test       every test stage, in the order of TEST_STAGES (~6 min)
 #   make bench      latency and cost figures, as ratios measured in one run
@@ -55,7 +55,7 @@ BUILD     := $(BUILD)-failalloc
 endif
 
 # ---- sources -----------------------------------------------------------------
-CORE_SRCS := $(filter-out host/main.c,$(wildcard $(SRC_DIRS:%=%/*.c)))
+CORE_SRCS := $(filter-out host/main.c sandbox/zygote_main_lua.c,$(wildcard $(SRC_DIRS:%=%/*.c)))
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 ifneq ($(SANITIZE),)
 CORE_OBJS += $(BUILD)/obj/tests/sanitize/san_options.o
@@ -73,7 +73,7 @@ FORMAT_SRCS = $(filter-out py-sandbox/pyshim.c common/presets.c,$(CORE_SRCS)) ho
 
 # ---- entry points ------------------------------------------------------------
 all: deps
-	@$(MAKE) --no-print-directory $(BUILD)/tidepool $(BUILD)/tidepool-python
+	@$(MAKE) --no-print-directory $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \
@@ -101,14 +101,16 @@ test: deps
 bench: all
 	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) tests/bench/bench.py
 
-# The two binaries sit in one directory: the host runs tidepool-python from
-# beside itself.
+# The three binaries sit in one directory: the host runs tidepool-python and
+# tidepool-lua (its zygotes) from beside itself.
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(BUILD)/tidepool $(BUILD)/tidepool-python $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua \
+	  $(DESTDIR)$(PREFIX)/bin/
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/tidepool $(DESTDIR)$(PREFIX)/bin/tidepool-python
+	rm -f $(DESTDIR)$(PREFIX)/bin/tidepool $(DESTDIR)$(PREFIX)/bin/tidepool-python \
+	  $(DESTDIR)$(PREFIX)/bin/tidepool-lua
 
 clean:
 	rm -rf build build-san build-failalloc build-san-failalloc build-fuzz
@@ -132,6 +134,18 @@ $(BUILD)/tidepool-python: $(MAIN_OBJ) $(CORE_OBJS)
 	$(CC) $(LDFLAGS) -no-pie -Wl,-E -o $@ $^ -Wl,-Bstatic $(STATIC_LIBS) \
 	  -Wl,-Bdynamic $(PY_STATIC) -lz -lexpat -lutil -lm -ldl -lpthread
 
+# The Lua zygote's binary: the zygote and worker code without CPython (nothing
+# of host/ or py-sandbox/), so the process every Lua worker is forked from maps
+# no libpython. The host falls back to its own binary when it is not beside it.
+LUA_OBJS = $(filter $(BUILD)/obj/common/% $(BUILD)/obj/sandbox/% $(BUILD)/obj/lua-sandbox/%,\
+             $(filter-out $(BUILD)/obj/sandbox/lang.o,$(CORE_OBJS))) \
+           $(BUILD)/obj/sandbox/lang_lua.o $(BUILD)/obj/sandbox/zygote_main_lua.o
+$(BUILD)/obj/sandbox/lang_lua.o: sandbox/lang.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -DTP_LUA_ONLY $(CFLAGS) -c $< -o $@
+$(BUILD)/tidepool-lua: $(LUA_OBJS)
+	$(CC) $(LDFLAGS) -o $@ $^ -Wl,-Bstatic $(STATIC_LIBS) -Wl,-Bdynamic -lm
+
 $(BUILD)/tests/%: tests/unit/%.c $(CORE_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Itests/unit -o $@ $< $(CORE_OBJS) $(PKG_LIBS)
@@ -153,14 +167,15 @@ unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
 # The protocol suites: JSON lines into the real binary.
-proto: $(BUILD)/tidepool $(BUILD)/tidepool-python
+proto: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
 	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) -m pytest -q tests/proto
 
 # Fault injection against the real binary, the fake zygote, and the
 # allocation-failure replay against the FAILALLOC build.
 FA_BIN    := $(if $(FAILALLOC),$(BUILD),$(BUILD)-failalloc)/tidepool
 failalloc:
-	$(MAKE) --no-print-directory FAILALLOC=1 $(BUILD)-failalloc/tidepool $(BUILD)-failalloc/tidepool-python
+	$(MAKE) --no-print-directory FAILALLOC=1 $(BUILD)-failalloc/tidepool $(BUILD)-failalloc/tidepool-python \
+	  $(BUILD)-failalloc/tidepool-lua
 faults: $(BUILD)/tidepool $(BUILD)/tests/fake_tidepool failalloc
 	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool TIDEPOOL_FAKE=$(CURDIR)/$(BUILD)/tests/fake_tidepool \
 	  TIDEPOOL_FAILALLOC_BIN=$(CURDIR)/$(FA_BIN) $(PYTHON) -m pytest -q tests/faults
@@ -177,7 +192,8 @@ soak-ci: $(BUILD)/tidepool
 # in the host).
 SAN_DEFAULT := address,undefined
 test-sanitize:
-	$(MAKE) --no-print-directory SANITIZE=$(SAN_DEFAULT) unit build-san/tidepool
+	$(MAKE) --no-print-directory SANITIZE=$(SAN_DEFAULT) unit build-san/tidepool \
+	  build-san/tidepool-lua
 	TIDEPOOL=$(CURDIR)/build-san/tidepool PYTHONPATH=$(CURDIR)/tests/sanitize \
 	  $(PYTHON) -m pytest -q -p pytest_sanitize tests/proto
 

@@ -30,7 +30,7 @@ const struct tp_lang_info tp_langs[TP_NLANGS] = {
 			 "back as JSON in `value`; print() and io.write() go to `stdout`. No "
 			 "files, network or processes. Limits: memory, CPU and wall time, "
 			 "output size.",
-	    .zygote_bin = NULL,
+	    .zygote_bin = "tidepool-lua",
 	    .exts = { ".lua", NULL },
 	    .prewarm = 1, /* a Lua zygote is small: warm from the start */
 	},

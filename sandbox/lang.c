@@ -7,11 +7,16 @@
 #include <string.h>
 
 #include "lsandbox.h"
+#ifndef TP_LUA_ONLY
 #include "pysandbox.h"
+#endif
 
+/* TP_LUA_ONLY: tidepool-lua, the Lua zygote's binary, has no CPython. */
 static const struct tp_lang *const langs[TP_NLANGS] = {
 	[TP_LANG_LUA] = &tp_lang_lua,
+#ifndef TP_LUA_ONLY
 	[TP_LANG_PYTHON] = &tp_lang_python,
+#endif
 };
 
 static struct tp_policy *active;
