@@ -92,6 +92,7 @@ struct worker {
 	unsigned uses;        /* execs it has answered (a state worker is reused) */
 	uint64_t ready_seq;   /* a state worker building its fresh state after this exec:
 				 warm again when its READY names it; 0 when not resetting */
+	double ready_by;      /* ... and killed if it has not said READY by then */
 };
 
 /* A session: one worker whose globals persist between its execs (session.c). */

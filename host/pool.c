@@ -502,12 +502,17 @@ static int reusable(const struct tp_host *h, const struct worker *w)
 	}
 }
 
+/* A state worker that takes longer than this to build its fresh state is
+ * stuck (it takes well under a millisecond): it is replaced. */
+#define STATE_RESET_MS 2000
+
 /* A state worker back in the warm pool, its exec answered. */
 static void recycle(struct worker *w)
 {
 	w->cpu_prior += (double)w->reply->usage.cpu_us / 1000.0;
 	w->uses++;
 	w->ready_seq = w->exec->seq;
+	w->ready_by = tp_host_now_ms() + STATE_RESET_MS;
 	tp_host_exec_free(w->exec);
 	w->exec = NULL;
 	w->answered = 0;
@@ -861,6 +866,8 @@ void tp_pool_check_timeouts(struct tp_host *h, double now)
 {
 	for (struct worker *w = h->workers; w != NULL; w = w->next) {
 		struct exec *e = w->exec;
+		if (e == NULL && w->ready_seq != 0 && !w->killed && now >= w->ready_by)
+			tp_pool_kill_worker(w);
 		if (e == NULL || w->answered)
 			continue;
 		if (now >= e->deadline && e->stop_deadline == 0 && !w->killed && !w->stop_pending) {
@@ -887,6 +894,12 @@ int tp_pool_next_timeout(const struct tp_host *h, double now)
 	int any = 0;
 	for (const struct worker *w = h->workers; w != NULL; w = w->next) {
 		const struct exec *e = w->exec;
+		if (e == NULL && w->ready_seq != 0 && !w->killed) {
+			double left = w->ready_by - now;
+			if (!any || left < best)
+				best = left;
+			any = 1;
+		}
 		/* A stop asked before its pid came waits for the pid (the zygote's
 		 * channel wakes the loop), not for a clock. */
 		if (e == NULL || w->answered || w->killed || w->stop_pending)
