@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 
 import pytest
 
@@ -39,6 +40,10 @@ def h(pol_dir):
 
 
 def run(h, code, **params):
+    # After its reply a state worker builds its fresh state, then says READY;
+    # an exec that comes before takes another warm worker. A short pause lets
+    # each exec here find the worker the last one used.
+    time.sleep(0.05)
     r = h.call("sandbox/exec", {"lang": "lua", "code": code, **params})
     assert "result" in r, r
     return r["result"]
@@ -226,3 +231,15 @@ def test_a_policy_without_the_language_layer_cannot_have_state(pol_dir):
                "worker's memory and reach the next exec in it" in p.stderr, p.stderr
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_back_to_back_execs_alternate_workers_and_share_nothing(h):
+    """Sent without a pause, the next exec may come while the last one's worker
+    is still building its fresh state: it takes another warm worker rather than
+    wait. Whichever serves it, nothing carries over."""
+    for i in range(60):
+        h.send({"jsonrpc": "2.0", "id": f"b{i}", "method": "sandbox/exec",
+                "params": {"lang": "lua", "code": "x = (x or 0) + 1 return x"}})
+    rs = [h.reply(f"b{i}")["result"] for i in range(60)]
+    assert all(r["value"] == 1 and r["isolation"]["level"] == "state" for r in rs), rs
+    assert max(r["isolation"]["worker_exec"] for r in rs) > 1  # workers were reused
