@@ -23,6 +23,8 @@
  */
 #include "jsonio.h"
 
+#include "jsonreal.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -518,6 +520,8 @@ char *tp_json_dumps(const json_t *json, size_t flags)
 			sys_free(s);
 		return NULL;
 	}
+	if (s != NULL)
+		tp_json_tidy_reals(s, strlen(s)); /* 0.1, not 0.10000000000000001 */
 	return s;
 }
 

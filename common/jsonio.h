@@ -44,7 +44,8 @@
  * mapped) or the text being bad: TP_KIND_INPUT_ERROR, jansson's
  * "<reason> at column <N>". */
 json_t *tp_json_loadb(const char *buf, size_t len, size_t flags, struct tp_err *err);
-/* Like json_dumps: NULL on failure, never a partial document. */
+/* Like json_dumps: NULL on failure, never a partial document. Every real is
+ * then written with its shortest digits (common/jsonreal.h). */
 char *tp_json_dumps(const json_t *json, size_t flags);
 /* Bytes json_dumps would write, or (size_t)-1 when that cannot be known. */
 size_t tp_json_size(const json_t *json, size_t flags);
