@@ -17,6 +17,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,45 +61,36 @@ static void shortest(double d, struct digits *out)
 	split(buf, out);
 }
 
-size_t tp_json_real_format(double d, char *buf)
+/* Writes [-]digits in the notation of jsonreal.h; returns the length. */
+static size_t layout(int neg, const struct digits *g, char *buf)
 {
-	struct digits g;
 	char *o = buf;
 
-	if (!isfinite(d)) {
-		memcpy(buf, "null", 5);
-		return 4;
-	}
-	if (signbit(d))
+	if (neg)
 		*o++ = '-';
-	if (d == 0) {
-		memcpy(o, "0.0", 4);
-		return (size_t)(o - buf) + 3;
-	}
-	shortest(d, &g);
-	if (g.exp < -4 || g.exp >= 17) { /* as "%.17g" chooses */
-		*o++ = g.d[0];
-		if (g.n > 1) {
+	if (g->exp < -4 || g->exp >= 17) { /* as "%.17g" chooses */
+		*o++ = g->d[0];
+		if (g->n > 1) {
 			*o++ = '.';
-			memcpy(o, g.d + 1, (size_t)g.n - 1);
-			o += g.n - 1;
+			memcpy(o, g->d + 1, (size_t)g->n - 1);
+			o += g->n - 1;
 		}
-		o += sprintf(o, "e%d", g.exp);
-	} else if (g.exp < 0) { /* 0.000ddd */
+		o += sprintf(o, "e%d", g->exp);
+	} else if (g->exp < 0) { /* 0.000ddd */
 		*o++ = '0';
 		*o++ = '.';
-		for (int i = -1; i > g.exp; i--)
+		for (int i = -1; i > g->exp; i--)
 			*o++ = '0';
-		memcpy(o, g.d, (size_t)g.n);
-		o += g.n;
+		memcpy(o, g->d, (size_t)g->n);
+		o += g->n;
 	} else { /* ddd.ddd, or ddd000.0 */
-		int whole = g.exp + 1;
+		int whole = g->exp + 1;
 		for (int i = 0; i < whole; i++)
-			*o++ = i < g.n ? g.d[i] : '0';
+			*o++ = i < g->n ? g->d[i] : '0';
 		*o++ = '.';
-		if (g.n > whole) {
-			memcpy(o, g.d + whole, (size_t)(g.n - whole));
-			o += g.n - whole;
+		if (g->n > whole) {
+			memcpy(o, g->d + whole, (size_t)(g->n - whole));
+			o += g->n - whole;
 		} else {
 			*o++ = '0';
 		}
@@ -107,27 +99,173 @@ size_t tp_json_real_format(double d, char *buf)
 	return (size_t)(o - buf);
 }
 
-static int number_byte(char c)
+size_t tp_json_real_format(double d, char *buf)
 {
-	return (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-';
+	struct digits g;
+
+	if (!isfinite(d)) {
+		memcpy(buf, "null", 5);
+		return 4;
+	}
+	if (d == 0) {
+		strcpy(buf, signbit(d) ? "-0.0" : "0.0");
+		return strlen(buf);
+	}
+	shortest(d, &g);
+	return layout(signbit(d) != 0, &g, buf);
 }
 
-/* The token s[0 .. n) again, if it is a real that can be written shorter or
- * as long: its new length in out, else 0. */
+/* ---- the pass ---------------------------------------------------------------------- */
+
+/* A number token's sign, significant digits (trailing zeros dropped) and
+ * exponent. 0 when it is not [-]digits[.digits][(e|E)[+-]digits] with 1 .. 17
+ * significant digits and a small exponent: the general path takes it then. */
+static int token_digits(const char *s, size_t n, int *neg, struct digits *g)
+{
+	size_t i = 0;
+	int intlen = 0, lead = 0, seen = 0, e = 0, esign = 1, edigits = 0;
+
+	*neg = n > 0 && s[0] == '-';
+	i = (size_t)*neg;
+	g->n = 0;
+	for (int frac = 0; i < n; i++) {
+		char c = s[i];
+		if (c == '.' && !frac) {
+			frac = 1;
+			continue;
+		}
+		if (c < '0' || c > '9')
+			break;
+		if (!frac)
+			intlen++;
+		if (!seen && c == '0') {
+			lead++;
+			continue;
+		}
+		seen = 1;
+		if (g->n >= 17 && c != '0')
+			return 0;
+		if (g->n < (int)sizeof g->d)
+			g->d[g->n++] = c;
+	}
+	if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+		if (++i < n && (s[i] == '+' || s[i] == '-'))
+			esign = s[i++] == '-' ? -1 : 1;
+		for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, edigits++)
+			if (edigits < 6)
+				e = e * 10 + (s[i] - '0');
+		if (edigits == 0 || edigits > 5)
+			return 0;
+	}
+	while (g->n > 0 && g->d[g->n - 1] == '0')
+		g->n--;
+	if (i != n || !seen || g->n == 0 || g->n > 17)
+		return 0;
+	g->exp = intlen - lead - 1 + esign * e;
+	return 1;
+}
+
+/* g rounded half up to q < g->n digits, trailing zeros dropped. */
+static void round_to(const struct digits *g, int q, struct digits *out)
+{
+	*out = *g;
+	out->n = q;
+	if (g->d[q] >= '5') {
+		int i = q - 1;
+		while (i >= 0 && out->d[i] == '9')
+			out->d[i--] = '0';
+		if (i >= 0) {
+			out->d[i]++;
+		} else { /* 99.9 → 100 */
+			out->d[0] = '1';
+			out->n = 1;
+			out->exp++;
+		}
+	}
+	while (out->n > 1 && out->d[out->n - 1] == '0')
+		out->n--;
+}
+
+/* The double nearest [-]g; text is the same number as a C string. Exact when
+ * the digits fit 2^53 and the power of ten is at most 10^22: both are then
+ * doubles, and one multiplication or division rounds once, as strtod does
+ * (Clinger's fast path). Else strtod. */
+static double value_of(int neg, const struct digits *g, const char *text)
+{
+#if FLT_EVAL_METHOD == 0
+	static const double p10[] = { 1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+				      1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+				      1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22 };
+	uint64_t m = 0;
+	int q = g->exp - (g->n - 1);
+
+	for (int i = 0; i < g->n; i++)
+		m = m * 10 + (uint64_t)(g->d[i] - '0');
+	if (g->n <= 17 && m <= (uint64_t)1 << 53 && q >= -22 && q <= 22) {
+		double v = q >= 0 ? (double)m * p10[q] : (double)m / p10[-q];
+		return neg ? -v : v;
+	}
+#endif
+	return strtod(text, NULL);
+}
+
+/* The token s[0 .. n) again, if it is a real that can be written shorter or as
+ * long: its new length in out, else 0.
+ *
+ * The fast path reads jansson's "%.17g" digits D instead of printing the double
+ * again. Up to 15 digits, D is the shortest (jsonreal.h; no conversion at all).
+ * With 16 or 17, D rounded to 15 and then 16 digits are the candidates, each
+ * read back (value_of) and compared with D's double; rounding D is rounding the double itself unless the
+ * digits cut off are exactly a half (…5 or …50), which takes the general path,
+ * as do subnormal and huge exponents. Whatever the token, what is written reads
+ * back as the token's double: a candidate is only taken after that check. */
 static size_t rewrite(const char *s, size_t n, char *out)
 {
 	char tok[TP_JSON_REAL_MAX + 8], *end;
+	struct digits g, c;
+	int neg;
 
 	if (n >= sizeof tok ||
 	    (memchr(s, '.', n) == NULL && memchr(s, 'e', n) == NULL && memchr(s, 'E', n) == NULL))
 		return 0;
 	memcpy(tok, s, n);
 	tok[n] = '\0';
+	size_t m;
+	if (token_digits(s, n, &neg, &g) && g.exp > -300 && g.exp < 300) {
+		if (g.n <= 15) {
+			m = layout(neg, &g, out);
+			return m <= n ? m : 0;
+		}
+		double d = value_of(neg, &g, tok);
+		int half = g.d[g.n - 1] == '5';
+		if (g.n == 16 && half)
+			goto general;
+		round_to(&g, 15, &c);
+		m = layout(neg, &c, out);
+		if (value_of(neg, &c, out) == d)
+			return m <= n ? m : 0;
+		if (g.n == 17) {
+			if (half)
+				goto general;
+			round_to(&g, 16, &c);
+			m = layout(neg, &c, out);
+			if (value_of(neg, &c, out) == d)
+				return m <= n ? m : 0;
+		}
+		m = layout(neg, &g, out);
+		return m <= n ? m : 0;
+	}
+general:;
 	double d = strtod(tok, &end);
 	if (end != tok + n || !isfinite(d))
 		return 0;
-	size_t m = tp_json_real_format(d, out);
+	m = tp_json_real_format(d, out);
 	return m <= n ? m : 0;
+}
+
+static int number_byte(char c)
+{
+	return (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-';
 }
 
 size_t tp_json_tidy_reals(char *s, size_t len)
