@@ -214,11 +214,12 @@ static double value_of(int neg, const struct digits *g, const char *text)
  *
  * The fast path reads jansson's "%.17g" digits D instead of printing the double
  * again. Up to 15 digits, D is the shortest (jsonreal.h; no conversion at all).
- * With 16 or 17, D rounded to 15 and then 16 digits are the candidates, each
- * read back (value_of) and compared with D's double; rounding D is rounding the double itself unless the
- * digits cut off are exactly a half (…5 or …50), which takes the general path,
- * as do subnormal and huge exponents. Whatever the token, what is written reads
- * back as the token's double: a candidate is only taken after that check. */
+ * With 16 or 17, D rounded to 15 and then 16 digits are the candidates,
+ * each read back (value_of) and compared with D's double. Rounding D is
+ * rounding the double itself unless the digits cut off are exactly a half
+ * (…5 or …50): that takes the general path, as do subnormal and huge
+ * exponents. Whatever the token, what is written reads back as the token's
+ * double: a candidate is only taken after that check. */
 static size_t rewrite(const char *s, size_t n, char *out)
 {
 	char tok[TP_JSON_REAL_MAX + 8], *end;
