@@ -23,6 +23,8 @@
  */
 #include "jsonio.h"
 
+#include "jsonreal.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -507,7 +509,7 @@ oom:
 	return NULL;
 }
 
-char *tp_json_dumps(const json_t *json, size_t flags)
+static char *dumps(const json_t *json, size_t flags, int tidy)
 {
 	char *s;
 
@@ -518,7 +520,19 @@ char *tp_json_dumps(const json_t *json, size_t flags)
 			sys_free(s);
 		return NULL;
 	}
+	if (s != NULL && tidy)
+		tp_json_tidy_reals(s, strlen(s)); /* 0.1, not 0.10000000000000001 */
 	return s;
+}
+
+char *tp_json_dumps(const json_t *json, size_t flags)
+{
+	return dumps(json, flags, 1);
+}
+
+char *tp_json_dumps_frame(const json_t *json, size_t flags)
+{
+	return dumps(json, flags, 0);
 }
 
 size_t tp_json_size(const json_t *json, size_t flags)

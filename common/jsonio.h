@@ -44,8 +44,13 @@
  * mapped) or the text being bad: TP_KIND_INPUT_ERROR, jansson's
  * "<reason> at column <N>". */
 json_t *tp_json_loadb(const char *buf, size_t len, size_t flags, struct tp_err *err);
-/* Like json_dumps: NULL on failure, never a partial document. */
+/* Like json_dumps: NULL on failure, never a partial document. Every real is
+ * then written with its shortest digits (common/jsonreal.h). */
 char *tp_json_dumps(const json_t *json, size_t flags);
+/* The same without that pass (reals as jansson's "%.17g"): for what crosses a
+ * worker's channel, which the other side decodes and only measures, never for
+ * text a client or a log reads. */
+char *tp_json_dumps_frame(const json_t *json, size_t flags);
 /* Bytes json_dumps would write, or (size_t)-1 when that cannot be known. */
 size_t tp_json_size(const json_t *json, size_t flags);
 

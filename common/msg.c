@@ -110,7 +110,7 @@ static void put_json(struct wbuf *w, const json_t *v)
 		put_u32(w, ABSENT);
 		return;
 	}
-	s = tp_json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	s = tp_json_dumps_frame(v, JSON_COMPACT | JSON_ENCODE_ANY);
 	if (s == NULL) {
 		w->oom = 1;
 		return;

@@ -20,6 +20,7 @@ void tp_shm_init(struct tp_shm *shm, uint32_t area_bytes)
 	shm->magic = TP_SHM_MAGIC;
 	shm->area_bytes = area_bytes;
 	shm->syscall_nr = -1;
+	shm->cpu_begin_us = TP_SHM_CPU_UNSET;
 }
 
 void tp_shm_begin(struct tp_shm *shm, uint64_t out_limit)
@@ -98,6 +99,8 @@ void tp_shm_snapshot(const struct tp_shm *shm, uint32_t area_bytes, struct tp_sh
 	v->syscall_nr = nr >= 0 && nr < 4096 ? nr : -1;
 	v->instructions = shm->instructions;
 	v->mem_peak = shm->mem_peak;
+	v->cpu_begin_us = shm->cpu_begin_us;
+	v->cpu_us = shm->cpu_us;
 	memcpy(v->note, shm->note, sizeof v->note);
 	v->note[sizeof v->note - 1] = '\0'; /* the worker may have left no NUL */
 }

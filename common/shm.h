@@ -27,6 +27,7 @@
 #include "err.h"
 
 #define TP_SHM_MAGIC 0x7470736du /* "tpsm" */
+#define TP_SHM_CPU_UNSET UINT64_MAX
 
 enum tp_stream { TP_STDOUT = 0, TP_STDERR = 1 };
 
@@ -48,6 +49,12 @@ struct tp_shm {
 	volatile uint32_t
 	    stop; /* host → worker: 1 asks the running exec to stop (SIGUSR1 follows) */
 	volatile uint32_t pad2;
+	/* The exec's CPU clock (docs/worker-protocol.md "CPU time"): the worker's CPU
+	 * time since its fork when the exec's clock started (TP_SHM_CPU_UNSET until
+	 * then: the host sets it when it hands the worker an exec), and the exec's
+	 * CPU time when the worker last published its counters. */
+	volatile uint64_t cpu_begin_us;
+	volatile uint64_t cpu_us;
 	char note[128]; /* why a worker stopped itself (policy kills), NUL-terminated */
 	char data[];    /* stdout area, then stderr area */
 };
@@ -62,7 +69,8 @@ struct tp_shm_view {
 	uint64_t limit_value, limit_used;
 	int syscall_nr;
 	uint64_t instructions, mem_peak;
-	char note[128]; /* a copy, always NUL-terminated */
+	uint64_t cpu_begin_us, cpu_us; /* as the worker left them: unchecked */
+	char note[128];                /* a copy, always NUL-terminated */
 };
 
 size_t tp_shm_size(uint32_t area_bytes);

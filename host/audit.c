@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jsonio.h"
 #include "sha256.h"
 
 int tp_audit_open(const char *path, struct tp_err *err)
@@ -66,7 +67,7 @@ void tp_audit_exec(int fd, const struct tp_hpolicy *hp, const json_t *id, enum t
 	    tools ? json_incref((json_t *)tools) : json_array(), "refusals", refusals,
 	    "stdout_bytes", (json_int_t)text_len(res, "stdout"), "stderr_bytes",
 	    (json_int_t)text_len(res, "stderr"));
-	char *s = line ? json_dumps(line, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+	char *s = line ? tp_json_dumps(line, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
 	json_decref(line);
 	if (s == NULL) {
 		fprintf(stderr, "tidepool: audit: out of memory: a line was not written\n");

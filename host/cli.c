@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "host.h"
+#include "jsonio.h"
 #include "kprobe.h"
 #include "langs.h"
 #include "limits.h"
@@ -300,7 +301,7 @@ int tp_cli_policy(int argc, char **argv)
 		}
 		if (json) {
 			json_t *j = tp_policy_to_json(p, 0);
-			char *s = j ? json_dumps(j, JSON_INDENT(2)) : NULL;
+			char *s = j ? tp_json_dumps(j, JSON_INDENT(2)) : NULL;
 			printf("%s\n", s ? s : "{}");
 			free(s);
 			json_decref(j);
@@ -398,11 +399,12 @@ static void print_verdict(const json_t *res)
 		if (tb != NULL)
 			fprintf(stderr, "%s\n", tb);
 	} else {
-		char *v = json_dumps(json_object_get(res, "value"), JSON_ENCODE_ANY | JSON_COMPACT);
+		char *v =
+		    tp_json_dumps(json_object_get(res, "value"), JSON_ENCODE_ANY | JSON_COMPACT);
 		fprintf(stderr, "value: %s\n", v ? v : "?");
 		free(v);
 	}
-	char *u = json_dumps(json_object_get(res, "usage"), JSON_COMPACT);
+	char *u = tp_json_dumps(json_object_get(res, "usage"), JSON_COMPACT);
 	fprintf(stderr, "usage: %s\n", u ? u : "?");
 	free(u);
 }
@@ -588,7 +590,7 @@ int tp_cli_run(int argc, char **argv)
 		return 2;
 	}
 	if (as_json) {
-		char *s = json_dumps(res, JSON_COMPACT);
+		char *s = tp_json_dumps(res, JSON_COMPACT);
 		printf("%s\n", s ? s : "null");
 		free(s);
 	} else {

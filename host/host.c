@@ -46,6 +46,21 @@ void tp_host_exec_free(struct exec *e)
 	free(e);
 }
 
+/* usage.cpu_ms of an exec without a reply (README "Usage"). A reaped worker:
+ * its rusage (its whole life, the scheduler's exact runtime) less its CPU clock
+ * when the exec's clock started, which it left in the page; one not reaped yet
+ * (the host refused its reply): the figure it last published. 0 when the
+ * exec's clock never started. The page is the worker's: clamped. */
+static double cpu_without_reply(const struct worker *w, const struct tp_shm_view *v)
+{
+	if (v->cpu_begin_us == TP_SHM_CPU_UNSET)
+		return 0;
+	if (!w->exited)
+		return v->cpu_us < ((uint64_t)1 << 52) ? (double)v->cpu_us / 1000.0 : 0;
+	double begin = (double)v->cpu_begin_us / 1000.0;
+	return w->cpu_ms > begin ? w->cpu_ms - begin : 0;
+}
+
 /* Sends the exec's one reply, built from everything known about the worker. */
 void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *err)
 {
@@ -76,6 +91,7 @@ void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *er
 		.cpu_ms = !w->exited                 ? -1
 			  : w->cpu_ms > w->cpu_prior ? w->cpu_ms - w->cpu_prior
 						     : 0,
+		.cpu_exec_ms = w->reply ? 0 : cpu_without_reply(w, &view),
 		.limits = &e->p.limits,
 	};
 	const struct tp_hpolicy *hp = &h->hp[e->zi / TP_NLANGS];

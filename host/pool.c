@@ -136,6 +136,9 @@ static int assign(struct tp_host *h, struct exec *e, struct worker *w)
 	 * worker waits for this request, so it writes nothing meanwhile. */
 	__atomic_store_n(&w->shm->len[0], 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&w->shm->len[1], 0, __ATOMIC_RELEASE);
+	/* No CPU clock until this exec's starts (a worker killed before: 0 ms). */
+	w->shm->cpu_begin_us = TP_SHM_CPU_UNSET;
+	w->shm->cpu_us = 0;
 	e->next_tick = e->t_start + STREAM_TICK_MS;
 	/* wall_ms is the request's: its time in the queue counts. */
 	e->deadline = e->t_arrival + (double)e->p.limits.wall_ms;

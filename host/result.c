@@ -232,7 +232,7 @@ static json_t *usage_json(const struct tp_outcome *o)
 	    u ? (json_int_t)u->instructions : (o->shm ? (json_int_t)o->shm->instructions : 0);
 	json_int_t peak =
 	    u ? (json_int_t)u->memory_peak_bytes : (o->shm ? (json_int_t)o->shm->mem_peak : 0);
-	double cpu = u ? (double)u->cpu_us / 1000.0 : (o->cpu_ms > 0 ? o->cpu_ms : 0.0);
+	double cpu = u ? (double)u->cpu_us / 1000.0 : (o->cpu_exec_ms > 0 ? o->cpu_exec_ms : 0.0);
 	return json_pack("{s:I, s:I, s:f, s:f, s:f, s:I}", "instructions", instr,
 			 "memory_peak_bytes", peak, "cpu_ms", round(cpu * 1000) / 1000, "wall_ms",
 			 round(o->wall_ms * 1000) / 1000, "queue_ms",

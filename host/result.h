@@ -29,7 +29,10 @@ struct tp_outcome {
 					* error; kind and layer as given), or NULL/unset */
 	double wall_ms;                /* from the exec's start in a worker */
 	double queue_ms;        /* waiting for a worker before that; wall_ms's limit covers both */
-	double cpu_ms;          /* measured by the host (rusage), or < 0 when unknown */
+	double cpu_ms;          /* measured by the host (rusage: the worker's life, less what
+				 * a session's earlier execs reported), or < 0 when unknown;
+				 * tells a kill by RLIMIT_CPU from a crash */
+	double cpu_exec_ms;     /* usage.cpu_ms when there is no reply (host.c), >= 0 */
 	uint64_t tool_calls;    /* sent to the client */
 	uint64_t tool_attempts; /* asked for by the code (a tool_limit's used) */
 	const struct tp_limits *limits;

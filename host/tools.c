@@ -193,7 +193,7 @@ void tp_tools_response(struct tp_host *h, const struct tp_rpc *rpc)
 	json_t *error = json_object_get(rpc->msg, "error");
 	if (result != NULL && error == NULL) {
 		/* The value reaches the code under the exec's own caps. */
-		char *text = tp_json_dumps(result, JSON_COMPACT | JSON_ENCODE_ANY);
+		char *text = tp_json_dumps_frame(result, JSON_COMPACT | JSON_ENCODE_ANY);
 		size_t n = text ? strlen(text) : 0;
 		free(text);
 		if (text == NULL) {

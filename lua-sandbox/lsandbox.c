@@ -54,6 +54,7 @@ static void publish_usage(struct tp_shm *shm)
 {
 	shm->instructions = g_charged;
 	shm->mem_peak = g_alloc.peak;
+	shm->cpu_us = tp_verdict_cpu_us();
 }
 
 /* Async-signal-safe: every further step of the running thread raises. */

@@ -41,6 +41,7 @@ void tp_py_publish_usage(struct tp_shm *shm)
 {
 	shm->instructions = tp_py_count;
 	shm->mem_peak = tp_py_mem_peak();
+	shm->cpu_us = tp_verdict_cpu_us();
 }
 
 static int pending_raise(void *arg);

@@ -1,6 +1,14 @@
 /*
  * verdict.c — one sticky verdict per exec and the CPU timer behind cpu_ms.
  * Everything a signal handler touches is a volatile scalar; nothing allocates.
+ *
+ * The exec's CPU time (usage.cpu_ms) is read from CLOCK_THREAD_CPUTIME_ID: the
+ * scheduler's runtime of the calling thread, exact to the nanosecond. Not
+ * CLOCK_PROCESS_CPUTIME_ID: while ITIMER_PROF is armed, the kernel answers that
+ * clock from the process's CPU-timer accumulator, which is brought up to date
+ * only at a tick or a context switch, so a short exec read 0 or one tick (4 ms
+ * at HZ=250). A worker has one thread (seccomp refuses the clone of a thread),
+ * so the thread's clock is the process's, counted from the worker's fork.
  */
 #include "verdict.h"
 
@@ -27,10 +35,15 @@ static void set_timer(uint64_t ms)
 	setitimer(ITIMER_PROF, &it, NULL);
 }
 
+static uint64_t since_fork_us(const struct timespec *t)
+{
+	return (uint64_t)t->tv_sec * 1000000 + (uint64_t)t->tv_nsec / 1000;
+}
+
 uint64_t tp_verdict_cpu_us(void)
 {
 	struct timespec now;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
 	int64_t us = (int64_t)(now.tv_sec - g_cpu_start.tv_sec) * 1000000 +
 		     (int64_t)(now.tv_nsec - g_cpu_start.tv_nsec) / 1000;
 	return us > 0 ? (uint64_t)us : 0;
@@ -115,7 +128,10 @@ void tp_verdict_begin(struct tp_shm *shm, uint64_t cpu_ms, const struct tp_verdi
 	g_cpu_ms = cpu_ms;
 	g_ops = ops;
 	g_shm = shm;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &g_cpu_start);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &g_cpu_start);
+	/* For the host, should the worker die before it replies: its rusage less this. */
+	shm->cpu_begin_us = since_fork_us(&g_cpu_start);
+	shm->cpu_us = 0;
 	g_active = 1;
 	if (shm->stop) /* asked before the worker could hear it */
 		tp_verdict_trip_now(TP_KIND_CANCELLED, -1, 0, 0);

@@ -5,7 +5,9 @@
  *
  * Usage:
  *   1. tp_verdict_begin(shm, cpu_ms, ops) at the start of the exec: clears the
- *      verdict, starts the CPU clock and, when cpu_ms is set, arms ITIMER_PROF.
+ *      verdict, starts the CPU clock (its reading goes to the page's
+ *      cpu_begin_us) and, when cpu_ms is set, arms ITIMER_PROF. ops->publish
+ *      writes tp_verdict_cpu_us() to the page's cpu_us with the other counters.
  *   2. A limit or a refusal calls tp_verdict_trip() (normal code) or
  *      tp_verdict_trip_now() (a signal handler). Both call ops->interrupt so the
  *      interpreter raises again at its next step.
@@ -44,7 +46,8 @@ enum tp_kind tp_verdict_kind(void); /* TP_KIND_NONE until something trips */
 int tp_verdict_limit_id(void);
 uint64_t tp_verdict_limit(void);
 uint64_t tp_verdict_used(void);
-/* CPU time of this process since tp_verdict_begin. */
+/* CPU time of this worker since tp_verdict_begin, exact (its thread's clock).
+ * Async-signal-safe. */
 uint64_t tp_verdict_cpu_us(void);
 
 /* Fills a reply's failure (common/msg.h), copying the texts: message and

@@ -89,6 +89,7 @@ static void outcome(struct ctx *c, const struct tp_reply *reply)
 		.host = &host,
 		.wall_ms = 12.5,
 		.cpu_ms = (c->status & 1) ? 3.25 : -1,
+		.cpu_exec_ms = (c->status & 2) ? 0.125 : 0,
 		.limits = &c->lim,
 	};
 	json_t *r = tp_result_build(&o);

@@ -223,3 +223,13 @@ put("policy", "redact", b'{"name": "x", "redact": {"strings": ["abcd"], "pattern
 put("policy", "lists", b'{"name": "x", "lua": {"libraries": ["base"], "functions": ["os.time"]}, "python": {"modules": ["math"], "builtins": ["len"]}, "tools": ["t"]}')
 put("policy", "escapes", b'{"name": "x", "description": "\\u0000\\ud800", "\\u006eame": "y"}')
 
+
+
+# ---- jsonreal: any bytes (a JSON text as jansson writes it, or not) ----------------
+put("jsonreal", "usage", b'{"usage":{"cpu_ms":20.353999999999999,"wall_ms":1.3009999999999999,'
+                         b'"n":12345678901234567890}}')
+put("jsonreal", "reals", b'[0.10000000000000001,0.30000000000000004,1.0000000000000001e300,'
+                         b'4.9406564584124654e-324,-0.0,3.0,10000000000000000.0,1e17,-1.5e-7,'
+                         b'9.9999999999999995e-8]')
+put("jsonreal", "strings", b'["a\\"0.10000000000000001\\\\",0.10000000000000001,{"0.5":"\\u00001.5"}]')
+put("jsonreal", "junk", b'1.2.3e--5 -.5 5. 1e5 1e999 "')
