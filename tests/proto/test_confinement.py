@@ -107,8 +107,10 @@ def test_no_stray_processes_after_hostile_load(host):
         assert open(f"/proc/{pid}/cmdline", "rb").read().startswith(b"tidepool")
 
 
-def test_python_zygote_runs_its_own_build_when_beside_the_host(host):
-    sibling = os.path.join(os.path.dirname(os.path.realpath(host.proc.args[0])), "tidepool-python")
+def test_each_zygote_runs_its_own_build_when_beside_the_host(host):
+    """tidepool-python (CPython's non-PIC build) for Python's zygote, tidepool-lua
+    (no CPython mapped) for Lua's; without them, the host's own binary."""
+    here = os.path.dirname(os.path.realpath(host.proc.args[0]))
     r = host.call("sandbox/exec", {"lang": "python", "code": "6*7"})
     assert r["result"]["value"] == 42
     exes = set()
@@ -117,11 +119,15 @@ def test_python_zygote_runs_its_own_build_when_beside_the_host(host):
             exes.add(os.readlink(f"/proc/{p}/exe"))
         except (FileNotFoundError, ProcessLookupError):
             pass
-    if os.access(sibling, os.X_OK):
-        assert sibling in exes  # Python's zygote: the non-PIC CPython build
-        assert os.path.realpath(host.proc.args[0]) in exes  # Lua's: the host's own binary
-    else:
-        assert exes == {os.path.realpath(host.proc.args[0])}
+    want = set()
+    for name in ("tidepool-python", "tidepool-lua"):
+        sibling = os.path.join(here, name)
+        want.add(sibling if os.access(sibling, os.X_OK) else os.path.realpath(host.proc.args[0]))
+    assert exes == want, exes
+    for p in host.zygotes():
+        if os.readlink(f"/proc/{p}/exe").endswith("tidepool-lua"):
+            maps = open(f"/proc/{p}/maps").read()
+            assert "libpython" not in maps  # the point of it
 
 
 def test_python_workers_are_locked_down_too(host):
