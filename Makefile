@@ -100,7 +100,8 @@ test: deps
 
 # BENCH_ONLY=machine,paced,b2b,cpu,compute,sessions picks sections; QUICK=1 (or
 # BENCH_QUICK=1) is a short run; BENCH_N, BENCH_PACED, BENCH_SPAWN set the counts.
-bench: all $(BUILD)/bench-probe
+bench: all
+	@$(MAKE) --no-print-directory $(BUILD)/bench-probe
 	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool BENCH_PROBE=$(CURDIR)/$(BUILD)/bench-probe \
 	  $(if $(QUICK),BENCH_QUICK=1) $(PYTHON) tests/bench/bench.py
 

@@ -286,7 +286,8 @@ PROBE_ROWS = [("cow_fault_us", "copy-on-write fault after fork", "µs per 4 KiB 
               ("exit_wait_us", "child _exit + waitpid", "µs",
                "from waking the blocked child to its reaping"),
               ("vfork_us", "vfork + _exit + waitpid", "µs", "in all"),
-              ("pipe_rtt_us", "pipe round trip to a live child", "µs", "one byte each way")]
+              ("pipe_rtt_us", "pipe round trip to a live child", "µs", "one byte each way"),
+              ("pipe_xcpu_us", "the same, child on the other CPU", "µs", "both pinned")]
 MACHINE = {}
 
 
@@ -299,7 +300,8 @@ def machine():
                          text=True, timeout=600).stdout
     MACHINE.update({k: float(v) for k, v in (l.split() for l in out.splitlines())})
     for key, what, unit, how in PROBE_ROWS:
-        print(f"  {what:<40} {MACHINE[key]:9.2f} {unit:<18} ({how})")
+        if key in MACHINE:
+            print(f"  {what:<40} {MACHINE[key]:9.2f} {unit:<18} ({how})")
 
 
 # ---- paced -------------------------------------------------------------------
@@ -513,7 +515,8 @@ def summary():
     if MACHINE:
         print(f"Machine: fork {MACHINE['fork_us']:.0f} µs, exit+wait {MACHINE['exit_wait_us']:.0f} µs,"
               f" CoW fault {MACHINE['cow_fault_us']:.2f} µs/page, zero-fill fault"
-              f" {MACHINE['zero_fault_us']:.2f} µs/page, pipe round trip {MACHINE['pipe_rtt_us']:.1f} µs;"
+              f" {MACHINE['zero_fault_us']:.2f} µs/page, pipe round trip {MACHINE['pipe_rtt_us']:.1f} µs"
+              f" ({MACHINE.get('pipe_xcpu_us', float('nan')):.1f} µs across CPUs);"
               f" load average {os.getloadavg()[0]:.2f}.")
 
 

@@ -13,9 +13,13 @@
  *                    is reaped by waitpid(): from the write to waitpid's return
  *   vfork_us         vfork() + _exit in the child + waitpid, in all
  *   pipe_rtt_us      one byte to a live child and one byte back, through two pipes
+ *                    (wherever the scheduler puts the two)
+ *   pipe_xcpu_us     the same with parent and child pinned to two different CPUs
+ *                    (absent on one CPU)
  *
  * Both fault buffers are 4 KiB pages (MADV_NOHUGEPAGE). Medians of several runs.
  */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,7 +151,18 @@ static double vfork_wait(void)
 	return now_us() - t;
 }
 
-static double pipe_rtt(int n, double *xs)
+/* cpu[0], cpu[1]: the child's and the parent's CPU, or -1 for anywhere. */
+static void pin(int cpu)
+{
+	cpu_set_t set;
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(0, sizeof set, &set);
+}
+
+static double pipe_rtt(int n, double *xs, const int cpu[2])
 {
 	int to[2], from[2];
 	char b = 0;
@@ -157,12 +172,14 @@ static double pipe_rtt(int n, double *xs)
 	if (pid < 0)
 		die("fork");
 	if (pid == 0) {
+		pin(cpu[0]);
 		close(to[1]); /* else read() never sees the end */
 		while (read(to[0], &b, 1) == 1)
 			if (write(from[1], &b, 1) != 1)
 				_exit(1);
 		_exit(0);
 	}
+	pin(cpu[1]);
 	for (int i = 0; i < n + 10; i++) {
 		double t = now_us();
 		if (write(to[1], &b, 1) != 1 || read(from[0], &b, 1) != 1)
@@ -202,7 +219,16 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nproc; i++)
 		a[i] = vfork_wait();
 	printf("vfork_us %.1f\n", median(a, nproc));
-	printf("pipe_rtt_us %.1f\n", pipe_rtt(nrtt, b));
+	cpu_set_t all;
+	int anywhere[2] = { -1, -1 }, two[2] = { -1, -1 };
+	printf("pipe_rtt_us %.1f\n", pipe_rtt(nrtt, b, anywhere));
+	if (sched_getaffinity(0, sizeof all, &all) == 0 && CPU_COUNT(&all) >= 2) {
+		for (int c = 0, k = 0; c < CPU_SETSIZE && k < 2; c++)
+			if (CPU_ISSET(c, &all))
+				two[k++] = c;
+		printf("pipe_xcpu_us %.1f\n", pipe_rtt(nrtt, b, two));
+		sched_setaffinity(0, sizeof all, &all);
+	}
 	printf("page_bytes %ld\n", page);
 	free(a);
 	free(b);
