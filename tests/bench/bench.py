@@ -445,46 +445,60 @@ def cpu_section():
 
 
 # ---- compute -------------------------------------------------------------------
-def spawn_ms(argv):
-    t = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
-    return (time.perf_counter() - t) * 1e3
+def spawn_run(argv):
+    """(wall ms, CPU ms) of one complete process, from wait4."""
+    with open(os.devnull, "w") as null:
+        t = time.perf_counter()
+        pid = os.posix_spawn(argv[0], argv, {}, file_actions=[(os.POSIX_SPAWN_DUP2, null.fileno(), 1)])
+        _, status, ru = os.wait4(pid, 0)
+        wall = (time.perf_counter() - t) * 1e3
+    assert os.waitstatus_to_exitcode(status) == 0, argv
+    return wall, (ru.ru_utime + ru.ru_stime) * 1e3
 
 
-def exec_ms(c, lang, code, limits):
+def exec_run(c, lang, code, limits):
+    """(wall ms of the client's round trip, CPU ms of the exec in its worker)."""
     t = time.perf_counter()
     r = c.call({"lang": lang, "code": code, "limits": limits})
+    wall = (time.perf_counter() - t) * 1e3
     assert r["ok"], r
-    return (time.perf_counter() - t) * 1e3
+    return wall, r["usage"]["cpu_ms"]
 
 
 def overhead(c, title, lang, code, plain_argv, empty_argv, rows, key=None):
-    """The loop through tidepool (the client's round trip) against the plain
-    interpreter running it, less the interpreter's own start (a spawn running
-    nothing), all taking turns; medians of COMPUTE_REPS."""
+    """The loop through tidepool against the plain interpreter running it, less
+    the interpreter's own start (a spawn running nothing), all taking turns;
+    medians of COMPUTE_REPS. Wall: the client's round trip against the spawn's.
+    CPU: the worker's CPU for the exec (usage.cpu_ms) against the process's
+    (wait4). On a shared machine the wall mostly measures the others' load, so
+    the goal is read on CPU; both are printed."""
     plain, empty, tp = [], [], {label: [] for label, _, _ in rows}
     for _ in range(COMPUTE_REPS):
-        plain.append(spawn_ms(plain_argv))
-        empty.append(spawn_ms(empty_argv))
+        plain.append(spawn_run(plain_argv))
+        empty.append(spawn_run(empty_argv))
         for label, limits, _ in rows:
-            tp[label].append(exec_ms(c, lang, code, limits))
-    base = med(plain) - med(empty)
-    print(f"{title}: median of {COMPUTE_REPS}, in turns:")
-    print(f"  plain interpreter       {base:8.1f} ms   (spawn {med(plain):.1f} ms less its start {med(empty):.1f} ms)")
+            tp[label].append(exec_run(c, lang, code, limits))
+    base = [med([x[i] for x in plain]) - med([x[i] for x in empty]) for i in (0, 1)]
+    print(f"{title}: median of {COMPUTE_REPS}, in turns; wall and CPU time:")
+    print(f"  plain interpreter       wall {base[0]:7.1f} ms   CPU {base[1]:7.1f} ms"
+          f"   (a spawn running it less one running nothing)")
     for label, _, goal in rows:
-        over = 100 * (med(tp[label]) / base - 1)
+        wall, cpu = (med([x[i] for x in tp[label]]) for i in (0, 1))
+        ow, oc = 100 * (wall / base[0] - 1), 100 * (cpu / base[1] - 1)
         if key and label == "cpu_ms only":
-            RESULTS[key] = over
-        print(f"  tidepool, {label:<14}{med(tp[label]):8.1f} ms   overhead {over:+6.1f} %{goal}")
+            RESULTS[key] = oc
+            RESULTS[key + "/wall"] = ow
+        print(f"  tidepool, {label:<14}wall {wall:7.1f} ms   CPU {cpu:7.1f} ms   overhead wall {ow:+6.1f} %,"
+              f" CPU {oc:+6.1f} %{goal}")
 
 
 def compute_section(c):
     overhead(c, "Lua loop of 3e7", "lua", COMPUTE, [LUA, "-e", COMPUTE], [LUA, "-e", ""], [
-        ("cpu_ms only", {"cpu_ms": 5000}, " (goal ≤ 5 %)"),
+        ("cpu_ms only", {"cpu_ms": 5000}, " (goal ≤ 5 %, CPU)"),
         ("instructions", {"instructions": 10**12}, "")])
     py = [PYTHON, "-I", "-S", "-c"]
     overhead(c, "Python loop of 3e6", "python", PY_COMPUTE, py + [PY_COMPUTE_CLI], py + ["pass"], [
-        ("cpu_ms only", {"cpu_ms": 5000}, " (goal ≤ 10 %)"),
+        ("cpu_ms only", {"cpu_ms": 5000}, " (goal ≤ 10 %, CPU)"),
         ("instructions", {"instructions": 10**12}, "")], key="compute/python")
     overhead(c, "Python attributes and methods, loop of 3e5", "python", PY_OBJECTS + "s",
              py + [PY_OBJECTS + "print(s)"], py + ["pass"], [("cpu_ms only", {"cpu_ms": 5000}, "")])
@@ -499,19 +513,24 @@ SUMMARY = [("paced/lua-process", "Lua paced exec / paced ping, process", "≤ 2�
            ("b2b/python", "spawning python3.11 / Python b2b", "≥ 5×", lambda x: x >= 5),
            ("cpu/lua-process", "CPU per Lua exec, process, against a lua5.4 spawn", "≤ 0.5×",
             lambda x: x <= 0.5),
-           ("compute/python", "Python loop overhead, cpu_ms only", "≤ 10 %", lambda x: x <= 10)]
+           ("compute/python", "Python loop overhead, cpu_ms only, CPU", "≤ 10 %", lambda x: x <= 10)]
 
 
 def summary():
     print("Goals (issue 14), measured in this run (— : not measured: section skipped, or"
           " isolation 'state' not in this binary):")
-    print(f"| {'goal row':<50} | {'measured':>9} | {'goal':<7} | met |")
-    print(f"|{'-' * 52}|{'-' * 11}|{'-' * 9}|-----|")
+    rows = []
     for key, label, goal, ok in SUMMARY:
         x = RESULTS.get(key)
         shown = "—" if x is None else (f"{x:+.1f} %" if key.startswith("compute") else f"{x:.2f}×")
-        met = "—" if x is None else ("yes" if ok(x) else "no")
-        print(f"| {label:<50} | {shown:>9} | {goal:<7} | {met:<3} |")
+        if key.startswith("compute") and x is not None:
+            label += f" (wall: {RESULTS[key + '/wall']:+.1f} %)"
+        rows.append((label, shown, goal, "—" if x is None else ("yes" if ok(x) else "no")))
+    w = max(len(r[0]) for r in rows)
+    print(f"| {'goal row':<{w}} | {'measured':>9} | {'goal':<7} | met |")
+    print(f"|{'-' * (w + 2)}|{'-' * 11}|{'-' * 9}|-----|")
+    for label, shown, goal, met in rows:
+        print(f"| {label:<{w}} | {shown:>9} | {goal:<7} | {met:<3} |")
     if MACHINE:
         print(f"Machine: fork {MACHINE['fork_us']:.0f} µs, exit+wait {MACHINE['exit_wait_us']:.0f} µs,"
               f" CoW fault {MACHINE['cow_fault_us']:.2f} µs/page, zero-fill fault"
