@@ -273,10 +273,6 @@ def dash_rows():
         print(f"  {'Lua, state':<16} —   (isolation 'state' not in this binary: {STATE['why']})")
 
 
-def fmt_ratio(x):
-    return "—" if x is None else f"{x:.2f}×"
-
-
 # ---- machine -----------------------------------------------------------------
 PROBE_ROWS = [("cow_fault_us", "copy-on-write fault after fork", "µs per 4 KiB page",
                "a child writing one byte in each page of 64 MiB its parent wrote"),
