@@ -27,7 +27,7 @@ N_PACED = int(os.environ.get("BENCH_PACED", "40" if QUICK else "300"))
 N_SPAWN = int(os.environ.get("BENCH_SPAWN", "40" if QUICK else "200"))
 N_WARM = 20 if QUICK else 50        # execs before anything is timed; K of the CPU figures
 CPU_PAIRS = 1 if QUICK else 3       # host pairs (K execs, K + N execs) per CPU figure
-COMPUTE_REPS = 3 if QUICK else 5
+COMPUTE_REPS = 3 if QUICK else 9
 ONLY = {x.strip() for x in os.environ.get("BENCH_ONLY", "").split(",") if x.strip()}
 LUA_SPAWN = [LUA, "-e", "return 1+1"]
 PY_SPAWN = [PYTHON, "-I", "-S", "-c", "1+1"]
@@ -463,29 +463,31 @@ def exec_run(c, lang, code, limits):
 
 def overhead(c, title, lang, code, plain_argv, empty_argv, rows, key=None):
     """The loop through tidepool against the plain interpreter running it, less
-    the interpreter's own start (a spawn running nothing), all taking turns;
-    medians of COMPUTE_REPS. Wall: the client's round trip against the spawn's.
-    CPU: the worker's CPU for the exec (usage.cpu_ms) against the process's
-    (wait4). On a shared machine the wall mostly measures the others' load, so
-    the goal is read on CPU; both are printed."""
+    the interpreter's own start (a spawn running nothing), taking turns. Wall:
+    the client's round trip against the spawn's. CPU: the worker's CPU for the
+    exec (usage.cpu_ms) against the process's (wait4). The overhead is the
+    median of each turn's own ratio (a turn's rows are seconds apart, so drift
+    cancels), its range beside it. On a shared machine the wall mostly measures
+    the others' load, so the goal is read on CPU; both are printed."""
     plain, empty, tp = [], [], {label: [] for label, _, _ in rows}
     for _ in range(COMPUTE_REPS):
         plain.append(spawn_run(plain_argv))
         empty.append(spawn_run(empty_argv))
         for label, limits, _ in rows:
             tp[label].append(exec_run(c, lang, code, limits))
-    base = [med([x[i] for x in plain]) - med([x[i] for x in empty]) for i in (0, 1)]
-    print(f"{title}: median of {COMPUTE_REPS}, in turns; wall and CPU time:")
-    print(f"  plain interpreter       wall {base[0]:7.1f} ms   CPU {base[1]:7.1f} ms"
+    base = [[p[i] - e[i] for p, e in zip(plain, empty)] for i in (0, 1)]
+    print(f"{title}: {COMPUTE_REPS} turns, medians; wall and CPU time:")
+    print(f"  plain interpreter       wall {med(base[0]):7.1f} ms   CPU {med(base[1]):7.1f} ms"
           f"   (a spawn running it less one running nothing)")
     for label, _, goal in rows:
-        wall, cpu = (med([x[i] for x in tp[label]]) for i in (0, 1))
-        ow, oc = 100 * (wall / base[0] - 1), 100 * (cpu / base[1] - 1)
+        over = [[100 * (x[i] / b - 1) for x, b in zip(tp[label], base[i])] for i in (0, 1)]
+        ow, oc = med(over[0]), med(over[1])
         if key and label == "cpu_ms only":
             RESULTS[key] = oc
             RESULTS[key + "/wall"] = ow
-        print(f"  tidepool, {label:<14}wall {wall:7.1f} ms   CPU {cpu:7.1f} ms   overhead wall {ow:+6.1f} %,"
-              f" CPU {oc:+6.1f} %{goal}")
+        print(f"  tidepool, {label:<14}wall {med([x[0] for x in tp[label]]):7.1f} ms   CPU "
+              f"{med([x[1] for x in tp[label]]):7.1f} ms   overhead wall {ow:+6.1f} %, CPU {oc:+6.1f} %"
+              f" [{min(over[1]):+.0f}..{max(over[1]):+.0f}]{goal}")
 
 
 def compute_section(c):
