@@ -98,8 +98,17 @@ test: deps
 	@set -e; for s in $(TEST_STAGES); do echo "==== make $$s"; \
 	  $(MAKE) --no-print-directory $$s; done
 
+# BENCH_ONLY=machine,paced,b2b,cpu,compute,sessions picks sections; QUICK=1 (or
+# BENCH_QUICK=1) is a short run; BENCH_N, BENCH_PACED, BENCH_SPAWN set the counts.
 bench: all
-	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) tests/bench/bench.py
+	@$(MAKE) --no-print-directory $(BUILD)/bench-probe
+	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool BENCH_PROBE=$(CURDIR)/$(BUILD)/bench-probe \
+	  $(if $(QUICK),BENCH_QUICK=1) $(PYTHON) tests/bench/bench.py
+
+# The machine's own costs (fork, faults, pipes), printed first by `make bench`.
+$(BUILD)/bench-probe: tests/bench/probe.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -D_GNU_SOURCE $(WARN) -o $@ $<
 
 # The three binaries sit in one directory: the host runs tidepool-python and
 # tidepool-lua (its zygotes) from beside itself.
