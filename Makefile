@@ -65,7 +65,7 @@ endif
 MAIN_OBJ  := $(BUILD)/obj/host/main.o
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 # py-sandbox/pyshim.c is generated from shim.py by gen_shim.py: not formatted.
-FORMAT_SRCS = $(filter-out py-sandbox/pyshim.c common/presets.c,$(CORE_SRCS)) host/main.c \
+FORMAT_SRCS = $(filter-out py-sandbox/pyshim.c common/presets.c,$(CORE_SRCS)) host/main.c sandbox/zygote_main_lua.c \
               $(wildcard $(SRC_DIRS:%=%/*.h)) $(wildcard tests/unit/*.[ch])
 
 .PHONY: all deps demo test bench install uninstall clean unit proto faults failalloc soak \

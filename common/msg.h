@@ -41,7 +41,7 @@
 enum tp_msg_type {
 	TP_MSG_REQUEST = 1,
 	TP_MSG_REPLY = 2,
-	TP_MSG_TOOL_CALL = 3,  /* worker → host, while an exec runs */
+	TP_MSG_TOOL_CALL = 3,   /* worker → host, while an exec runs */
 	TP_MSG_TOOL_RESULT = 4, /* host → worker, the answer to it */
 	TP_MSG_READY = 5,       /* worker → host: isolation "state", its fresh state is built */
 };

@@ -340,8 +340,7 @@ static int waiting_over_cap(const struct tp_host *h)
 /* A one-shot worker ready for an exec. */
 static int is_warm(const struct worker *w)
 {
-	return w->exec == NULL && !w->exited && !w->killed && w->sess == NULL &&
-	       w->ready_seq == 0;
+	return w->exec == NULL && !w->exited && !w->killed && w->sess == NULL && w->ready_seq == 0;
 }
 
 /* Live one-shot workers in all (sessions' do not count: their policies bound
@@ -653,7 +652,8 @@ static void take_reply(struct tp_host *h, struct worker *w, const char *buf, siz
 {
 	struct tp_err err = { 0 };
 	struct tp_reply *r;
-	if (w->exec == NULL && w->ready_seq != 0 && tp_msg_ready_decode(buf, len, w->ready_seq) == 0) {
+	if (w->exec == NULL && w->ready_seq != 0 &&
+	    tp_msg_ready_decode(buf, len, w->ready_seq) == 0) {
 		w->ready_seq = 0; /* its fresh state is built: warm again */
 		return;
 	}
