@@ -69,7 +69,8 @@ FORMAT_SRCS = $(filter-out py-sandbox/pyshim.c common/presets.c,$(CORE_SRCS)) ho
               $(wildcard $(SRC_DIRS:%=%/*.h)) $(wildcard tests/unit/*.[ch])
 
 .PHONY: all deps demo test bench install uninstall clean unit proto faults failalloc soak \
-        soak-ci test-sanitize fuzz fuzz-build fuzz-regress format format-check shim-check
+        soak-ci test-sanitize fuzz fuzz-build fuzz-regress format format-check shim-check \
+        pyclient man-check
 
 # ---- entry points ------------------------------------------------------------
 all: deps
@@ -89,10 +90,10 @@ deps:
 demo: all
 	@sh tests/demo.sh $(BUILD)/tidepool
 
-# The stages `make test` runs, in order; QUICK=1 keeps the first four. The
+# The stages `make test` runs, in order; QUICK=1 keeps the first six. The
 # checks of the sources come before anything is built (a build would regenerate
 # a stale pyshim.c and hide it).
-TEST_STAGES := format-check shim-check unit proto \
+TEST_STAGES := format-check shim-check unit proto pyclient man-check \
                $(if $(QUICK),,faults soak-ci test-sanitize fuzz)
 test: deps
 	@set -e; for s in $(TEST_STAGES); do echo "==== make $$s"; \
@@ -178,6 +179,17 @@ unit: $(UNIT_BINS)
 # The protocol suites: JSON lines into the real binary.
 proto: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
 	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) -m pytest -q tests/proto
+
+# The Python client (clients/python) against the real binary. Its tests' tidepool
+# processes read only the pipes the client gives them (CI has no stdin).
+pyclient: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
+	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) -m pytest -q -p no:cacheprovider \
+	  clients/python/tests < /dev/null
+
+# The man page: its options are the binary's (--help, run --help), and it
+# renders without warnings (when groff is installed).
+man-check: $(BUILD)/tidepool
+	$(PYTHON) tests/man/check_man.py $(BUILD)/tidepool man/tidepool.1
 
 # Fault injection against the real binary, the fake zygote, and the
 # allocation-failure replay against the FAILALLOC build.

@@ -314,11 +314,15 @@ class Client:
                 raise self._gone_error() from None
 
     def _gone_error(self):
+        if self._closing:
+            return ProcessExited("the tidepool client is closed")
+        # The pipe broke: the process is gone or going. The reader thread sees its
+        # output end next and knows the status and the log; wait for it.
+        if threading.current_thread() is not self._reader:
+            self._reader.join(10)
         with self._lock:
             if self._dead is not None:
                 return self._dead
-        if self._closing:
-            return ProcessExited("the tidepool client is closed")
         return ProcessExited("tidepool is not reading its input (it is exiting)")
 
     def _start(self, method, params, **call_kw):
