@@ -5,7 +5,7 @@
 #   make demo       an example session, printing the replies
 #   make test       every test stage, in the order of TEST_STAGES (~6 min)
 #   make bench      latency and cost figures, as ratios measured in one run
-#   make install    PREFIX=/usr/local DESTDIR= ; make uninstall
+#   make install    PREFIX=/usr/local DESTDIR= (binaries and the man page); make uninstall
 #
 # Missing Debian packages are installed by `make deps` (as root, with apt-get);
 # the entry points above call it first. Knobs: SANITIZE=address,undefined (into
@@ -112,15 +112,17 @@ $(BUILD)/bench-probe: tests/bench/probe.c
 	$(CC) -O2 -D_GNU_SOURCE $(WARN) -o $@ $<
 
 # The three binaries sit in one directory: the host runs tidepool-python and
-# tidepool-lua (its zygotes) from beside itself.
+# tidepool-lua (its zygotes) from beside itself. The man page goes to man1.
+MANDIR    ?= $(PREFIX)/share/man
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua \
 	  $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 man/tidepool.1 $(DESTDIR)$(MANDIR)/man1/tidepool.1
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/tidepool $(DESTDIR)$(PREFIX)/bin/tidepool-python \
-	  $(DESTDIR)$(PREFIX)/bin/tidepool-lua
+	  $(DESTDIR)$(PREFIX)/bin/tidepool-lua $(DESTDIR)$(MANDIR)/man1/tidepool.1
 
 clean:
 	rm -rf build build-san build-failalloc build-san-failalloc build-fuzz
