@@ -10,7 +10,8 @@ ENV = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "clients", "python"))
 
 
 def readme_example():
-    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        text = f.read()
     section = text.split("\n## Python client\n", 1)[1]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 

@@ -1,10 +1,6 @@
 """Tool callbacks: tidepool asks the client (sandbox/tool_call) and the client's function answers."""
 import threading
 
-import pytest
-
-import tidepool
-
 
 def add(a, b):
     return a + b
@@ -98,3 +94,13 @@ def test_session_tool_calls(tp):
         r = s.run("total = tools.add(a=2, b=3)\ntotal", tools={"add": add})
         assert r.value == 5
         assert s.run("total * 2").value == 10
+
+
+def test_a_tool_may_call_the_client_itself(tp):
+    # The tool runs on a thread of its own, so the reader thread is free to
+    # deliver the inner run's reply while the outer run waits on the tool.
+    def echo(code):
+        return tp.run(code, "lua").value
+
+    r = tp.run("tools.echo(code='return 6 * 7') + 1", tools={"echo": echo})
+    assert (r.ok, r.value, r.usage["tool_calls"]) == (True, 43, 1)

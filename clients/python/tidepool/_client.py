@@ -409,6 +409,7 @@ class Client:
                     except Exception:  # a bug here must not stop the replies
                         traceback.print_exc()
         finally:
+            self._proc.stdout.close()
             self._exited()
 
     def _dispatch(self, msg):
@@ -467,8 +468,9 @@ class Client:
             pass
 
     def _log_loop(self):
-        for line in self._proc.stderr:
-            self._log.append(line.decode("utf-8", "replace").rstrip("\n"))
+        with self._proc.stderr:
+            for line in self._proc.stderr:
+                self._log.append(line.decode("utf-8", "replace").rstrip("\n"))
 
     def _exited(self):
         try:
