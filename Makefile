@@ -5,7 +5,7 @@
 #   make demo       an example session, printing the replies
 #   make test       every test stage, in the order of TEST_STAGES (~6 min)
 #   make bench      latency and cost figures, as ratios measured in one run
-#   make install    PREFIX=/usr/local DESTDIR= ; make uninstall
+#   make install    PREFIX=/usr/local DESTDIR= (binaries and the man page); make uninstall
 #
 # Missing Debian packages are installed by `make deps` (as root, with apt-get);
 # the entry points above call it first. Knobs: SANITIZE=address,undefined (into
@@ -69,7 +69,8 @@ FORMAT_SRCS = $(filter-out py-sandbox/pyshim.c common/presets.c,$(CORE_SRCS)) ho
               $(wildcard $(SRC_DIRS:%=%/*.h)) $(wildcard tests/unit/*.[ch])
 
 .PHONY: all deps demo test bench install uninstall clean unit proto faults failalloc soak \
-        soak-ci test-sanitize fuzz fuzz-build fuzz-regress format format-check shim-check
+        soak-ci test-sanitize fuzz fuzz-build fuzz-regress format format-check shim-check \
+        pyclient man-check
 
 # ---- entry points ------------------------------------------------------------
 all: deps
@@ -89,10 +90,10 @@ deps:
 demo: all
 	@sh tests/demo.sh $(BUILD)/tidepool
 
-# The stages `make test` runs, in order; QUICK=1 keeps the first four. The
+# The stages `make test` runs, in order; QUICK=1 keeps the first six. The
 # checks of the sources come before anything is built (a build would regenerate
 # a stale pyshim.c and hide it).
-TEST_STAGES := format-check shim-check unit proto \
+TEST_STAGES := format-check shim-check unit proto pyclient man-check \
                $(if $(QUICK),,faults soak-ci test-sanitize fuzz)
 test: deps
 	@set -e; for s in $(TEST_STAGES); do echo "==== make $$s"; \
@@ -111,15 +112,17 @@ $(BUILD)/bench-probe: tests/bench/probe.c
 	$(CC) -O2 -D_GNU_SOURCE $(WARN) -o $@ $<
 
 # The three binaries sit in one directory: the host runs tidepool-python and
-# tidepool-lua (its zygotes) from beside itself.
+# tidepool-lua (its zygotes) from beside itself. The man page goes to man1.
+MANDIR    ?= $(PREFIX)/share/man
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua \
 	  $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 man/tidepool.1 $(DESTDIR)$(MANDIR)/man1/tidepool.1
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/tidepool $(DESTDIR)$(PREFIX)/bin/tidepool-python \
-	  $(DESTDIR)$(PREFIX)/bin/tidepool-lua
+	  $(DESTDIR)$(PREFIX)/bin/tidepool-lua $(DESTDIR)$(MANDIR)/man1/tidepool.1
 
 clean:
 	rm -rf build build-san build-failalloc build-san-failalloc build-fuzz
@@ -178,6 +181,17 @@ unit: $(UNIT_BINS)
 # The protocol suites: JSON lines into the real binary.
 proto: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
 	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) -m pytest -q tests/proto
+
+# The Python client (clients/python) against the real binary. Its tests' tidepool
+# processes read only the pipes the client gives them (CI has no stdin).
+pyclient: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
+	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) -m pytest -q -p no:cacheprovider \
+	  clients/python/tests < /dev/null
+
+# The man page: its options are the binary's (--help, run --help), and it
+# renders without warnings (when groff is installed).
+man-check: $(BUILD)/tidepool
+	$(PYTHON) tests/man/check_man.py $(BUILD)/tidepool man/tidepool.1
 
 # Fault injection against the real binary, the fake zygote, and the
 # allocation-failure replay against the FAILALLOC build.

@@ -1,0 +1,122 @@
+"""run(): the result object, values and their text, errors, JSON-RPC errors."""
+import pytest
+
+import tidepool
+
+
+def test_python_value_text_and_output(tp):
+    r = tp.run("print('hi')\nsum(range(10))")
+    assert isinstance(r, tidepool.Execution)
+    assert (r.ok, r.value, r.text, r.stdout, r.stderr, r.error) == (True, 45, "45", "hi\n", "", None)
+    assert r.raw["ok"] is True and r.raw["value"] == 45
+    assert set(r.usage) == {"instructions", "memory_peak_bytes", "cpu_ms", "wall_ms", "queue_ms",
+                            "tool_calls"}
+    assert r.truncated == {"stdout": False, "stderr": False}
+
+
+@pytest.mark.parametrize("code, value, text, value_repr", [
+    ("{1, 2}", "{1, 2}", "{1, 2}", True),           # a repr tidepool made: taken as it is
+    ("object", "<class 'object'>", "<class 'object'>", True),
+    ("'hi'", "hi", "'hi'", False),                  # a JSON string: repr'd as Python would
+    ("[1, 'a', None, True, 2.5]", [1, "a", None, True, 2.5], "[1, 'a', None, True, 2.5]", False),
+    ("{'k': [0.1 + 0.2]}", {"k": [0.30000000000000004]}, "{'k': [0.30000000000000004]}", False),
+    ("x = 1", None, None, False),                   # no expression: no value, no text (as a REPL)
+    ("None", None, None, False),
+])
+def test_python_text(tp, code, value, text, value_repr):
+    r = tp.run(code)
+    assert (r.ok, r.value, r.text, r.value_repr) == (True, value, text, value_repr)
+
+
+@pytest.mark.parametrize("code, value, text", [
+    ("return 1 + 1", 2, "2"),
+    ("return 'x'", "x", "'x'"),
+    ("return 1.5, true, nil", [1.5, True, None], "[1.5, True, None]"),
+    ("return {1, 2, x = 3}", {"1": 1, "2": 2, "x": 3}, "{'1': 1, '2': 2, 'x': 3}"),
+    ("return 3.0", 3.0, "3.0"),
+    ("return print", "<function>", "'<function>'"),
+    ("local x = 1", None, None),
+])
+def test_lua_text(tp, code, value, text):
+    r = tp.run(code, "lua")
+    assert (r.ok, r.value, r.text) == (True, value, text)
+
+
+def test_inputs_and_seed(tp):
+    assert tp.run("x + len(name)", inputs={"x": 40, "name": "ab"}).value == 42
+    assert tp.run("return x * 2", "lua", inputs={"x": 21}).value == 42
+    a = tp.run("import random\n[random.random() for _ in range(3)]", seed=7).value
+    b = tp.run("import random\n[random.random() for _ in range(3)]", seed=7).value
+    c = tp.run("import random\n[random.random() for _ in range(3)]", seed=8).value
+    assert a == b != c and len(a) == 3
+
+
+def test_python_exception(tp):
+    r = tp.run("x = 1\n1/0")
+    e = r.error
+    assert r.ok is False and r.value is None
+    assert isinstance(e, tidepool.ExecutionError)
+    assert (e.name, e.value, e.kind, e.layer, e.line, e.type) == (
+        "ZeroDivisionError", "division by zero", "runtime_error", "language", 2, "ZeroDivisionError")
+    assert (e.ename, e.evalue) == ("ZeroDivisionError", "division by zero")  # Jupyter's names
+    assert e.traceback.startswith("Traceback (most recent call last):\n")
+    assert e.traceback.endswith("ZeroDivisionError: division by zero")
+    assert str(e) == "ZeroDivisionError: division by zero"
+    assert e.raw == r.raw["error"]
+
+
+def test_python_syntax_error(tp):
+    e = tp.run("x = (").error
+    assert (e.name, e.value, e.kind, e.line, e.traceback) == (
+        "SyntaxError", "'(' was never closed", "syntax_error", 1, None)
+
+
+def test_lua_error_is_named_by_its_kind(tp):
+    e = tp.run("error('boom')", "lua").error
+    # Lua's error type is the value's type ("string"), not a class: the name is the kind.
+    assert (e.name, e.value, e.kind, e.layer, e.line, e.type) == (
+        "runtime_error", "boom", "runtime_error", "language", 1, "string")
+
+
+def test_limit_error(tp):
+    r = tp.run("while true do end", "lua", limits={"instructions": 1000})
+    e = r.error
+    assert (e.name, e.kind, e.layer, e.value) == (
+        "instruction_limit", "instruction_limit", "language", "instruction limit exceeded")
+    assert e.limit == {"name": "instructions", "limit": 1000, "used": 1000}
+    assert r.usage["instructions"] == 1000
+
+
+def test_policy_violation(tp):
+    e = tp.run("open('/etc/passwd')", policy="standard").error
+    assert (e.name, e.kind, e.layer, e.value) == (
+        "PolicyViolation", "policy_violation", "language",
+        "open is not available in the sandbox (policy standard: no files)")
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"limits": {"cpu_ms": 999999}},
+     "limit 'cpu_ms' may only be tightened: 999999 > ceiling 5000 (policy 'agent')"),
+    ({"policy": "nope"}, "unknown policy 'nope' (sandbox/policy/list names them)"),
+    ({"lang": "cobol"}, "'lang' must be \"lua\" or \"python\""),
+])
+def test_invalid_params_raise(tp, kw, message):
+    with pytest.raises(tidepool.TidepoolError) as ei:
+        tp.run("1", **kw)
+    assert (ei.value.code, ei.value.message) == (-32602, message)
+    assert str(ei.value) == f"{message} (JSON-RPC error -32602)"
+
+
+def test_request_any_method(tp):
+    assert tp.request("ping") == {}
+    names = [p["name"] for p in tp.request("sandbox/policy/list")["policies"]]
+    assert "agent" in names and "standard" in names
+    with pytest.raises(tidepool.TidepoolError) as ei:
+        tp.request("no/such/method")
+    assert ei.value.code == -32601
+
+
+def test_a_json_value_python_cannot_send_is_refused_before_sending(tp):
+    with pytest.raises(ValueError):
+        tp.run("x", inputs={"x": float("nan")})
+    assert tp.run("1").value == 1  # nothing was left pending

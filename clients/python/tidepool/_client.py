@@ -1,0 +1,561 @@
+"""The tidepool client: one tidepool process, JSON-RPC 2.0 lines over its stdin/stdout.
+
+Threads: a reader thread reads every line tidepool writes and matches replies to
+calls by id; it calls on_stdout/on_stderr itself (in order, before the run's
+result is delivered), and hands each sandbox/tool_call request to a thread of its
+own, so a slow tool blocks neither other replies nor other tools. A second
+thread keeps the last lines of tidepool's stderr (its log) for error messages.
+Any number of threads may call the client at once.
+"""
+import base64
+import collections
+import itertools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import traceback
+
+# How long run(timeout=...) waits for a cancelled exec's reply: a one-shot
+# exec's worker is killed at once, a session's is interrupted, killed 250 ms later.
+CANCEL_GRACE = 10.0
+
+
+# ---- errors -----------------------------------------------------------------------
+
+class TidepoolError(Exception):
+    """A JSON-RPC error from tidepool (.code, .message, .data): -32602 invalid
+    params, -32001 busy or too many sessions, -32002 unknown or ended session, ..."""
+
+    def __init__(self, code, message, data=None):
+        super().__init__(message if code is None else f"{message} (JSON-RPC error {code})")
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class ProcessExited(TidepoolError):
+    """tidepool is gone (it died, was killed, or the client was closed): raised in
+    every call pending then and every call made after. .returncode is the
+    process's status (negative: the signal), .stderr the last lines of its log."""
+
+    def __init__(self, message, returncode=None, stderr=""):
+        super().__init__(None, message)
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+class RunTimeout(TimeoutError):
+    """run(timeout=...) ran out: the exec was cancelled. .result is the cancelled
+    exec's Execution (its output so far, error.kind "cancelled"), or None when
+    tidepool did not answer the cancel either."""
+
+    def __init__(self, message, result=None):
+        super().__init__(message)
+        self.result = result
+
+
+# ---- results ----------------------------------------------------------------------
+
+class ExecutionError:
+    """Why an exec failed. e2b's ExecutionError names (name, value, traceback),
+    plus tidepool's own fields; Jupyter's ename/evalue are aliases."""
+
+    __slots__ = ("name", "value", "traceback", "kind", "layer", "line", "type", "limit", "raw")
+
+    def __init__(self, raw, lang):
+        self.raw = raw
+        self.kind = raw.get("kind")  # runtime_error, timeout, cpu_limit, cancelled, ...
+        self.type = raw.get("type")  # ZeroDivisionError, PolicyViolation; Lua: string, table
+        # The exception class for Python (what e2b and Jupyter call the name);
+        # the kind otherwise (Lua's types are value types, not classes; limits have none).
+        self.name = self.type if lang == "python" and self.type else self.kind
+        self.value = raw.get("message") or ""
+        self.traceback = raw.get("traceback")
+        self.layer = raw.get("layer")  # language, process, kernel, host
+        self.line = raw.get("line")
+        self.limit = raw.get("limit")  # {name, limit, used} when a limit stopped it
+
+    @property
+    def ename(self):
+        return self.name
+
+    @property
+    def evalue(self):
+        return self.value
+
+    def __str__(self):
+        return f"{self.name}: {self.value}"
+
+    def __repr__(self):
+        return (f"ExecutionError(name={self.name!r}, value={self.value!r}, kind={self.kind!r}, "
+                f"layer={self.layer!r}, line={self.line!r})")
+
+
+class Execution:
+    """An exec's result: .value (the JSON value), .text (its text/plain repr, None
+    for a null value), .stdout, .stderr, .error (None or an ExecutionError),
+    .usage, .ok, and .raw (the result object as tidepool sent it)."""
+
+    __slots__ = ("raw", "ok", "value", "value_repr", "stdout", "stderr", "error", "usage",
+                 "truncated", "session_id", "session_lost")
+
+    def __init__(self, raw, lang):
+        self.raw = raw
+        self.ok = bool(raw.get("ok"))
+        self.value = raw.get("value")
+        self.value_repr = bool(raw.get("value_repr"))  # value is the repr() of a non-JSON value
+        self.stdout = raw.get("stdout") or ""
+        self.stderr = raw.get("stderr") or ""
+        self.error = ExecutionError(raw["error"], lang) if raw.get("error") else None
+        self.usage = raw.get("usage") or {}
+        self.truncated = raw.get("truncated") or {}
+        self.session_id = raw.get("session_id")
+        self.session_lost = bool(raw.get("session_lost"))
+
+    @property
+    def text(self):
+        """The value as a REPL shows it: Python's repr (the snippet's own when tidepool
+        sent one), None when the value is null (a REPL and Jupyter show nothing)."""
+        if self.value_repr:
+            return self.value
+        if self.value is None:
+            return None
+        return repr(self.value)
+
+    def __repr__(self):
+        return (f"Execution(ok={self.ok}, value={self.value!r}, stdout={self.stdout!r}, "
+                f"stderr={self.stderr!r}, error={self.error!r})")
+
+
+FileInfo = collections.namedtuple("FileInfo", "path size")
+
+
+class FileList(list):
+    """A session's files (FileInfo(path, size), by path); .complete is False when
+    the workspace held more than tidepool lists (1000 files, 8 deep)."""
+
+    complete = True
+
+
+# ---- calls in flight ----------------------------------------------------------------
+
+class _Call:
+    __slots__ = ("id", "event", "reply", "exc", "tools", "on_stdout", "on_stderr")
+
+    def __init__(self, id_, tools=None, on_stdout=None, on_stderr=None):
+        self.id = id_
+        self.event = threading.Event()
+        self.reply = None
+        self.exc = None
+        self.tools = tools
+        self.on_stdout = on_stdout
+        self.on_stderr = on_stderr
+
+
+class Run:
+    """An exec started by run_async(): .result(timeout=None), .cancel(), .done(), .id."""
+
+    def __init__(self, client, call, lang):
+        self._client = client
+        self._call = call
+        self._lang = lang
+
+    @property
+    def id(self):
+        """The JSON-RPC id of the exec's request."""
+        return self._call.id
+
+    def done(self):
+        return self._call.event.is_set()
+
+    def result(self, timeout=None):
+        """The Execution; raises TimeoutError (without cancelling) when it has not
+        finished within timeout seconds, TidepoolError for a JSON-RPC error."""
+        if not self._call.event.wait(timeout):
+            raise TimeoutError(f"exec {self.id} has not finished within {timeout} s")
+        if self._call.exc is not None:
+            raise self._call.exc
+        return Execution(self._call.reply, self._lang)
+
+    def cancel(self):
+        """Asks tidepool to stop the exec (notifications/cancelled). Its result then
+        comes as usual, with error.kind "cancelled" and the output so far (or the
+        normal result, when it finished first). False when it had already finished."""
+        if self.done():
+            return False
+        try:
+            self._client.notify("notifications/cancelled", {"requestId": self.id})
+        except ProcessExited:
+            pass  # the pending call gets the same error
+        return True
+
+    def _wait(self, timeout):
+        if timeout is None:
+            return self.result()
+        try:
+            return self.result(timeout)
+        except TimeoutError:
+            pass
+        self.cancel()
+        try:
+            r = self.result(CANCEL_GRACE)
+        except TimeoutError:
+            raise RunTimeout(f"exec {self.id} did not finish within {timeout} s, and tidepool did "
+                             f"not answer its cancel within {CANCEL_GRACE} s") from None
+        if r.error is not None and r.error.kind == "cancelled":
+            raise RunTimeout(f"exec {self.id} did not finish within {timeout} s: cancelled", r)
+        return r  # it finished before the cancel reached it
+
+
+def _exec_params(code, lang, limits, inputs, seed, policy, on_stdout, on_stderr):
+    p = {"code": code}
+    if lang is not None:
+        p["lang"] = lang
+    for k, v in (("limits", limits), ("inputs", inputs), ("seed", seed), ("policy", policy)):
+        if v is not None:
+            p[k] = v
+    if on_stdout is not None or on_stderr is not None:
+        p["stream"] = True
+    return p
+
+
+def _describe_status(rc):
+    if rc is None:
+        return "closed its output"
+    if rc < 0:
+        try:
+            return f"was killed by signal {-rc} ({signal.Signals(-rc).name})"
+        except ValueError:
+            return f"was killed by signal {-rc}"
+    return f"exited with status {rc}"
+
+
+# ---- the client ----------------------------------------------------------------------
+
+class Client:
+    """Starts and owns one tidepool process.
+
+    path: the binary (else $TIDEPOOL, else `tidepool` on PATH); args: its options
+    (["--policy", "strict"], ["--policy-dir", DIR]); tools: {name: function} every
+    run may call. Use it as a context manager, or call close()."""
+
+    def __init__(self, path=None, args=(), *, tools=None, env=None, start_timeout=30.0):
+        exe = path or os.environ.get("TIDEPOOL") or shutil.which("tidepool")
+        if not exe:
+            raise FileNotFoundError("no tidepool binary: pass path=, set $TIDEPOOL, or put "
+                                    "tidepool on PATH")
+        self._lock = threading.Lock()  # _pending, _dead
+        self._wlock = threading.Lock()  # stdin
+        self._ids = itertools.count(1)
+        self._pending = {}
+        self._dead = None
+        self._closing = False
+        self._tools = dict(tools or {})
+        self._log = collections.deque(maxlen=50)
+        self._proc = subprocess.Popen([exe, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, env=env, close_fds=True)
+        self._log_thread = threading.Thread(target=self._log_loop, name="tidepool-log", daemon=True)
+        self._log_thread.start()
+        self._reader = threading.Thread(target=self._read_loop, name="tidepool-reader", daemon=True)
+        self._reader.start()
+        try:
+            self.request("ping", {}, timeout=start_timeout)  # a bad option or policy fails here
+        except BaseException:
+            self.close(timeout=5)
+            raise
+
+    # -- life -----------------------------------------------------------------------
+    @property
+    def pid(self):
+        return self._proc.pid
+
+    @property
+    def log(self):
+        """The last lines tidepool wrote on stderr (its log)."""
+        return list(self._log)
+
+    def close(self, timeout=30.0):
+        """Closes tidepool's stdin: it answers the requests in flight and exits.
+        Waits for it (killing it after timeout seconds); returns its exit status."""
+        self._closing = True
+        with self._wlock:
+            try:
+                self._proc.stdin.close()
+            except OSError:
+                pass
+        try:
+            self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._reader.join(10)
+        self._log_thread.join(5)
+        return self._proc.returncode
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- JSON-RPC ---------------------------------------------------------------------
+    def _send(self, msg):
+        line = (json.dumps(msg, allow_nan=False, separators=(",", ":")) + "\n").encode()
+        with self._wlock:
+            if self._dead is not None:
+                raise self._dead
+            try:
+                self._proc.stdin.write(line)
+                self._proc.stdin.flush()
+            except (OSError, ValueError):  # EPIPE, or stdin closed by close()
+                raise self._gone_error() from None
+
+    def _gone_error(self):
+        if self._closing:
+            return ProcessExited("the tidepool client is closed")
+        # The pipe broke: the process is gone or going. The reader thread sees its
+        # output end next and knows the status and the log; wait for it.
+        if threading.current_thread() is not self._reader:
+            self._reader.join(10)
+        with self._lock:
+            if self._dead is not None:
+                return self._dead
+        return ProcessExited("tidepool is not reading its input (it is exiting)")
+
+    def _start(self, method, params, **call_kw):
+        id_ = next(self._ids)
+        msg = {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
+        json.dumps(msg, allow_nan=False)  # a bad param raises here, before anything is pending
+        call = _Call(id_, **call_kw)
+        with self._lock:
+            if self._dead is not None:
+                raise self._dead
+            self._pending[id_] = call
+        try:
+            self._send(msg)
+        except BaseException:
+            with self._lock:
+                self._pending.pop(id_, None)
+            raise
+        return call
+
+    def request(self, method, params=None, timeout=None):
+        """Any JSON-RPC method; returns its result, raises TidepoolError for an error,
+        TimeoutError when there is no answer within timeout seconds."""
+        call = self._start(method, {} if params is None else params)
+        if not call.event.wait(timeout):
+            with self._lock:
+                self._pending.pop(call.id, None)
+            raise TimeoutError(f"{method}: no answer within {timeout} s")
+        if call.exc is not None:
+            raise call.exc
+        return call.reply
+
+    def notify(self, method, params=None):
+        msg = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            msg["params"] = params
+        self._send(msg)
+
+    # -- running code -------------------------------------------------------------------
+    def run(self, code, lang="python", *, limits=None, inputs=None, seed=None, policy=None,
+            timeout=None, on_stdout=None, on_stderr=None, tools=None):
+        """Runs one snippet in a fresh sandbox and returns its Execution. A failure of
+        the snippet is a result (.ok False, .error); TidepoolError is for refused
+        requests; RunTimeout when timeout seconds pass (the exec is cancelled)."""
+        return self.run_async(code, lang, limits=limits, inputs=inputs, seed=seed, policy=policy,
+                              on_stdout=on_stdout, on_stderr=on_stderr, tools=tools)._wait(timeout)
+
+    def run_async(self, code, lang="python", *, limits=None, inputs=None, seed=None, policy=None,
+                  on_stdout=None, on_stderr=None, tools=None, _session=None):
+        """As run(), but returns a Run handle at once: .result(timeout), .cancel()."""
+        params = _exec_params(code, lang, limits, inputs, seed, policy, on_stdout, on_stderr)
+        if _session is not None:
+            params["session_id"] = _session
+        call = self._start("sandbox/exec", params, tools=tools, on_stdout=on_stdout,
+                           on_stderr=on_stderr)
+        return Run(self, call, lang)
+
+    def session(self, lang="python", policy=None, limits=None):
+        """Opens a session (sandbox/session/open): state kept between its runs."""
+        params = {"lang": lang}
+        if policy is not None:
+            params["policy"] = policy
+        if limits is not None:
+            params["limits"] = limits
+        return Session(self, self.request("sandbox/session/open", params), lang)
+
+    def register_tool(self, name, fn):
+        """fn(**arguments) answers the code's calls to tool `name` (the policy must list
+        it); its return value must be JSON. Returns fn."""
+        with self._lock:
+            self._tools[name] = fn
+        return fn
+
+    # -- the reader thread ----------------------------------------------------------------
+    def _read_loop(self):
+        try:
+            for line in self._proc.stdout:
+                try:
+                    msg = json.loads(line)
+                except ValueError:
+                    continue  # a line cut by a kill
+                if isinstance(msg, dict):
+                    try:
+                        self._dispatch(msg)
+                    except Exception:  # a bug here must not stop the replies
+                        traceback.print_exc()
+        finally:
+            self._proc.stdout.close()
+            self._exited()
+
+    def _dispatch(self, msg):
+        method = msg.get("method")
+        if method is None:  # a reply
+            with self._lock:
+                call = self._pending.pop(msg.get("id"), None)
+            if call is None:
+                return
+            err = msg.get("error")
+            if err is not None:
+                call.exc = TidepoolError(err.get("code"), err.get("message", ""), err.get("data"))
+            else:
+                call.reply = msg.get("result")
+            call.event.set()
+        elif "id" in msg:  # tidepool's own request: a tool call
+            threading.Thread(target=self._serve, args=(msg,), name="tidepool-tool",
+                             daemon=True).start()
+        elif method == "sandbox/output":
+            p = msg.get("params") or {}
+            with self._lock:
+                call = self._pending.get(p.get("exec_id"))
+            if call is None:
+                return
+            cb = call.on_stdout if p.get("stream") == "stdout" else call.on_stderr
+            if cb is not None:
+                try:
+                    cb(p.get("text", ""))
+                except Exception:
+                    traceback.print_exc()
+
+    def _serve(self, msg):
+        rid, params = msg["id"], msg.get("params") or {}
+        reply = {"jsonrpc": "2.0", "id": rid}
+        if msg.get("method") != "sandbox/tool_call":
+            reply["error"] = {"code": -32601, "message": f"method not found: {msg.get('method')}"}
+        else:
+            name, args = params.get("name"), params.get("arguments") or {}
+            with self._lock:
+                call = self._pending.get(params.get("exec_id"))
+                fn = (call.tools or {}).get(name) if call is not None else None
+                fn = fn or self._tools.get(name)
+            if fn is None:
+                reply["error"] = {"code": -32601,
+                                  "message": f"no tool '{name}' is registered with the client"}
+            else:
+                try:
+                    result = fn(**args)
+                    json.dumps(result, allow_nan=False)
+                    reply["result"] = result
+                except Exception as e:
+                    reply["error"] = {"code": -32000, "message": f"{type(e).__name__}: {e}"}
+        try:
+            self._send(reply)
+        except ProcessExited:
+            pass
+
+    def _log_loop(self):
+        with self._proc.stderr:
+            for line in self._proc.stderr:
+                self._log.append(line.decode("utf-8", "replace").rstrip("\n"))
+
+    def _exited(self):
+        try:
+            rc = self._proc.wait(5)
+        except subprocess.TimeoutExpired:
+            rc = None
+        self._log_thread.join(2)
+        if self._closing:
+            err = ProcessExited("the tidepool client is closed", rc)
+        else:
+            tail = "\n".join(list(self._log)[-5:])
+            err = ProcessExited(f"tidepool {_describe_status(rc)} before answering"
+                                + (f"; its last log lines:\n{tail}" if tail else ""), rc, tail)
+        with self._lock:
+            self._dead = err
+            calls = list(self._pending.values())
+            self._pending.clear()
+        for call in calls:
+            call.exc = err
+            call.event.set()
+
+
+class Session:
+    """A session (sandbox/session/open): its runs share one interpreter's state and,
+    when the policy gives one, a workspace directory. A context manager."""
+
+    def __init__(self, client, info, lang):
+        self._client = client
+        self.info = info
+        self.id = info["session_id"]
+        self.lang = info.get("lang", lang)
+        self.policy = info.get("policy")
+        self.limits = info.get("limits")
+        self.workspace = info.get("workspace")  # {path, file_bytes}, or None
+        self.closed = False
+
+    def run(self, code, *, limits=None, inputs=None, seed=None, timeout=None, on_stdout=None,
+            on_stderr=None, tools=None):
+        return self.run_async(code, limits=limits, inputs=inputs, seed=seed, on_stdout=on_stdout,
+                              on_stderr=on_stderr, tools=tools)._wait(timeout)
+
+    def run_async(self, code, *, limits=None, inputs=None, seed=None, on_stdout=None,
+                  on_stderr=None, tools=None):
+        return self._client.run_async(code, self.lang, limits=limits, inputs=inputs, seed=seed,
+                                      on_stdout=on_stdout, on_stderr=on_stderr, tools=tools,
+                                      _session=self.id)
+
+    def put_file(self, path, data):
+        """Writes data (bytes; a str is written as UTF-8) to path in the workspace;
+        returns the bytes written."""
+        if isinstance(data, str):
+            data = data.encode()
+        r = self._client.request("sandbox/session/files/put", {
+            "session_id": self.id, "path": path, "data": base64.b64encode(bytes(data)).decode()})
+        return r["bytes"]
+
+    def get_file(self, path):
+        r = self._client.request("sandbox/session/files/get", {"session_id": self.id, "path": path})
+        return base64.b64decode(r["data"], validate=True)
+
+    def list_files(self):
+        r = self._client.request("sandbox/session/files/list", {"session_id": self.id})
+        files = FileList(FileInfo(f["path"], f["bytes"]) for f in r["files"])
+        files.complete = bool(r.get("complete", True))
+        return files
+
+    def close(self):
+        """Ends the session. Idempotent; a session tidepool already ended (-32002) or a
+        tidepool that is gone count as closed."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self._client.request("sandbox/session/close", {"session_id": self.id})
+        except ProcessExited:
+            pass
+        except TidepoolError as e:
+            if e.code != -32002:
+                raise
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return f"Session({self.id!r}, lang={self.lang!r}, policy={self.policy!r})"
