@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -136,6 +138,9 @@ static int assign(struct tp_host *h, struct exec *e, struct worker *w)
 	 * worker waits for this request, so it writes nothing meanwhile. */
 	__atomic_store_n(&w->shm->len[0], 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&w->shm->len[1], 0, __ATOMIC_RELEASE);
+	/* A worker still rehearsing stops at its next step: the request goes first. */
+	__atomic_store_n(&w->shm->handed, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &w->shm->handed, FUTEX_WAKE, 1, NULL, NULL, 0);
 	e->next_tick = e->t_start + STREAM_TICK_MS;
 	/* wall_ms is the request's: its time in the queue counts. */
 	e->deadline = e->t_arrival + (double)e->p.limits.wall_ms;

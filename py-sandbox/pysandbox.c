@@ -51,6 +51,8 @@ static PyObject *make_main(void)
 	return d;
 }
 
+static PyObject *g_rehearsal_globals; /* a rehearsal's (worker.c): dropped when it ends */
+
 static int g_session_started; /* a session's first exec ran: its globals are g_main's */
 static size_t g_session_base; /* the heap before a session's first exec */
 
@@ -58,8 +60,20 @@ static size_t g_session_base; /* the heap before a session's first exec */
  * made (in the frozen heap, already in sys.modules), so an exec creates and
  * registers nothing; a second exec in the same process gets a new one. A
  * session's execs all share the first one's. */
-static PyObject *new_globals(int session)
+static PyObject *new_globals(int session, int rehearsal)
 {
+	/* A rehearsal's globals are its own: a dict like __main__'s that no module
+	 * holds, dropped after it (the zygote's __main__ stays fresh). */
+	if (rehearsal) {
+		PyObject *d = PyDict_New(), *name = PyUnicode_FromString("__main__");
+		if (d == NULL || name == NULL ||
+		    PyDict_SetItemString(d, "__builtins__", g_sbuiltins) != 0 ||
+		    PyDict_SetItemString(d, "__name__", name) != 0)
+			Py_CLEAR(d);
+		Py_XDECREF(name);
+		Py_XSETREF(g_rehearsal_globals, d);
+		return d;
+	}
 	if (session && g_session_started && g_main != NULL)
 		return PyModule_GetDict(g_main);
 	g_session_started = session;
@@ -389,7 +403,7 @@ int tp_py_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_reply
 	if (g_shim == NULL)
 		return -1;
 	begin(req, shm);
-	globals = new_globals(req->session);
+	globals = new_globals(req->session, req->rehearsal);
 	if (globals == NULL || set_inputs(globals, req) != 0) {
 		tp_py_capture(&f, ST_INPUTS, req);
 		goto out;
@@ -411,6 +425,10 @@ out:
 	json_decref(f.message), json_decref(f.traceback);
 	json_decref(res.repr.message), json_decref(res.repr.traceback);
 	Py_XDECREF(src), Py_XDECREF(prepared);
+	if (req->rehearsal) {
+		Py_CLEAR(g_rehearsal_globals);
+		tp_py_shm = NULL;
+	}
 	return rc;
 }
 
@@ -644,9 +662,20 @@ void tp_py_worker_init(uint64_t entropy)
 	tp_pyaddr_worker_init(entropy);
 }
 
+/* The rehearsal (lang.h, worker.c): an expression (the fast path) and a few
+ * statements (the shim's AST check and compile, a loop, print, a list result):
+ * what most snippets do first. They import nothing, draw no random number and
+ * define no name outside their own throwaway globals. */
+static const char *const rehearsal[] = {
+	"1+1",
+	"xs = [i * 2 for i in range(3)]\nprint(len(xs), 'ok')\nxs",
+	NULL,
+};
+
 const struct tp_lang tp_lang_python = {
 	.id = TP_LANG_PYTHON,
 	.zygote_init = tp_py_zygote_init,
 	.worker_init = tp_py_worker_init,
 	.exec = tp_py_exec,
+	.rehearsal = rehearsal,
 };

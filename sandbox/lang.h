@@ -30,6 +30,11 @@ struct tp_lang {
 	int (*zygote_init)(struct tp_err *err);
 	void (*worker_init)(uint64_t entropy);
 	int (*exec)(const struct tp_request *req, struct tp_shm *shm, struct tp_reply *out);
+	/* Snippets a warm worker runs through exec (flagged as a rehearsal) before it
+	 * waits for its request, so the pages a typical exec writes are copied then,
+	 * not on the request's path; NULL-terminated, or NULL for none. A rehearsal
+	 * must leave nothing the real exec can see. */
+	const char *const *rehearsal;
 };
 
 /* The policy this process enforces. A zygote sets the one the host gave it
