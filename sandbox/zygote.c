@@ -114,6 +114,10 @@ int tp_zygote_main(const char *lang_name, const char *workspace_base)
 		return 1;
 	}
 	cfg.ceiling = policy->limits;
+	/* The rehearsal once here too (worker.c): what its first run writes into
+	 * the interpreter's caches (the type attribute cache, interned names, lazy
+	 * state) is then shared by every worker, not written again in each. */
+	tp_worker_rehearse(lang, &cfg.ceiling, NULL);
 	cfg.files = policy->fs_read.n + policy->fs_write.n > 0 || !policy->language_layer;
 	cfg.fsize = policy->fs_write.n > 0 ? policy->file_bytes : 0;
 	cfg.host_pid = getppid();
