@@ -142,8 +142,11 @@ $(BUILD)/tidepool: $(MAIN_OBJ) $(CORE_OBJS)
 # confined and share one layout by fork anyway); the host stays PIE. The host
 # falls back to its own binary when this one is not beside it.
 PY_STATIC  = /usr/lib/python3.11/config-3.11-x86_64-linux-gnu/libpython3.11.a
+# The specialiser's attribute entry points go through py-sandbox/pyattr.c, which
+# lets it specialise a guarded type's loads of names the guard lets through.
+PY_WRAP    = -Wl,--wrap=_Py_Specialize_LoadAttr -Wl,--wrap=_Py_Specialize_LoadMethod
 $(BUILD)/tidepool-python: $(MAIN_OBJ) $(CORE_OBJS)
-	$(CC) $(LDFLAGS) -no-pie -Wl,-E -o $@ $^ -Wl,-Bstatic $(STATIC_LIBS) \
+	$(CC) $(LDFLAGS) -no-pie -Wl,-E $(PY_WRAP) -o $@ $^ -Wl,-Bstatic $(STATIC_LIBS) \
 	  -Wl,-Bdynamic $(PY_STATIC) -lz -lexpat -lutil -lm -ldl -lpthread
 
 # The Lua zygote's binary: the zygote and worker code without CPython (nothing

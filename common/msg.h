@@ -64,6 +64,7 @@ struct tp_request {
 	uint64_t seed;
 	int session; /* keep the globals of earlier execs, and count memory from the first */
 	const char *workspace; /* a session's workspace directory (absolute), or NULL */
+	int rehearsal;         /* the worker's own trial run (worker.c): never set from the wire */
 };
 
 /* Why an exec failed, as the language layer saw it. */

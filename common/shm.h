@@ -16,7 +16,8 @@
  *      ask the running exec to stop (a cancel, a session's wall clock); it
  *      clears it before the worker's next exec. And the host sets len[] to 0
  *      when it hands a waiting worker an exec, so a stream read while the exec
- *      runs (host/stream.c) never sees the last exec's output.
+ *      runs (host/stream.c) never sees the last exec's output; and sets handed
+ *      (a futex it wakes), so a warm worker stops its rehearsal (worker.c).
  */
 #ifndef TP_SHM_H
 #define TP_SHM_H
@@ -48,7 +49,7 @@ struct tp_shm {
 	volatile uint64_t mem_peak;
 	volatile uint32_t
 	    stop; /* host → worker: 1 asks the running exec to stop (SIGUSR1 follows) */
-	volatile uint32_t pad2;
+	volatile uint32_t handed; /* host → worker: 1 once it was handed a request (worker.c) */
 	/* The exec's CPU clock (docs/worker-protocol.md "CPU time"): the worker's CPU
 	 * time since its fork when the exec's clock started (TP_SHM_CPU_UNSET until
 	 * then: the host sets it when it hands the worker an exec), and the exec's

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -139,6 +141,9 @@ static int assign(struct tp_host *h, struct exec *e, struct worker *w)
 	/* No CPU clock until this exec's starts (a worker killed before: 0 ms). */
 	w->shm->cpu_begin_us = TP_SHM_CPU_UNSET;
 	w->shm->cpu_us = 0;
+	/* A worker still rehearsing stops at its next step: the request goes first. */
+	__atomic_store_n(&w->shm->handed, 1, __ATOMIC_RELEASE);
+	syscall(SYS_futex, &w->shm->handed, FUTEX_WAKE, 1, NULL, NULL, 0);
 	e->next_tick = e->t_start + STREAM_TICK_MS;
 	/* wall_ms is the request's: its time in the queue counts. */
 	e->deadline = e->t_arrival + (double)e->p.limits.wall_ms;

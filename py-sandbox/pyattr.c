@@ -182,6 +182,72 @@ static PyObject *guarded(PyObject *obj, PyObject *name, getattrofunc orig)
 	return guarded_slow(obj, name, orig);
 }
 
+/* ---- the specialiser ------------------------------------------------------------------------ */
+
+/* CPython 3.11 specialises LOAD_ATTR and LOAD_METHOD only on types whose tp_getattro is exactly
+ * PyObject_GenericGetAttr, so a guarded instance of a snippet's class took the generic path on
+ * every load (a bound method made per call): +55 % on attribute-heavy loops. For a name the guard
+ * lets through, a trampoline whose original is PyObject_GenericGetAttr returns exactly what that
+ * function returns (guarded() calls it and nothing else), and a specialised instruction is the
+ * same lookup, cached per site for one name and one type version. So for such a type and a name
+ * that is not denied, the specialiser may look at the type as the generic one it guards; a denied
+ * name is never specialised and every read of one still meets the guard, whoever compiled it.
+ * tidepool-python (libpython linked statically) routes ceval's calls here with -Wl,--wrap; with
+ * the shared library (unit tests) CPython calls its own and these are never used. */
+int __real__Py_Specialize_LoadAttr(PyObject *owner, _Py_CODEUNIT *instr, PyObject *name)
+    __attribute__((weak));
+int __real__Py_Specialize_LoadMethod(PyObject *owner, _Py_CODEUNIT *instr, PyObject *name)
+    __attribute__((weak));
+int __wrap__Py_Specialize_LoadAttr(PyObject *owner, _Py_CODEUNIT *instr, PyObject *name);
+int __wrap__Py_Specialize_LoadMethod(PyObject *owner, _Py_CODEUNIT *instr, PyObject *name);
+
+/* The type of owner, when its trampoline guards PyObject_GenericGetAttr and name is not denied:
+ * its loads of name may be specialised as the generic type's. NULL otherwise. */
+static PyTypeObject *generic_behind_guard(PyObject *owner, PyObject *name)
+{
+	PyTypeObject *t = Py_TYPE(owner);
+	int k = 0, r;
+
+	if (PyType_Check(owner) || PyModule_CheckExact(owner) || !PyUnicode_CheckExact(name) ||
+	    g_deny == NULL)
+		return NULL;
+	while (k < g_ntramp && t->tp_getattro != g_tramp[k])
+		k++;
+	if (k == g_ntramp || g_orig[k] != PyObject_GenericGetAttr)
+		return NULL;
+	r = PySet_Contains(g_deny, name);
+	if (r != 0) {
+		if (r < 0)
+			PyErr_Clear();
+		return NULL;
+	}
+	return t;
+}
+
+#define SPECIALISE(real, owner, instr, name)                                                       \
+	do {                                                                                       \
+		PyTypeObject *t = generic_behind_guard(owner, name);                               \
+		getattrofunc tramp;                                                                \
+		int rc;                                                                            \
+		if (t == NULL)                                                                     \
+			return real(owner, instr, name);                                           \
+		tramp = t->tp_getattro;                                                            \
+		t->tp_getattro = PyObject_GenericGetAttr; /* runs no Python code meanwhile */      \
+		rc = real(owner, instr, name);                                                     \
+		t->tp_getattro = tramp;                                                            \
+		return rc;                                                                         \
+	} while (0)
+
+int __wrap__Py_Specialize_LoadAttr(PyObject *owner, _Py_CODEUNIT *instr, PyObject *name)
+{
+	SPECIALISE(__real__Py_Specialize_LoadAttr, owner, instr, name);
+}
+
+int __wrap__Py_Specialize_LoadMethod(PyObject *owner, _Py_CODEUNIT *instr, PyObject *name)
+{
+	SPECIALISE(__real__Py_Specialize_LoadMethod, owner, instr, name);
+}
+
 /* ---- type.__subclasses__ and dir() --------------------------------------------------------- */
 
 static PyObject *subclasses_gate(PyObject *self, PyObject *unused)

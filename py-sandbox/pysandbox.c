@@ -6,6 +6,7 @@
  */
 #include "pyint.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,8 @@ static PyObject *make_main(void)
 	return d;
 }
 
+static PyObject *g_rehearsal_globals; /* a rehearsal's (worker.c): dropped when it ends */
+
 static int g_session_started; /* a session's first exec ran: its globals are g_main's */
 static size_t g_session_base; /* the heap before a session's first exec */
 
@@ -58,8 +61,20 @@ static size_t g_session_base; /* the heap before a session's first exec */
  * made (in the frozen heap, already in sys.modules), so an exec creates and
  * registers nothing; a second exec in the same process gets a new one. A
  * session's execs all share the first one's. */
-static PyObject *new_globals(int session)
+static PyObject *new_globals(int session, int rehearsal)
 {
+	/* A rehearsal's globals are its own: a dict like __main__'s that no module
+	 * holds, dropped after it (the zygote's __main__ stays fresh). */
+	if (rehearsal) {
+		PyObject *d = PyDict_New(), *name = PyUnicode_FromString("__main__");
+		if (d == NULL || name == NULL ||
+		    PyDict_SetItemString(d, "__builtins__", g_sbuiltins) != 0 ||
+		    PyDict_SetItemString(d, "__name__", name) != 0)
+			Py_CLEAR(d);
+		Py_XDECREF(name);
+		Py_XSETREF(g_rehearsal_globals, d);
+		return d;
+	}
 	if (session && g_session_started && g_main != NULL)
 		return PyModule_GetDict(g_main);
 	g_session_started = session;
@@ -379,6 +394,28 @@ static void close_opened(void)
 		PyList_SetSlice(g_opened, 0, n, NULL);
 }
 
+/* A rehearsal imports only modules the zygote loaded: under a policy without a
+ * language layer an import is a real one, which would leave a module behind. */
+static int rehearsal_imports_loaded(const char *code)
+{
+	char name[64];
+	for (const char *p = code; (p = strstr(p, "import ")) != NULL;) {
+		size_t n = 0;
+		for (p += 7;
+		     n + 1 < sizeof name && (*p == '_' || *p == '.' || isalnum((unsigned char)*p));)
+			name[n++] = *p++;
+		name[n] = '\0';
+		PyObject *k = PyUnicode_FromString(name), *m = k ? PyImport_GetModule(k) : NULL;
+		Py_XDECREF(k);
+		if (m == NULL) {
+			PyErr_Clear();
+			return 0;
+		}
+		Py_DECREF(m);
+	}
+	return 1;
+}
+
 int tp_py_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_reply *out)
 {
 	struct failure f = { 0 };
@@ -386,10 +423,10 @@ int tp_py_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_reply
 	PyObject *globals, *src = NULL, *prepared = NULL;
 	int rc;
 
-	if (g_shim == NULL)
-		return -1;
+	if (g_shim == NULL || (req->rehearsal && !rehearsal_imports_loaded(req->code)))
+		return -1; /* a rehearsal's is dropped */
 	begin(req, shm);
-	globals = new_globals(req->session);
+	globals = new_globals(req->session, req->rehearsal);
 	if (globals == NULL || set_inputs(globals, req) != 0) {
 		tp_py_capture(&f, ST_INPUTS, req);
 		goto out;
@@ -411,6 +448,10 @@ out:
 	json_decref(f.message), json_decref(f.traceback);
 	json_decref(res.repr.message), json_decref(res.repr.traceback);
 	Py_XDECREF(src), Py_XDECREF(prepared);
+	if (req->rehearsal) {
+		Py_CLEAR(g_rehearsal_globals);
+		tp_py_shm = NULL;
+	}
 	return rc;
 }
 
@@ -644,9 +685,27 @@ void tp_py_worker_init(uint64_t entropy)
 	tp_pyaddr_worker_init(entropy);
 }
 
+/* The rehearsal (lang.h, worker.c): an expression (the fast path), a few
+ * statements (the shim's AST check and compile, a function, a class, a
+ * comprehension, str methods, print, an f-string, a list result) and an import
+ * of two preloaded modules (a policy without them refuses it, inside the
+ * rehearsal only): what most snippets do first. They load no module that is not
+ * loaded, draw no random number and define no name outside their own
+ * throwaway globals. */
+static const char *const rehearsal[] = {
+	"1+1",
+	"def f(n):\n    return n * 2\n"
+	"class A:\n    def __init__(self, v):\n        self.v = v\n"
+	"xs = [f(i) for i in range(3)]\na = A(len(xs))\ns = 'ok %d' % a.v\n"
+	"print(s.upper().split(), {'k': xs}, f'{a.v}')\nxs",
+	"import math\nimport json\njson.dumps({'a': [math.floor(1.5)]})",
+	NULL,
+};
+
 const struct tp_lang tp_lang_python = {
 	.id = TP_LANG_PYTHON,
 	.zygote_init = tp_py_zygote_init,
 	.worker_init = tp_py_worker_init,
 	.exec = tp_py_exec,
+	.rehearsal = rehearsal,
 };

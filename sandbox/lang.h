@@ -35,6 +35,11 @@ struct tp_lang {
 	 * old one's memory scrubbed as it is freed; reseed from entropy. 0, or -1
 	 * (the worker then exits: the host makes another). */
 	int (*reset)(uint64_t entropy);
+	/* Snippets a warm worker runs through exec (flagged as a rehearsal) before it
+	 * waits for its request, so the pages a typical exec writes are copied then,
+	 * not on the request's path; NULL-terminated, or NULL for none. A rehearsal
+	 * must leave nothing the real exec can see. */
+	const char *const *rehearsal;
 };
 
 /* The policy this process enforces. A zygote sets the one the host gave it

@@ -35,4 +35,10 @@ struct tp_worker_cfg {
 
 _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg);
 
+/* Runs the language's rehearsal (lang.h) under the ceiling's limits, before a
+ * worker waits for its request; stops between snippets once *stop is set (the
+ * page's handed), if stop is not NULL. Leaves nothing an exec can see. */
+void tp_worker_rehearse(const struct tp_lang *lang, const struct tp_limits *ceiling,
+			const volatile uint32_t *stop);
+
 #endif

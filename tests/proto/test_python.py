@@ -159,6 +159,30 @@ def test_state_does_not_leak(host):
     assert r["value"] == pytest.approx(3.141592653589793)
 
 
+def test_rehearsal_leaves_nothing(host):
+    """An idle warm worker rehearses (sandbox/worker.c) before its request: the
+    exec after an idle pause sees no name, output or random draw of it."""
+    import time
+    py = lambda code, **kw: host.call("sandbox/exec", {"lang": "python", "code": code, **kw})["result"]
+    py("1")
+    got = []
+    for _ in range(2):
+        time.sleep(0.2)  # the warm workers are idle: they have rehearsed
+        got.append(py("print('out')\n(sorted(dir()), __name__)"))
+        time.sleep(0.2)
+        r = py("xs")
+        assert r["error"]["type"] == "NameError", r
+        time.sleep(0.2)
+        got.append(py("import random\nrandom.random()", seed=7))
+    r = got[0]
+    assert r["stdout"] == "out\n" and r["stderr"] == "", r
+    assert r["value"] == [["__builtins__", "__doc__", "__loader__", "__name__", "__package__",
+                           "__spec__"], "__main__"], r
+    assert got[1]["value"] == got[3]["value"]
+    # Back to back (no rehearsal) and after a pause: the same seeded draw.
+    assert py("import random\nrandom.random()", seed=7)["value"] == got[1]["value"]
+
+
 def test_at_least_fifty():
     assert len(CASES) >= 50
 

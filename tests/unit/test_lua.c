@@ -143,10 +143,61 @@ static void test_environment(void)
 	CHECK_EQ_INT(json_integer_value(value()), 1);
 }
 
+/* A worker's rehearsal (worker.c) leaves nothing an exec can see: the same
+ * reply (globals, random stream, output, memory peak, errors) with or without
+ * it. */
+static void test_rehearsal(void)
+{
+	static const char *const codes[] = {
+		"local n = 0 for k in pairs(_G) do n = n + 1 end return n",
+		"return {math.random(1, 1000000), math.random()}",
+		"print('x') return #{1, 2, 3}",
+		"return t",
+		"local s = {} for i = 1, 1000 do s[i] = i end return #s",
+		"return 1+1",
+		"x = 1 return x",
+		"error('boom')",
+	};
+	for (size_t i = 0; i < sizeof codes / sizeof *codes; i++) {
+		json_t *plain;
+		char out[sizeof R.out];
+		run(codes[i]);
+		plain = json_deep_copy(R.reply);
+		memcpy(out, R.out, sizeof out);
+		harness_rehearse = 1;
+		run(codes[i]);
+		harness_rehearse = 0;
+		json_object_del(json_object_get(plain, "usage"), "cpu_ms");
+		json_object_del(json_object_get(R.reply, "usage"), "cpu_ms");
+		/* The one difference: the interpreter keeps the CallInfo records of
+		 * the rehearsal's nested calls (64 bytes each; Lua frees them lazily),
+		 * which an exec that nests as deep allocates itself anyway. The peak
+		 * counts the whole heap, so it may show them: at most 256 bytes. */
+		json_t *pu = json_object_get(plain, "usage"),
+		       *ru = json_object_get(R.reply, "usage");
+		json_int_t p0 = json_integer_value(json_object_get(pu, "memory_peak_bytes"));
+		json_int_t r0 = json_integer_value(json_object_get(ru, "memory_peak_bytes"));
+		CHECK(p0 > 0 && r0 >= p0 && r0 - p0 <= 256);
+		json_object_del(pu, "memory_peak_bytes");
+		json_object_del(ru, "memory_peak_bytes");
+		int same = json_equal(plain, R.reply);
+		CHECK(same);
+		if (!same) {
+			char *a = json_dumps(plain, 0), *b = json_dumps(R.reply, 0);
+			fprintf(stderr, "# %s\n#   plain:     %s\n#   rehearsed: %s\n", codes[i], a,
+				b);
+			free(a), free(b);
+		}
+		CHECK_EQ_STR(R.out, out);
+		json_decref(plain);
+	}
+}
+
 int main(void)
 {
 	if (harness_setup(&tp_lang_lua) != 0)
 		return 1;
+	test_rehearsal();
 	CHECK_EQ_STR(tp_langs[tp_lang_lua.id].name, "lua");
 	test_ok();
 	test_errors();

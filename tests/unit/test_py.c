@@ -5,6 +5,8 @@
  * What every language does alike (limits, results, inputs, seeds) is the table of
  * tests/cases/conformance.json, run by harness_conformance(); this file keeps Python's own.
  */
+#include <Python.h>
+
 #include "pysandbox.h"
 
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include "lang_harness.h"
+#include "pyalloc.h"
 
 #ifdef TP_SANITIZE
 /* The embedded interpreter lives until this process exits, as in the zygote,
@@ -235,6 +238,79 @@ static void test_crash(void)
 	CHECK_EQ_INT(R.exit_code, -1); /* SIGSEGV reaches the host as a signal */
 }
 
+/* A worker's rehearsal (worker.c) leaves nothing an exec can see: the same
+ * reply (globals, random stream, output, memory peak, errors) with or without
+ * it, no module imported and next to no memory held. */
+static void test_rehearsal(void)
+{
+	static const char *const codes[] = {
+		"sorted(dir())",
+		"import random\n[random.random(), random.randrange(1000)]",
+		"print('x')\nlen([1, 2, 3])",
+		"xs",
+		"ys = [0] * 1000\nlen(ys)",
+		"1+1",
+		"x = 1\nx",
+	};
+	for (size_t i = 0; i < sizeof codes / sizeof *codes; i++) {
+		json_t *plain, *usage;
+		char out[sizeof R.out];
+		run(codes[i]);
+		plain = json_deep_copy(R.reply);
+		memcpy(out, R.out, sizeof out);
+		harness_rehearse = 1;
+		run(codes[i]);
+		harness_rehearse = 0;
+		/* CPU time differs from run to run; everything else must not. */
+		usage = json_object_get(plain, "usage");
+		json_object_del(usage, "cpu_ms");
+		json_object_del(json_object_get(R.reply, "usage"), "cpu_ms");
+		int same = json_equal(plain, R.reply);
+		CHECK(same);
+		if (!same) {
+			char *a = json_dumps(plain, 0), *b = json_dumps(R.reply, 0);
+			fprintf(stderr, "# %s\n#   plain:     %s\n#   rehearsed: %s\n", codes[i], a,
+				b);
+			free(a), free(b);
+		}
+		CHECK_EQ_STR(R.out, out);
+		json_decref(plain);
+	}
+
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct tp_limits l = limits();
+		tp_lang_python.worker_init(1);
+		PyObject *before = PyDict_Keys(PyImport_GetModuleDict()), *after;
+		size_t mem = tp_pyalloc_stats()->current;
+		tp_worker_rehearse(&tp_lang_python, &l, NULL);
+		after = PyDict_Keys(PyImport_GetModuleDict());
+		int same = before && after && PyObject_RichCompareBool(before, after, Py_EQ) == 1;
+		/* What stays is the interpreter's (free lists, interned names: < 1 KiB);
+		 * an exec's memory counts from its own start, so its figures are the
+		 * same (above). */
+		int held = tp_pyalloc_stats()->current > mem + 4096;
+		/* A rehearsal that would import a module the zygote did not load (a
+		 * real import, under a policy without a language layer) is skipped. */
+		struct tp_request miss = { .code = "import antigravity\n1",
+					   .code_len = 21,
+					   .limits = l,
+					   .rehearsal = 1 },
+				  hit = { .code = "import json\n1",
+					  .code_len = 13,
+					  .limits = l,
+					  .rehearsal = 1 };
+		struct tp_reply out = { 0 };
+		int skipped = tp_lang_python.exec(&miss, shm, &out) == -1;
+		int ran = tp_lang_python.exec(&hit, shm, &out) == 0 && out.ok;
+		tp_reply_free(&out);
+		_exit(!same ? 1 : held ? 2 : !skipped || !ran ? 3 : 0);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	CHECK_EQ_INT(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0);
+}
+
 int main(void)
 {
 	if (harness_setup(&tp_lang_python) != 0)
@@ -248,6 +324,7 @@ int main(void)
 	test_cpu();
 	test_output();
 	test_crash();
+	test_rehearsal();
 	harness_conformance();
 	json_decref(R.reply);
 	return tp_test_done("test_py");
