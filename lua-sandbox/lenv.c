@@ -460,8 +460,27 @@ static void full_name(char *buf, size_t len, const char *lib, const char *fn)
 		snprintf(buf, len, "%s.%s", lib, fn);
 }
 
+/* The answers of allowed() in the order tp_lenv_open asks, kept from the first
+ * build: the policy is the process's for its life, and a state worker builds
+ * the same environment before each exec (lsandbox.c tp_lua_reset). */
+static unsigned char memo[1024];
+static size_t memo_next, memo_len;
+static int memo_done;
+
+static int allowed_uncached(const char *lib, const char *fn);
+
 /* Does the policy give the snippet this function of this library? */
 static int allowed(const char *lib, const char *fn)
+{
+	if (memo_done && memo_next < memo_len)
+		return memo[memo_next++];
+	int r = allowed_uncached(lib, fn);
+	if (!memo_done && memo_len < sizeof memo)
+		memo[memo_len++] = (unsigned char)r;
+	return r;
+}
+
+static int allowed_uncached(const char *lib, const char *fn)
 {
 	const struct tp_policy *p = tp_sandbox_policy();
 	char full[96];
@@ -817,6 +836,7 @@ int tp_lenv_open(lua_State *L)
 	const struct tp_policy *p = tp_sandbox_policy();
 	if (p != NULL && !p->language_layer)
 		return open_everything(L);
+	memo_next = 0;
 	lua_newtable(L); /* the snippet's _G */
 	for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
 		const struct lib *lib = &libs[i];
@@ -849,5 +869,7 @@ int tp_lenv_open(lua_State *L)
 	lua_setmetatable(L, -2);
 	lua_setfield(L, LUA_REGISTRYINDEX, IDS_KEY);
 	lua_setwarnf(L, warnf, NULL);
+	/* Every answer fitted: the next build reads them back (else it asks). */
+	memo_done = memo_len < sizeof memo;
 	return 0;
 }

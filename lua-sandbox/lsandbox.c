@@ -667,7 +667,7 @@ static int zygote_main(lua_State *L)
 }
 
 /* The pristine state: the policy's environment, nothing of any exec. */
-static int build_state(struct tp_err *err, int scrub)
+static int build_state(struct tp_err *err, int scrub, int collect)
 {
 	tp_lalloc_init(&g_alloc, 0);
 	g_alloc.scrub = scrub;
@@ -684,7 +684,8 @@ static int build_state(struct tp_err *err, int scrub)
 		g_L = NULL;
 		return -1;
 	}
-	lua_gc(g_L, LUA_GCCOLLECT);
+	if (collect) /* the zygote's heap, compact before every fork */
+		lua_gc(g_L, LUA_GCCOLLECT);
 	return 0;
 }
 
@@ -693,7 +694,7 @@ int tp_lua_zygote_init(struct tp_err *err)
 	if (g_L != NULL)
 		return 0;
 	tzset(); /* reads TZ's zone file now: after lockdown no file can be opened */
-	return build_state(err, 0);
+	return build_state(err, 0, 1);
 }
 
 /* Any function the old state would run while it closes (a __gc or __close
@@ -729,7 +730,7 @@ static int tp_lua_reset(uint64_t entropy)
 	explicit_bzero(g_conv_message, sizeof g_conv_message);
 	if (g_alloc.current != 0)
 		return -1; /* a block the scrub did not see: do not serve on it */
-	if (build_state(&err, 1) != 0)
+	if (build_state(&err, 1, 0) != 0)
 		return -1;
 	reseed(entropy);
 	return 0;
