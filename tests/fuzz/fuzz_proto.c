@@ -97,12 +97,15 @@ static void dispatch(const struct tp_rpc *rpc)
 		send_reply(tp_rpc_error(rpc->id, TP_RPC_INVALID_PARAMS, err.msg, NULL));
 	}
 	if (strcmp(rpc->method, "initialize") == 0 || json_is_object(rpc->params)) {
-		json_t *r = tp_mcp_initialize(rpc->params);
-		CHECK(r != NULL);
-		send_reply(tp_rpc_result(rpc->id, r));
+		const char *v = tp_mcp_initialize_version(rpc->params);
+		json_t *r = v ? tp_mcp_initialize(v) : NULL;
+		CHECK(v == NULL || r != NULL);
+		if (r != NULL)
+			send_reply(tp_rpc_result(rpc->id, tp_mcp_stamp(r, rpc->params)));
 	}
 	if (strcmp(rpc->method, "tools/list") == 0)
-		send_reply(tp_rpc_result(rpc->id, tp_mcp_tools_list(pols.deflt)));
+		send_reply(tp_rpc_result(
+		    rpc->id, tp_mcp_tools_list(pols.deflt, tp_mcp_modern(rpc->params))));
 	if (strcmp(rpc->method, "tools/call") == 0 && json_is_object(rpc->params))
 		send_reply(tp_rpc_result(rpc->id, tp_mcp_tool_result(json_deep_copy(rpc->params))));
 }
