@@ -71,6 +71,39 @@ static void test_parse(void)
 	tp_rpc_clear(&rpc);
 }
 
+/* A batch is handed over whole only when the caller takes batches. */
+static void test_parse_batch(void)
+{
+	struct tp_rpc rpc;
+	json_t *reply, *batch = NULL;
+	const char *line = "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}, 5]";
+	CHECK_EQ_INT(tp_rpc_parse_batch(line, strlen(line), &rpc, &reply, &batch), 1);
+	CHECK(json_is_array(batch) && json_array_size(batch) == 2);
+	CHECK(reply == NULL);
+	/* each member is checked as a message of its own */
+	CHECK_EQ_INT(tp_rpc_check(json_incref(json_array_get(batch, 0)), &rpc, &reply), 0);
+	CHECK_EQ_STR(rpc.method, "ping");
+	tp_rpc_clear(&rpc);
+	CHECK_EQ_INT(tp_rpc_check(json_incref(json_array_get(batch, 1)), &rpc, &reply), -1);
+	CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(reply, "error"), "message")),
+		     "Invalid Request: not an object");
+	json_decref(reply);
+	json_decref(batch);
+	/* an object is not a batch, and a caller without batches refuses one */
+	batch = NULL;
+	CHECK_EQ_INT(
+	    tp_rpc_parse_batch("{\"jsonrpc\":\"2.0\",\"method\":\"x\"}", 30, &rpc, &reply, &batch),
+	    0);
+	CHECK(batch == NULL);
+	tp_rpc_clear(&rpc);
+	CHECK_EQ_INT(tp_rpc_parse("[]", 2, &rpc, &reply), -1);
+	CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(reply, "error"), "code")),
+		     TP_RPC_INVALID_REQUEST);
+	CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(reply, "error"), "message")),
+		     "Invalid Request: batches are not supported");
+	json_decref(reply);
+}
+
 /* The built-in presets, the default "standard": what a host without --policy has. */
 static struct tp_exec_policies pols;
 
@@ -740,6 +773,7 @@ int main(void)
 	pols.deflt = tp_policy_set_find(pols.set, "standard");
 	test_linebuf();
 	test_parse();
+	test_parse_batch();
 	test_initialize();
 	test_modern_era();
 	test_exec_params();
