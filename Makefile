@@ -68,7 +68,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/te
 FORMAT_SRCS = $(filter-out py-sandbox/pyshim.c common/presets.c,$(CORE_SRCS)) host/main.c sandbox/zygote_main_lua.c \
               $(wildcard $(SRC_DIRS:%=%/*.h)) $(wildcard tests/unit/*.[ch])
 
-.PHONY: all deps demo test bench install uninstall clean unit proto faults failalloc soak \
+.PHONY: all deps demo test bench install uninstall clean unit proto sdk faults failalloc soak \
         soak-ci test-sanitize fuzz fuzz-build fuzz-regress format format-check shim-check \
         pyclient man-check
 
@@ -90,11 +90,12 @@ deps:
 demo: all
 	@sh tests/demo.sh $(BUILD)/tidepool
 
-# The stages `make test` runs, in order; QUICK=1 keeps the first six. The
-# checks of the sources come before anything is built (a build would regenerate
-# a stale pyshim.c and hide it).
+# The stages `make test` runs, in order; QUICK=1 keeps the first six (sdk,
+# ~40 s with its npm ci, is in the full list only). The checks of the sources
+# come before anything is built (a build would regenerate a stale pyshim.c and
+# hide it).
 TEST_STAGES := format-check shim-check unit proto pyclient man-check \
-               $(if $(QUICK),,faults soak-ci test-sanitize fuzz)
+               $(if $(QUICK),,sdk faults soak-ci test-sanitize fuzz)
 test: deps
 	@set -e; for s in $(TEST_STAGES); do echo "==== make $$s"; \
 	  $(MAKE) --no-print-directory $$s; done
@@ -195,6 +196,22 @@ pyclient: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
 # renders without warnings (when groff is installed).
 man-check: $(BUILD)/tidepool
 	$(PYTHON) tests/man/check_man.py $(BUILD)/tidepool man/tidepool.1
+
+# The official MCP SDKs against the real binary (tests/sdk: node --test), in
+# every revision tidepool offers. Their packages come from the committed
+# package-lock.json (npm ci, no install scripts) when node_modules is missing or
+# older than the lock. Skipped, saying why, only when node or npm is absent.
+SDK_DIR   := tests/sdk
+sdk: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
+	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+	  echo "# skip: make sdk: node and npm are not installed (the MCP SDK tests need Node.js 18+)"; \
+	  exit 0; fi; \
+	set -e; cd $(SDK_DIR); \
+	if [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; then \
+	  echo "npm ci in $(SDK_DIR)"; npm ci --no-audit --no-fund --ignore-scripts </dev/null; \
+	  touch node_modules; fi; \
+	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool node --test --test-concurrency=1 \
+	  --test-reporter=spec sdk.test.mjs </dev/null
 
 # Fault injection against the real binary, the fake zygote, and the
 # allocation-failure replay against the FAILALLOC build.

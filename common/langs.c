@@ -28,8 +28,7 @@ const struct tp_lang_info tp_langs[TP_NLANGS] = {
 	    .tool_title = "Run Lua 5.4",
 	    .tool_desc = "Run a Lua 5.4 snippet in a sandbox. The chunk's return value comes "
 			 "back as JSON in `value`; print() and io.write() go to `stdout`. No "
-			 "files, network or processes. Limits: memory, CPU and wall time, "
-			 "output size.",
+			 "files, network or processes.",
 	    .zygote_bin = "tidepool-lua",
 	    .exts = { ".lua", NULL },
 	    .prewarm = 1, /* a Lua zygote is small: warm from the start */
@@ -43,9 +42,8 @@ const struct tp_lang_info tp_langs[TP_NLANGS] = {
 	    .tool_title = "Run Python 3.11",
 	    .tool_desc = "Run a Python 3.11 snippet in a sandbox. The value of the last "
 			 "expression comes back as JSON in `value` (its repr when it is not "
-			 "JSON, with `value_repr: true`); print() goes to `stdout`. Imports "
-			 "from a short list of pure standard modules only. No files, network "
-			 "or processes. Limits: memory, CPU and wall time, output size.",
+			 "JSON, with `value_repr: true`); print() goes to `stdout`. No files, "
+			 "network or processes.",
 	    /* CPython linked statically and not PIE, ~25 % faster (see the Makefile). */
 	    .zygote_bin = "tidepool-python",
 	    .exts = { ".py", NULL },

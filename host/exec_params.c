@@ -197,20 +197,13 @@ int tp_exec_params_tool_session(const json_t *params, const char **session, stru
 	return 0;
 }
 
-int tp_exec_params_parse_tool(const json_t *params, const struct tp_exec_policies *pols,
-			      const struct tp_exec_session *sess, struct tp_exec_params *out,
-			      struct tp_err *err)
+int tp_exec_params_tool_meta(const json_t *params, struct tp_err *err)
 {
-	static const char *const keys[] = { "code", "inputs", "session", NULL };
-	memset(out, 0, sizeof *out);
 	const char *name = json_string_value(json_object_get(params, "name"));
-	json_t *args = json_object_get(params, "arguments");
-	const struct tp_lang_info *lang = tp_langs_by_tool(name);
-	if (lang == NULL)
+	if (tp_langs_by_tool(name) == NULL)
 		return refuse(err, "Unknown tool: %.64s", name ? name : "(none)");
-	if (!json_is_object(args))
-		return refuse(err, "'arguments' must be an object");
-	/* MCP's _meta, a sibling of name and arguments: only its progressToken is read. */
+	/* MCP's _meta, a sibling of name and arguments: its progressToken is read,
+	 * and the stateless revision's keys (mcp.h). */
 	json_t *meta = json_object_get(params, "_meta");
 	json_t *token = json_is_object(meta) ? json_object_get(meta, "progressToken") : NULL;
 	if (meta != NULL && !json_is_null(meta) && !json_is_object(meta))
@@ -218,7 +211,27 @@ int tp_exec_params_parse_tool(const json_t *params, const struct tp_exec_policie
 	if (token != NULL && !json_is_null(token) && !json_is_string(token) &&
 	    !json_is_integer(token))
 		return refuse(err, "'_meta.progressToken' must be a string or an integer");
+	return 0;
+}
+
+int tp_exec_params_parse_tool(const json_t *params, const struct tp_exec_policies *pols,
+			      const struct tp_exec_session *sess, struct tp_exec_params *out,
+			      struct tp_err *err)
+{
+	static const char *const keys[] = { "code", "inputs", "session", "limits", "seed", NULL };
+	memset(out, 0, sizeof *out);
+	if (tp_exec_params_tool_meta(params, err) != 0)
+		return -2;
+	const struct tp_lang_info *lang =
+	    tp_langs_by_tool(json_string_value(json_object_get(params, "name")));
+	json_t *args = json_object_get(params, "arguments");
+	json_t *token = json_object_get(json_object_get(params, "_meta"), "progressToken");
 	out->progress_token = json_is_null(token) ? NULL : token;
+	if (args == NULL)
+		return refuse(err, "'arguments' is missing: %s takes {\"code\": a string, ...}",
+			      lang->tool);
+	if (!json_is_object(args))
+		return refuse(err, "'arguments' must be an object");
 	if (check_keys(args, keys, err) != 0)
 		return -1;
 	out->lang = lang->id;

@@ -62,9 +62,14 @@ int tp_exec_params_session_id(const json_t *params, const char **id, struct tp_e
 int tp_exec_params_parse(const json_t *params, const struct tp_exec_policies *pols,
 			 const struct tp_exec_session *sess, struct tp_exec_params *out,
 			 struct tp_err *err);
+/* -1: bad arguments (an isError tool result); -2: a fault of the call itself
+ * (an unknown tool, a bad _meta: a JSON-RPC error), as tp_exec_params_tool_meta(). */
 int tp_exec_params_parse_tool(const json_t *params, const struct tp_exec_policies *pols,
 			      const struct tp_exec_session *sess, struct tp_exec_params *out,
 			      struct tp_err *err);
+/* tools/call's name and _meta, apart from its arguments: -1 for an unknown
+ * tool or a bad _meta. */
+int tp_exec_params_tool_meta(const json_t *params, struct tp_err *err);
 /* tools/call's arguments.session: NULL (none), "new", or a session's id; -1
  * when it is not a string. */
 int tp_exec_params_tool_session(const json_t *params, const char **session, struct tp_err *err);

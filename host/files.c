@@ -574,8 +574,5 @@ void tp_files_mcp_tool(struct tp_host *h, const struct tp_rpc *rpc, const char *
 	else
 		r = do_get(h, s, json_string_value(p), 1, msg, sizeof msg);
 	json_t *res = r != NULL ? tp_mcp_tool_value(r, 0) : msg[0] ? tp_mcp_tool_text(msg) : NULL;
-	if (res == NULL)
-		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
-	else
-		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, res));
+	tp_host_tool_reply(h, rpc->id, rpc->params, res);
 }

@@ -61,6 +61,27 @@ static double cpu_without_reply(const struct worker *w, const struct tp_shm_view
 	return w->cpu_ms > begin ? w->cpu_ms - begin : 0;
 }
 
+void tp_host_tool_reply(struct tp_host *h, json_t *id, const json_t *params, json_t *res)
+{
+	res = tp_mcp_stamp(res, params);
+	if (res == NULL)
+		tp_out_error(h, id, TP_RPC_INTERNAL_ERROR, "out of memory building the result");
+	else
+		tp_out_emit(h, id, tp_rpc_result(id, res));
+}
+
+/* An exec's result (stolen; NULL when out of memory), as sandbox/exec's reply
+ * or in the tools/call shape. */
+static void reply(struct tp_host *h, json_t *id, const json_t *params, int tool, json_t *res)
+{
+	if (tool)
+		tp_host_tool_reply(h, id, params, tp_mcp_tool_result(res));
+	else if (res == NULL)
+		tp_out_error(h, id, TP_RPC_INTERNAL_ERROR, "out of memory building the result");
+	else
+		tp_out_emit(h, id, tp_rpc_result(id, res));
+}
+
 /* Sends the exec's one reply, built from everything known about the worker. */
 void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *err)
 {
@@ -113,12 +134,7 @@ void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *er
 	res = tp_hpolicy_redact(hp, res);
 	tp_audit_exec(h->audit_fd, hp, e->id, e->p.lang, e->p.code, e->p.code_len, res,
 		      "internal_error", e->tool_log);
-	if (e->p.tool_call)
-		res = tp_mcp_tool_result(res);
-	if (res == NULL)
-		tp_out_error(h, e->id, TP_RPC_INTERNAL_ERROR, "out of memory building the result");
-	else
-		tp_out_emit(h, e->id, tp_rpc_result(e->id, res));
+	reply(h, e->id, json_object_get(e->msg, "params"), e->p.tool_call, res);
 }
 
 void tp_host_answer_unrun(struct tp_host *h, struct exec *e)
@@ -135,12 +151,7 @@ void tp_host_answer_unrun(struct tp_host *h, struct exec *e)
 	res = tp_hpolicy_redact(hp, res);
 	tp_audit_exec(h->audit_fd, hp, e->id, e->p.lang, e->p.code, e->p.code_len, res,
 		      "internal_error", e->tool_log);
-	if (res != NULL && e->p.tool_call)
-		res = tp_mcp_tool_result(res);
-	if (res == NULL)
-		tp_out_error(h, e->id, TP_RPC_INTERNAL_ERROR, "out of memory building the result");
-	else
-		tp_out_emit(h, e->id, tp_rpc_result(e->id, res));
+	reply(h, e->id, json_object_get(e->msg, "params"), e->p.tool_call, res);
 }
 
 /* ---- requests --------------------------------------------------------------- */
@@ -166,18 +177,16 @@ static struct exec *find_exec(struct tp_host *h, const json_t *id, struct worker
  * never starts. A running one-shot exec is killed; a session's is asked to
  * stop, and killed only if it has not after STOP_GRACE_MS, so the session
  * lives on when the interrupt works. */
-static void cancel(struct tp_host *h, const json_t *params)
+static void cancel_exec(struct tp_host *h, struct exec *e, struct worker *w, const char *why)
 {
-	struct worker *w;
-	json_t *id = json_object_get(params, "requestId");
-	struct exec *e = id ? find_exec(h, id, &w) : NULL;
-	if (e == NULL || e->cancelled)
-		return; /* already answered, or never seen: nothing to stop */
-	if (e->p.tool_call)
+	if (e->cancelled)
+		return;
+	if (e->p.tool_call) {
 		e->cancelled = 1;
+		tp_host_batch_drop(h, e->id); /* it gets no reply */
+	}
 	if (!tp_err_failed(&e->verdict))
-		tp_err_set(&e->verdict, TP_KIND_CANCELLED, TP_LAYER_HOST, 0,
-			   "cancelled by the client (notifications/cancelled)");
+		tp_err_set(&e->verdict, TP_KIND_CANCELLED, TP_LAYER_HOST, 0, "%s", why);
 	if (w == NULL) {
 		tp_pool_unqueue(h, e);
 		if (!e->cancelled)
@@ -191,6 +200,29 @@ static void cancel(struct tp_host *h, const json_t *params)
 	} else {
 		tp_pool_kill_worker(w);
 	}
+}
+
+static void cancel(struct tp_host *h, const json_t *params)
+{
+	struct worker *w;
+	json_t *id = json_object_get(params, "requestId");
+	struct exec *e = id ? find_exec(h, id, &w) : NULL;
+	if (e != NULL) /* else already answered, or never seen: nothing to stop */
+		cancel_exec(h, e, w, "cancelled by the client (notifications/cancelled)");
+}
+
+/* EOF from an MCP client: it has gone (MCP's stdio shutdown), so every exec in
+ * flight is stopped as a cancel stops it, and the host exits at once. */
+static void cancel_all(struct tp_host *h)
+{
+	const char *why = "cancelled: the client closed stdin";
+	for (struct exec *e = h->qhead, *next; e != NULL; e = next) {
+		next = e->next;
+		cancel_exec(h, e, NULL, why);
+	}
+	for (struct worker *w = h->workers; w != NULL; w = w->next)
+		if (w->exec != NULL && !w->answered)
+			cancel_exec(h, w->exec, w, why);
 }
 
 /* An exec over its policy's rate is answered at once, as a result the model
@@ -222,13 +254,25 @@ static void rate_limited(struct tp_host *h, const struct tp_rpc *rpc,
 	res = tp_hpolicy_redact(hp, res);
 	tp_audit_exec(h->audit_fd, hp, rpc->id, p->lang, p->code, p->code_len, res, "rate_limit",
 		      NULL);
-	if (res != NULL && p->tool_call)
-		res = tp_mcp_tool_result(res);
-	if (res == NULL)
-		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR,
-			     "out of memory building the result");
+	reply(h, rpc->id, rpc->params, p->tool_call, res);
+}
+
+/* A tools/call whose arguments are wrong: a result the model reads and can
+ * correct its call from (MCP 2025-11-25), not a JSON-RPC error. */
+static void tool_refused(struct tp_host *h, const struct tp_rpc *rpc, const char *msg)
+{
+	tp_host_tool_reply(h, rpc->id, rpc->params, tp_mcp_tool_text(msg));
+}
+
+/* A refusal of start_exec's: an isError result for a tool's arguments, else
+ * the JSON-RPC error code. */
+static void refused(struct tp_host *h, const struct tp_rpc *rpc, int tool, int code,
+		    const char *msg)
+{
+	if (tool)
+		tool_refused(h, rpc, msg);
 	else
-		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, res));
+		tp_out_error(h, rpc->id, code, msg);
 }
 
 static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
@@ -238,6 +282,7 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 	struct session *s = NULL;
 	struct tp_exec_session es;
 	const char *sid = NULL;
+	char msg[TP_ERR_MSG_MAX];
 	if (rpc->id == NULL)
 		return; /* an exec nobody can hear about is not run */
 	const char *tname = tool ? json_string_value(json_object_get(rpc->params, "name")) : NULL;
@@ -252,32 +297,41 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 		tp_files_mcp_tool(h, rpc, tname);
 		return;
 	}
+	/* An unknown tool or a bad _meta is a fault of the call: -32602. */
+	if (tool && tp_exec_params_tool_meta(rpc->params, &err) != 0) {
+		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, err.msg);
+		return;
+	}
 	int r = tool ? tp_exec_params_tool_session(rpc->params, &sid, &err)
 		     : tp_exec_params_session_id(rpc->params, &sid, &err);
 	if (r != 0) {
-		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, err.msg);
+		refused(h, rpc, tool, TP_RPC_INVALID_PARAMS, err.msg);
 		return;
 	}
 	int fresh = tool && sid != NULL && strcmp(sid, "new") == 0;
 	if (fresh) {
 		/* MCP: open one for this call, under the default policy, in the tool's
-		 * language (an unknown tool is refused by the params check below). */
+		 * language (known: checked above). */
 		const struct tp_lang_info *l = tp_langs_by_tool(tname);
 		struct tp_err why = { 0 };
-		json_t *open = l ? json_pack("{s:s}", "lang", l->name) : NULL;
-		char msg[TP_ERR_MSG_MAX];
+		json_t *open = json_pack("{s:s}", "lang", l->name);
 		int code = TP_RPC_INVALID_PARAMS;
 		if (open != NULL && tp_session_params_parse(open, &h->pols, &es, &why) == 0)
 			s = tp_sess_create(h, &es, &code, msg, sizeof msg);
 		else
-			snprintf(msg, sizeof msg, "%s", l ? why.msg : "unknown tool");
+			snprintf(msg, sizeof msg, "%s", open ? why.msg : "out of memory");
 		json_decref(open);
 		if (s == NULL) {
-			tp_out_error(h, rpc->id, code, msg);
+			refused(h, rpc, tool, code, msg);
 			return;
 		}
 	} else if (sid != NULL && (s = tp_sess_find(h, sid)) == NULL) {
-		tp_sess_unknown(h, rpc->id, sid);
+		if (!tool) {
+			tp_sess_unknown(h, rpc->id, sid);
+			return;
+		}
+		tp_sess_unknown_msg(h, sid, 1, msg, sizeof msg);
+		tool_refused(h, rpc, msg);
 		return;
 	}
 	if (s != NULL)
@@ -292,13 +346,12 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 	r = tool ? tp_exec_params_parse_tool(rpc->params, &h->pols, s ? &es : NULL, &e->p, &err)
 		 : tp_exec_params_parse(rpc->params, &h->pols, s ? &es : NULL, &e->p, &err);
 	if (r != 0) {
-		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, err.msg);
+		refused(h, rpc, tool && r == -1, TP_RPC_INVALID_PARAMS, err.msg);
 		goto refused;
 	}
 	if (fresh)
 		e->p.session_id = s->id;
 	if (h->queued >= h->cfg.max_queue) {
-		char msg[160];
 		snprintf(msg, sizeof msg,
 			 "busy: %d execs are waiting, the most this tidepool queues (--queue); "
 			 "retry later",
@@ -405,16 +458,66 @@ static void policy_get(struct tp_host *h, const struct tp_rpc *rpc)
 		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, r));
 }
 
+/* An MCP result that needs no worker, stamped for the request's era. */
+static void mcp_reply(struct tp_host *h, const struct tp_rpc *rpc, json_t *res)
+{
+	res = tp_mcp_stamp(res, rpc->params);
+	if (res == NULL)
+		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+	else
+		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, res));
+}
+
+static void initialize(struct tp_host *h, const struct tp_rpc *rpc)
+{
+	const char *v = tp_mcp_initialize_version(rpc->params);
+	if (v == NULL) {
+		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS,
+			     "Invalid params: initialize needs protocolVersion, a string");
+		return;
+	}
+	snprintf(h->mcp_version, sizeof h->mcp_version, "%s", v);
+	mcp_reply(h, rpc, tp_mcp_initialize(v));
+}
+
+/* tools/list has one page: a cursor can only be one we never gave. */
+static void tools_list(struct tp_host *h, const struct tp_rpc *rpc)
+{
+	json_t *cursor = json_object_get(rpc->params, "cursor");
+	if (cursor != NULL) {
+		char msg[160];
+		snprintf(msg, sizeof msg, "Invalid params: unknown cursor%s%.64s%s",
+			 json_is_string(cursor) ? " '" : "",
+			 json_is_string(cursor) ? json_string_value(cursor) : "",
+			 json_is_string(cursor) ? "' (tools/list has one page)"
+						: " (tools/list has one page)");
+		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, msg);
+		return;
+	}
+	mcp_reply(h, rpc, tp_mcp_tools_list(h->pols.deflt, tp_mcp_modern(rpc->params)));
+}
+
 static void handle(struct tp_host *h, struct tp_rpc *rpc)
 {
 	const char *m = rpc->method;
 	struct worker *w;
+	char msg[200];
+	json_t *data;
+	int code = tp_mcp_era(rpc->params, msg, sizeof msg, &data);
+	if (tp_mcp_modern(rpc->params) || strcmp(m, "initialize") == 0)
+		h->mcp = 1; /* an MCP client: its EOF ends the execs (read_stdin) */
 	/* An id names one request until it is answered: any request reusing it, an
 	 * exec or not, is refused, and the first keeps its one answer. */
-	if (rpc->id != NULL && find_exec(h, rpc->id, &w) != NULL)
+	if (rpc->id != NULL && find_exec(h, rpc->id, &w) != NULL) {
+		json_decref(data);
 		tp_out_error(h, rpc->id, TP_RPC_INVALID_REQUEST,
 			     "Invalid Request: id already in flight");
-	else if (strcmp(m, "sandbox/exec") == 0)
+	} else if (code != 0) { /* the stateless revision's _meta, wrong */
+		if (rpc->id != NULL)
+			tp_out_emit(h, rpc->id, tp_rpc_error(rpc->id, code, msg, data));
+		else
+			json_decref(data);
+	} else if (strcmp(m, "sandbox/exec") == 0)
 		start_exec(h, rpc, 0);
 	else if (strcmp(m, "tools/call") == 0)
 		start_exec(h, rpc, 1);
@@ -423,11 +526,13 @@ static void handle(struct tp_host *h, struct tp_rpc *rpc)
 	else if (rpc->id == NULL)
 		return; /* other notifications (initialized, unknown) need nothing */
 	else if (strcmp(m, "initialize") == 0)
-		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, tp_mcp_initialize(rpc->params)));
+		initialize(h, rpc);
+	else if (strcmp(m, "server/discover") == 0)
+		mcp_reply(h, rpc, tp_mcp_discover());
 	else if (strcmp(m, "ping") == 0)
-		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, json_object()));
+		mcp_reply(h, rpc, json_object());
 	else if (strcmp(m, "tools/list") == 0)
-		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, tp_mcp_tools_list(h->pols.deflt)));
+		tools_list(h, rpc);
 	else if (strcmp(m, "sandbox/policy/list") == 0)
 		policy_list(h, rpc);
 	else if (strcmp(m, "sandbox/policy/get") == 0)
@@ -446,19 +551,145 @@ static void handle(struct tp_host *h, struct tp_rpc *rpc)
 		tp_out_error(h, rpc->id, TP_RPC_METHOD_NOT_FOUND, "Method not found");
 }
 
+/* ---- batches (MCP 2025-03-26 only) ------------------------------------------------ */
+
+static int id_index(const json_t *ids, const json_t *id)
+{
+	for (size_t i = 0; i < json_array_size(ids); i++)
+		if (json_equal(json_array_get(ids, i), (json_t *)id))
+			return (int)i;
+	return -1;
+}
+
+/* Sends a batch whose members are all answered, as one array, and frees it.
+ * A batch of notifications (or of cancelled calls) gets nothing. */
+static void batch_close(struct tp_host *h, struct batch *b)
+{
+	if (b->reading || json_array_size(b->ids) > 0)
+		return;
+	struct batch **pp = &h->batches;
+	while (*pp != b)
+		pp = &(*pp)->next;
+	*pp = b->next;
+	json_t *replies = b->replies;
+	json_decref(b->ids);
+	free(b);
+	if (json_array_size(replies) == 0)
+		json_decref(replies);
+	else
+		tp_out_emit(h, NULL, replies); /* not a member's: h->batches no longer has it */
+}
+
+static struct batch *batch_of(struct tp_host *h, const json_t *id, int *at)
+{
+	if (id == NULL || (h->line_id != NULL && json_equal((json_t *)id, (json_t *)h->line_id)))
+		return NULL;
+	for (struct batch *b = h->batches; b != NULL; b = b->next)
+		if ((*at = id_index(b->ids, id)) >= 0)
+			return b;
+	return NULL;
+}
+
+int tp_host_batch_take(struct tp_host *h, const json_t *id, json_t *msg)
+{
+	int at;
+	struct batch *b = batch_of(h, id, &at);
+	if (b == NULL)
+		return 0;
+	json_array_remove(b->ids, (size_t)at);
+	if (json_array_append_new(b->replies, msg) != 0)
+		json_array_append_new(b->replies, tp_rpc_error((json_t *)id, TP_RPC_INTERNAL_ERROR,
+							       "out of memory", NULL));
+	batch_close(h, b);
+	return 1;
+}
+
+void tp_host_batch_drop(struct tp_host *h, const json_t *id)
+{
+	int at;
+	struct batch *b = batch_of(h, id, &at);
+	if (b != NULL) {
+		json_array_remove(b->ids, (size_t)at);
+		batch_close(h, b);
+	}
+}
+
+/* A batch: each member handled as a line of its own, the replies held until
+ * the last. An empty one is a single Invalid Request. */
+static void run_batch(struct tp_host *h, json_t *arr)
+{
+	struct batch *b = calloc(1, sizeof *b);
+	if (b != NULL && (b->replies = json_array()) != NULL && (b->ids = json_array()) != NULL &&
+	    json_array_size(arr) > 0) {
+		b->reading = 1;
+		b->next = h->batches;
+		h->batches = b;
+		/* Every member's id first: a reply sent while a later member is read
+		 * (a cancel answering an earlier one) finds its place. */
+		for (size_t i = 0; i < json_array_size(arr); i++) {
+			json_t *m = json_array_get(arr, i);
+			json_t *id = json_is_object(m) && json_object_get(m, "method") != NULL
+					 ? json_object_get(m, "id")
+					 : NULL;
+			if (id != NULL && (json_is_string(id) || json_is_integer(id)))
+				json_array_append(b->ids, id);
+		}
+		for (size_t i = 0; i < json_array_size(arr); i++) {
+			struct tp_rpc rpc;
+			json_t *reply;
+			json_t *m = json_array_get(arr, i);
+			if (tp_rpc_check(json_incref(m), &rpc, &reply) != 0) {
+				int at = id_index(b->ids, json_object_get(m, "id"));
+				if (at >= 0) /* refused: this is its one reply */
+					json_array_remove(b->ids, (size_t)at);
+				if (reply != NULL)
+					json_array_append_new(b->replies, reply);
+				continue;
+			}
+			if (rpc.response)
+				tp_tools_response(h, &rpc);
+			else
+				handle(h, &rpc);
+			tp_rpc_clear(&rpc);
+		}
+		b->reading = 0;
+		batch_close(h, b);
+	} else if (b != NULL && b->ids != NULL) {
+		tp_out_error(h, NULL, TP_RPC_INVALID_REQUEST, "Invalid Request: an empty batch");
+		json_decref(b->replies);
+		json_decref(b->ids);
+		free(b);
+	} else {
+		if (b != NULL)
+			json_decref(b->replies);
+		free(b);
+		tp_out_error(h, NULL, TP_RPC_INTERNAL_ERROR, "out of memory reading the request");
+	}
+	json_decref(arr);
+}
+
 void tp_host_line(struct tp_host *h, const char *line, size_t len)
 {
 	struct tp_rpc rpc;
-	json_t *reply;
-	if (tp_rpc_parse(line, len, &rpc, &reply) != 0) {
+	json_t *reply, *batch = NULL;
+	/* MCP 2025-03-26 must receive batches; the other revisions have none. */
+	int batches = strcmp(h->mcp_version, "2025-03-26") == 0;
+	int r = tp_rpc_parse_batch(line, len, &rpc, &reply, batches ? &batch : NULL);
+	if (r == 1) {
+		run_batch(h, batch);
+		return;
+	}
+	if (r != 0) {
 		if (reply != NULL)
 			tp_out_emit(h, json_object_get(reply, "id"), reply);
 		return;
 	}
+	h->line_id = rpc.id;
 	if (rpc.response)
 		tp_tools_response(h, &rpc);
 	else
 		handle(h, &rpc);
+	h->line_id = NULL;
 	tp_rpc_clear(&rpc);
 }
 
@@ -490,6 +721,11 @@ static void read_stdin(struct tp_host *h)
 			 h->cfg.max_line);
 		tp_out_error(h, NULL, TP_RPC_INVALID_REQUEST, msg);
 	}
+	/* An MCP client closes stdin to end the server (MCP's stdio shutdown): its
+	 * execs are stopped and the host exits at once. A JSON-RPC client's are
+	 * finished and answered first. */
+	if (!h->stdin_open && h->mcp)
+		cancel_all(h);
 }
 
 /* ---- the loop ------------------------------------------------------------------ */
@@ -747,6 +983,13 @@ void tp_host_free(struct tp_host *h)
 	/* Reap what we killed, so no zombie outlives a host embedded in a test. */
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
+	while (h->batches != NULL) {
+		struct batch *b = h->batches;
+		h->batches = b->next;
+		json_decref(b->replies);
+		json_decref(b->ids);
+		free(b);
+	}
 	tp_linebuf_free(&h->lb);
 	free_hpolicies(h);
 	tp_policy_set_free(h->own_set);

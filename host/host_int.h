@@ -138,6 +138,15 @@ struct zygote {
 	int nspawning, spawning_cap;
 };
 
+/* A JSON-RPC batch (under MCP 2025-03-26): its members' replies are held
+ * until the last one, then sent as one array (host.c). */
+struct batch {
+	struct batch *next;
+	json_t *replies; /* the replies so far */
+	json_t *ids;     /* the ids of members not answered yet */
+	int reading;     /* its members are still being handled */
+};
+
 struct tp_host {
 	struct tp_host_cfg cfg;
 	uint64_t exec_seq;             /* the last request's number (struct exec.seq) */
@@ -171,7 +180,21 @@ struct tp_host {
 	int poll_cap;                /* workers pfds and pws hold: max_workers + sessions */
 	struct ended_session ended[ENDED_KEPT];
 	unsigned nended;
+	/* MCP: the client spoke it (initialize, or a request of the stateless
+	 * revision), so EOF on stdin stops the execs in flight instead of
+	 * draining them; mcp_version is what initialize picked, or "". */
+	int mcp;
+	char mcp_version[16];
+	struct batch *batches; /* open batches, their replies held */
+	const json_t *line_id; /* the id of the single request being handled: its
+				* reply is never a batch member's */
 };
+
+/* host.c: 1 when msg (stolen), the reply to id, was a batch member's and is
+ * held (or sent with the batch); 0: send it alone. */
+int tp_host_batch_take(struct tp_host *h, const json_t *id, json_t *msg);
+/* A batch member that gets no reply (a cancelled tools/call): stop waiting. */
+void tp_host_batch_drop(struct tp_host *h, const json_t *id);
 
 /* output.c: replies go out through here, never blocking. */
 void tp_out_log(const char *fmt, const char *detail);
@@ -235,6 +258,8 @@ void tp_sess_list(struct tp_host *h, const struct tp_rpc *rpc);
 struct session *tp_sess_find(struct tp_host *h, const char *id);
 /* Answers rpc with the unknown-session error (and why it ended, if it did). */
 void tp_sess_unknown(struct tp_host *h, const json_t *rpc_id, const char *id);
+/* Its text; tool: worded for an MCP tool's caller. */
+void tp_sess_unknown_msg(const struct tp_host *h, const char *id, int tool, char *msg, size_t cap);
 /* 0 when the session may take one more exec now; else answers rpc and returns
  * -1 (its max_execs or lifetime used up, or its rate: then *wait_ms > 0 and
  * nothing is answered). */
@@ -281,5 +306,8 @@ void tp_host_exec_free(struct exec *e);
 void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *err);
 /* Answers an exec that never ran (cancelled while queued) with its verdict. */
 void tp_host_answer_unrun(struct tp_host *h, struct exec *e);
+/* A tools/call's answer: res (stolen; NULL when out of memory) stamped for the
+ * request's era (mcp.h) and sent. */
+void tp_host_tool_reply(struct tp_host *h, json_t *id, const json_t *params, json_t *res);
 
 #endif

@@ -26,6 +26,12 @@ static int valid_id(const json_t *id)
 
 int tp_rpc_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **reply)
 {
+	return tp_rpc_parse_batch(line, len, rpc, reply, NULL);
+}
+
+int tp_rpc_parse_batch(const char *line, size_t len, struct tp_rpc *rpc, json_t **reply,
+		       json_t **batch)
+{
 	struct tp_err err = { 0 };
 	char msg[256];
 
@@ -44,6 +50,17 @@ int tp_rpc_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **repl
 		*reply = tp_rpc_error(NULL, TP_RPC_PARSE_ERROR, msg, NULL);
 		return -1;
 	}
+	if (json_is_array(m) && batch != NULL) {
+		*batch = m;
+		return 1;
+	}
+	return tp_rpc_check(m, rpc, reply);
+}
+
+int tp_rpc_check(json_t *m, struct tp_rpc *rpc, json_t **reply)
+{
+	memset(rpc, 0, sizeof *rpc);
+	*reply = NULL;
 	if (!json_is_object(m)) {
 		*reply =
 		    tp_rpc_error(NULL, TP_RPC_INVALID_REQUEST,

@@ -33,6 +33,12 @@ struct tp_rpc {
 /* Returns 0 with *rpc filled, or -1 with *reply set to the error reply to send
  * (NULL when nothing must be sent, e.g. a malformed notification). */
 int tp_rpc_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **reply);
+/* As tp_rpc_parse, but a JSON array (a batch) is not refused when batch is not
+ * NULL: it is returned in *batch (the caller's) and the result is 1. */
+int tp_rpc_parse_batch(const char *line, size_t len, struct tp_rpc *rpc, json_t **reply,
+		       json_t **batch);
+/* The envelope check of one parsed message m (stolen), e.g. a batch's member. */
+int tp_rpc_check(json_t *m, struct tp_rpc *rpc, json_t **reply);
 void tp_rpc_clear(struct tp_rpc *rpc);
 
 /* Steal result / data. id may be NULL (encoded as null). A NULL result (its

@@ -1,20 +1,31 @@
 /*
- * mcp.c — the MCP methods that need no worker: initialize and tools/list, built
- * from the language table (common/langs.c), and the tools/call result around
- * an exec result. Pure.
+ * mcp.c — the MCP methods that need no worker: initialize, server/discover and
+ * tools/list, built from the language table (common/langs.c) and the default
+ * policy, and the tools/call result around an exec result. Two eras share
+ * them: a request whose _meta names a protocol version is served statelessly
+ * as revision 2026-07-28 (tp_mcp_era() checks it, tp_mcp_stamp() marks its
+ * result); any other follows the revision initialize picked. Pure.
  */
 #include "mcp.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
 #include "jsonio.h"
+#include "jsonrpc.h"
 #include "langs.h"
 
-static const char *const versions[] = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" };
+/* The modern revision, then the initialize-era ones (newest first). */
+static const char *const versions[] = { TP_MCP_MODERN, "2025-11-25", "2025-06-18", "2025-03-26",
+					"2024-11-05" };
+#define NVERSIONS (sizeof versions / sizeof versions[0])
+#define META_VERSION "io.modelcontextprotocol/protocolVersion"
+#define META_CAPS "io.modelcontextprotocol/clientCapabilities"
+#define META_SERVER "io.modelcontextprotocol/serverInfo"
 
 /* printf onto the end of what buf holds; a cut is harmless in these texts. */
 static void append(char *buf, size_t cap, const char *fmt, ...)
@@ -26,98 +37,317 @@ static void append(char *buf, size_t cap, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* What goes before the i-th language in a list that reads "a, b or c". */
-static const char *join(int i)
+/* What goes before the i-th of n items in a list that reads "a, b or c". */
+static const char *join(size_t i, size_t n, const char *last)
 {
-	return i == 0 ? "" : i == TP_NLANGS - 1 ? " or " : ", ";
+	return i == 0 ? "" : i == n - 1 ? last : ", ";
 }
 
-json_t *tp_mcp_initialize(const json_t *params)
+static void server_title(char *title, size_t cap)
 {
-	const char *want = json_string_value(json_object_get(params, "protocolVersion"));
-	const char *ver = versions[0];
-	char title[256] = "tidepool sandbox (", how[1024] = "Call ";
-	for (size_t i = 0; want != NULL && i < sizeof versions / sizeof versions[0]; i++)
-		if (strcmp(want, versions[i]) == 0)
-			ver = versions[i];
+	snprintf(title, cap, "tidepool sandbox (");
+	for (int i = 0; i < TP_NLANGS; i++)
+		append(title, cap, "%s%s", i ? ", " : "", tp_langs[i].title);
+	append(title, cap, ")");
+}
+
+static void instructions(char *how, size_t cap)
+{
+	snprintf(how, cap, "Call ");
 	for (int i = 0; i < TP_NLANGS; i++) {
 		const struct tp_lang_info *l = &tp_langs[i];
-		append(title, sizeof title, "%s%s", i ? ", " : "", l->title);
-		append(how, sizeof how, "%s%s with %s code (%s)", join(i), l->tool, l->title,
-		       l->value_hint);
+		append(how, cap, "%s%s with %s code (%s)", join((size_t)i, TP_NLANGS, " or "),
+		       l->tool, l->title, l->value_hint);
 	}
-	append(title, sizeof title, ")");
-	append(how, sizeof how,
+	append(how, cap,
 	       ". Output is captured. Each call runs in a fresh, locked-down process, unless "
 	       "it passes session: \"new\" (a session keeps its variables; the result's "
 	       "session_id, passed back as session, continues it; list_sessions and "
 	       "close_session manage them).");
-	return json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion", ver,
-			 "capabilities", "tools", "listChanged", 0, "serverInfo", "name",
-			 "tidepool", "title", title, "version", TP_VERSION, "instructions", how);
 }
 
-/* error.kind's vocabulary: every kind a client can be shown. */
-static json_t *kind_enum(void)
+static json_t *server_info(void)
 {
+	char title[256];
+	server_title(title, sizeof title);
+	return json_pack("{s:s, s:s, s:s}", "name", "tidepool", "title", title, "version",
+			 TP_VERSION);
+}
+
+const char *tp_mcp_initialize_version(const json_t *params)
+{
+	const char *want = json_string_value(json_object_get(params, "protocolVersion"));
+	if (want == NULL)
+		return NULL;
+	/* The first is the modern revision, which initialize cannot pick. */
+	for (size_t i = 1; i < NVERSIONS; i++)
+		if (strcmp(want, versions[i]) == 0)
+			return versions[i];
+	return versions[1];
+}
+
+json_t *tp_mcp_initialize(const char *version)
+{
+	char how[1024];
+	instructions(how, sizeof how);
+	return json_pack("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", version, "capabilities",
+			 "tools", "listChanged", 0, "serverInfo", server_info(), "instructions",
+			 how);
+}
+
+json_t *tp_mcp_discover(void)
+{
+	char how[1024];
+	json_t *v = json_array();
+	for (size_t i = 0; v != NULL && i < NVERSIONS; i++)
+		if (json_array_append_new(v, json_string(versions[i])) != 0) {
+			json_decref(v);
+			v = NULL;
+		}
+	instructions(how, sizeof how);
+	/* The tools never change while this process lives: an hour is safe. */
+	return v ? json_pack("{s:o, s:{s:{}}, s:s, s:i, s:s}", "supportedVersions", v,
+			     "capabilities", "tools", "instructions", how, "ttlMs", 3600000,
+			     "cacheScope", "private")
+		 : NULL;
+}
+
+int tp_mcp_modern(const json_t *params)
+{
+	json_t *meta = json_object_get(params, "_meta");
+	return json_is_object(meta) && json_object_get(meta, META_VERSION) != NULL;
+}
+
+int tp_mcp_era(const json_t *params, char *msg, size_t cap, json_t **data)
+{
+	json_t *meta = json_object_get(params, "_meta");
+	json_t *ver = json_object_get(meta, META_VERSION);
+	*data = NULL;
+	if (!tp_mcp_modern(params))
+		return 0;
+	if (!json_is_string(ver) || strcmp(json_string_value(ver), TP_MCP_MODERN) != 0) {
+		json_t *sup = json_array();
+		for (size_t i = 0; sup != NULL && i < NVERSIONS; i++)
+			json_array_append_new(sup, json_string(versions[i]));
+		*data = json_pack("{s:o, s:O}", "supported", sup ? sup : json_array(), "requested",
+				  ver);
+		snprintf(msg, cap, "Unsupported protocol version");
+		return TP_MCP_UNSUPPORTED_VERSION;
+	}
+	if (!json_is_object(json_object_get(meta, META_CAPS))) {
+		snprintf(msg, cap,
+			 "Invalid params: _meta." META_CAPS " must be an object (revision %s)",
+			 TP_MCP_MODERN);
+		return TP_RPC_INVALID_PARAMS;
+	}
+	return 0;
+}
+
+json_t *tp_mcp_stamp(json_t *result, const json_t *params)
+{
+	if (result == NULL || !tp_mcp_modern(params))
+		return result;
+	json_t *meta = json_object_get(result, "_meta");
+	if (meta == NULL && json_object_set_new(result, "_meta", meta = json_object()) != 0)
+		meta = NULL;
+	if (meta == NULL || json_object_set_new(meta, META_SERVER, server_info()) != 0 ||
+	    json_object_set_new(result, "resultType", json_string("complete")) != 0) {
+		json_decref(result);
+		return NULL;
+	}
+	return result;
+}
+
+/* ---- tools/list ------------------------------------------------------------------ */
+
+/* A JSON text of ours: NULL only when out of memory. */
+static json_t *parse(const char *text)
+{
+	return json_loads(text, 0, NULL);
+}
+
+/* What an exec result holds (README, "sandbox/exec"): error.kind's enum is
+ * filled from err.c, so it names every kind a client can be shown. */
+static const char output_schema_text[] =
+    "{\"type\": \"object\", \"properties\": {"
+    "\"ok\": {\"type\": \"boolean\"},"
+    "\"value\": {\"description\": \"the snippet's value as JSON (null when none)\","
+    " \"anyOf\": [{\"type\": \"null\"}, {\"type\": \"boolean\"}, {\"type\": \"number\"},"
+    " {\"type\": \"string\"}, {\"type\": \"array\"}, {\"type\": \"object\"}]},"
+    "\"value_repr\": {\"type\": \"boolean\", \"description\": \"true: value is the repr() of a"
+    " value JSON cannot carry\"},"
+    "\"stdout\": {\"type\": \"string\"}, \"stderr\": {\"type\": \"string\"},"
+    "\"truncated\": {\"type\": \"object\", \"properties\": {\"stdout\": {\"type\": \"boolean\"},"
+    " \"stderr\": {\"type\": \"boolean\"}}, \"required\": [\"stdout\", \"stderr\"]},"
+    "\"error\": {\"anyOf\": [{\"type\": \"null\"}, {\"type\": \"object\", \"properties\": {"
+    "  \"kind\": {\"type\": \"string\"},"
+    "  \"layer\": {\"type\": \"string\", \"enum\": [\"language\", \"process\", \"kernel\","
+    "   \"host\"]},"
+    "  \"type\": {\"anyOf\": [{\"type\": \"string\"}, {\"type\": \"null\"}], \"description\":"
+    "   \"the exception class or Lua error type; null for limits and other verdicts\"},"
+    "  \"message\": {\"type\": \"string\"},"
+    "  \"traceback\": {\"anyOf\": [{\"type\": \"string\"}, {\"type\": \"null\"}]},"
+    "  \"line\": {\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"null\"}]},"
+    "  \"limit\": {\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\"},"
+    "   \"limit\": {\"type\": \"integer\"}, \"used\": {\"type\": \"integer\"}},"
+    "   \"required\": [\"name\", \"limit\", \"used\"]},"
+    "  \"syscall\": {\"type\": \"string\"}, \"signal\": {\"type\": \"string\"},"
+    "  \"retry_after_ms\": {\"type\": \"integer\"}},"
+    " \"required\": [\"kind\", \"layer\", \"type\", \"message\"]}]},"
+    "\"usage\": {\"type\": \"object\", \"properties\": {"
+    "  \"instructions\": {\"type\": \"integer\", \"minimum\": 0},"
+    "  \"memory_peak_bytes\": {\"type\": \"integer\", \"minimum\": 0},"
+    "  \"cpu_ms\": {\"type\": \"number\", \"minimum\": 0},"
+    "  \"wall_ms\": {\"type\": \"number\", \"minimum\": 0},"
+    "  \"queue_ms\": {\"type\": \"number\", \"minimum\": 0},"
+    "  \"tool_calls\": {\"type\": \"integer\", \"minimum\": 0}},"
+    " \"required\": [\"instructions\", \"memory_peak_bytes\", \"cpu_ms\", \"wall_ms\","
+    "  \"queue_ms\", \"tool_calls\"]},"
+    "\"session_id\": {\"type\": \"string\"}, \"session_lost\": {\"type\": \"boolean\"},"
+    "\"isolation\": {\"type\": \"object\", \"properties\": {"
+    "  \"level\": {\"type\": \"string\", \"enum\": [\"process\", \"state\"]},"
+    "  \"worker_exec\": {\"type\": \"integer\", \"minimum\": 1}},"
+    " \"required\": [\"level\", \"worker_exec\"]}},"
+    "\"required\": [\"ok\", \"value\", \"stdout\", \"stderr\", \"truncated\", \"error\","
+    " \"usage\"]}";
+
+static json_t *output_schema(void)
+{
+	json_t *s = parse(output_schema_text);
+	json_t *err = json_array_get(
+	    json_object_get(json_object_get(json_object_get(s, "properties"), "error"), "anyOf"),
+	    1);
+	json_t *kind = json_object_get(json_object_get(err, "properties"), "kind");
 	json_t *a = json_array();
 	for (int k = TP_KIND_NONE + 1; a != NULL && k < TP_KIND__COUNT; k++)
 		if (json_array_append_new(a, json_string(tp_kind_name((enum tp_kind)k))) != 0) {
 			json_decref(a);
-			return NULL;
+			a = NULL;
 		}
-	return a;
+	if (kind == NULL || a == NULL || json_object_set_new(kind, "enum", a) != 0) {
+		json_decref(s);
+		return NULL;
+	}
+	return s;
 }
 
-/* The error object: each field means one thing (README, "sandbox/exec"). */
-static json_t *error_schema(void)
+/* 67108864 -> "64 MiB". */
+static void bytes_text(char *buf, size_t cap, unsigned long long n)
 {
-	return json_pack(
-	    "{s:[s,s], s:{s:{s:s, s:o}, s:{s:s, s:[s,s,s,s]}, s:{s:[s,s], s:s}, s:{s:s}, "
-	    "s:{s:[s,s]}, s:{s:[s,s]}, s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}}}, s:[s,s,s,s]}",
-	    "type", "object", "null", "properties", "kind", "type", "string", "enum", kind_enum(),
-	    "layer", "type", "string", "enum", "language", "process", "kernel", "host", "type",
-	    "type", "string", "null", "description",
-	    "the exception class or Lua error type; null for limits and other verdicts", "message",
-	    "type", "string", "traceback", "type", "string", "null", "line", "type", "integer",
-	    "null", "limit", "type", "object", "properties", "name", "type", "string", "limit",
-	    "type", "integer", "used", "type", "integer", "required", "kind", "layer", "type",
-	    "message");
+	if (n >= 1024 * 1024 && n % (1024 * 1024) == 0)
+		snprintf(buf, cap, "%llu MiB", n / (1024 * 1024));
+	else if (n >= 1024 && n % 1024 == 0)
+		snprintf(buf, cap, "%llu KiB", n / 1024);
+	else
+		snprintf(buf, cap, "%llu bytes", n);
 }
 
-static json_t *output_schema(void)
+static void ms_text(char *buf, size_t cap, unsigned long long ms)
 {
-	return json_pack(
-	    "{s:s, s:{s:{s:s}, s:{}, s:{s:s}, s:{s:s}, s:{s:s}, s:{s:s}, s:o, s:{s:s}, s:{s:s}, "
-	    "s:{s:s}}, s:[s,s,s,s,s,s]}",
-	    "type", "object", "properties", "ok", "type", "boolean", "value", "value_repr", "type",
-	    "boolean", "stdout", "type", "string", "stderr", "type", "string", "truncated", "type",
-	    "object", "error", error_schema(), "usage", "type", "object", "session_id", "type",
-	    "string", "session_lost", "type", "boolean", "required", "ok", "stdout", "stderr",
-	    "truncated", "error", "usage");
+	if (ms % 1000 == 0)
+		snprintf(buf, cap, "%llu s", ms / 1000);
+	else
+		snprintf(buf, cap, "%llu ms", ms);
+}
+
+static void strv_text(char *desc, size_t cap, const struct tp_strv *v, const char *last)
+{
+	for (size_t i = 0; i < v->n; i++)
+		append(desc, cap, "%s%s", join(i, v->n, last), v->v[i]);
+}
+
+/* The tool's description: what it does, the policy's real limits, what the
+ * language layer lets in, and how state is kept. */
+static void tool_description(char *desc, size_t cap, const struct tp_lang_info *l,
+			     const struct tp_policy *p)
+{
+	const struct tp_limits *lim = &p->limits;
+	char mem[32], out[32], res[32], cpu[32], wall[32];
+	bytes_text(mem, sizeof mem, (unsigned long long)lim->memory_bytes);
+	bytes_text(out, sizeof out, (unsigned long long)lim->output_bytes);
+	bytes_text(res, sizeof res, (unsigned long long)lim->result_bytes);
+	ms_text(cpu, sizeof cpu, (unsigned long long)lim->cpu_ms);
+	ms_text(wall, sizeof wall, (unsigned long long)lim->wall_ms);
+	snprintf(desc, cap,
+		 "%s Limits of each call (policy '%s'; the limits argument may only lower "
+		 "them): memory %s, CPU time %s, wall clock %s, stdout+stderr %s, value %s of "
+		 "JSON nested at most %llu deep, ",
+		 l->tool_desc, p->name, mem, cpu, wall, out, res,
+		 (unsigned long long)lim->result_depth);
+	if (lim->instructions == 0)
+		append(desc, cap, "no instruction limit.");
+	else
+		append(desc, cap, "%llu %s.", (unsigned long long)lim->instructions,
+		       l->id == TP_LANG_LUA ? "VM instructions" : "lines run");
+	if (p->language_layer && l->id == TP_LANG_PYTHON && p->py_modules.n > 0) {
+		append(desc, cap, " Only these modules can be imported: ");
+		strv_text(desc, cap, &p->py_modules, " and ");
+		append(desc, cap, " (any other import is a policy_violation).");
+	} else if (p->language_layer && l->id == TP_LANG_PYTHON) {
+		append(desc, cap, " No module can be imported.");
+	} else if (p->language_layer && l->id == TP_LANG_LUA) {
+		append(desc, cap, " Libraries: ");
+		strv_text(desc, cap, &p->lua_libraries, " and ");
+		if (p->lua_functions.n > 0) {
+			append(desc, cap, "; functions: ");
+			strv_text(desc, cap, &p->lua_functions, " and ");
+		}
+		append(desc, cap, " (anything else is nil).");
+	}
+	append(desc, cap,
+	       " To keep variables, functions and imports for later calls, pass session: "
+	       "\"new\"; the result has a session_id: pass it as session in the next calls. A "
+	       "session ends after %llu s without a call (list_sessions shows them, "
+	       "close_session ends one). Without session, each call starts fresh.",
+	       (unsigned long long)(p->session.idle_ms / 1000));
+}
+
+/* limits: one integer per limit name, at most the policy's ceiling. */
+static json_t *limits_schema(const struct tp_policy *p)
+{
+	json_t *props = json_object();
+	for (int i = 0; props != NULL && i < TP_LIMIT__COUNT; i++) {
+		uint64_t ceil = tp_limit_get(&p->limits, (enum tp_limit_id)i);
+		json_t *one = json_pack("{s:s, s:i}", "type", "integer", "minimum", 1);
+		if (one != NULL && ceil > 0 && ceil <= (uint64_t)INT64_MAX)
+			json_object_set_new(one, "maximum", json_integer((json_int_t)ceil));
+		if (one == NULL ||
+		    json_object_set_new(props, tp_limit_name((enum tp_limit_id)i), one) != 0) {
+			json_decref(props);
+			props = NULL;
+		}
+	}
+	return props ? json_pack("{s:s, s:s, s:o, s:b}", "type", "object", "description",
+				 "lower limits for this call (each at most the policy's; a "
+				 "session's calls are held to the session's)",
+				 "properties", props, "additionalProperties", 0)
+		     : NULL;
+}
+
+static json_t *annotations(int read_only, int destructive, int idempotent, int open_world)
+{
+	return json_pack("{s:b, s:b, s:b, s:b}", "readOnlyHint", read_only, "destructiveHint",
+			 destructive, "idempotentHint", idempotent, "openWorldHint", open_world);
 }
 
 static json_t *tool(const struct tp_lang_info *l, const struct tp_policy *p)
 {
-	char desc[1024];
-	snprintf(desc, sizeof desc,
-		 "%s To keep variables, functions and imports for later calls, pass "
-		 "session: \"new\"; the result has a session_id: pass it as session in the next "
-		 "calls. A session ends after %llu s without a call (list_sessions shows them, "
-		 "close_session ends one). Without session, each call starts fresh.",
-		 l->tool_desc, (unsigned long long)(p->session.idle_ms / 1000));
+	char desc[4096];
+	tool_description(desc, sizeof desc, l, p);
+	/* Code changes nothing outside the sandbox, but a session is state it
+	 * changes (not read-only, not idempotent: time, random, state). It only
+	 * reaches the world through the client's tools, when the policy lists some. */
 	json_t *t = json_pack(
-	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:o}, s:{s:s, s:s}, s:{s:s, s:s}}, s:[s], s:b}}",
+	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s, s:o}, s:{s:s, s:s}, s:{s:s, s:s}, s:o, s:{s:s, "
+	    "s:s}}, s:[s], s:b}, s:o, s:o}",
 	    "name", l->tool, "title", l->tool_title, "description", desc, "inputSchema", "type",
 	    "object", "properties", "code", "type", "string", "description",
 	    json_sprintf("%s source code", l->title), "inputs", "type", "object", "description",
 	    "Each key becomes a global variable", "session", "type", "string", "description",
 	    "\"new\" to start a session that keeps state, or the session_id of one to continue",
-	    "required", "code", "additionalProperties", 0);
-	if (t != NULL && json_object_set_new(t, "outputSchema", output_schema()) != 0) {
-		json_decref(t);
-		return NULL;
-	}
+	    "limits", limits_schema(p), "seed", "type", "integer", "description",
+	    "makes random numbers reproducible", "required", "code", "additionalProperties", 0,
+	    "annotations", annotations(0, 0, 0, p->tools.n > 0), "outputSchema", output_schema());
 	return t;
 }
 
@@ -125,45 +355,47 @@ static json_t *tool(const struct tp_lang_info *l, const struct tp_policy *p)
 static json_t *session_tools(void)
 {
 	return json_pack(
-	    "[{s:s, s:s, s:s, s:{s:s, s:{}, s:b}, s:{s:s, s:{s:{s:s}}, s:[s]}}, "
+	    "[{s:s, s:s, s:s, s:{s:s, s:{}, s:b}, s:{s:s, s:{s:{s:s}}, s:[s]}, s:o}, "
 	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}}, s:[s], s:b}, "
-	    "s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}, s:[s,s,s]}}]",
+	    "s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}, s:[s,s,s]}, s:o}]",
 	    "name", "list_sessions", "title", "List sessions", "description",
 	    "The open sessions: language, policy, age and idle time in ms, execs, memory.",
 	    "inputSchema", "type", "object", "properties", "additionalProperties", 0,
 	    "outputSchema", "type", "object", "properties", "sessions", "type", "array", "required",
-	    "sessions", "name", "close_session", "title", "Close a session", "description",
+	    "sessions", "annotations", annotations(1, 0, 1, 0), "name", "close_session", "title",
+	    "Close a session", "description",
 	    "Ends a session and frees what it holds; its variables are gone.", "inputSchema",
 	    "type", "object", "properties", "session_id", "type", "string", "required",
 	    "session_id", "additionalProperties", 0, "outputSchema", "type", "object", "properties",
 	    "session_id", "type", "string", "closed", "type", "boolean", "execs", "type", "integer",
-	    "required", "session_id", "closed", "execs");
+	    "required", "session_id", "closed", "execs", "annotations", annotations(0, 1, 1, 0));
 }
 
 /* write_file, read_file, list_files: a session's workspace, in text. */
 static json_t *file_tools(void)
 {
 	return json_pack(
-	    "[{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}, s:[s,s,s], s:b}}, "
-	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}}, s:[s,s], s:b}}, "
-	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}}, s:[s], s:b}}]",
+	    "[{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}, s:[s,s,s], s:b}, s:o}, "
+	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}}, s:[s,s], s:b}, s:o}, "
+	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}}, s:[s], s:b}, s:o}]",
 	    "name", "write_file", "title", "Write a file", "description",
 	    "Writes text to a file in a session's workspace (its working directory), for the "
 	    "session's code to read with a relative path. Open the session with session: \"new\".",
 	    "inputSchema", "type", "object", "properties", "session_id", "type", "string", "path",
 	    "type", "string", "text", "type", "string", "required", "session_id", "path", "text",
-	    "additionalProperties", 0, "name", "read_file", "title", "Read a file", "description",
+	    "additionalProperties", 0, "annotations", annotations(0, 1, 1, 0), "name", "read_file",
+	    "title", "Read a file", "description",
 	    "Reads a file the session's code wrote in its workspace: text, or base64 in data when "
 	    "it is not UTF-8.",
 	    "inputSchema", "type", "object", "properties", "session_id", "type", "string", "path",
-	    "type", "string", "required", "session_id", "path", "additionalProperties", 0, "name",
-	    "list_files", "title", "List files", "description",
-	    "The files in a session's workspace, with their sizes.", "inputSchema", "type",
-	    "object", "properties", "session_id", "type", "string", "required", "session_id",
-	    "additionalProperties", 0);
+	    "type", "string", "required", "session_id", "path", "additionalProperties", 0,
+	    "annotations", annotations(1, 0, 1, 0), "name", "list_files", "title", "List files",
+	    "description", "The files in a session's workspace, with their sizes.", "inputSchema",
+	    "type", "object", "properties", "session_id", "type", "string", "required",
+	    "session_id", "additionalProperties", 0, "annotations", annotations(1, 0, 1, 0));
 }
 
-json_t *tp_mcp_tools_list(const struct tp_policy *deflt)
+json_t *tp_mcp_tools_list(const struct tp_policy *deflt, int modern)
 {
 	json_t *tools = json_array();
 	for (int i = 0; tools != NULL && i < TP_NLANGS; i++)
@@ -181,8 +413,15 @@ json_t *tp_mcp_tools_list(const struct tp_policy *deflt)
 		}
 		json_decref(more[i]);
 	}
-	return tools ? json_pack("{s:o}", "tools", tools) : NULL;
+	if (tools == NULL)
+		return NULL;
+	/* 2026-07-28's CacheableResult: the list never changes in this process. */
+	return modern ? json_pack("{s:o, s:i, s:s}", "tools", tools, "ttlMs", 3600000, "cacheScope",
+				  "private")
+		      : json_pack("{s:o}", "tools", tools);
 }
+
+/* ---- tools/call ------------------------------------------------------------------ */
 
 json_t *tp_mcp_tool_value(json_t *obj, int is_error)
 {
@@ -207,14 +446,5 @@ json_t *tp_mcp_tool_result(json_t *exec_result)
 {
 	if (exec_result == NULL)
 		return NULL;
-	char *text = tp_json_dumps(exec_result, JSON_COMPACT);
-	int ok = json_is_true(json_object_get(exec_result, "ok"));
-	if (text == NULL) { /* content and structuredContent must agree */
-		json_decref(exec_result);
-		return NULL;
-	}
-	json_t *r = json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", text,
-			      "structuredContent", exec_result, "isError", !ok);
-	free(text);
-	return r;
+	return tp_mcp_tool_value(exec_result, !json_is_true(json_object_get(exec_result, "ok")));
 }

@@ -3,9 +3,14 @@
  * result object (NULL when out of memory) for jsonrpc.h's tp_rpc_result().
  *
  * Usage:
- *   1. initialize: tp_mcp_initialize(params) picks the protocol version.
- *   2. tools/list: tp_mcp_tools_list(), one tool per language (common/langs.c).
- *   3. tools/call: exec_params.h reads the arguments; the exec's result goes
+ *   1. Every request: tp_mcp_era() refuses a modern _meta that names another
+ *      version or lacks the client's capabilities; tp_mcp_stamp() marks the
+ *      result of a modern request (resultType, _meta serverInfo).
+ *   2. initialize: tp_mcp_initialize_version(params) picks the protocol
+ *      version (NULL: params has none), tp_mcp_initialize() answers.
+ *   3. server/discover (revision 2026-07-28): tp_mcp_discover().
+ *   4. tools/list: tp_mcp_tools_list(), one tool per language (common/langs.c).
+ *   5. tools/call: exec_params.h reads the arguments; the exec's result goes
  *      through tp_mcp_tool_result() into the tools/call shape.
  */
 #ifndef TP_MCP_H
@@ -17,9 +22,24 @@
 
 #define TP_VERSION "0.1.0" /* serverInfo's and `tidepool --version`'s */
 
-json_t *tp_mcp_initialize(const json_t *params);
-/* deflt: the policy tools/call runs under (its session values are quoted). */
-json_t *tp_mcp_tools_list(const struct tp_policy *deflt);
+/* The stateless revision: every request names it in _meta, no initialize. */
+#define TP_MCP_MODERN "2026-07-28"
+/* Its UnsupportedProtocolVersionError (data: {supported, requested}). */
+#define TP_MCP_UNSUPPORTED_VERSION -32022
+
+const char *tp_mcp_initialize_version(const json_t *params);
+json_t *tp_mcp_initialize(const char *version);
+json_t *tp_mcp_discover(void);
+/* 1: params' _meta names a protocol version (a modern request). */
+int tp_mcp_modern(const json_t *params);
+/* 0, or a JSON-RPC error code with its message in msg and *data (or NULL). */
+int tp_mcp_era(const json_t *params, char *msg, size_t cap, json_t **data);
+/* result (stolen), with resultType and _meta's serverInfo when params is a
+ * modern request's; NULL when out of memory. */
+json_t *tp_mcp_stamp(json_t *result, const json_t *params);
+/* deflt: the policy tools/call runs under (its limits, imports and session
+ * values are quoted); modern: 2026-07-28's cache fields. */
+json_t *tp_mcp_tools_list(const struct tp_policy *deflt, int modern);
 /* A tool result of a JSON object (stolen): as text and structuredContent. */
 json_t *tp_mcp_tool_value(json_t *obj, int is_error);
 /* A tool result that is only an error text (isError: true). */

@@ -134,6 +134,8 @@ static void emit_oom(struct tp_host *h, const json_t *id)
 /* Sends msg (stolen), the reply to request id (borrowed; NULL when unknown). */
 void tp_out_emit(struct tp_host *h, const json_t *id, json_t *msg)
 {
+	if (h->batches != NULL && msg != NULL && tp_host_batch_take(h, id, msg))
+		return;
 	if (h->cfg.emit != NULL) {
 		if (msg != NULL)
 			h->cfg.emit(h->cfg.emit_ctx, msg);

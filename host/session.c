@@ -38,17 +38,27 @@ static const char *ended_why(const struct tp_host *h, const char *id)
 	return NULL;
 }
 
-void tp_sess_unknown(struct tp_host *h, const json_t *rpc_id, const char *id)
+void tp_sess_unknown_msg(const struct tp_host *h, const char *id, int tool, char *msg, size_t cap)
 {
-	char msg[256];
 	const char *why = ended_why(h, id);
 	if (why != NULL)
-		snprintf(msg, sizeof msg, "session '%s' has ended: %s", id, why);
+		snprintf(msg, cap, "session '%s' has ended: %s", id, why);
+	else if (tool)
+		snprintf(msg, cap,
+			 "unknown session '%.40s' (session: \"new\" opens one; list_sessions "
+			 "shows those open)",
+			 id);
 	else
-		snprintf(msg, sizeof msg,
+		snprintf(msg, cap,
 			 "unknown session '%.40s' (sandbox/session/open makes one; "
 			 "sandbox/session/list shows those open)",
 			 id);
+}
+
+void tp_sess_unknown(struct tp_host *h, const json_t *rpc_id, const char *id)
+{
+	char msg[256];
+	tp_sess_unknown_msg(h, id, 0, msg, sizeof msg);
 	tp_out_error(h, (json_t *)rpc_id, TP_RPC_NO_SESSION, msg);
 }
 
@@ -349,10 +359,7 @@ void tp_sess_mcp_tool(struct tp_host *h, const struct tp_rpc *rpc, const char *n
 			r = close_session(h, s);
 	}
 	json_t *res = r != NULL ? tp_mcp_tool_value(r, 0) : msg[0] ? tp_mcp_tool_text(msg) : NULL;
-	if (res == NULL)
-		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
-	else
-		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, res));
+	tp_host_tool_reply(h, rpc->id, rpc->params, res);
 }
 
 /* ---- its execs ---------------------------------------------------------------------- */

@@ -1,9 +1,10 @@
 """Allocation failure in the host: replay a session failing the Nth allocation,
 for every N from 1 to the number of allocations the session makes.
 
-Two sessions: `exec` (initialize, tools, execs: its runs start workers) and
-`protocol` (every one-line fault of tests/cases/protocol, none of which runs a
-snippet, so its runs are cheap). Needs the FAILALLOC build (`make FAILALLOC=1`,
+Three sessions: `exec` (execs and a tools/call: its runs start workers), `mcp`
+(initialize, tools/list, server/discover: no exec, since EOF from an MCP client
+stops the execs in flight) and `protocol` (every one-line fault of
+tests/cases/protocol, none of which runs a snippet, so its runs are cheap). Needs the FAILALLOC build (`make FAILALLOC=1`,
 build-failalloc/tidepool): its host counts malloc/calloc/realloc (ours and
 jansson's) and fails the one numbered by TIDEPOOL_FAILALLOC. Each run must end
 with an exit status that is not a signal, print only valid JSON-RPC responses,
@@ -38,14 +39,27 @@ def ex(id, code, **params):
     return rq(id, "sandbox/exec", {"lang": "lua", "code": code, **params})
 
 
-# The session: each line and, for requests, what a correct answer looks like.
-SESSION = [
+TOOLS = ["run_lua", "run_python", "list_sessions", "close_session"]
+MODERN = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {}}}
+
+# The MCP session: no exec (its EOF would stop them), both eras.
+MCP_SESSION = [
     (rq(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}}),
      lambda m: m["result"]["protocolVersion"] == "2025-06-18"),
     (b'{"jsonrpc":"2.0","method":"notifications/initialized"}', None),
-    (rq(2, "tools/list"), lambda m: [t["name"] for t in m["result"]["tools"]] ==
-     ["run_lua", "run_python", "list_sessions", "close_session"]
-     and all("outputSchema" in t for t in m["result"]["tools"])),
+    (rq(2, "tools/list"), lambda m: [t["name"] for t in m["result"]["tools"]] == TOOLS
+     and all("outputSchema" in t and "annotations" in t for t in m["result"]["tools"])),
+    (rq(3, "server/discover", MODERN), lambda m: m["result"]["supportedVersions"][0] == "2026-07-28"
+     and m["result"]["resultType"] == "complete"),
+    (rq(4, "tools/list", MODERN), lambda m: [t["name"] for t in m["result"]["tools"]] == TOOLS
+     and m["result"]["ttlMs"] == 3600000 and m["result"]["resultType"] == "complete"),
+    (rq(5, "tools/call", {"name": "run_lua", "arguments": {}}),
+     lambda m: m["result"]["isError"] is True and m["result"]["content"][0]["text"] == "'code' must be a string"),
+]
+
+# The exec session: each line and, for requests, what a correct answer looks like.
+SESSION = [
     (rq(3, "ping"), lambda m: m["result"] == {}),
     (ex(4, "print('hi') return 1+1"),
      lambda m: m["result"]["ok"] is True and m["result"]["value"] == 2 and m["result"]["stdout"] == "hi\n"),
@@ -89,8 +103,14 @@ def _id_of(line):
     return m.get("id") if isinstance(m, dict) else None
 
 
-EXEC = Session("exec", [line for line, _ in SESSION],
-               {_id_of(line): check for line, check in SESSION if check is not None and _id_of(line) is not None}, [])
+def session_of(name, lines):
+    return Session(name, [line for line, _ in lines],
+                   {_id_of(line): check for line, check in lines if check is not None and _id_of(line) is not None},
+                   [])
+
+
+EXEC = session_of("exec", SESSION)
+MCP = session_of("mcp", MCP_SESSION)
 
 
 def fault_line(case, i):
@@ -141,7 +161,7 @@ def protocol_sessions():
 
 
 PROTOCOL = protocol_sessions()
-SESSIONS = [EXEC] + PROTOCOL
+SESSIONS = [EXEC, MCP] + PROTOCOL
 
 
 def run_session(session, fail_at):

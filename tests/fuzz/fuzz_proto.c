@@ -97,14 +97,27 @@ static void dispatch(const struct tp_rpc *rpc)
 		send_reply(tp_rpc_error(rpc->id, TP_RPC_INVALID_PARAMS, err.msg, NULL));
 	}
 	if (strcmp(rpc->method, "initialize") == 0 || json_is_object(rpc->params)) {
-		json_t *r = tp_mcp_initialize(rpc->params);
-		CHECK(r != NULL);
-		send_reply(tp_rpc_result(rpc->id, r));
+		const char *v = tp_mcp_initialize_version(rpc->params);
+		json_t *r = v ? tp_mcp_initialize(v) : NULL;
+		CHECK(v == NULL || r != NULL);
+		if (r != NULL)
+			send_reply(tp_rpc_result(rpc->id, tp_mcp_stamp(r, rpc->params)));
 	}
 	if (strcmp(rpc->method, "tools/list") == 0)
-		send_reply(tp_rpc_result(rpc->id, tp_mcp_tools_list(pols.deflt)));
+		send_reply(tp_rpc_result(
+		    rpc->id, tp_mcp_tools_list(pols.deflt, tp_mcp_modern(rpc->params))));
 	if (strcmp(rpc->method, "tools/call") == 0 && json_is_object(rpc->params))
 		send_reply(tp_rpc_result(rpc->id, tp_mcp_tool_result(json_deep_copy(rpc->params))));
+	/* The stateless revision's _meta check, and its marks on a result. */
+	char msg[200];
+	json_t *data;
+	int code = tp_mcp_era(rpc->params, msg, sizeof msg, &data);
+	CHECK(code == 0 || code == TP_RPC_INVALID_PARAMS || code == TP_MCP_UNSUPPORTED_VERSION);
+	CHECK(code == 0 || tp_mcp_modern(rpc->params));
+	if (code != 0)
+		send_reply(tp_rpc_error(rpc->id, code, msg, data));
+	else
+		send_reply(tp_rpc_result(rpc->id, tp_mcp_stamp(tp_mcp_discover(), rpc->params)));
 }
 
 static void handle_line(const char *line, size_t len)
@@ -112,7 +125,24 @@ static void handle_line(const char *line, size_t len)
 	struct tp_rpc rpc;
 	json_t *reply;
 
-	if (tp_rpc_parse(line, len, &rpc, &reply) != 0) {
+	json_t *batch = NULL;
+	int r = tp_rpc_parse_batch(line, len, &rpc, &reply, &batch);
+	if (r == 1) { /* a batch, as under MCP 2025-03-26: each member alone */
+		CHECK(json_is_array(batch) && reply == NULL);
+		for (size_t i = 0; i < json_array_size(batch); i++) {
+			if (tp_rpc_check(json_incref(json_array_get(batch, i)), &rpc, &reply) !=
+			    0) {
+				CHECK(rpc.msg == NULL);
+				send_reply(reply);
+				continue;
+			}
+			dispatch(&rpc);
+			tp_rpc_clear(&rpc);
+		}
+		json_decref(batch);
+		return;
+	}
+	if (r != 0) {
 		CHECK(rpc.msg == NULL);
 		send_reply(reply);
 		return;

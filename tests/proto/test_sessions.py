@@ -529,9 +529,9 @@ def test_mcp_session_new_then_continue(h):
     r = tool(h, "run_python", {"code": "x"})
     assert r["isError"] is True and r["structuredContent"]["error"]["type"] == "NameError"
     # the other language's tool cannot use it
-    r = h.call("tools/call", {"name": "run_lua", "arguments": {"code": "return 1", "session": sid}})
-    assert r["error"]["code"] == INVALID_PARAMS
-    assert r["error"]["message"] == f"session '{sid}' runs Python 3.11: call run_python"
+    r = tool(h, "run_lua", {"code": "return 1", "session": sid})  # an isError result the model reads
+    assert r["isError"] is True and "structuredContent" not in r, r
+    assert r["content"][0]["text"] == f"session '{sid}' runs Python 3.11: call run_python"
     listed = tool(h, "list_sessions", {})
     assert listed["isError"] is False
     mine = [s for s in listed["structuredContent"]["sessions"] if s["session_id"] == sid]
@@ -542,8 +542,9 @@ def test_mcp_session_new_then_continue(h):
     again = tool(h, "close_session", {"session_id": sid})
     assert again["isError"] is True
     assert again["content"][0]["text"] == f"session '{sid}' has ended: closed by the client"
-    r = h.call("tools/call", {"name": "run_python", "arguments": {"code": "1", "session": sid}})
-    assert r["error"]["code"] == NO_SESSION
+    r = tool(h, "run_python", {"code": "1", "session": sid})
+    assert r["isError"] is True
+    assert r["content"][0]["text"] == f"session '{sid}' has ended: closed by the client"
 
 
 @pytest.mark.parametrize("name,args,text", [
@@ -559,10 +560,10 @@ def test_mcp_session_tools_refuse_bad_arguments(h, name, args, text):
 
 def test_mcp_session_new_refused_leaves_nothing_open(h):
     before = len(h.call("sandbox/session/list")["result"]["sessions"])
-    r = h.call("tools/call", {"name": "run_lua", "arguments": {"code": 5, "session": "new"}})
-    assert r["error"]["code"] == INVALID_PARAMS and r["error"]["message"] == "'code' must be a string"
-    r = h.call("tools/call", {"name": "run_lua", "arguments": {"code": "1", "session": 5}})
-    assert r["error"]["message"] == "'session' must be \"new\" or a session_id a result returned"
+    r = tool(h, "run_lua", {"code": 5, "session": "new"})
+    assert r["isError"] is True and r["content"][0]["text"] == "'code' must be a string", r
+    r = tool(h, "run_lua", {"code": "1", "session": 5})
+    assert r["content"][0]["text"] == "'session' must be \"new\" or a session_id a result returned"
     assert len(h.call("sandbox/session/list")["result"]["sessions"]) == before
 
 

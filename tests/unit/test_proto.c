@@ -71,25 +71,120 @@ static void test_parse(void)
 	tp_rpc_clear(&rpc);
 }
 
+/* A batch is handed over whole only when the caller takes batches. */
+static void test_parse_batch(void)
+{
+	struct tp_rpc rpc;
+	json_t *reply, *batch = NULL;
+	const char *line = "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}, 5]";
+	CHECK_EQ_INT(tp_rpc_parse_batch(line, strlen(line), &rpc, &reply, &batch), 1);
+	CHECK(json_is_array(batch) && json_array_size(batch) == 2);
+	CHECK(reply == NULL);
+	/* each member is checked as a message of its own */
+	CHECK_EQ_INT(tp_rpc_check(json_incref(json_array_get(batch, 0)), &rpc, &reply), 0);
+	CHECK_EQ_STR(rpc.method, "ping");
+	tp_rpc_clear(&rpc);
+	CHECK_EQ_INT(tp_rpc_check(json_incref(json_array_get(batch, 1)), &rpc, &reply), -1);
+	CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(reply, "error"), "message")),
+		     "Invalid Request: not an object");
+	json_decref(reply);
+	json_decref(batch);
+	/* an object is not a batch, and a caller without batches refuses one */
+	batch = NULL;
+	CHECK_EQ_INT(
+	    tp_rpc_parse_batch("{\"jsonrpc\":\"2.0\",\"method\":\"x\"}", 30, &rpc, &reply, &batch),
+	    0);
+	CHECK(batch == NULL);
+	tp_rpc_clear(&rpc);
+	CHECK_EQ_INT(tp_rpc_parse("[]", 2, &rpc, &reply), -1);
+	CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(reply, "error"), "code")),
+		     TP_RPC_INVALID_REQUEST);
+	CHECK_EQ_STR(json_string_value(json_object_get(json_object_get(reply, "error"), "message")),
+		     "Invalid Request: batches are not supported");
+	json_decref(reply);
+}
+
 /* The built-in presets, the default "standard": what a host without --policy has. */
 static struct tp_exec_policies pols;
 
 static void test_initialize(void)
 {
 	json_t *p = json_pack("{s:s}", "protocolVersion", "2025-03-26");
-	json_t *r = tp_mcp_initialize(p);
+	CHECK_EQ_STR(tp_mcp_initialize_version(p), "2025-03-26");
+	json_t *r = tp_mcp_initialize(tp_mcp_initialize_version(p));
 	CHECK_EQ_STR(json_string_value(json_object_get(r, "protocolVersion")), "2025-03-26");
 	json_decref(r);
 	json_decref(p);
 	p = json_pack("{s:s}", "protocolVersion", "1999-01-01");
-	r = tp_mcp_initialize(p);
-	CHECK_EQ_STR(json_string_value(json_object_get(r, "protocolVersion")), "2025-11-25");
-	json_decref(r);
+	CHECK_EQ_STR(tp_mcp_initialize_version(p), "2025-11-25");
 	json_decref(p);
-	r = tp_mcp_tools_list(pols.deflt);
+	/* initialize cannot pick the stateless revision, nor go without a version */
+	p = json_pack("{s:s}", "protocolVersion", TP_MCP_MODERN);
+	CHECK_EQ_STR(tp_mcp_initialize_version(p), "2025-11-25");
+	json_decref(p);
+	p = json_pack("{s:i}", "protocolVersion", 5);
+	CHECK(tp_mcp_initialize_version(p) == NULL);
+	json_decref(p);
+	CHECK(tp_mcp_initialize_version(NULL) == NULL);
+	r = tp_mcp_tools_list(pols.deflt, 0);
 	json_t *tool = json_array_get(json_object_get(r, "tools"), 0);
 	CHECK_EQ_STR(json_string_value(json_object_get(tool, "name")), "run_lua");
 	CHECK(json_is_object(json_object_get(tool, "outputSchema")));
+	CHECK(json_object_get(r, "ttlMs") == NULL);
+	json_decref(r);
+	r = tp_mcp_tools_list(pols.deflt, 1);
+	CHECK_EQ_INT(json_integer_value(json_object_get(r, "ttlMs")), 3600000);
+	CHECK_EQ_STR(json_string_value(json_object_get(r, "cacheScope")), "private");
+	json_decref(r);
+}
+
+/* The stateless revision: a request names it in _meta, with its capabilities. */
+static void test_modern_era(void)
+{
+	char msg[200];
+	json_t *data;
+	json_t *p =
+	    json_loads("{\"_meta\": {\"io.modelcontextprotocol/protocolVersion\": "
+		       "\"2026-07-28\", \"io.modelcontextprotocol/clientCapabilities\": {}}}",
+		       0, NULL);
+	CHECK_EQ_INT(tp_mcp_modern(p), 1);
+	CHECK_EQ_INT(tp_mcp_era(p, msg, sizeof msg, &data), 0);
+	CHECK(data == NULL);
+	json_t *r = tp_mcp_stamp(json_object(), p);
+	CHECK_EQ_STR(json_string_value(json_object_get(r, "resultType")), "complete");
+	json_t *si =
+	    json_object_get(json_object_get(r, "_meta"), "io.modelcontextprotocol/serverInfo");
+	CHECK_EQ_STR(json_string_value(json_object_get(si, "name")), "tidepool");
+	json_decref(r);
+	json_decref(p);
+	p = json_loads("{\"_meta\": {\"io.modelcontextprotocol/protocolVersion\": \"2030-01-01\"}}",
+		       0, NULL);
+	CHECK_EQ_INT(tp_mcp_era(p, msg, sizeof msg, &data), TP_MCP_UNSUPPORTED_VERSION);
+	CHECK_EQ_STR(msg, "Unsupported protocol version");
+	CHECK_EQ_STR(json_string_value(json_object_get(data, "requested")), "2030-01-01");
+	CHECK_EQ_STR(json_string_value(json_array_get(json_object_get(data, "supported"), 0)),
+		     TP_MCP_MODERN);
+	CHECK_EQ_INT(json_array_size(json_object_get(data, "supported")), 5);
+	json_decref(data);
+	json_decref(p);
+	p = json_loads("{\"_meta\": {\"io.modelcontextprotocol/protocolVersion\": \"2026-07-28\"}}",
+		       0, NULL);
+	CHECK_EQ_INT(tp_mcp_era(p, msg, sizeof msg, &data), TP_RPC_INVALID_PARAMS);
+	CHECK_EQ_STR(msg, "Invalid params: _meta.io.modelcontextprotocol/clientCapabilities must "
+			  "be an object (revision 2026-07-28)");
+	json_decref(p);
+	/* a legacy request: untouched */
+	p = json_pack("{s:{s:i}}", "_meta", "progressToken", 1);
+	CHECK_EQ_INT(tp_mcp_modern(p), 0);
+	CHECK_EQ_INT(tp_mcp_era(p, msg, sizeof msg, &data), 0);
+	r = tp_mcp_stamp(json_object(), p);
+	CHECK_EQ_INT(json_object_size(r), 0);
+	json_decref(r);
+	json_decref(p);
+	r = tp_mcp_discover();
+	CHECK_EQ_STR(json_string_value(json_array_get(json_object_get(r, "supportedVersions"), 0)),
+		     TP_MCP_MODERN);
+	CHECK(json_is_object(json_object_get(json_object_get(r, "capabilities"), "tools")));
 	json_decref(r);
 }
 
@@ -153,13 +248,50 @@ static void test_exec_params(void)
 		json_t *p = json_loads(tools[i], 0, NULL);
 		tp_err_clear(&err);
 		int r = tp_exec_params_parse_tool(p, &pols, NULL, &e, &err);
-		CHECK_EQ_INT(r, i < 3 ? 0 : -1);
+		CHECK_EQ_INT(r, i < 3 ? 0 : -2);
 		CHECK_EQ_INT(e.progress_token != NULL, i < 2);
 		if (i == 0)
 			CHECK_EQ_INT(json_integer_value(e.progress_token), 7);
 		json_decref(p);
 	}
 	CHECK_EQ_STR(err.msg, "'_meta' must be an object");
+
+	/* Bad arguments are -1 (the model reads them in an isError result); an
+	 * unknown tool is -2 (a JSON-RPC error). limits and seed are arguments. */
+	struct {
+		const char *js;
+		int r;
+		const char *msg;
+	} args[] = {
+		{ "{\"name\":\"run_lua\",\"arguments\":{\"code\":\"\",\"seed\":3,\"limits\":{"
+		  "\"cpu_ms\":100}}}",
+		  0, NULL },
+		{ "{\"name\":\"run_lua\"}", -1,
+		  "'arguments' is missing: run_lua takes {\"code\": a string, ...}" },
+		{ "{\"name\":\"run_lua\",\"arguments\":{}}", -1, "'code' must be a string" },
+		{ "{\"name\":\"run_python\",\"arguments\":{\"code\":42}}", -1,
+		  "'code' must be a string" },
+		{ "{\"name\":\"run_lua\",\"arguments\":{\"code\":\"\",\"timeout\":1}}", -1,
+		  "unknown parameter 'timeout'" },
+		{ "{\"name\":\"run_lua\",\"arguments\":{\"code\":\"\",\"limits\":{\"cpu_ms\":"
+		  "999999}}}",
+		  -1,
+		  "limit 'cpu_ms' may only be tightened: 999999 > ceiling 5000 (policy "
+		  "'standard')" },
+		{ "{\"name\":\"run_lua\",\"arguments\":{\"code\":\"\",\"seed\":1.5}}", -1,
+		  "'seed' must be an integer" },
+		{ "{\"name\":\"run_ruby\",\"arguments\":{}}", -2, "Unknown tool: run_ruby" },
+	};
+	for (size_t i = 0; i < sizeof args / sizeof args[0]; i++) {
+		json_t *p = json_loads(args[i].js, 0, NULL);
+		tp_err_clear(&err);
+		CHECK_EQ_INT(tp_exec_params_parse_tool(p, &pols, NULL, &e, &err), args[i].r);
+		if (args[i].msg != NULL)
+			CHECK_EQ_STR(err.msg, args[i].msg);
+		else
+			CHECK(e.has_seed && e.seed == 3 && e.limits.cpu_ms == 100);
+		json_decref(p);
+	}
 }
 
 /* ---- the protocol-fault cases (tests/cases/protocol/) ------------------------- */
@@ -185,7 +317,8 @@ static json_t *stage_reply(const char *stage, const char *line, size_t len)
 		r = tp_exec_params_parse_tool(rpc.params, &pols, NULL, &p, &err);
 	else if (strcmp(rpc.method, "sandbox/exec") == 0)
 		r = tp_exec_params_parse(rpc.params, &pols, NULL, &p, &err);
-	CHECK_EQ_INT(r, -1);
+	/* tools/call's only faults are an unknown tool and a bad _meta (-2). */
+	CHECK_EQ_INT(r, strcmp(rpc.method, "tools/call") == 0 ? -2 : -1);
 	reply = r != 0 ? tp_rpc_error(rpc.id, TP_RPC_INVALID_PARAMS, err.msg, NULL) : NULL;
 	tp_rpc_clear(&rpc);
 	return reply;
@@ -640,7 +773,9 @@ int main(void)
 	pols.deflt = tp_policy_set_find(pols.set, "standard");
 	test_linebuf();
 	test_parse();
+	test_parse_batch();
 	test_initialize();
+	test_modern_era();
 	test_exec_params();
 	test_fault_cases();
 	test_frames();

@@ -1,0 +1,492 @@
+"""MCP as a server, in every revision tidepool offers: the four initialize-era
+ones (2024-11-05 .. 2025-11-25) and the stateless 2026-07-28, whose requests
+carry their version in _meta and need no initialize. Each test states one
+behaviour and fails on the exact code, message or value it checks."""
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import BINARY, Host, assert_healthy
+
+MODERN = "2026-07-28"
+LEGACY = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"]
+REVISIONS = [MODERN, *LEGACY]
+META = {"io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}
+SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+
+
+class Mcp:
+    """A client of one revision: initialize first (legacy), or _meta on every
+    request (modern)."""
+
+    def __init__(self, rev, args=()):
+        self.rev = rev
+        self.h = Host(args=args)
+        if rev != MODERN:
+            r = self.h.call("initialize", {"protocolVersion": rev, "capabilities": {},
+                                           "clientInfo": {"name": "test", "version": "1"}})
+            assert r["result"]["protocolVersion"] == rev, r
+            self.h.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def params(self, params):
+        if self.rev != MODERN:
+            return params
+        return {**params, "_meta": {**META, **params.get("_meta", {})}}
+
+    def call(self, method, params=None, timeout=20.0):
+        return self.h.call(method, self.params(params or {}), timeout)
+
+    def result(self, method, params=None):
+        r = self.call(method, params)
+        assert "result" in r, r
+        res = r["result"]
+        if self.rev == MODERN:  # every result of the stateless revision is marked
+            assert res.pop("resultType") == "complete", res
+            meta = res.pop("_meta")
+            assert meta[SERVER_INFO]["name"] == "tidepool", meta
+        else:
+            assert "resultType" not in res and "_meta" not in res, res
+        return res
+
+    def tool(self, name, arguments, **extra):
+        params = {"name": name, **extra}
+        if arguments is not None:
+            params["arguments"] = arguments
+        return self.result("tools/call", params)
+
+
+@pytest.fixture(params=REVISIONS)
+def mcp(request):
+    m = Mcp(request.param)
+    yield m
+    m.h.close()
+
+
+def text_error(res):
+    """An isError result without structuredContent: its text."""
+    assert res["isError"] is True, res
+    assert "structuredContent" not in res, res
+    assert [c["type"] for c in res["content"]] == ["text"], res
+    return res["content"][0]["text"]
+
+
+# -- bad arguments are results the model can read (2025-11-25 wants them so) ----------
+
+@pytest.mark.parametrize("name,arguments,text", [
+    ("run_lua", {}, "'code' must be a string"),
+    ("run_python", {"code": 42}, "'code' must be a string"),
+    ("run_lua", {"code": "return 1", "timeout": 5}, "unknown parameter 'timeout'"),
+    ("run_python", None, "'arguments' is missing: run_python takes {\"code\": a string, ...}"),
+    ("run_lua", "x", "'arguments' must be an object"),
+    ("run_lua", {"code": "return 1", "limits": {"cpu_ms": 999999}},
+     "limit 'cpu_ms' may only be tightened: 999999 > ceiling 5000 (policy 'standard')"),
+    ("run_lua", {"code": "return 1", "limits": {"fuel": 1}},
+     "unknown limit 'fuel' (policy 'standard')"),
+    ("run_lua", {"code": "return 1", "seed": "x"}, "'seed' must be an integer"),
+    ("run_lua", {"code": "return 1", "session": 5},
+     "'session' must be \"new\" or a session_id a result returned"),
+    ("run_lua", {"code": "return 1", "session": "s-0000000000000000"},
+     "unknown session 's-0000000000000000' (session: \"new\" opens one; list_sessions shows those open)"),
+])
+def test_bad_arguments_are_an_is_error_result(mcp, name, arguments, text):
+    assert text_error(mcp.tool(name, arguments)) == text
+    assert mcp.result("ping") == {}  # and the host goes on
+
+
+def test_only_an_unknown_tool_is_a_protocol_error(mcp):
+    r = mcp.call("tools/call", {"name": "run_ruby", "arguments": {"code": "1"}})
+    assert r["error"] == {"code": -32602, "message": "Unknown tool: run_ruby"}, r
+    r = mcp.call("tools/call", {"arguments": {"code": "1"}})
+    assert r["error"] == {"code": -32602, "message": "Unknown tool: (none)"}, r
+
+
+def test_a_session_refused_in_its_first_call_is_not_left_open(mcp):
+    res = mcp.tool("run_lua", {"code": 5, "session": "new"})
+    assert text_error(res) == "'code' must be a string"
+    listed = mcp.tool("list_sessions", {})
+    assert listed["structuredContent"] == {"sessions": []}, listed
+
+
+# -- limits and seed, now tool arguments ----------------------------------------------
+
+def test_limits_tighten_a_call(mcp):
+    res = mcp.tool("run_lua", {"code": "while true do end", "limits": {"instructions": 1000}})
+    sc = res["structuredContent"]
+    assert res["isError"] is True and sc["error"]["kind"] == "instruction_limit", sc
+    assert sc["error"]["limit"] == {"name": "instructions", "limit": 1000, "used": 1000}, sc
+
+
+def test_seed_makes_random_reproducible(mcp):
+    code = "import random\n[random.randint(0, 10**9) for _ in range(3)]"
+    a = mcp.tool("run_python", {"code": code, "seed": 7})["structuredContent"]["value"]
+    b = mcp.tool("run_python", {"code": code, "seed": 7})["structuredContent"]["value"]
+    c = mcp.tool("run_python", {"code": code, "seed": 8})["structuredContent"]["value"]
+    assert a == b and a != c, (a, b, c)
+
+
+# -- initialize and tools/list ----------------------------------------------------------
+
+@pytest.mark.parametrize("params", [{}, {"protocolVersion": None}, {"protocolVersion": 20251125},
+                                    {"capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}])
+def test_initialize_without_a_protocol_version_is_refused(host, params):
+    r = host.call("initialize", params)
+    assert r["error"] == {"code": -32602,
+                          "message": "Invalid params: initialize needs protocolVersion, a string"}, r
+
+
+def test_initialize_cannot_pick_the_stateless_revision(host):
+    r = host.call("initialize", {"protocolVersion": MODERN, "capabilities": {}})
+    assert r["result"]["protocolVersion"] == "2025-11-25", r
+
+
+@pytest.mark.parametrize("cursor,msg", [
+    ("abc", "Invalid params: unknown cursor 'abc' (tools/list has one page)"),
+    ("", "Invalid params: unknown cursor '' (tools/list has one page)"),
+    (3, "Invalid params: unknown cursor (tools/list has one page)"),
+])
+def test_tools_list_refuses_a_cursor_it_never_gave(mcp, cursor, msg):
+    r = mcp.call("tools/list", {"cursor": cursor})
+    assert r["error"] == {"code": -32602, "message": msg}, r
+
+
+def test_tools_list_has_one_page(mcp):
+    res = mcp.result("tools/list")
+    assert "nextCursor" not in res
+    names = [t["name"] for t in res["tools"]]
+    assert names == ["run_lua", "run_python", "list_sessions", "close_session"], names
+    if mcp.rev == MODERN:  # 2026-07-28's CacheableResult
+        assert (res.pop("ttlMs"), res.pop("cacheScope")) == (3600000, "private")
+    assert set(res) == {"tools"}, res
+
+
+# -- the stateless revision (2026-07-28) ---------------------------------------------------
+
+def test_server_discover_names_every_revision(host):
+    r = host.call("server/discover", {"_meta": META})["result"]
+    assert r["resultType"] == "complete"
+    assert r["supportedVersions"] == REVISIONS
+    assert r["capabilities"] == {"tools": {}}
+    assert r["_meta"][SERVER_INFO]["name"] == "tidepool"
+    assert (r["ttlMs"], r["cacheScope"]) == (3600000, "private")
+    assert r["instructions"].startswith("Call run_lua with Lua 5.4 code")
+
+
+def test_a_modern_request_needs_no_initialize(host):
+    r = host.call("tools/call", {"name": "run_lua", "arguments": {"code": "return 6 * 7"},
+                                 "_meta": META})["result"]
+    assert r["resultType"] == "complete" and r["_meta"][SERVER_INFO]["version"] == "0.1.0", r
+    assert r["structuredContent"]["value"] == 42 and r["isError"] is False
+
+
+@pytest.mark.parametrize("version", ["2030-01-01", "2025-11-25", 7])
+def test_an_unsupported_version_in_meta_is_refused(host, version):
+    meta = {**META, "io.modelcontextprotocol/protocolVersion": version}
+    for method in ("server/discover", "tools/list", "tools/call"):
+        r = host.call(method, {"name": "run_lua", "arguments": {"code": "return 1"}, "_meta": meta})
+        assert r["error"] == {"code": -32022, "message": "Unsupported protocol version",
+                              "data": {"supported": REVISIONS, "requested": version}}, r
+
+
+def test_modern_meta_without_client_capabilities_is_refused(host):
+    meta = {"io.modelcontextprotocol/protocolVersion": MODERN}
+    r = host.call("tools/list", {"_meta": meta})
+    assert r["error"] == {"code": -32602, "message": "Invalid params: _meta.io.modelcontextprotocol/"
+                          "clientCapabilities must be an object (revision 2026-07-28)"}, r
+
+
+def test_legacy_requests_are_not_marked(host):
+    r = host.call("tools/call", {"name": "run_lua", "arguments": {"code": "return 1"},
+                                 "_meta": {"progressToken": 3}})["result"]
+    assert set(r) == {"content", "structuredContent", "isError"}, r
+
+
+# -- batches: received under 2025-03-26 only -------------------------------------------------
+
+def batch_host():
+    m = Mcp("2025-03-26")
+    return m.h
+
+
+def test_a_batch_gets_one_array_of_replies():
+    h = batch_host()
+    try:
+        h.send([{"jsonrpc": "2.0", "id": "a", "method": "ping"},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": "b", "method": "tools/call",
+                 "params": {"name": "run_lua", "arguments": {"code": "return 2"}}},
+                {"jsonrpc": "2.0", "id": "c", "method": "tools/call",
+                 "params": {"name": "run_python", "arguments": {"code": "3"}}},
+                {"jsonrpc": "2.0", "id": "d", "method": "nope"},
+                {"jsonrpc": "1.0", "id": "e", "method": "ping"},
+                5])
+        arr = read_array(h)
+        by_id = {m.get("id"): m for m in arr}
+        assert len(arr) == 6, arr
+        assert by_id["a"]["result"] == {}
+        assert by_id["b"]["result"]["structuredContent"]["value"] == 2
+        assert by_id["c"]["result"]["structuredContent"]["value"] == 3
+        assert by_id["d"]["error"] == {"code": -32601, "message": "Method not found"}
+        assert by_id["e"]["error"]["code"] == -32600
+        assert by_id[None]["error"] == {"code": -32600, "message": "Invalid Request: not an object"}
+        assert h.call("ping")["result"] == {}
+    finally:
+        h.close()
+
+
+def read_array(h, timeout=20.0):
+    """The next line, which must be a JSON array (a batch's replies)."""
+    deadline = time.monotonic() + timeout
+    import select
+    while b"\n" not in h.buf:
+        r, _, _ = select.select([h.proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        assert r, "no reply from tidepool"
+        chunk = os.read(h.proc.stdout.fileno(), 1 << 20)
+        assert chunk, "tidepool closed stdout"
+        h.buf += chunk
+    line, h.buf = h.buf.split(b"\n", 1)
+    arr = json.loads(line)
+    assert isinstance(arr, list), line
+    return arr
+
+
+def test_an_empty_batch_is_an_invalid_request():
+    h = batch_host()
+    try:
+        h.send_raw(b"[]\n")
+        assert h.read_line() == {"jsonrpc": "2.0", "error": {"code": -32600,
+                                                             "message": "Invalid Request: an empty batch"}}
+    finally:
+        h.close()
+
+
+def test_a_batch_of_notifications_gets_nothing():
+    h = batch_host()
+    try:
+        h.send([{"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}}])
+        r = h.call("ping")  # the next line is the ping's reply: nothing came before it
+        assert r["result"] == {} and len(h.lines) == 2, h.lines  # initialize's, then ping's
+    finally:
+        h.close()
+
+
+def test_a_cancelled_call_in_a_batch_is_left_out_of_its_array():
+    h = batch_host()
+    try:
+        h.send([{"jsonrpc": "2.0", "id": "long", "method": "tools/call",
+                 "params": {"name": "run_lua", "arguments": {"code": "while true do end"}}},
+                {"jsonrpc": "2.0", "id": "short", "method": "tools/call",
+                 "params": {"name": "run_lua", "arguments": {"code": "return 1"}}}])
+        time.sleep(0.3)
+        h.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "long"}})
+        arr = read_array(h)
+        assert [m["id"] for m in arr] == ["short"], arr
+        assert arr[0]["result"]["structuredContent"]["value"] == 1
+    finally:
+        h.close()
+
+
+@pytest.mark.parametrize("rev", ["2025-11-25", "2025-06-18", "2024-11-05", None])
+def test_other_revisions_refuse_batches(rev):
+    h = Mcp(rev).h if rev else Host()
+    try:
+        h.send([{"jsonrpc": "2.0", "id": 1, "method": "ping"}])
+        assert h.read_line() == {"jsonrpc": "2.0", "error": {
+            "code": -32600, "message": "Invalid Request: batches are not supported"}}
+    finally:
+        h.close()
+
+
+# -- EOF: an MCP client's ends the execs at once; a JSON-RPC client's drains them ----------
+
+def test_eof_in_an_mcp_session_stops_execs_and_exits_fast(mcp):
+    h = mcp.h
+    h.send({"jsonrpc": "2.0", "id": "spin", "method": "tools/call",
+            "params": mcp.params({"name": "run_python", "arguments": {"code": "while True: pass"}})})
+    h.send({"jsonrpc": "2.0", "id": "native", "method": "sandbox/exec",
+            "params": {"lang": "lua", "code": "while true do end"}})
+    time.sleep(0.5)
+    t = time.monotonic()
+    h.proc.stdin.close()
+    assert h.proc.wait(timeout=10) == 0
+    took = time.monotonic() - t
+    rest = h.buf + h.proc.stdout.read()
+    replies = [json.loads(l) for l in rest.splitlines() if l]
+    # the tools/call gets no reply (as a cancel); the native exec is answered cancelled
+    assert [r.get("id") for r in replies if "id" in r] == ["native"], replies
+    err = replies[-1]["result"]["error"]
+    assert (err["kind"], err["message"]) == ("cancelled", "cancelled: the client closed stdin"), err
+    assert took < 1.0, took
+
+
+def test_eof_in_a_session_exec_stops_it_fast(mcp):
+    h = mcp.h
+    sid = mcp.tool("run_lua", {"code": "x = 1", "session": "new"})["structuredContent"]["session_id"]
+    h.send({"jsonrpc": "2.0", "id": "spin", "method": "tools/call",
+            "params": mcp.params({"name": "run_lua", "arguments": {"code": "while true do end",
+                                                                     "session": sid}})})
+    time.sleep(0.3)
+    t = time.monotonic()
+    h.proc.stdin.close()
+    assert h.proc.wait(timeout=10) == 0
+    assert time.monotonic() - t < 1.0
+
+
+def test_eof_without_mcp_drains_as_documented(host):
+    host.send({"jsonrpc": "2.0", "id": 1, "method": "sandbox/exec",
+               "params": {"lang": "lua", "code": "local t = os.clock() while os.clock() - t < 0.5 do end return 5"}})
+    time.sleep(0.1)
+    host.proc.stdin.close()
+    assert host.proc.wait(timeout=20) == 0
+    out = host.buf + host.proc.stdout.read()
+    r = json.loads(out.splitlines()[0])
+    assert r["id"] == 1 and r["result"]["value"] == 5, r
+
+
+# -- what tools/list tells a model ---------------------------------------------------------
+
+def tools_by_name(mcp):
+    return {t["name"]: t for t in mcp.result("tools/list")["tools"]}
+
+
+def test_annotations_say_what_each_tool_does(mcp):
+    want = {
+        "run_lua": (False, False, False, False),
+        "run_python": (False, False, False, False),
+        "list_sessions": (True, False, True, False),
+        "close_session": (False, True, True, False),
+    }
+    for name, t in tools_by_name(mcp).items():
+        a = t["annotations"]
+        got = (a["readOnlyHint"], a["destructiveHint"], a["idempotentHint"], a["openWorldHint"])
+        assert got == want[name], (name, a)
+
+
+def test_descriptions_state_the_policys_real_limits_and_imports(mcp):
+    tools = tools_by_name(mcp)
+    pol = mcp.h.call("sandbox/policy/get", {"name": "standard"})["result"]
+    limits = ("Limits of each call (policy 'standard'; the limits argument may only lower them): "
+              "memory 64 MiB, CPU time 5 s, wall clock 10 s, stdout+stderr 1 MiB, value 1 MiB of "
+              "JSON nested at most 64 deep, no instruction limit.")
+    for name in ("run_lua", "run_python"):
+        assert limits in tools[name]["description"], tools[name]["description"]
+    mods = pol["python"]["modules"]
+    imports = "Only these modules can be imported: " + ", ".join(mods[:-1]) + " and " + mods[-1] + \
+        " (any other import is a policy_violation)."
+    assert imports in tools["run_python"]["description"]
+    assert "Libraries: base, string, table, math, utf8 and coroutine; functions: os.clock, os.date, " \
+           "os.difftime, os.time and io.write (anything else is nil)." in tools["run_lua"]["description"]
+    # what a description says is what happens
+    res = mcp.tool("run_python", {"code": "import os"})
+    assert res["structuredContent"]["error"]["kind"] == "policy_violation"
+
+
+def test_input_schema_offers_limits_and_seed(mcp):
+    s = tools_by_name(mcp)["run_lua"]["inputSchema"]
+    assert s["additionalProperties"] is False and s["required"] == ["code"]
+    assert s["properties"]["seed"]["type"] == "integer"
+    lim = s["properties"]["limits"]
+    assert lim["additionalProperties"] is False
+    assert sorted(lim["properties"]) == sorted(["memory_bytes", "instructions", "cpu_ms", "wall_ms",
+                                                "output_bytes", "result_bytes", "result_depth",
+                                                "tool_calls"])
+    assert lim["properties"]["cpu_ms"] == {"type": "integer", "minimum": 1, "maximum": 5000}
+    assert lim["properties"]["instructions"] == {"type": "integer", "minimum": 1}  # off: no ceiling
+
+
+ALL_KINDS = ["syntax_error", "runtime_error", "input_error", "result_error", "memory_limit",
+             "instruction_limit", "cpu_limit", "timeout", "output_limit", "policy_violation",
+             "sandbox_violation", "crashed", "rate_limit", "tool_limit", "cancelled", "internal_error"]
+
+
+def test_output_schema_is_precise(mcp):
+    o = tools_by_name(mcp)["run_python"]["outputSchema"]
+    p = o["properties"]
+    assert p["value"]["anyOf"] == [{"type": t} for t in
+                                   ("null", "boolean", "number", "string", "array", "object")]
+    null, err = p["error"]["anyOf"]
+    assert null == {"type": "null"} and "type" not in p["error"]
+    assert sorted(err["properties"]["kind"]["enum"]) == sorted(ALL_KINDS)
+    assert err["properties"]["line"] == {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+    assert p["usage"]["required"] == ["instructions", "memory_peak_bytes", "cpu_ms", "wall_ms",
+                                      "queue_ms", "tool_calls"]
+    assert p["usage"]["properties"]["cpu_ms"] == {"type": "number", "minimum": 0}
+    assert p["isolation"]["properties"]["level"]["enum"] == ["process", "state"]
+    assert "isolation" not in o["required"]
+    # no property anywhere has a list as its type (portable to single-type dialects)
+    def walk(s):
+        if isinstance(s, dict):
+            assert not isinstance(s.get("type"), list), s
+            for v in s.values():
+                walk(v)
+        elif isinstance(s, list):
+            for v in s:
+                walk(v)
+    walk(o)
+
+
+def conforms(v, s, path="$"):
+    """The JSON Schema subset outputSchema uses: type, enum, anyOf, properties,
+    required, minimum."""
+    kinds = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
+    if "anyOf" in s:
+        errs = []
+        for sub in s["anyOf"]:
+            try:
+                conforms(v, sub, path)
+                break
+            except AssertionError as e:
+                errs.append(str(e))
+        else:
+            raise AssertionError(f"{path}: no branch of anyOf: {errs}")
+    t = s.get("type")
+    if t == "integer":
+        assert isinstance(v, int) and not isinstance(v, bool), f"{path}: {v!r} not integer"
+    elif t == "number":
+        assert isinstance(v, (int, float)) and not isinstance(v, bool), f"{path}: {v!r} not number"
+    elif t is not None:
+        assert isinstance(v, kinds[t]), f"{path}: {v!r} not {t}"
+    if "enum" in s:
+        assert v in s["enum"], f"{path}: {v!r} not in enum"
+    if "minimum" in s:
+        assert v >= s["minimum"], f"{path}: {v!r} < {s['minimum']}"
+    if isinstance(v, dict):
+        for k in s.get("required", []):
+            assert k in v, f"{path}: {k} missing"
+        for k, sub in s.get("properties", {}).items():
+            if k in v:
+                conforms(v[k], sub, f"{path}.{k}")
+
+
+def test_isolation_results_conform_under_a_state_policy(tmp_path):
+    os.chmod(tmp_path, 0o755)
+    (tmp_path / "st.json").write_text(json.dumps({"name": "st", "extends": "standard",
+                                                  "isolation": "state"}))
+    m = Mcp("2025-11-25", args=("--policy-dir", str(tmp_path), "--policy", "st"))
+    try:
+        schema = tools_by_name(m)["run_lua"]["outputSchema"]
+        for code in ("return 1", "error('x')", "return {a = {1, 2}}"):
+            sc = m.tool("run_lua", {"code": code})["structuredContent"]
+            assert sc["isolation"]["level"] in ("state", "process"), sc  # results carry it
+            conforms(sc, schema)
+        bad = dict(sc, isolation={"level": "thread", "worker_exec": 1})
+        with pytest.raises(AssertionError):
+            conforms(bad, schema)  # the check can fail
+    finally:
+        m.h.close()
+
+
+def test_results_conform_to_the_output_schema(mcp):
+    schema = tools_by_name(mcp)["run_lua"]["outputSchema"]
+    for name, args in [("run_lua", {"code": "return 1.5"}), ("run_lua", {"code": "return ("}),
+                       ("run_python", {"code": "1/0"}), ("run_python", {"code": "{1}"}),
+                       ("run_lua", {"code": "while true do end", "limits": {"wall_ms": 100}})]:
+        sc = mcp.tool(name, args)["structuredContent"]
+        conforms(sc, schema)
+    with pytest.raises(AssertionError):
+        conforms(dict(sc, usage={"cpu_ms": -1}), schema)

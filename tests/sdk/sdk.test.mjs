@@ -1,0 +1,173 @@
+// tidepool against the official MCP TypeScript SDKs, over their own stdio
+// transport (make sdk): @modelcontextprotocol/sdk 1.32.2 (the v1 client) and
+// @modelcontextprotocol/client 2.4.0 (the v2 client) in every revision
+// tidepool offers. Any rejection by an SDK (a result its schemas refuse,
+// structuredContent that fails the tool's outputSchema) fails the test.
+import assert from 'node:assert/strict';
+import { describe, test, before, after } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport as StdioV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { Client } from '@modelcontextprotocol/client';
+import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+
+const BIN = process.env.TIDEPOOL ?? fileURLToPath(new URL('../../build/tidepool', import.meta.url));
+const INFO = { name: 'tidepool-sdk-test', version: '1.0.0' };
+const LEGACY = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
+const MODERN = '2026-07-28';
+
+// Each way in: the v1 client (it offers its latest, 2025-11-25), the v2 client
+// offering one legacy revision, and the v2 client pinned to the stateless one.
+const CLIENTS = [
+  { name: 'sdk 1.32.2', rev: '2025-11-25', v1: true },
+  ...LEGACY.map((rev) => ({ name: `client 2.4.0 ${rev}`, rev })),
+  { name: `client 2.4.0 ${MODERN}`, rev: MODERN },
+];
+
+async function connect(c) {
+  const params = { command: BIN, args: [], stderr: 'ignore' };
+  if (c.v1) {
+    const client = new ClientV1(INFO);
+    const transport = new StdioV1(params);
+    await client.connect(transport);
+    return { client, transport };
+  }
+  const opts = c.rev === MODERN
+    ? { versionNegotiation: { mode: { pin: MODERN } } }
+    : { supportedProtocolVersions: [c.rev] };
+  const client = new Client(INFO, opts);
+  const transport = new StdioClientTransport(params);
+  await client.connect(transport);
+  return { client, transport };
+}
+
+// v1's callTool(params, resultSchema, options); v2's callTool(params, options).
+const call = (c, client, params, options) =>
+  c.v1 ? client.callTool(params, undefined, options) : client.callTool(params, options);
+
+const text = (r) => r.content.filter((b) => b.type === 'text').map((b) => b.text).join('');
+
+for (const c of CLIENTS) {
+  describe(c.name, () => {
+    let client;
+    before(async () => {
+      ({ client } = await connect(c));
+    });
+    after(async () => {
+      await client?.close();
+    });
+
+    test('connects in its revision', () => {
+      if (!c.v1) assert.equal(client.getNegotiatedProtocolVersion(), c.rev);
+      assert.equal(client.getServerVersion().name, 'tidepool');
+      assert.match(client.getInstructions(), /^Call run_lua with Lua 5\.4 code/);
+    });
+
+    test('lists the tools, with annotations and output schemas', async () => {
+      const { tools } = await client.listTools();
+      assert.deepEqual(tools.map((t) => t.name), ['run_lua', 'run_python', 'list_sessions', 'close_session']);
+      const lua = tools[0];
+      assert.deepEqual(lua.annotations, {
+        readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false,
+      });
+      assert.equal(lua.outputSchema.type, 'object');
+      assert.deepEqual(Object.keys(lua.inputSchema.properties).sort(), ['code', 'inputs', 'limits', 'seed', 'session']);
+      assert.match(tools[1].description, /Only these modules can be imported: math, json, re, /);
+    });
+
+    test('calls both tools; the SDK checks structuredContent against outputSchema', async () => {
+      await client.listTools(); // the SDK validates results against the schemas it listed
+      const lua = await client.callTool({ name: 'run_lua', arguments: { code: 'return x * 2', inputs: { x: 21 } } });
+      assert.equal(lua.isError, false);
+      assert.equal(lua.structuredContent.value, 42);
+      assert.equal(JSON.parse(text(lua)).value, 42);
+      const py = await client.callTool({ name: 'run_python', arguments: { code: 'print("hi")\nsum(range(10))', seed: 3 } });
+      assert.equal(py.structuredContent.value, 45);
+      assert.equal(py.structuredContent.stdout, 'hi\n');
+      // failures are results too, and their structuredContent still conforms
+      const failed = await client.callTool({ name: 'run_python', arguments: { code: '1/0' } });
+      assert.equal(failed.isError, true);
+      assert.equal(failed.structuredContent.error.kind, 'runtime_error');
+      assert.equal(failed.structuredContent.error.type, 'ZeroDivisionError');
+      const limited = await client.callTool({
+        name: 'run_lua', arguments: { code: 'while true do end', limits: { instructions: 1000 } },
+      });
+      assert.deepEqual(limited.structuredContent.error.limit, { name: 'instructions', limit: 1000, used: 1000 });
+      const sessions = await client.callTool({ name: 'list_sessions', arguments: {} });
+      assert.deepEqual(sessions.structuredContent, { sessions: [] });
+    });
+
+    test('bad arguments are isError results the model can read', async () => {
+      await client.listTools();
+      for (const [args, want] of [
+        [{}, "'code' must be a string"],
+        [{ code: 42 }, "'code' must be a string"],
+        [{ code: 'return 1', timeout: 5 }, "unknown parameter 'timeout'"],
+        [{ code: 'return 1', limits: { cpu_ms: 999999 } },
+          "limit 'cpu_ms' may only be tightened: 999999 > ceiling 5000 (policy 'standard')"],
+      ]) {
+        const r = await client.callTool({ name: 'run_lua', arguments: args });
+        assert.equal(r.isError, true);
+        assert.equal(r.structuredContent, undefined);
+        assert.equal(text(r), want);
+      }
+      await assert.rejects(client.callTool({ name: 'run_ruby', arguments: {} }),
+        (e) => e.code === -32602 && /Unknown tool: run_ruby/.test(e.message));
+    });
+
+    test('20 concurrent calls each get their own answer', async () => {
+      const calls = Array.from({ length: 20 }, (_, i) => client.callTool({
+        name: i % 2 ? 'run_python' : 'run_lua',
+        arguments: i % 2 ? { code: `${i} * 3` } : { code: `return ${i} * 3` },
+      }));
+      const results = await Promise.all(calls);
+      assert.deepEqual(results.map((r) => r.structuredContent.value), Array.from({ length: 20 }, (_, i) => i * 3));
+    });
+
+    test('an AbortSignal cancels a running call', async () => {
+      const ac = new AbortController();
+      const started = Date.now();
+      const running = call(c, client, { name: 'run_lua', arguments: { code: 'while true do end' } }, { signal: ac.signal });
+      setTimeout(() => ac.abort('enough'), 300);
+      await assert.rejects(running);
+      assert.ok(Date.now() - started < 3000);
+      // the server stopped it and goes on serving
+      const r = await client.callTool({ name: 'run_lua', arguments: { code: 'return 1' } });
+      assert.equal(r.structuredContent.value, 1);
+    });
+
+    test('progress resets the request timeout', async () => {
+      const code = 'local t = os.clock() while os.clock() - t < 2.5 do end return 7';
+      let seen = 0;
+      const r = await call(c, client, { name: 'run_lua', arguments: { code } }, {
+        timeout: 1200, resetTimeoutOnProgress: true, onprogress: () => { seen++; },
+      });
+      assert.equal(r.structuredContent.value, 7);
+      assert.ok(seen >= 3, `only ${seen} progress notifications`);
+      // without the reset, the same call times out: the progress is what kept it alive
+      await assert.rejects(call(c, client, { name: 'run_lua', arguments: { code } }, {
+        timeout: 1200, onprogress: () => {},
+      }), (e) => /timed out|timeout/i.test(e.message));
+    });
+  });
+}
+
+describe('close() with a snippet running', () => {
+  for (const c of [CLIENTS[0], CLIENTS[1], CLIENTS[CLIENTS.length - 1]]) {
+    test(`${c.name}: ends fast, without SIGTERM`, async () => {
+      const { client, transport } = await connect(c);
+      const pid = transport.pid;
+      const running = client.callTool({ name: 'run_python', arguments: { code: 'while True: pass' } });
+      running.catch(() => {});
+      await new Promise((r) => setTimeout(r, 500));
+      const t = Date.now();
+      await client.close();
+      const took = Date.now() - t;
+      // the SDKs wait 2 s for the exit before they send SIGTERM
+      assert.ok(took < 1500, `close() took ${took} ms`);
+      assert.throws(() => process.kill(pid, 0), { code: 'ESRCH' });
+      await assert.rejects(running);
+    });
+  }
+});
