@@ -100,6 +100,11 @@ static size_t leftover(const unsigned char *p, size_t n)
 
 static void test_scrub(void)
 {
+#ifdef TP_SANITIZE
+	/* ASan's free quarantines a block: the next malloc of its size is another. */
+	TP_SKIP("the scrub test reads a freed block back through glibc's cache; ASan has none");
+	return;
+#endif
 	struct tp_lalloc a;
 	tp_lalloc_init(&a, 0);
 	a.scrub = 1;
