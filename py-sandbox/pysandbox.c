@@ -23,8 +23,9 @@
 static PyObject *g_shim;      /* the shim's globals */
 static PyObject *g_sbuiltins; /* the builtins dict every snippet gets */
 static PyObject *g_prepare, *g_reseed, *g_opened;
-static PyObject *g_main; /* this exec's __main__ module */
-static char **g_deny;    /* the shim's ATTR_DENY, for the fast path's text check */
+static PyObject *g_stdout, *g_stderr; /* the real sys's streams (the shim's) */
+static PyObject *g_main;              /* this exec's __main__ module */
+static char **g_deny;                 /* the shim's ATTR_DENY, for the fast path's text check */
 static size_t g_ndeny;
 
 struct tp_shm *tp_py_shm; /* NULL outside an exec */
@@ -134,6 +135,11 @@ static void begin(const struct tp_request *req, struct tp_shm *shm)
 {
 	tp_py_shm = shm;
 	tp_py_req = req;
+	/* A snippet that left contextlib.redirect_stdout open in a session's
+	 * earlier exec does not take this one's output. */
+	if (g_stdout != NULL && g_stderr != NULL &&
+	    (PySys_SetObject("stdout", g_stdout) != 0 || PySys_SetObject("stderr", g_stderr) != 0))
+		PyErr_Clear();
 	tp_py_lim = req->limits;
 	tp_py_pending = 0;
 	tp_py_count = 0;
@@ -670,6 +676,8 @@ static int load_shim(struct tp_err *err)
 	g_prepare = PyDict_GetItemString(g_shim, "prepare");
 	g_opened = PyDict_GetItemString(g_shim, "_OPENED");
 	g_reseed = PyDict_GetItemString(g_shim, "reseed");
+	g_stdout = Py_XNewRef(PySys_GetObject("stdout"));
+	g_stderr = Py_XNewRef(PySys_GetObject("stderr"));
 	/* Workers share the zygote's heap copy-on-write: collect once, then keep
 	 * every surviving object out of later collections, so a worker's GC never
 	 * touches (and copies) the pages they live on. */
