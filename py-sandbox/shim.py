@@ -643,7 +643,8 @@ class _Stream:
 # -- the builtins a snippet sees, and the real module -----------------------------------
 # Omitted from the snippet's builtins, and why:
 #   open: files; exec eval compile: code that skips the AST check;
-#   input breakpoint help exit quit: the terminal and the process;
+#   input breakpoint help: the terminal; exit quit vars: the shim's own (_exit,
+#   _snippet_vars) replace them;
 #   globals locals vars: dicts of the object graph; memoryview: buffer tricks
 #   (the bytearray use-after-free family); __loader__ __spec__: BuiltinImporter.
 OMIT = ('open', 'exec', 'eval', 'compile', 'input', 'breakpoint', 'help', 'exit', 'quit',
