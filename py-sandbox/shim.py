@@ -488,6 +488,20 @@ def _logging_patch(f, real):
     def formatException(self, ei):
         return ''.join(_format_exception(ei[1])).rstrip('\n')
     real.Formatter.formatException = formatException
+
+    def handleError(self, record):
+        # The real one prints the exception with the real traceback module.
+        if real.raiseExceptions and sys.stderr:
+            try:
+                sys.stderr.write('--- Logging error ---\n'
+                                 + ''.join(_format_exception(sys.exc_info()[1]))
+                                 + 'Message: %r\nArguments: %s\n' % (record.msg, record.args))
+            except RecursionError:
+                raise
+            except Exception:
+                pass
+    handleError.__doc__ = real.Handler.handleError.__doc__
+    real.Handler.handleError = handleError
     orig = real.basicConfig
 
     def basicConfig(**kwargs):

@@ -182,6 +182,12 @@ def test_logging_to_stderr(host):
                              "KeyError: 'k'\n"), res
 
 
+def test_logging_error_in_a_record(host):
+    res = ok(run(host, "import logging\nlogging.warning('%d', 'x')\n1"), 1)
+    assert res["stderr"] == ("--- Logging error ---\nTypeError: %d format: a real number is "
+                             "required, not str\nMessage: '%d'\nArguments: ('x',)\n"), res
+
+
 def test_warnings_to_stderr_and_filters(host):
     res = ok(run(host, "import warnings\nwarnings.warn('careful')\nwith warnings.catch_warnings("
                        "record=True) as w:\n    warnings.simplefilter('always')\n"
