@@ -115,22 +115,26 @@ const char *const tp_catalog_lua_functions[] = {
 };
 
 /* sys is a facade: stdout, stderr and facts about the interpreter, nothing of
- * its state (py-sandbox/shim.py, _sys_facade). */
+ * its state (py-sandbox/shim.py, _sys_facade); io only StringIO and BytesIO;
+ * time's calendar functions in UTC; traceback over the snippet's own frames. */
 const char *const tp_catalog_py_modules[] = {
-	"math",      "cmath",       "json",
-	"re",        "random",      "datetime",
-	"calendar",  "collections", "collections.abc",
-	"itertools", "functools",   "statistics",
-	"decimal",   "fractions",   "numbers",
-	"string",    "textwrap",    "difflib",
-	"heapq",     "bisect",      "dataclasses",
-	"typing",    "enum",        "operator",
-	"copy",      "pprint",      "base64",
-	"binascii",  "hashlib",     "hmac",
-	"struct",    "unicodedata", "html",
-	"colorsys",  "graphlib",    "fnmatch",
-	"shlex",     "zlib",        "sys",
-	NULL,
+	"math",         "cmath",       "json",
+	"re",           "random",      "datetime",
+	"calendar",     "collections", "collections.abc",
+	"itertools",    "functools",   "statistics",
+	"decimal",      "fractions",   "numbers",
+	"string",       "textwrap",    "difflib",
+	"heapq",        "bisect",      "dataclasses",
+	"typing",       "enum",        "operator",
+	"copy",         "pprint",      "base64",
+	"binascii",     "hashlib",     "hmac",
+	"struct",       "unicodedata", "html",
+	"colorsys",     "graphlib",    "fnmatch",
+	"shlex",        "zlib",        "sys",
+	"io",           "csv",         "time",
+	"abc",          "contextlib",  "traceback",
+	"logging",      "warnings",    "uuid",
+	"urllib.parse", NULL,
 };
 
 /* The builtins a policy may leave out; exceptions, constants and the class

@@ -181,6 +181,64 @@ static json_t *traceback_of(PyObject *tb, const struct failure *f, json_t *msg,
 	return j;
 }
 
+const struct tp_request *tp_py_req;
+
+PyObject *tp_py_tb_rows(PyObject *exc)
+{
+	PyObject *rows = PyList_New(0), *tb;
+	char src[200];
+
+	if (rows == NULL || !PyExceptionInstance_Check(exc))
+		return rows;
+	tb = PyException_GetTraceback(exc);
+	for (PyTracebackObject *t = (PyTracebackObject *)tb; t != NULL; t = t->tb_next) {
+		PyCodeObject *code = PyFrame_GetCode(t->tb_frame);
+		const char *file = PyUnicode_AsUTF8(code->co_filename);
+		if (file != NULL && strcmp(file, SNIPPET) == 0) {
+			int l = tb_line((PyObject *)t);
+			src[0] = '\0';
+			if (l > 0 && tp_py_req != NULL)
+				source_line(tp_py_req, l, src, sizeof src);
+			PyObject *row = Py_BuildValue(
+			    "(iON)", l, code->co_name,
+			    PyUnicode_DecodeUTF8(src, (Py_ssize_t)strlen(src), "replace"));
+			if (row == NULL || PyList_Append(rows, row) != 0) {
+				Py_XDECREF(row), Py_DECREF(code), Py_XDECREF(tb);
+				Py_DECREF(rows);
+				return NULL;
+			}
+			Py_DECREF(row);
+		}
+		Py_DECREF(code);
+		PyErr_Clear();
+	}
+	Py_XDECREF(tb);
+	return rows;
+}
+
+/* The snippet's own objects only: an instance of a class made at run time
+ * (a heap type), never a type (its descriptors) or a module (its globals).
+ * False: it has a dict that is not the snippet's to read; None: it has none. */
+PyObject *tp_py_vars(PyObject *obj)
+{
+	PyTypeObject *t = Py_TYPE(obj);
+	PyObject *d;
+
+	if (PyType_Check(obj) || PyModule_Check(obj))
+		Py_RETURN_FALSE;
+	if (!(t->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
+		if (t->tp_dictoffset == 0)
+			Py_RETURN_NONE;
+		Py_RETURN_FALSE;
+	}
+	d = PyObject_GenericGetDict(obj, NULL);
+	if (d == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+		PyErr_Clear();
+		Py_RETURN_NONE;
+	}
+	return d;
+}
+
 /* Takes the pending exception: its type, message, line and traceback, computed
  * now, under the limits, since str() may run snippet code. */
 void tp_py_capture(struct failure *f, enum stage stage, const struct tp_request *req)

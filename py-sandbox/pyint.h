@@ -97,5 +97,11 @@ struct failure {
 /* Takes the pending exception into err: "what: str(exc)"; returns -1. */
 int tp_py_fail(const char *what, struct tp_err *err);
 void tp_py_capture(struct failure *f, enum stage stage, const struct tp_request *req);
+/* The running exec's request (NULL outside one), for _tb_rows. */
+extern const struct tp_request *tp_py_req;
+/* [(line, function, source line)] of exc's traceback, the snippet's frames only. */
+PyObject *tp_py_tb_rows(PyObject *exc);
+/* The instance dict of one of the snippet's own objects, for vars(obj). */
+PyObject *tp_py_vars(PyObject *obj);
 
 #endif

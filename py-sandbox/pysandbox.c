@@ -23,8 +23,9 @@
 static PyObject *g_shim;      /* the shim's globals */
 static PyObject *g_sbuiltins; /* the builtins dict every snippet gets */
 static PyObject *g_prepare, *g_reseed, *g_opened;
-static PyObject *g_main; /* this exec's __main__ module */
-static char **g_deny;    /* the shim's ATTR_DENY, for the fast path's text check */
+static PyObject *g_stdout, *g_stderr; /* the real sys's streams (the shim's) */
+static PyObject *g_main;              /* this exec's __main__ module */
+static char **g_deny;                 /* the shim's ATTR_DENY, for the fast path's text check */
 static size_t g_ndeny;
 
 struct tp_shm *tp_py_shm; /* NULL outside an exec */
@@ -133,6 +134,12 @@ static void reseed(uint64_t seed)
 static void begin(const struct tp_request *req, struct tp_shm *shm)
 {
 	tp_py_shm = shm;
+	tp_py_req = req;
+	/* A snippet that left contextlib.redirect_stdout open in a session's
+	 * earlier exec does not take this one's output. */
+	if (g_stdout != NULL && g_stderr != NULL &&
+	    (PySys_SetObject("stdout", g_stdout) != 0 || PySys_SetObject("stderr", g_stderr) != 0))
+		PyErr_Clear();
 	tp_py_lim = req->limits;
 	tp_py_pending = 0;
 	tp_py_count = 0;
@@ -164,6 +171,7 @@ static void begin(const struct tp_request *req, struct tp_shm *shm)
 static void end_run(void)
 {
 	tp_verdict_end();
+	tp_py_req = NULL;
 	tp_py_running = 0;
 	tp_py_trace_off();
 	Py_SetRecursionLimit(1000);
@@ -236,6 +244,29 @@ static void convert(PyObject *v, struct result *res, const struct tp_request *re
 	}
 }
 
+/* sys.exit(), exit(), sys.exit(0), raise SystemExit(None/0/False): the snippet
+ * ended as it chose, a success with no value (docs/python.md, "Exit"). A
+ * nonzero or text code stays the runtime error SystemExit, as a shell sees it. */
+static int exited_ok(void)
+{
+	PyObject *t, *v, *tb, *code;
+	int ok;
+
+	if (tp_py_verdict() || !PyErr_ExceptionMatches(PyExc_SystemExit))
+		return 0;
+	PyErr_Fetch(&t, &v, &tb);
+	PyErr_NormalizeException(&t, &v, &tb);
+	code = v != NULL ? ((PySystemExitObject *)v)->code : NULL;
+	ok = code == NULL || code == Py_None ||
+	     (PyLong_CheckExact(code) || PyBool_Check(code) ? PyObject_Not(code) == 1 : 0);
+	if (ok) {
+		Py_XDECREF(t), Py_XDECREF(v), Py_XDECREF(tb);
+		return 1;
+	}
+	PyErr_Restore(t, v, tb);
+	return 0;
+}
+
 static void run(PyObject *globals, PyObject *prepared, struct result *res, struct failure *f,
 		const struct tp_request *req)
 {
@@ -252,6 +283,8 @@ static void run(PyObject *globals, PyObject *prepared, struct result *res, struc
 		Py_DECREF(r);
 		r = PyEval_EvalCode(expr, globals, globals);
 	}
+	if (r == NULL && exited_ok())
+		r = Py_NewRef(Py_None);
 	if (r == NULL)
 		tp_py_capture(f, ST_RUN, req);
 	else if (!tp_py_verdict())
@@ -643,6 +676,8 @@ static int load_shim(struct tp_err *err)
 	g_prepare = PyDict_GetItemString(g_shim, "prepare");
 	g_opened = PyDict_GetItemString(g_shim, "_OPENED");
 	g_reseed = PyDict_GetItemString(g_shim, "reseed");
+	g_stdout = Py_XNewRef(PySys_GetObject("stdout"));
+	g_stderr = Py_XNewRef(PySys_GetObject("stderr"));
 	/* Workers share the zygote's heap copy-on-write: collect once, then keep
 	 * every surviving object out of later collections, so a worker's GC never
 	 * touches (and copies) the pages they live on. */

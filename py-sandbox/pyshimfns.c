@@ -105,6 +105,13 @@ static PyObject *py_print(PyObject *self, PyObject *args, PyObject *kw)
 	(void)self;
 	if (print_kw(kw, &sep, &end, &file) != 0)
 		return NULL;
+	if (file == Py_None) {
+		/* contextlib.redirect_stdout replaced the real sys.stdout (the shim's
+		 * _Stream): print follows it, as CPython's does. */
+		PyObject *so = PySys_GetObject("stdout");
+		if (so != NULL && so != Py_None && strcmp(Py_TYPE(so)->tp_name, "_Stream") != 0)
+			file = so;
+	}
 	for (Py_ssize_t i = 0; i < n; i++) {
 		if (i > 0) {
 			PyObject *s =
@@ -302,7 +309,28 @@ static PyObject *py_refused_names(PyObject *self, PyObject *dict)
 	Py_RETURN_NONE;
 }
 
+static PyObject *py_tb_rows(PyObject *self, PyObject *exc)
+{
+	(void)self;
+	return tp_py_tb_rows(exc);
+}
+
+static PyObject *py_snippet_line(PyObject *self, PyObject *unused)
+{
+	(void)self, (void)unused;
+	return PyLong_FromLong(tp_py_snippet_line());
+}
+
+static PyObject *py_vars(PyObject *self, PyObject *obj)
+{
+	(void)self;
+	return tp_py_vars(obj);
+}
+
 PyMethodDef tp_py_shim_fns[] = {
+	{ "_tb_rows", py_tb_rows, METH_O, NULL },
+	{ "_vars", py_vars, METH_O, NULL },
+	{ "_snippet_line", py_snippet_line, METH_NOARGS, NULL },
 	{ "_refused_names", py_refused_names, METH_O, NULL },
 	{ "_within", py_within, METH_VARARGS, NULL },
 	{ "_workspace", py_workspace, METH_NOARGS, NULL },

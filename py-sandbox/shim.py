@@ -27,13 +27,19 @@ PRELOAD = ('_strptime', 'encodings.ascii', 'encodings.latin_1', 'encodings.utf_1
 # Public names left out of a facade: main and test read sys.argv or stdin and
 # import lazily (argparse, getopt); calendar's locale classes call setlocale(),
 # which reads locale files named by the snippet (a path is a locale name to glibc).
+# contextlib.chdir changes the process's directory; logging's FileHandler opens
+# files and currentframe() is sys._getframe; uuid1 and getnode read the MAC
+# address (a subprocess or the network interfaces) and identify the host.
 FACADE_OMIT = {'base64': ('main', 'test'),
-               'calendar': ('main', 'different_locale', 'LocaleTextCalendar', 'LocaleHTMLCalendar')}
+               'calendar': ('main', 'different_locale', 'LocaleTextCalendar', 'LocaleHTMLCalendar'),
+               'contextlib': ('chdir',),
+               'logging': ('FileHandler', 'currentframe'),
+               'uuid': ('uuid1', 'getnode', 'os', 'sys', 'platform')}
 # Why a module is never offered, by its top-level name.
 _MODULE_WHY = {}
 for _why, _names in (
         ('no processes or files', 'os posix nt posixpath ntpath genericpath subprocess '
-         '_posixsubprocess shutil pathlib io _io tempfile glob pty fcntl mmap fileinput '
+         '_posixsubprocess shutil pathlib _io tempfile glob pty fcntl mmap fileinput '
          'filecmp zipfile tarfile gzip bz2 lzma sqlite3 dbm shelve pickle _pickle '
          'linecache tokenize runpy pkgutil zipimport'),
         ('no network', 'socket _socket ssl _ssl select selectors asyncio urllib http '
@@ -41,7 +47,7 @@ for _why, _names in (
          'webbrowser'),
         ('no native code', 'ctypes _ctypes cffi'),
         ('no introspection of the interpreter', 'sys builtins importlib gc inspect types '
-         'code codeop dis marshal ast traceback sysconfig site _imp _thread _weakref '
+         'code codeop dis marshal ast sysconfig site _imp _thread _weakref '
          'weakref atexit faulthandler tracemalloc _tracemalloc'),
         ('no threads, processes or signals', 'threading multiprocessing concurrent '
          'signal _signal resource')):
@@ -55,7 +61,7 @@ for _why, _names in (('no files', 'open'),
                      ('no introspection of the interpreter', 'globals locals vars'),
                      ('no terminal', 'input'),
                      ('no interactive interpreter',
-                      'help exit quit breakpoint copyright credits license'),
+                      'help breakpoint copyright credits license'),
                      ('no raw buffers', 'memoryview')):
     for _n in _names.split():
         _BUILTIN_WHY[_n] = _why
@@ -64,7 +70,7 @@ REFUSED_BUILTINS = {}  # name -> the refusal message, set by init()
 
 
 def _import_refused(name):
-    why = _MODULE_WHY.get(name.partition('.')[0])
+    why = _MODULE_WHY.get(name.partition('.')[0]) if name != 'urllib.parse' else None
     return ("import of module '%s' is not allowed in the sandbox (policy %s%s); allowed: %s"
             % (name, POLICY, ': ' + why if why else '', ', '.join(ALLOWED) or 'none'))
 
@@ -329,7 +335,257 @@ def _sys_facade(real):
     for k in ('version', 'version_info', 'hexversion', 'maxsize', 'maxunicode', 'byteorder',
               'platform', 'float_info', 'int_info', 'hash_info', 'float_repr_style'):
         setattr(f, k, getattr(real, k))
+    f.argv, f.exit, f.getsizeof = [], _exit, real.getsizeof
     return f
+
+
+def _exit(status=None):
+    """Ends the snippet: a code of None or 0 is a success with no value, any
+    other is the runtime error SystemExit (docs/python.md, "Exit")."""
+    raise SystemExit(status)
+
+
+def _io_facade(real):
+    """io for a snippet: the in-memory streams only (no open, no file classes)."""
+    f = types.ModuleType('io', 'In-memory text and byte streams; no files.')
+
+    class BytesIO(real.BytesIO):
+        __slots__ = ()
+
+        def getbuffer(self):
+            _refuse('io.BytesIO.getbuffer is not available in the sandbox (policy %s: no raw '
+                    'buffers)' % POLICY)
+    BytesIO.__module__ = 'io'
+    BytesIO.__doc__ = real.BytesIO.__doc__
+    f.StringIO, f.BytesIO = real.StringIO, BytesIO
+    f.SEEK_SET, f.SEEK_CUR, f.SEEK_END = 0, 1, 2
+    f.UnsupportedOperation = real.UnsupportedOperation
+    return f
+
+
+def _time_facade(real):
+    """time for a snippet: the clocks, sleep (the host's wall clock bounds the
+    exec, sleeping included) and calendar time in UTC, whatever the host's zone."""
+    f = types.ModuleType('time', 'Clocks, sleep and calendar time (UTC).')
+    for k in ('time', 'time_ns', 'monotonic', 'monotonic_ns', 'perf_counter',
+              'perf_counter_ns', 'process_time', 'process_time_ns', 'sleep', 'struct_time',
+              'gmtime', 'strptime'):
+        f.__dict__[k] = getattr(real, k)
+    gmtime, struct_time = real.gmtime, real.struct_time
+    import calendar
+
+    def utc(t):
+        if t is None:
+            return gmtime()
+        if isinstance(t, struct_time) and t.tm_zone == 'UTC':
+            return t
+        t = tuple(t)
+        if len(t) != 9 and len(t) != 11:
+            raise TypeError('time tuple must have 9 elements')
+        return struct_time(t[:9] + ('UTC', 0))
+
+    def localtime(secs=None):
+        return gmtime(secs)
+
+    def mktime(t):
+        return float(calendar.timegm(tuple(t)[:9]))
+
+    def strftime(format, t=None):
+        return real.strftime(format, utc(t))
+
+    def asctime(t=None):
+        return real.asctime(utc(t))
+
+    def ctime(secs=None):
+        return real.asctime(gmtime(secs))
+    for fn in (localtime, mktime, strftime, asctime, ctime):
+        fn.__doc__ = getattr(real, fn.__name__).__doc__
+        f.__dict__[fn.__name__] = fn
+    f.timezone = f.altzone = f.daylight = 0
+    f.tzname = ('UTC', 'UTC')
+    return f
+
+
+def _format_exception(exc, chain=True, _seen=None):
+    """traceback's text for exc, over the snippet's own frames (C: _tb_rows)."""
+    seen = set() if _seen is None else _seen
+    seen.add(id(exc))
+    out = []
+    if chain:
+        cause, context = exc.__cause__, exc.__context__
+        if cause is not None and id(cause) not in seen:
+            out += _format_exception(cause, True, seen)
+            out.append('\nThe above exception was the direct cause of the following '
+                       'exception:\n\n')
+        elif (context is not None and id(context) not in seen
+              and not exc.__suppress_context__):
+            out += _format_exception(context, True, seen)
+            out.append('\nDuring handling of the above exception, another exception '
+                       'occurred:\n\n')
+    rows = _tb_rows(exc)
+    if rows:
+        out.append('Traceback (most recent call last):\n')
+        for line, fn, src in rows:
+            out.append('  File "<snippet>", line %d, in %s\n' % (line, fn)
+                       + ('    %s\n' % src if src else ''))
+    out += _format_only(type(exc), exc)
+    return out
+
+
+def _format_only(t, exc):
+    name = t.__qualname__
+    mod = t.__module__
+    if mod not in ('builtins', '__main__'):
+        name = mod + '.' + name
+    try:
+        msg = str(exc)
+    except Exception:
+        msg = '<exception str() failed>'
+    return ['%s: %s\n' % (name, msg) if msg else '%s\n' % name]
+
+
+def _traceback_facade():
+    f = types.ModuleType('traceback', 'Format and print exceptions (the snippet\'s own frames).')
+
+    def _exc(exc, value):
+        if value is not _NOARG or isinstance(exc, type):
+            exc = value
+        return exc
+
+    def format_exception(exc, /, value=_NOARG, tb=_NOARG, limit=None, chain=True):
+        exc = _exc(exc, value)
+        return [] if exc is None else _format_exception(exc, chain)
+
+    def format_exception_only(exc, /, value=_NOARG):
+        exc = _exc(exc, value)
+        return ['NoneType: None\n'] if exc is None else _format_only(type(exc), exc)
+
+    def print_exception(exc, /, value=_NOARG, tb=_NOARG, limit=None, file=None, chain=True):
+        (file or sys.stderr).write(''.join(format_exception(exc, value, chain=chain)))
+
+    def format_exc(limit=None, chain=True):
+        exc = sys.exc_info()[1]
+        return 'NoneType: None\n' if exc is None else ''.join(_format_exception(exc, chain))
+
+    def print_exc(limit=None, file=None, chain=True):
+        (file or sys.stderr).write(format_exc(limit, chain))
+    for fn in (format_exception, format_exception_only, print_exception, format_exc,
+               print_exc):
+        fn.__module__ = 'traceback'
+        f.__dict__[fn.__name__] = fn
+    return f
+
+
+_NOARG = object()
+
+
+def _logging_patch(f, real):
+    # No caller lookup (findCaller walks f_back, which no frame has here): a
+    # record's pathname is '(unknown file)'. Exceptions format as traceback's
+    # facade does. basicConfig(filename=...) would open a file.
+    real._srcfile = None
+
+    def formatException(self, ei):
+        return ''.join(_format_exception(ei[1])).rstrip('\n')
+    real.Formatter.formatException = formatException
+
+    def handleError(self, record):
+        # The real one prints the exception with the real traceback module.
+        if real.raiseExceptions and sys.stderr:
+            try:
+                sys.stderr.write('--- Logging error ---\n'
+                                 + ''.join(_format_exception(sys.exc_info()[1]))
+                                 + 'Message: %r\nArguments: %s\n' % (record.msg, record.args))
+            except RecursionError:
+                raise
+            except Exception:
+                pass
+    handleError.__doc__ = real.Handler.handleError.__doc__
+    real.Handler.handleError = handleError
+    orig = real.basicConfig
+
+    def basicConfig(**kwargs):
+        if 'filename' in kwargs:
+            _refuse('logging.basicConfig(filename=...) is not available in the sandbox '
+                    '(policy %s: no files)' % POLICY)
+        return orig(**kwargs)
+    basicConfig.__doc__ = orig.__doc__
+    f.basicConfig = basicConfig
+
+
+def _warnings_patch(f, real):
+    # _warnings' C functions look the real module up in sys.modules and read
+    # its __spec__, which the guard refuses with the snippet's frame innermost:
+    # warn and warn_explicit are warnings.py's logic over the same filters, and
+    # the real module's are replaced too (urllib.parse calls warnings.warn).
+    registry = {}
+
+    def warn(message, category=None, stacklevel=1, source=None):
+        if isinstance(message, Warning):
+            category = message.__class__
+        if category is None:
+            category = UserWarning
+        if not (isinstance(category, type) and issubclass(category, Warning)):
+            raise TypeError("category must be a Warning subclass, not '%s'"
+                            % type(category).__name__)
+        warn_explicit(message, category, '<snippet>', max(_snippet_line(), 0), '__main__',
+                      registry)
+
+    def warn_explicit(message, category, filename, lineno, module=None, registry=None,
+                      module_globals=None, source=None):
+        lineno = int(lineno)
+        if module is None:
+            module = filename or '<unknown>'
+        if registry is None:
+            registry = {}
+        if isinstance(message, Warning):
+            text, category = str(message), message.__class__
+        else:
+            text, message = message, category(message)
+        key = (text, category, lineno)
+        if registry.get(key):
+            return
+        for action, msg, cat, mod, ln in real.filters:
+            if ((msg is None or msg.match(text)) and issubclass(category, cat)
+                    and (mod is None or mod.match(module)) and (ln == 0 or lineno == ln)):
+                break
+        else:
+            action = real.defaultaction
+        if action == 'ignore':
+            return
+        if action == 'error':
+            raise message
+        if action == 'once':
+            registry[key] = 1
+            if real.onceregistry.get((text, category)):
+                return
+            real.onceregistry[(text, category)] = 1
+        elif action == 'module':
+            registry[key] = 1
+            if registry.get((text, category, 0)):
+                return
+            registry[(text, category, 0)] = 1
+        elif action == 'default':
+            registry[key] = 1
+        elif action != 'always':
+            raise RuntimeError('Unrecognized action (%r) in warnings.filters:\n %s'
+                               % (action, (action, msg, cat, mod, ln)))
+        real._showwarnmsg(real.WarningMessage(message, category, filename, lineno, None, None))
+    warn.__doc__, warn_explicit.__doc__ = real.warn.__doc__, real.warn_explicit.__doc__
+    warn.__module__ = warn_explicit.__module__ = 'warnings'
+    f.warn, f.warn_explicit = real.warn, real.warn_explicit = warn, warn_explicit
+
+
+def _uuid_patch(f, real):
+    # uuid4 from the sandbox's randomness: random, reseeded per worker from the
+    # host's entropy (or the request's seed, so a seeded exec is reproducible).
+    import random
+    UUID = real.UUID
+
+    def uuid4():
+        """Generate a random UUID."""
+        return UUID(int=random.getrandbits(128), version=4)
+    f.uuid4 = uuid4
 
 
 def _build_facades():
@@ -342,8 +598,25 @@ def _build_facades():
         real = importlib.import_module(name)
         if name == 'sys':
             FACADES[name] = _sys_facade(real)
+        elif name == 'io':
+            FACADES[name] = _io_facade(real)
+        elif name == 'time':
+            FACADES[name] = _time_facade(real)
+        elif name == 'traceback':
+            FACADES[name] = _traceback_facade()
         elif name in ALLOWED:
             FACADES[name] = _facade(name, real)
+    # Compile-time only: the features are data.
+    FACADES['__future__'] = _facade('__future__', importlib.import_module('__future__'))
+    if 'urllib.parse' in FACADES:
+        FACADES['urllib'] = types.ModuleType('urllib', 'Only urllib.parse: no network.')
+        FACADES['urllib'].parse = FACADES['urllib.parse']
+    if 'logging' in FACADES:
+        _logging_patch(FACADES['logging'], sys.modules['logging'])
+    if 'warnings' in FACADES:
+        _warnings_patch(FACADES['warnings'], sys.modules['warnings'])
+    if 'uuid' in FACADES:
+        _uuid_patch(FACADES['uuid'], sys.modules['uuid'])
     if 'collections' in FACADES and 'collections.abc' in FACADES:
         FACADES['collections'].abc = FACADES['collections.abc']
     _patch_string(FACADES.get('string') or types.ModuleType('string'), sys.modules['string'])
@@ -384,7 +657,8 @@ class _Stream:
 # -- the builtins a snippet sees, and the real module -----------------------------------
 # Omitted from the snippet's builtins, and why:
 #   open: files; exec eval compile: code that skips the AST check;
-#   input breakpoint help exit quit: the terminal and the process;
+#   input breakpoint help: the terminal; exit quit vars: the shim's own (_exit,
+#   _snippet_vars) replace them;
 #   globals locals vars: dicts of the object graph; memoryview: buffer tricks
 #   (the bytearray use-after-free family); __loader__ __spec__: BuiltinImporter.
 OMIT = ('open', 'exec', 'eval', 'compile', 'input', 'breakpoint', 'help', 'exit', 'quit',
@@ -407,7 +681,8 @@ def _snippet_builtins(allowed):
     mine = dict(print=_print, getattr=getattr, hasattr=hasattr, setattr=setattr,
                 delattr=delattr)
     b.update({k: v for k, v in mine.items() if k in allowed})
-    b.update(__import__=__import__, __name__='builtins')
+    b.update(__import__=__import__, __name__='builtins', exit=_exit, quit=_exit)
+    b['vars'] = _snippet_vars
     if FILES:
         b['open'] = open
     for k in _BUILTIN_WHY:
@@ -422,6 +697,26 @@ def _snippet_builtins(allowed):
     # found first and works as ever; the builtins stay a plain dict (fast lookups).
     _refused_names(REFUSED_BUILTINS)
     return b
+
+
+def _snippet_vars(*args):
+    """vars(obj): the instance dict of one of the snippet's own objects."""
+    if len(args) != 1:
+        if args:
+            raise TypeError('vars expected at most 1 argument, got %d' % len(args))
+        _refuse(_VARS_REFUSED % POLICY)
+    d = _vars(args[0])
+    if d is None:
+        raise TypeError('vars() argument must have __dict__ attribute')
+    if d is False or any(type(k) is str and k in GUARD_DENY for k in d):
+        _refuse(_VARS_REFUSED % POLICY)
+    return d
+
+
+_snippet_vars.__name__ = _snippet_vars.__qualname__ = 'vars'
+
+
+_VARS_REFUSED = 'vars is not available in the sandbox (policy %s: no introspection of the interpreter)'
 
 
 # -- file grants: open, os (listdir, path) and pathlib, only with a grant ------------

@@ -1,0 +1,101 @@
+"""Regenerate tests/cases/compat_python.json's "cpython" fields: each snippet run by
+plain /usr/bin/python3.11 with the REPL rule (the last expression statement is the
+value), in a fresh process in an empty directory, its value converted as tidepool
+converts one (docs/python.md, "Value and errors"). The "expect" fields (what tidepool
+should do, and why where it differs) are kept as they are.
+Usage: /usr/bin/python3 tests/cases/gen_compat_python.py [snippets.json]"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "compat_python.json")
+
+RUNNER = r'''
+import ast, json, math, sys
+src = sys.stdin.read()
+def conv(v, depth=0):
+    if v is None or isinstance(v, (bool, str)):
+        return v
+    if isinstance(v, int):
+        if -2**63 <= v < 2**64:
+            return int(v)
+        raise TypeError
+    if isinstance(v, float):
+        if math.isnan(v) or math.isinf(v):
+            raise ValueError
+        return float(v)
+    if isinstance(v, (list, tuple)):
+        return [conv(x, depth + 1) for x in v]
+    if isinstance(v, dict):
+        out = {}
+        for k, x in v.items():
+            if isinstance(k, str): ks = k
+            elif k is None: ks = "null"
+            elif isinstance(k, bool): ks = "true" if k else "false"
+            elif isinstance(k, int): ks = str(k)
+            elif isinstance(k, float): ks = repr(k)
+            else: raise TypeError
+            if ks in out: raise TypeError
+            out[ks] = conv(x, depth + 1)
+        return out
+    raise TypeError
+tree = ast.parse(src, "<snippet>", "exec")
+expr = None
+if tree.body and isinstance(tree.body[-1], ast.Expr):
+    expr = compile(ast.Expression(tree.body.pop().value), "<snippet>", "eval")
+g = {"__name__": "__main__"}
+res = {"ok": True, "value": None}
+try:
+    exec(compile(tree, "<snippet>", "exec"), g)
+    v = eval(expr, g) if expr is not None else None
+    try:
+        res["value"] = conv(v)
+    except ValueError:
+        res = {"ok": False, "kind": "result_error"}
+    except TypeError:
+        res["value"], res["value_repr"] = repr(v), True
+except SystemExit as e:
+    if e.code not in (None, 0, False):
+        res = {"ok": False, "type": "SystemExit"}
+except BaseException as e:
+    res = {"ok": False, "type": type(e).__name__}
+sys.stdout.flush()
+sys.__stderr__.write("\n@@RESULT@@" + json.dumps(res))
+'''
+
+
+def run(code):
+    with tempfile.TemporaryDirectory() as d:
+        p = subprocess.run(["/usr/bin/python3.11", "-I", "-c", RUNNER], input=code, cwd=d,
+                           capture_output=True, text=True, timeout=60)
+    err, _, res = p.stderr.rpartition("\n@@RESULT@@")
+    res = json.loads(res)
+    res["stdout"] = p.stdout
+    res["stderr"] = err
+    return res
+
+
+def main():
+    src = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/compat/llm-snippets.json"
+    snippets = json.load(open(src))["python"]
+    old = {}
+    if os.path.exists(OUT):
+        old = {c["name"]: c for c in json.load(open(OUT))["cases"]}
+    cases = []
+    for s in snippets:
+        c = {"name": s["name"], "code": s["code"], "preset": "standard"}
+        c.update({k: v for k, v in old.get(s["name"], {}).items() if k not in ("code", "cpython")})
+        c["cpython"] = run(s["code"])
+        cases.append(c)
+    with open(OUT, "w") as f:
+        json.dump({"about": __doc__.split("\n")[0], "cases": cases}, f, indent=1,
+                  ensure_ascii=False)
+        f.write("\n")
+    print(len(cases), "cases")
+
+
+if __name__ == "__main__":
+    main()

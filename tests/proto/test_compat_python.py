@@ -1,0 +1,97 @@
+"""The compatibility table (tests/cases/compat_python.json): 147 snippets of the
+kind LLMs write, each with what plain CPython 3.11 does with it (the REPL rule:
+the last expression is the value; or the exception's type) and what tidepool
+should do under its preset. "expect" is absent where tidepool behaves as CPython
+(the same ok, value, value_repr, stdout and exception type), else says why not:
+  {"refused": MESSAGE, "why": ...}   policy_violation with exactly this message
+  {"needs": "numpy"|"pandas"}        issue 16 part 2: refused today as not allowed
+  {"same_shape": WHY}                 nondeterministic in both: same ok, same JSON type
+  {"differs": WHY, "value": V, ...}   tidepool's own exact result, and why
+Regenerate the CPython side with tests/cases/gen_compat_python.py."""
+import json
+import os
+
+import pytest
+
+from conftest import Host
+
+CASES = json.load(open(os.path.join(os.path.dirname(__file__), "..", "cases",
+                                    "compat_python.json")))["cases"]
+
+
+@pytest.fixture(scope="module")
+def host():
+    h = Host()
+    yield h
+    h.close()
+
+
+def run(host, case):
+    r = host.call("sandbox/exec", {"lang": "python", "code": case["code"],
+                                   "policy": case["preset"]}, timeout=60)
+    assert "result" in r, r
+    return r["result"]
+
+
+def same_as_cpython(res, cp):
+    if res["ok"] != cp["ok"]:
+        return False
+    if cp["ok"]:
+        return (res["value"] == cp["value"] and bool(res.get("value_repr")) ==
+                bool(cp.get("value_repr")) and res["stdout"] == cp["stdout"])
+    if "kind" in cp:
+        return res["error"]["kind"] == cp["kind"]
+    return res["error"]["kind"] == "runtime_error" and res["error"]["type"] == cp["type"]
+
+
+def kind_of(v):
+    return type(v).__name__
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_compat(host, case):
+    res = run(host, case)
+    cp, expect = case["cpython"], case.get("expect")
+    if expect is None:
+        assert same_as_cpython(res, cp), (res, cp)
+    elif "refused" in expect:
+        e = res["error"]
+        assert res["ok"] is False and (e["kind"], e["layer"], e["message"]) == (
+            "policy_violation", "language", expect["refused"]), res
+    elif "needs" in expect:
+        e = res["error"]
+        assert res["ok"] is False and (e["kind"], e["message"]) == (
+            "policy_violation", "import of module '%s' is not allowed in the sandbox (policy "
+            "standard); allowed: " % expect["needs"] + ALLOWED), res
+    elif "same_shape" in expect:
+        assert res["ok"] is cp["ok"] is True, (res, cp)
+        assert kind_of(res["value"]) == kind_of(cp["value"]), (res, cp)
+        assert bool(res.get("value_repr")) == bool(cp.get("value_repr")), (res, cp)
+    else:
+        assert "differs" in expect, expect
+        for k in ("ok", "value", "stdout", "stderr"):
+            if k in expect:
+                assert res[k] == expect[k], (k, res)
+        if "error" in expect:
+            assert {k: res["error"][k] for k in expect["error"]} == expect["error"], res
+
+
+ALLOWED = ("math, json, re, random, datetime, collections, collections.abc, itertools, "
+           "functools, statistics, decimal, fractions, string, textwrap, heapq, bisect, "
+           "dataclasses, typing, enum, operator, copy, pprint, sys, io, csv, time, abc, "
+           "contextlib, traceback, logging, warnings, hashlib, base64, uuid, struct, "
+           "calendar, cmath, numbers, difflib, html, urllib.parse, unicodedata")
+
+
+def test_compat_summary(host):
+    # Runs every case again (so it stands alone): the count that behave as CPython.
+    n = 0
+    for case in CASES:
+        res, cp = run(host, case), case["cpython"]
+        if "same_shape" in case.get("expect", {}):
+            n += res["ok"] is cp["ok"] is True and kind_of(res["value"]) == kind_of(cp["value"])
+        else:
+            n += same_as_cpython(res, cp)
+    print("\n%d of %d behave as in CPython 3.11" % (n, len(CASES)))
+    expected = sum(1 for c in CASES if c.get("expect") is None or "same_shape" in c["expect"])
+    assert n == expected, (n, expected)

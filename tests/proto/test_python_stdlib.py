@@ -1,0 +1,318 @@
+"""The standard library an LLM expects (issue 16 part 1): io, csv, time, sys.exit and
+exit(), __future__, abc, contextlib, traceback, logging, warnings, uuid, urllib.parse
+and the modules moved from permissive to standard, each with exact values; each
+facade tested against the escape classes (the interpreter's internals, frames and
+code, files, processes, the network, importing other modules through the module);
+vars(obj) on the snippet's own objects only. Exact kinds, types and messages."""
+import pytest
+
+from conftest import Host
+
+PV = "policy_violation"
+
+
+@pytest.fixture(scope="module")
+def host():
+    h = Host()
+    yield h
+    h.close()
+
+
+def run(host, code, policy=None, **params):
+    p = {"lang": "python", "code": code, **params}
+    if policy is not None:
+        p["policy"] = policy
+    r = host.call("sandbox/exec", p, timeout=60)
+    assert "result" in r, r
+    return r["result"]
+
+
+def ok(res, value):
+    assert res["ok"] is True, res
+    assert res["value"] == value, res
+    return res
+
+
+def refused(res, message):
+    assert res["ok"] is False, res
+    e = res["error"]
+    assert (e["kind"], e["layer"], e["type"], e["message"]) == (
+        PV, "language", "PolicyViolation", message), res
+    return e
+
+
+def failed(res, type_, message):
+    assert res["ok"] is False, res
+    e = res["error"]
+    assert (e["kind"], e["type"], e["message"]) == ("runtime_error", type_, message), res
+    return e
+
+
+# -- they work, with the values CPython 3.11 gives ---------------------------------
+WORKS = [
+    ("import io\nb = io.StringIO()\nprint('a,b', file=b)\nb.write('c')\nb.getvalue()", "a,b\nc"),
+    ("import io\nb = io.BytesIO(b'xy')\nb.seek(0, io.SEEK_END)\nb.write(b'z')\n"
+     "[b.getvalue().decode(), b.tell(), type(b).__name__, isinstance(b, io.BytesIO)]",
+     ["xyz", 3, "BytesIO", True]),
+    ("import csv, io\nrows = list(csv.DictReader(io.StringIO('name,age\\nann,31\\nbob,27\\n')))\n"
+     "[r['name'] for r in rows], sum(int(r['age']) for r in rows)", [["ann", "bob"], 58]),
+    ("import csv, io\nout = io.StringIO()\nw = csv.writer(out)\nw.writerow(['a', 'b c', 'd,e'])\n"
+     "out.getvalue()", 'a,b c,"d,e"\r\n'),
+    ("import time\nt = time.gmtime(86400 * 365)\n[t.tm_year, time.strftime('%Y-%m-%d %H:%M %Z', t)]",
+     [1971, "1971-01-01 00:00 UTC"]),
+    ("import time\n[time.localtime(0).tm_hour, time.timezone, time.altzone, time.daylight,"
+     " list(time.tzname), time.mktime(time.localtime(1e9)), time.ctime(0)]",
+     [0, 0, 0, 0, ["UTC", "UTC"], 1e9, "Thu Jan  1 00:00:00 1970"]),
+    ("import time\nt0 = time.monotonic(); p0 = time.perf_counter()\ntime.sleep(0.02)\n"
+     "[time.monotonic() - t0 >= 0.02, time.perf_counter() - p0 >= 0.02, time.time() > 1.7e9,"
+     " time.process_time() >= 0, type(time.time_ns()).__name__]",
+     [True, True, True, True, "int"]),
+    ("import time\ntime.strptime('2024-03-10', '%Y-%m-%d')[:3]", [2024, 3, 10]),
+    ("import sys\n[sys.argv, sys.version_info[:2], sys.maxsize, sys.stdin, callable(sys.exit)]",
+     [[], [3, 11], 2**63 - 1, None, True]),
+    ("from __future__ import annotations\ndef f(x: int) -> list[int]: return [x]\n"
+     "f(1), f.__annotations__", [[1], {"x": "int", "return": "list[int]"}]),
+    ("from abc import ABC, abstractmethod\nclass B(ABC):\n    @abstractmethod\n    def f(self): ...\n"
+     "class C(B):\n    def f(self): return 1\ntry:\n    B()\nexcept TypeError as e:\n    m = str(e)\n"
+     "m, C().f()",
+     ["Can't instantiate abstract class B with abstract method f", 1]),
+    ("from contextlib import contextmanager, suppress, ExitStack\n@contextmanager\ndef cm():\n"
+     "    yield 5\nwith cm() as v, suppress(KeyError):\n    {}['x']\nwith ExitStack() as s:\n"
+     "    w = s.enter_context(cm())\nv + w", 10),
+    ("import contextlib, io\nbuf = io.StringIO()\nwith contextlib.redirect_stdout(buf):\n"
+     "    print('in')\nprint('out')\nbuf.getvalue()", "in\n"),
+    ("import hashlib\nhashlib.sha256(b'abc').hexdigest()",
+     "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+    ("import base64\nbase64.b64encode(b'hello').decode()", "aGVsbG8="),
+    ("import struct\nlist(struct.pack('>I', 1)), struct.calcsize('<hi')", [[0, 0, 0, 1], 6]),
+    ("import calendar\ncalendar.monthrange(2024, 2), calendar.isleap(2024)", [[3, 29], True]),
+    ("import cmath\nstr(cmath.sqrt(-1))", "1j"),
+    ("import numbers\nisinstance(1.5, numbers.Real), isinstance(1j, numbers.Real)", [True, False]),
+    ("import difflib\ndifflib.SequenceMatcher(None, 'abcd', 'abed').ratio()", 0.75),
+    ("import html\nhtml.escape('<a>'), html.unescape('&amp;')", ["&lt;a&gt;", "&"]),
+    ("from urllib.parse import urlparse, parse_qs, quote, urlencode\n"
+     "u = urlparse('http://x.org/p?a=1&b=2')\n[u.netloc, parse_qs(u.query), quote('a b'),"
+     " urlencode({'q': 'x y'})]", ["x.org", {"a": ["1"], "b": ["2"]}, "a%20b", "q=x+y"]),
+    ("import urllib.parse\nurllib.parse.urljoin('http://a/b/c', '../d')", "http://a/d"),
+    ("import unicodedata\nunicodedata.normalize('NFKD', '\u00e9'), unicodedata.name('\u00e9')",
+     ["e\u0301", "LATIN SMALL LETTER E WITH ACUTE"]),
+    ("import uuid\nu = uuid.uuid4()\n[len(str(u)), u.version, u.variant == uuid.RFC_4122,"
+     " str(uuid.uuid5(uuid.NAMESPACE_DNS, 'python.org'))]",
+     [36, 4, True, "886313e1-3b8a-5372-9b90-0c9aee199e5d"]),
+]
+
+
+@pytest.mark.parametrize("code,value", WORKS)
+def test_module_works(host, code, value):
+    ok(run(host, code), value)
+
+
+def test_uuid4_follows_the_seed(host):
+    code = "import uuid\nstr(uuid.uuid4())"
+    a, b = run(host, code, seed=7), run(host, code, seed=7)
+    assert a["ok"] and a["value"] == b["value"], (a, b)
+    assert run(host, code, seed=8)["value"] != a["value"]
+
+
+def test_csv_to_stdout(host):
+    res = ok(run(host, "import csv, sys\ncsv.writer(sys.stdout).writerow([1, 'a b'])"), 7)
+    assert res["stdout"] == "1,a b\r\n", res
+
+
+# -- exit: a success with no value, or the runtime error SystemExit ------------------
+@pytest.mark.parametrize("code", ["print('done')\nexit()", "print('done')\nquit()",
+                                  "import sys\nprint('done')\nsys.exit(0)",
+                                  "import sys\nprint('done')\nsys.exit()\n1/0",
+                                  "print('done')\nraise SystemExit(False)",
+                                  "def f():\n    exit(0)\nprint('done')\nf()\n42"])
+def test_exit_zero_is_ok_without_value(host, code):
+    res = ok(run(host, code), None)
+    assert res["stdout"] == "done\n" and res["error"] is None, res
+
+
+@pytest.mark.parametrize("code,message,line", [("import sys\nsys.exit(3)", "3", 2),
+                                               ("exit('bad input')", "bad input", 1),
+                                               ("quit(1)", "1", 1)])
+def test_exit_nonzero_is_systemexit(host, code, message, line):
+    e = failed(run(host, code), "SystemExit", message)
+    assert e["line"] == line, e
+
+
+def test_exit_is_caught_like_any_exception(host):
+    ok(run(host, "import sys\ntry:\n    sys.exit(2)\nexcept SystemExit as e:\n    c = e.code\nc"), 2)
+
+
+def test_sleep_is_bounded_by_the_wall_clock(host):
+    res = run(host, "import time\nprint('a')\ntime.sleep(30)", limits={"wall_ms": 500})
+    assert res["ok"] is False and res["stdout"] == "a\n", res
+    e = res["error"]
+    assert (e["kind"], e["layer"], e["limit"]["name"]) == ("timeout", "host", "wall_ms"), res
+
+
+# -- traceback, logging, warnings: the snippet's own frames, stderr ------------------
+def test_traceback_format_exc_snippet_frames_only(host):
+    res = ok(run(host, "import traceback, json\ndef f():\n    return json.loads('{')\ntry:\n"
+                       "    f()\nexcept ValueError:\n    s = traceback.format_exc()\ns"),
+             'Traceback (most recent call last):\n  File "<snippet>", line 5, in <module>\n'
+             '    f()\n  File "<snippet>", line 3, in f\n    return json.loads(\'{\')\n'
+             'json.decoder.JSONDecodeError: Expecting property name enclosed in double quotes:'
+             ' line 1 column 2 (char 1)\n')
+    assert "/usr/lib" not in res["value"]
+
+
+def test_traceback_chain_and_print_exc(host):
+    res = run(host, "import traceback\ntry:\n    try:\n        1/0\n    except ZeroDivisionError as e:\n"
+                    "        raise ValueError('wrapped') from e\nexcept ValueError:\n"
+                    "    traceback.print_exc()\ntraceback.format_exception_only(ValueError('x'))")
+    ok(res, ["ValueError: x\n"])
+    assert res["stderr"] == (
+        'Traceback (most recent call last):\n  File "<snippet>", line 4, in <module>\n    1/0\n'
+        'ZeroDivisionError: division by zero\n\nThe above exception was the direct cause of the '
+        'following exception:\n\nTraceback (most recent call last):\n  File "<snippet>", line 6, '
+        "in <module>\n    raise ValueError('wrapped') from e\nValueError: wrapped\n"), res
+
+
+def test_logging_to_stderr(host):
+    res = ok(run(host, "import logging\nlogging.basicConfig(level=logging.INFO, "
+                       "format='%(levelname)s %(name)s %(message)s')\nlog = logging.getLogger('app')\n"
+                       "log.info('hello %d', 5)\nlog.debug('hidden')\ntry:\n    {}['k']\n"
+                       "except KeyError:\n    log.exception('oops')"), None)
+    assert res["stderr"] == ("INFO app hello 5\nERROR app oops\nTraceback (most recent call "
+                             "last):\n  File \"<snippet>\", line 7, in <module>\n    {}['k']\n"
+                             "KeyError: 'k'\n"), res
+
+
+def test_logging_error_in_a_record(host):
+    res = ok(run(host, "import logging\nlogging.warning('%d', 'x')\n1"), 1)
+    assert res["stderr"] == ("--- Logging error ---\nTypeError: %d format: a real number is "
+                             "required, not str\nMessage: '%d'\nArguments: ('x',)\n"), res
+
+
+def test_warnings_to_stderr_and_filters(host):
+    res = ok(run(host, "import warnings\nwarnings.warn('careful')\nwith warnings.catch_warnings("
+                       "record=True) as w:\n    warnings.simplefilter('always')\n"
+                       "    warnings.warn('x', DeprecationWarning)\n[len(w), str(w[0].message),"
+                       " w[0].category.__name__]"), [1, "x", "DeprecationWarning"])
+    assert res["stderr"] == "<snippet>:2: UserWarning: careful\n", res
+    failed(run(host, "import warnings\nwarnings.simplefilter('error')\nwarnings.warn('boom')"),
+           "UserWarning", "boom")
+
+
+# -- escape classes: nothing leads out through the new modules ---------------------
+@pytest.mark.parametrize("module,name", [
+    ("io", "open"), ("io", "FileIO"), ("io", "TextIOWrapper"), ("io", "open_code"),
+    ("io", "os"), ("io", "sys"), ("csv", "re"), ("csv", "sys"), ("time", "tzset"),
+    ("time", "clock_settime"), ("time", "pthread_getcpuclockid"),
+    ("contextlib", "chdir"), ("contextlib", "os"), ("contextlib", "sys"),
+    ("logging", "FileHandler"), ("logging", "currentframe"), ("logging", "os"),
+    ("logging", "sys"), ("logging", "threading"), ("logging", "traceback"),
+    ("logging", "weakref"), ("warnings", "sys"), ("traceback", "sys"),
+    ("traceback", "walk_tb"), ("traceback", "walk_stack"), ("traceback", "extract_stack"),
+    ("traceback", "linecache"), ("uuid", "uuid1"), ("uuid", "getnode"), ("uuid", "os"),
+    ("uuid", "sys"), ("uuid", "platform"), ("abc", "_abc_init"), ("hashlib", "_hashlib"),
+])
+def test_facade_leaves_out(host, module, name):
+    failed(run(host, f"import {module}\n{module}.{name}"), "AttributeError",
+           f"module '{module}' has no attribute '{name}'")
+
+
+def test_urllib_is_only_parse(host):
+    failed(run(host, "import urllib\nurllib.request"), "AttributeError",
+           "module 'urllib' has no attribute 'request'")
+    failed(run(host, "import urllib.parse\nurllib.parse.sys"), "AttributeError",
+           "module 'urllib.parse' has no attribute 'sys'")
+    e = refused(run(host, "import urllib.request"),
+                "import of module 'urllib.request' is not allowed in the sandbox (policy "
+                "standard: no network); allowed: " + ALLOWED_STANDARD)
+    assert e["line"] == 1
+
+
+ALLOWED_STANDARD = ("math, json, re, random, datetime, collections, collections.abc, itertools, "
+                    "functools, statistics, decimal, fractions, string, textwrap, heapq, bisect, "
+                    "dataclasses, typing, enum, operator, copy, pprint, sys, io, csv, time, abc, "
+                    "contextlib, traceback, logging, warnings, hashlib, base64, uuid, struct, "
+                    "calendar, cmath, numbers, difflib, html, urllib.parse, unicodedata")
+
+
+def test_bytesio_getbuffer_is_a_raw_buffer(host):
+    refused(run(host, "import io\nio.BytesIO(b'ab').getbuffer()"),
+            "io.BytesIO.getbuffer is not available in the sandbox (policy standard: no raw buffers)")
+
+
+def test_logging_opens_no_file(host):
+    refused(run(host, "import logging\nlogging.basicConfig(filename='/etc/passwd')"),
+            "logging.basicConfig(filename=...) is not available in the sandbox (policy standard: "
+            "no files)")
+
+
+def test_logging_record_has_no_frame(host):
+    ok(run(host, "import logging\nr = []\nclass H(logging.Handler):\n    def emit(self, rec):\n"
+                 "        r.append([rec.pathname, rec.lineno, rec.funcName])\n"
+                 "logging.getLogger('t').addHandler(H())\nlogging.getLogger('t').warning('x')\nr"),
+       [["(unknown file)", 0, "(unknown function)"]])
+
+
+@pytest.mark.parametrize("code,attr", [
+    ("import traceback\ntry:\n    1/0\nexcept Exception as e:\n    e.__traceback__", "__traceback__"),
+    ("import logging\nlogging.getLogger().__dict__", "__dict__"),
+    ("import contextlib\ncontextlib.contextmanager.__globals__", "__globals__"),
+    ("import io\nio.StringIO.__subclasses__()", "__subclasses__"),
+    ("import time\ntime.sleep.__self__", "__self__"),
+])
+def test_dunders_still_refused(host, code, attr):
+    refused(run(host, code), f"attribute '{attr}' is not allowed")
+
+
+@pytest.mark.parametrize("code,attr", [
+    ("import traceback\ngetattr(traceback.format_exc, '__glo' + 'bals__')", "__globals__"),
+    ("import logging\ngetattr(logging.Logger.info, '__co' + 'de__')", "__code__"),
+    ("import warnings\ngetattr(warnings.warn, '__glo' + 'bals__')", "__globals__"),
+    ("import uuid\ngetattr(uuid.uuid4, '__glo' + 'bals__')", "__globals__"),
+    ("import time\ngetattr(time.localtime, '__clo' + 'sure__')", "__closure__"),
+    ("import io\ngetattr(io, '__lo' + 'ader__').load_module('sys')", "__loader__"),
+    ("import csv\ngetattr(csv.DictReader, '__in' + 'it__').__globals__", "__globals__"),
+])
+def test_guard_on_new_facades(host, code, attr):
+    refused(run(host, code), f"attribute '{attr}' is not allowed")
+
+
+def test_future_holds_only_features(host):
+    ok(run(host, "from __future__ import annotations, division\n"
+                 "[type(annotations).__name__, annotations.getOptionalRelease()]"),
+       ["_Feature", [3, 7, 0, "beta", 1]])
+    refused(run(host, "import __future__"), "import name '__future__' is not allowed")
+    res = run(host, "from __future__ import sys")
+    assert (res["error"]["kind"], res["error"]["message"]) == (
+        "syntax_error", "future feature sys is not defined"), res
+
+
+def test_strict_still_refuses_the_new_modules(host):
+    refused(run(host, "import io", "strict"),
+            "import of module 'io' is not allowed in the sandbox (policy strict); allowed: math, "
+            "json, re, random, collections, itertools, functools, statistics, fractions, string, "
+            "heapq, bisect, operator, copy")
+
+
+# -- vars(obj): the snippet's own objects ------------------------------------------
+def test_vars_on_own_instances(host):
+    ok(run(host, "class P:\n    def __init__(self): self.a = 1\np = P()\nd = vars(p)\nd['b'] = 2\n"
+                 "[vars(p), p.b, d is vars(p)]"), [{"a": 1, "b": 2}, 2, True])
+    ok(run(host, "class E(Exception):\n    pass\ne = E()\ne.x = 1\nvars(e)"), {"x": 1})
+
+
+@pytest.mark.parametrize("code", ["vars()", "vars(int)", "import json\nvars(json)",
+                                  "def f(): pass\nvars(f)", "class K: pass\nvars(K)",
+                                  "vars(type(1))"])
+def test_vars_refused_on_the_interpreter(host, code):
+    refused(run(host, code), "vars is not available in the sandbox (policy standard: no "
+                             "introspection of the interpreter)")
+
+
+@pytest.mark.parametrize("code", ["vars(1)", "vars(len)",
+                                  "class S:\n    __slots__ = ('a',)\nvars(S())"])
+def test_vars_without_dict(host, code):
+    failed(run(host, code), "TypeError", "vars() argument must have __dict__ attribute")
+
+
+def test_obj_dict_stays_refused(host):
+    refused(run(host, "class P:\n    pass\nP().__dict__"), "attribute '__dict__' is not allowed")
