@@ -439,6 +439,7 @@ static const struct lib libs[] = {
 	{ LUA_COLIBNAME, luaopen_coroutine, coroutine_keep, coroutine_ours },
 	{ LUA_OSLIBNAME, luaopen_os, os_keep, NULL },
 	{ LUA_IOLIBNAME, NULL, NULL, io_ours },
+	{ "json", NULL, NULL, tp_ljson_lib }, /* ours (ljsonlib.c); fill_lib adds json.null */
 };
 
 /* ---- the policy's choice -------------------------------------------------------- */
@@ -518,14 +519,19 @@ static void fill_lib(lua_State *L, const struct lib *lib)
 		lua_pushcclosure(L, r->func, 1);
 		lua_setfield(L, -3, r->name);
 	}
+	if (strcmp(lib->name, "json") == 0 && allowed(lib->name, "null")) {
+		lua_pushlightuserdata(L, NULL); /* JSON null: ljson.c knows it */
+		lua_setfield(L, -3, "null");
+	}
 	lua_pop(L, 1);
 }
 
 /* ---- refusals that name themselves ------------------------------------------------ */
 
-/* Names stock Lua 5.4 has that a policy may leave out, and what that denies. A
- * name of tidepool's catalog the policy left out is refused with no reason
- * beyond the policy; a name stock Lua lacks reads as nil, as in plain Lua. */
+/* Names stock Lua 5.4 has that a policy may leave out, and what that denies
+ * (and json, tidepool's own library, left out of _G when the policy gives none
+ * of it). A name of tidepool's catalog the policy left out is refused with no
+ * reason beyond the policy; a name stock Lua lacks reads as nil, as in plain Lua. */
 struct stock {
 	const char *lib, *name, *why;
 };
@@ -574,6 +580,8 @@ static int refuse_index(lua_State *L)
 			known = 1;
 			why = stock[i].why;
 		}
+	if (!known && strcmp(lib, "_G") == 0 && strcmp(key, "json") == 0)
+		known = 1; /* tidepool's own library, which this policy does not give */
 	if (!known && !in_catalog(full))
 		return 0; /* not a name Lua has: nil, as in plain Lua */
 	if (why != NULL)
@@ -818,6 +826,15 @@ static int open_everything(lua_State *L)
 	lua_pushcfunction(L, l_io_write);
 	lua_setfield(L, -2, "write");
 	lua_pop(L, 2);
+	lua_createtable(L, 0, 3); /* json is tidepool's: every policy's */
+	luaL_setfuncs(L, tp_ljson_lib, 0);
+	lua_pushlightuserdata(L, NULL);
+	lua_setfield(L, -2, "null");
+	luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+	lua_pushvalue(L, -2);
+	lua_setfield(L, -2, "json"); /* require("json") finds it too */
+	lua_pop(L, 1);
+	lua_setglobal(L, "json");
 	for (size_t i = 0; i < sizeof watched / sizeof watched[0]; i++)
 		watch(L, watched[i][0], watched[i][1]);
 	lua_newtable(L); /* object ids, weak keys */
@@ -828,6 +845,15 @@ static int open_everything(lua_State *L)
 	lua_setfield(L, LUA_REGISTRYINDEX, IDS_KEY);
 	lua_setwarnf(L, warnf, NULL);
 	return 0;
+}
+
+static int has_entries(lua_State *L)
+{
+	lua_pushnil(L);
+	if (!lua_next(L, -2))
+		return 0;
+	lua_pop(L, 2);
+	return 1;
 }
 
 /* Installs a fresh globals table holding exactly the allowlist. */
@@ -848,6 +874,10 @@ int tp_lenv_open(lua_State *L)
 		fill_lib(L, lib);
 		if (strcmp(lib->name, LUA_IOLIBNAME) == 0)
 			open_file_shims(L);
+		if (lib->open == NULL && lib->keep == NULL && !is_base && !has_entries(L)) {
+			lua_pop(L, 1); /* json, none of it allowed: no global, a refusal */
+			continue;
+		}
 		luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
 		lua_pushvalue(L, -2);
 		lua_setfield(L, -2, lib->name); /* _LOADED holds what the snippet sees */

@@ -183,6 +183,12 @@ void tp_lua_guard_status(lua_State *L, int status)
 		lua_error(L);
 }
 
+void tp_lua_guard_caps(struct tp_ljson_caps *caps)
+{
+	caps->depth = g_lim.result_depth;
+	caps->bytes = g_lim.result_bytes;
+}
+
 void tp_lua_guard_thread(lua_State *L, lua_State *co)
 {
 	if (tripped())
