@@ -47,8 +47,14 @@ static void test_errors(void)
 	CHECK(err_s("traceback") && strstr(err_s("traceback"), "stack traceback") != NULL);
 	run("error(setmetatable({}, {__tostring = function() return 'no' end}))");
 	CHECK_EQ_STR(err_s("type"), "table");
-	CHECK_EQ_STR(err_s("message"), "(error object is a table value)");
+	CHECK_EQ_STR(err_s("message"), "{}"); /* its JSON text; __tostring never runs */
 	CHECK_EQ_INT(err_i("line"), 1);
+	run("error({code = 42, message = 'bad input'})");
+	CHECK_EQ_STR(err_s("type"), "table");
+	CHECK_EQ_STR(err_s("message"), "bad input");
+	run("local t = {}\nt.t = t\nerror(t)");
+	CHECK_EQ_STR(err_s("message"), "(error object is a table value: cycle in value)");
+	CHECK_EQ_INT(err_i("line"), 3);
 	run("\nerror('boom', 0)");
 	CHECK_EQ_STR(err_s("message"), "boom");
 	CHECK_EQ_INT(err_i("line"), 2);
