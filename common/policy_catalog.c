@@ -36,6 +36,7 @@ const char *const tp_catalog_lua_functions[] = {
 	"collectgarbage",
 	"pcall",
 	"xpcall",
+	"require",
 	/* string */
 	"string.byte",
 	"string.char",

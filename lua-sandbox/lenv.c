@@ -368,6 +368,10 @@ static int co_wrap(lua_State *L)
 	return 1;
 }
 
+/* ---- require: the libraries the snippet already has ------------------------------ */
+
+static int l_require(lua_State *L);
+
 /* ---- the allowlist ------------------------------------------------------------ */
 
 struct lib {
@@ -377,19 +381,20 @@ struct lib {
 	const luaL_Reg *ours;    /* our functions (upvalue 1: the stock module) */
 };
 
-static const char *const base_keep[] = {
-	"assert", "error", "getmetatable", "ipairs", "next", "pairs", "rawequal", "rawget",
-	"rawlen", "rawset", "select", "setmetatable", "tonumber", "type", "warn", "_VERSION",
-	/* dofile, loadfile: read files.
-	 * require: there is no package library, and it reaches package.loaded. */
-	NULL
-};
+static const char *const base_keep[] = { "assert", "error", "getmetatable", "ipairs", "next",
+					 "pairs", "rawequal", "rawget", "rawlen", "rawset",
+					 "select", "setmetatable", "tonumber", "type", "warn",
+					 "_VERSION",
+					 /* dofile, loadfile: read files. require is ours (stock:
+					  * package.loaded, C libraries). */
+					 NULL };
 static const luaL_Reg base_ours[] = { { "print", l_print }, /* to the capped buffer, not fd 1 */
 				      { "tostring", l_tostring },             /* no addresses */
 				      { "load", l_load },                     /* text chunks only */
 				      { "collectgarbage", l_collectgarbage }, /* "count" only */
-				      { "pcall", l_pcall },   /* cannot catch a limit */
-				      { "xpcall", l_xpcall }, /* cannot catch a limit */
+				      { "pcall", l_pcall },     /* cannot catch a limit */
+				      { "xpcall", l_xpcall },   /* cannot catch a limit */
+				      { "require", l_require }, /* only the libraries of libs[] */
 				      { NULL, NULL } };
 static const char *const string_keep[] = {
 	"byte", "char", "find", "gmatch", "gsub", "len", "lower", "match", "pack", "packsize",
@@ -441,6 +446,36 @@ static const struct lib libs[] = {
 	{ LUA_IOLIBNAME, NULL, NULL, io_ours },
 	{ "json", NULL, NULL, tp_ljson_lib }, /* ours (ljsonlib.c); fill_lib adds json.null */
 };
+
+/* require(name): the table of a library of libs[] this environment built (as
+ * package.loaded would give it: the same table as the global, whatever the
+ * snippet did to the global since); any other name is refused like a name the
+ * policy left out. Never package.loaded, never a C library: _LOADED also holds
+ * the stock tables (io as "tidepool.io"), so only these names are looked up. */
+static int l_require(lua_State *L)
+{
+	const char *name = luaL_checkstring(L, 1);
+	const struct tp_policy *p = tp_sandbox_policy();
+	char have[160] = "", msg[400];
+
+	luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+	for (size_t i = 1; i < sizeof libs / sizeof libs[0]; i++) {
+		if (lua_getfield(L, -1, libs[i].name) != LUA_TTABLE) {
+			lua_pop(L, 1);
+			continue;
+		}
+		if (strcmp(name, libs[i].name) == 0)
+			return 1;
+		lua_pop(L, 1);
+		snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s",
+			 have[0] ? ", " : "", libs[i].name);
+	}
+	snprintf(msg, sizeof msg,
+		 "require('%.60s') is not available in the sandbox (policy %s: no modules; its "
+		 "libraries are globals: %s)",
+		 name, p ? p->name : "?", have);
+	return tp_lua_guard_refuse(L, TP_KIND_POLICY_VIOLATION, msg);
+}
 
 /* ---- the policy's choice -------------------------------------------------------- */
 
@@ -874,7 +909,7 @@ int tp_lenv_open(lua_State *L)
 		fill_lib(L, lib);
 		if (strcmp(lib->name, LUA_IOLIBNAME) == 0)
 			open_file_shims(L);
-		if (lib->open == NULL && lib->keep == NULL && !is_base && !has_entries(L)) {
+		if (strcmp(lib->name, "json") == 0 && !has_entries(L)) {
 			lua_pop(L, 1); /* json, none of it allowed: no global, a refusal */
 			continue;
 		}

@@ -210,3 +210,25 @@ def test_a_policy_may_give_one_function(gated_host):
     r = gated_host.exec("return json.null", policy="encodeonly")
     assert (r["error"]["kind"], r["error"]["message"]) == \
         ("policy_violation", "json.null is not available in the sandbox (policy encodeonly)")
+
+
+def test_require_json_is_the_global(shared_host):
+    # LLM-written Lua starts with `local json = require("json")`: require gives the
+    # libraries the snippet already has, the same tables as the globals.
+    r = shared_host.exec("local j = require('json') json = nil return j.encode({1}), require('json') ~= nil")
+    assert ok(r) == ["[1]", True]
+
+
+def test_require_json_without_json(gated_host):
+    r = gated_host.exec("return require('json')", policy="nojson")
+    assert (r["error"]["kind"], r["error"]["message"]) == \
+        ("policy_violation", "require('json') is not available in the sandbox (policy nojson: no modules; "
+                             "its libraries are globals: string, table, math, utf8, coroutine, os, io)")
+
+
+def test_a_policy_without_io_still_names_io_refusals(gated_host):
+    # Only json is left out of _G when a policy gives none of it; io stays a
+    # table whose stock names are refused with their reason.
+    r = gated_host.exec("return io.open('/etc/passwd')", policy="nojson")
+    assert (r["error"]["kind"], r["error"]["message"]) == \
+        ("policy_violation", "io.open is not available in the sandbox (policy nojson: no files)")
