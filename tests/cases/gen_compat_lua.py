@@ -75,8 +75,10 @@ def main():
             c = {"name": s["name"], "code": s["code"], "preset": "standard", "status": "same"}
             c.update({k: v for k, v in old.get(s["name"], {}).items() if k not in ("name", "code", "reference")})
             cases.append(c)
-    for c in cases:
+    order = ["name", "code", "preset", "inputs", "seed", "status", "reason", "expect", "reference"]
+    for i, c in enumerate(cases):
         c["reference"] = reference(c)
+        cases[i] = {k: c[k] for k in order + sorted(set(c) - set(order)) if k in c}
     with open(TABLE, "w") as f:
         json.dump({"about": "Lua snippets of the kind LLMs write, what plain lua5.4 does with each "
                             "(reference, by tests/cases/gen_compat_lua.py) and what tidepool does: "
