@@ -187,6 +187,7 @@ char *tp_msg_reply_encode(const struct tp_reply *r, size_t *len)
 	put_text(&w, &f->type);
 	put_text(&w, &f->message);
 	put_text(&w, &f->traceback);
+	put_json(&w, f->data);
 	return finish(&w, len);
 }
 
@@ -388,10 +389,11 @@ int tp_msg_claimable(enum tp_kind kind)
 	}
 }
 
-static const char *check_failure(struct rbuf *r, struct tp_failure *f)
+static const char *check_failure(struct rbuf *r, const struct tp_limits *lim, struct tp_failure *f)
 {
 	unsigned kind = get_u8(r);
 	uint32_t id = get_u32(r), line;
+	const char *why = NULL;
 
 	f->limit = get_u64(r);
 	f->used = get_u64(r);
@@ -401,6 +403,9 @@ static const char *check_failure(struct rbuf *r, struct tp_failure *f)
 	get_text(r, TP_MSG_MAX_TEXT, &f->traceback);
 	if (r->bad)
 		return "a text is longer than its cap or than the message";
+	f->data = get_json(r, lim->result_bytes, lim->result_depth, &why);
+	if (why != NULL)
+		return why;
 	if (kind >= TP_KIND__COUNT || !tp_msg_claimable((enum tp_kind)kind))
 		return "a kind the language layer may not claim";
 	f->kind = (enum tp_kind)kind;
@@ -417,7 +422,8 @@ static const char *check_failure(struct rbuf *r, struct tp_failure *f)
 
 size_t tp_msg_reply_max(const struct tp_limits *lim)
 {
-	/* header, flags, usage, the failure's numbers and four length words: < 128 */
+	/* header, flags, usage, the failure's numbers and five length words: < 128. A
+	 * failure's data (at most result_bytes) comes instead of the value. */
 	return (size_t)lim->result_bytes + TP_MSG_MAX_TYPE + 2 * (size_t)TP_MSG_MAX_TEXT + 128;
 }
 
@@ -451,7 +457,7 @@ int tp_msg_reply_decode(const char *buf, size_t len, const struct tp_limits *lim
 		if (out->value == NULL && why == NULL)
 			why = "an ok reply without a value";
 	} else {
-		why = check_failure(&r, &out->error);
+		why = check_failure(&r, lim, &out->error);
 	}
 	if (why == NULL && r.off != len)
 		why = "bytes after the message";
@@ -605,6 +611,7 @@ void tp_reply_free(struct tp_reply *r)
 	tp_text_free(&r->error.type);
 	tp_text_free(&r->error.message);
 	tp_text_free(&r->error.traceback);
+	json_decref(r->error.data);
 	memset(r, 0, sizeof *r);
 	r->error.limit_id = -1;
 }

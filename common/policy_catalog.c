@@ -8,7 +8,7 @@
 #include "policy.h"
 
 const char *const tp_catalog_lua_libraries[] = {
-	"base", "string", "table", "math", "utf8", "coroutine", "os", "io", NULL,
+	"base", "string", "table", "math", "utf8", "coroutine", "os", "io", "json", NULL,
 };
 
 /* Every function of every library above; "base" ones without a prefix. */
@@ -36,6 +36,7 @@ const char *const tp_catalog_lua_functions[] = {
 	"collectgarbage",
 	"pcall",
 	"xpcall",
+	"require",
 	/* string */
 	"string.byte",
 	"string.char",
@@ -111,6 +112,10 @@ const char *const tp_catalog_lua_functions[] = {
 	"os.time",
 	/* io: output only (io.open and io.lines come with a filesystem grant) */
 	"io.write",
+	/* json (ours: lua-sandbox/ljsonlib.c) */
+	"json.decode",
+	"json.encode",
+	"json.null",
 	NULL,
 };
 

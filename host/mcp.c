@@ -188,6 +188,9 @@ static const char output_schema_text[] =
     "  \"message\": {\"type\": \"string\"},"
     "  \"traceback\": {\"anyOf\": [{\"type\": \"string\"}, {\"type\": \"null\"}]},"
     "  \"line\": {\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"null\"}]},"
+    "  \"data\": {\"description\": \"a Lua error({...}) table as JSON\", \"anyOf\": ["
+    "   {\"type\": \"null\"}, {\"type\": \"boolean\"}, {\"type\": \"number\"},"
+    "   {\"type\": \"string\"}, {\"type\": \"array\"}, {\"type\": \"object\"}]},"
     "  \"limit\": {\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\"},"
     "   \"limit\": {\"type\": \"integer\"}, \"used\": {\"type\": \"integer\"}},"
     "   \"required\": [\"name\", \"limit\", \"used\"]},"
@@ -293,6 +296,11 @@ static void tool_description(char *desc, size_t cap, const struct tp_lang_info *
 			strv_text(desc, cap, &p->lua_functions, " and ");
 		}
 		append(desc, cap, " (anything else is nil).");
+		for (size_t i = 0; i < p->lua_libraries.n; i++)
+			if (strcmp(p->lua_libraries.v[i], "json") == 0)
+				append(desc, cap,
+				       " json.encode(value) gives JSON text, json.decode(text) a "
+				       "value; json.null stands for null.");
 	}
 	append(desc, cap,
 	       " To keep variables, functions and imports for later calls, pass session: "

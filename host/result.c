@@ -91,6 +91,8 @@ static json_t *reply_error(const struct tp_failure *f)
 	put(&e, "message", text_or_null(&f->message));
 	put(&e, "traceback", text_or_null(&f->traceback));
 	put(&e, "line", f->line > 0 ? json_integer(f->line) : json_null());
+	if (f->data != NULL) /* decoded within the exec's result caps */
+		put(&e, "data", json_incref(f->data));
 	if (f->limit_id >= 0)
 		put(&e, "limit",
 		    limit_json(tp_limit_name((enum tp_limit_id)f->limit_id), f->limit, f->used));

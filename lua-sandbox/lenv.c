@@ -368,6 +368,10 @@ static int co_wrap(lua_State *L)
 	return 1;
 }
 
+/* ---- require: the libraries the snippet already has ------------------------------ */
+
+static int l_require(lua_State *L);
+
 /* ---- the allowlist ------------------------------------------------------------ */
 
 struct lib {
@@ -377,19 +381,20 @@ struct lib {
 	const luaL_Reg *ours;    /* our functions (upvalue 1: the stock module) */
 };
 
-static const char *const base_keep[] = {
-	"assert", "error", "getmetatable", "ipairs", "next", "pairs", "rawequal", "rawget",
-	"rawlen", "rawset", "select", "setmetatable", "tonumber", "type", "warn", "_VERSION",
-	/* dofile, loadfile: read files.
-	 * require: there is no package library, and it reaches package.loaded. */
-	NULL
-};
+static const char *const base_keep[] = { "assert", "error", "getmetatable", "ipairs", "next",
+					 "pairs", "rawequal", "rawget", "rawlen", "rawset",
+					 "select", "setmetatable", "tonumber", "type", "warn",
+					 "_VERSION",
+					 /* dofile, loadfile: read files. require is ours (stock:
+					  * package.loaded, C libraries). */
+					 NULL };
 static const luaL_Reg base_ours[] = { { "print", l_print }, /* to the capped buffer, not fd 1 */
 				      { "tostring", l_tostring },             /* no addresses */
 				      { "load", l_load },                     /* text chunks only */
 				      { "collectgarbage", l_collectgarbage }, /* "count" only */
-				      { "pcall", l_pcall },   /* cannot catch a limit */
-				      { "xpcall", l_xpcall }, /* cannot catch a limit */
+				      { "pcall", l_pcall },     /* cannot catch a limit */
+				      { "xpcall", l_xpcall },   /* cannot catch a limit */
+				      { "require", l_require }, /* only the libraries of libs[] */
 				      { NULL, NULL } };
 static const char *const string_keep[] = {
 	"byte", "char", "find", "gmatch", "gsub", "len", "lower", "match", "pack", "packsize",
@@ -439,7 +444,38 @@ static const struct lib libs[] = {
 	{ LUA_COLIBNAME, luaopen_coroutine, coroutine_keep, coroutine_ours },
 	{ LUA_OSLIBNAME, luaopen_os, os_keep, NULL },
 	{ LUA_IOLIBNAME, NULL, NULL, io_ours },
+	{ "json", NULL, NULL, tp_ljson_lib }, /* ours (ljsonlib.c); fill_lib adds json.null */
 };
+
+/* require(name): the table of a library of libs[] this environment built (as
+ * package.loaded would give it: the same table as the global, whatever the
+ * snippet did to the global since); any other name is refused like a name the
+ * policy left out. Never package.loaded, never a C library: _LOADED also holds
+ * the stock tables (io as "tidepool.io"), so only these names are looked up. */
+static int l_require(lua_State *L)
+{
+	const char *name = luaL_checkstring(L, 1);
+	const struct tp_policy *p = tp_sandbox_policy();
+	char have[160] = "", msg[400];
+
+	luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+	for (size_t i = 1; i < sizeof libs / sizeof libs[0]; i++) {
+		if (lua_getfield(L, -1, libs[i].name) != LUA_TTABLE) {
+			lua_pop(L, 1);
+			continue;
+		}
+		if (strcmp(name, libs[i].name) == 0)
+			return 1;
+		lua_pop(L, 1);
+		snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s",
+			 have[0] ? ", " : "", libs[i].name);
+	}
+	snprintf(msg, sizeof msg,
+		 "require('%.60s') is not available in the sandbox (policy %s: no modules; its "
+		 "libraries are globals: %s)",
+		 name, p ? p->name : "?", have);
+	return tp_lua_guard_refuse(L, TP_KIND_POLICY_VIOLATION, msg);
+}
 
 /* ---- the policy's choice -------------------------------------------------------- */
 
@@ -518,14 +554,19 @@ static void fill_lib(lua_State *L, const struct lib *lib)
 		lua_pushcclosure(L, r->func, 1);
 		lua_setfield(L, -3, r->name);
 	}
+	if (strcmp(lib->name, "json") == 0 && allowed(lib->name, "null")) {
+		lua_pushlightuserdata(L, NULL); /* JSON null: ljson.c knows it */
+		lua_setfield(L, -3, "null");
+	}
 	lua_pop(L, 1);
 }
 
 /* ---- refusals that name themselves ------------------------------------------------ */
 
-/* Names stock Lua 5.4 has that a policy may leave out, and what that denies. A
- * name of tidepool's catalog the policy left out is refused with no reason
- * beyond the policy; a name stock Lua lacks reads as nil, as in plain Lua. */
+/* Names stock Lua 5.4 has that a policy may leave out, and what that denies
+ * (and json, tidepool's own library, left out of _G when the policy gives none
+ * of it). A name of tidepool's catalog the policy left out is refused with no
+ * reason beyond the policy; a name stock Lua lacks reads as nil, as in plain Lua. */
 struct stock {
 	const char *lib, *name, *why;
 };
@@ -574,6 +615,8 @@ static int refuse_index(lua_State *L)
 			known = 1;
 			why = stock[i].why;
 		}
+	if (!known && strcmp(lib, "_G") == 0 && strcmp(key, "json") == 0)
+		known = 1; /* tidepool's own library, which this policy does not give */
 	if (!known && !in_catalog(full))
 		return 0; /* not a name Lua has: nil, as in plain Lua */
 	if (why != NULL)
@@ -818,6 +861,15 @@ static int open_everything(lua_State *L)
 	lua_pushcfunction(L, l_io_write);
 	lua_setfield(L, -2, "write");
 	lua_pop(L, 2);
+	lua_createtable(L, 0, 3); /* json is tidepool's: every policy's */
+	luaL_setfuncs(L, tp_ljson_lib, 0);
+	lua_pushlightuserdata(L, NULL);
+	lua_setfield(L, -2, "null");
+	luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+	lua_pushvalue(L, -2);
+	lua_setfield(L, -2, "json"); /* require("json") finds it too */
+	lua_pop(L, 1);
+	lua_setglobal(L, "json");
 	for (size_t i = 0; i < sizeof watched / sizeof watched[0]; i++)
 		watch(L, watched[i][0], watched[i][1]);
 	lua_newtable(L); /* object ids, weak keys */
@@ -828,6 +880,15 @@ static int open_everything(lua_State *L)
 	lua_setfield(L, LUA_REGISTRYINDEX, IDS_KEY);
 	lua_setwarnf(L, warnf, NULL);
 	return 0;
+}
+
+static int has_entries(lua_State *L)
+{
+	lua_pushnil(L);
+	if (!lua_next(L, -2))
+		return 0;
+	lua_pop(L, 2);
+	return 1;
 }
 
 /* Installs a fresh globals table holding exactly the allowlist. */
@@ -848,6 +909,10 @@ int tp_lenv_open(lua_State *L)
 		fill_lib(L, lib);
 		if (strcmp(lib->name, LUA_IOLIBNAME) == 0)
 			open_file_shims(L);
+		if (strcmp(lib->name, "json") == 0 && !has_entries(L)) {
+			lua_pop(L, 1); /* json, none of it allowed: no global, a refusal */
+			continue;
+		}
 		luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
 		lua_pushvalue(L, -2);
 		lua_setfield(L, -2, lib->name); /* _LOADED holds what the snippet sees */

@@ -13,6 +13,7 @@
 
 #include "ljson.h"
 
+#include <lauxlib.h>
 #include <lua.h>
 
 #include "shm.h"
@@ -22,6 +23,9 @@
 
 /* Environment (lenv.c). */
 int tp_lenv_open(lua_State *L);
+
+/* json.encode and json.decode (ljsonlib.c); json.null is the light userdata NULL. */
+extern const luaL_Reg tp_ljson_lib[];
 /* The C message handler xpcall installs around the caller's handler. */
 int tp_lenv_xpcall_msgh(lua_State *L);
 /* Pushes the pointer-free text of the value at idx ("table: #3"); may call __tostring. */
@@ -45,6 +49,8 @@ lua_State *tp_lua_guard_enter(lua_State *co);
 void tp_lua_guard_leave(lua_State *prev);
 /* Appends output. On overflow trips output_limit and, when L is not NULL, raises;
  * with L NULL (warnings, maybe inside the GC) the next hook event raises. */
+/* The exec's result caps (result_depth, result_bytes): json.encode/decode's too. */
+void tp_lua_guard_caps(struct tp_ljson_caps *caps);
 void tp_lua_guard_write(lua_State *L, enum tp_stream s, const char *buf, size_t n);
 
 #endif

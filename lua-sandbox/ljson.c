@@ -432,6 +432,12 @@ static int conv_value(lua_State *L, struct conv *c, int idx, uint64_t depth, jso
 			return -1;
 		attach(L, c, parent, slot, tp_utf8_json(s, n));
 		return 0;
+	case LUA_TLIGHTUSERDATA:
+		if (lua_touserdata(L, idx) == NULL) { /* json.null */
+			v = json_null();
+			break;
+		}
+		/* fall through */
 	default: /* functions, threads, userdata: their type name, never an address */
 		snprintf(buf, sizeof buf, "<%s>", lua_typename(L, lua_type(L, idx)));
 		v = json_string(buf);
@@ -512,45 +518,63 @@ void tp_ljson_from_lua(lua_State *L, int n, const struct tp_ljson_caps *caps,
 
 /* ---- JSON -> Lua ----------------------------------------------------------- */
 
-static void push_value(lua_State *L, const json_t *v, uint64_t depth, uint64_t max);
+struct push {
+	uint64_t max;
+	int nulls;         /* null inside a table -> json.null (else a hole) */
+	const char *where; /* for the depth error: "input" or "json.decode: value" */
+};
 
-static void enter_table(lua_State *L, uint64_t depth, uint64_t max)
+static void push_value(lua_State *L, const json_t *v, uint64_t depth, const struct push *p);
+
+static void enter_table(lua_State *L, uint64_t depth, const struct push *p)
 {
-	if (depth > max)
-		luaL_error(L, "input nested deeper than %d", (int)max);
+	if (depth > p->max) {
+		if (p->nulls)
+			luaL_error(L, "%s nested deeper than result_depth (%d)", p->where,
+				   (int)p->max);
+		luaL_error(L, "%s nested deeper than %d", p->where, (int)p->max);
+	}
 	luaL_checkstack(L, 4, "input nested too deep");
 }
 
-static void push_array(lua_State *L, const json_t *v, uint64_t depth, uint64_t max)
+static void push_member(lua_State *L, const json_t *v, uint64_t depth, const struct push *p)
+{
+	if (p->nulls && json_is_null(v))
+		lua_pushlightuserdata(L, NULL); /* json.null */
+	else
+		push_value(L, v, depth, p);
+}
+
+static void push_array(lua_State *L, const json_t *v, uint64_t depth, const struct push *p)
 {
 	size_t n = json_array_size(v);
 
-	enter_table(L, depth, max);
+	enter_table(L, depth, p);
 	lua_createtable(L, n < INT32_MAX ? (int)n : 0, 0);
 	for (size_t i = 0; i < n; i++) {
-		push_value(L, json_array_get(v, i), depth + 1, max);
+		push_member(L, json_array_get(v, i), depth + 1, p);
 		lua_rawseti(L, -2, (lua_Integer)i + 1); /* null leaves a hole */
 	}
 }
 
-static void push_object(lua_State *L, const json_t *v, uint64_t depth, uint64_t max)
+static void push_object(lua_State *L, const json_t *v, uint64_t depth, const struct push *p)
 {
 	json_t *obj = (json_t *)v;
 
-	enter_table(L, depth, max);
+	enter_table(L, depth, p);
 	lua_createtable(L, 0, (int)(json_object_size(obj) & 0x7fffffff));
 	for (void *it = json_object_iter(obj); it; it = json_object_iter_next(obj, it)) {
 		lua_pushlstring(L, json_object_iter_key(it), json_object_iter_key_len(it));
-		push_value(L, json_object_iter_value(it), depth + 1, max);
+		push_member(L, json_object_iter_value(it), depth + 1, p);
 		lua_rawset(L, -3); /* null leaves no entry */
 	}
 }
 
-static void push_value(lua_State *L, const json_t *v, uint64_t depth, uint64_t max)
+static void push_value(lua_State *L, const json_t *v, uint64_t depth, const struct push *p)
 {
 	switch (json_typeof(v)) {
-	case JSON_OBJECT: push_object(L, v, depth, max); break;
-	case JSON_ARRAY: push_array(L, v, depth, max); break;
+	case JSON_OBJECT: push_object(L, v, depth, p); break;
+	case JSON_ARRAY: push_array(L, v, depth, p); break;
 	case JSON_STRING: lua_pushlstring(L, json_string_value(v), json_string_length(v)); break;
 	case JSON_INTEGER: lua_pushinteger(L, (lua_Integer)json_integer_value(v)); break;
 	case JSON_REAL: lua_pushnumber(L, (lua_Number)json_real_value(v)); break;
@@ -562,6 +586,16 @@ static void push_value(lua_State *L, const json_t *v, uint64_t depth, uint64_t m
 
 void tp_ljson_push(lua_State *L, const json_t *v, uint64_t max_depth)
 {
+	struct push p = { max_depth, 0, "input" };
+
 	luaL_checkstack(L, 4, "input nested too deep");
-	push_value(L, v, 1, max_depth);
+	push_value(L, v, 1, &p);
+}
+
+void tp_ljson_push_decoded(lua_State *L, const json_t *v, uint64_t max_depth)
+{
+	struct push p = { max_depth, 1, "json.decode: value" };
+
+	luaL_checkstack(L, 4, "input nested too deep");
+	push_value(L, v, 1, &p);
 }

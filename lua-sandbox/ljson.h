@@ -13,6 +13,9 @@
  *   2. JSON -> Lua: tp_ljson_push(L, v, max_depth) inside a protected call; it
  *      raises a Lua error ("input nested deeper than N") or a memory error.
  *   3. Strings go through common/utf8.h: invalid UTF-8 becomes U+FFFD.
+ *   4. json.null, the light userdata NULL, is JSON null wherever it is (Lua ->
+ *      JSON); tp_ljson_push_decoded gives it for a null inside an array or an
+ *      object (json.decode), so arrays keep their length.
  */
 #ifndef TP_LJSON_H
 #define TP_LJSON_H
@@ -54,5 +57,8 @@ void tp_ljson_from_lua(lua_State *L, int n, const struct tp_ljson_caps *caps,
 
 /* Pushes the Lua form of v: null -> nil, arrays -> tables 1..n, objects -> tables. */
 void tp_ljson_push(lua_State *L, const json_t *v, uint64_t max_depth);
+/* The same for json.decode: a null inside a table -> json.null (the top one is nil);
+ * deeper than max_depth raises "json.decode: value nested deeper than result_depth (N)". */
+void tp_ljson_push_decoded(lua_State *L, const json_t *v, uint64_t max_depth);
 
 #endif

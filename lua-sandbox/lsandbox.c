@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jsonio.h"
 #include "lalloc.h"
 #include "ljson.h"
 #include "utf8.h"
@@ -181,6 +182,12 @@ void tp_lua_guard_status(lua_State *L, int status)
 		tp_lua_guard_raise(L);
 	if (status == LUA_ERRERR)
 		lua_error(L);
+}
+
+void tp_lua_guard_caps(struct tp_ljson_caps *caps)
+{
+	caps->depth = g_lim.result_depth;
+	caps->bytes = g_lim.result_bytes;
 }
 
 void tp_lua_guard_thread(lua_State *L, lua_State *co)
@@ -423,12 +430,80 @@ static json_t *error_message(lua_State *L, int idx, int *line)
 	}
 }
 
+/* A table error value (error({code = 42, message = "..."})) as JSON, under the
+ * result caps, raw access only; its message is its "message" field when that is
+ * a string, else its JSON text. NULL data when it cannot become JSON: the
+ * message then says why. */
+static json_t *table_error(lua_State *L, json_t **msg)
+{
+	struct tp_ljson_caps caps = { g_lim.result_depth, g_lim.result_bytes };
+	struct tp_ljson_out out;
+	char buf[TP_LJSON_MESSAGE_MAX + 64], cap[64];
+	const char *why = NULL;
+	int has_message = 0;
+
+	lend_reserve(1); /* like the returned value's conversion */
+	if (!lua_checkstack(L, 4)) {
+		lend_reserve(0);
+		return NULL;
+	}
+	lua_pushliteral(L, "message");
+	if (lua_rawget(L, -2) == LUA_TSTRING) {
+		size_t n;
+		const char *s = lua_tolstring(L, -1, &n);
+		json_decref(*msg);
+		*msg = capped_string(s, n);
+		has_message = 1;
+	}
+	lua_pop(L, 1);
+	lua_pushvalue(L, -1);
+	tp_ljson_from_lua(L, 1, &caps, &out); /* pops the copy */
+	lend_reserve(0);
+	switch (out.fail) {
+	case TP_LJSON_OK: break;
+	case TP_LJSON_DEPTH:
+		snprintf(cap, sizeof cap, "nested deeper than result_depth (%llu)",
+			 (unsigned long long)caps.depth);
+		why = cap;
+		break;
+	case TP_LJSON_BYTES:
+		snprintf(cap, sizeof cap, "longer than result_bytes (%llu)",
+			 (unsigned long long)caps.bytes);
+		why = cap;
+		break;
+	case TP_LJSON_CYCLE: why = "cycle in value"; break;
+	case TP_LJSON_KEYS:
+	case TP_LJSON_NUMBER: why = out.message; break;
+	case TP_LJSON_LUAERR: why = "out of memory"; break;
+	}
+	if (why != NULL) {
+		if (!has_message) {
+			snprintf(buf, sizeof buf, "(error object is a table value: %s)", why);
+			json_decref(*msg);
+			*msg = json_string(buf);
+		}
+		return NULL;
+	}
+	if (!has_message) {
+		char *text = tp_json_dumps(out.value, JSON_COMPACT | JSON_ENCODE_ANY);
+		if (text != NULL) {
+			json_decref(*msg);
+			*msg = capped_string(text, strlen(text));
+			free(text);
+		}
+	}
+	return out.value;
+}
+
 /* The error value on top of the stack as the reply's failure. */
 static int error_failure(lua_State *L, enum stage stage, struct tp_failure *f)
 {
 	int line = -1, rc;
-	json_t *msg = error_message(L, -1, &line), *tb = NULL;
+	json_t *msg = error_message(L, -1, &line), *tb = NULL, *data = NULL;
 	const char *type = luaL_typename(L, -1);
+
+	if (stage == ST_RUN && lua_type(L, -1) == LUA_TTABLE)
+		data = table_error(L, &msg);
 
 	if (stage == ST_INPUTS)
 		rc = tp_verdict_failure(f, TP_KIND_INPUT_ERROR, NULL, msg, NULL, line);
@@ -438,7 +513,10 @@ static int error_failure(lua_State *L, enum stage stage, struct tp_failure *f)
 		tb = traceback(L);
 		rc = tp_verdict_failure(f, TP_KIND_RUNTIME_ERROR, type, msg, tb,
 					line > 0 ? line : g_err_line);
+		if (rc == 0)
+			f->data = json_incref(data);
 	}
+	json_decref(data);
 	json_decref(msg);
 	json_decref(tb);
 	return rc;

@@ -132,13 +132,18 @@ static void on_frame(struct ctx *c, const char *buf, size_t len)
 		CHECK(r.error.message.s != NULL && r.error.message.n <= TP_MSG_MAX_TEXT);
 		CHECK(r.error.type.n <= TP_MSG_MAX_TYPE && r.error.traceback.n <= TP_MSG_MAX_TEXT);
 		CHECK(r.error.limit_id >= -1 && r.error.limit_id < TP_LIMIT__COUNT);
+		if (r.error.data != NULL) { /* a Lua error table: under the value's caps */
+			char *d = json_dumps(r.error.data, JSON_COMPACT | JSON_ENCODE_ANY);
+			CHECK(d != NULL && strlen(d) <= c->lim.result_bytes);
+			free(d);
+		}
 	}
 	/* Re-encoding what was decoded gives the same bytes back, but for a value
-	 * whose JSON text the decoder normalized (spacing, escapes). */
+	 * or an error's data whose JSON text the decoder normalized (spacing, escapes). */
 	size_t n;
 	char *again = tp_msg_reply_encode(&r, &n);
 	CHECK(again != NULL);
-	CHECK(!r.ok ? n == len && memcmp(again, buf, n) == 0 : 1);
+	CHECK(!r.ok && r.error.data == NULL ? n == len && memcmp(again, buf, n) == 0 : 1);
 	free(again);
 	outcome(c, &r);
 	tp_reply_free(&r);

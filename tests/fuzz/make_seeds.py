@@ -87,7 +87,7 @@ KINDS = {"syntax_error": 1, "runtime_error": 2, "memory_limit": 3, "instruction_
 ABSENT = 0xffffffff
 
 
-def msg_header(kind, version=3):
+def msg_header(kind, version=4):
     return struct.pack("<IBBBB", 0x676d7074, version, kind, 0, 0)
 
 
@@ -100,10 +100,10 @@ def ok_reply(value, repr=0, usage=(10, 100, 500), raw=None, seq=1):
     return msg_header(2) + struct.pack("<QBBQQQ", seq, 1, repr, *usage) + text(v)
 
 
-def err_reply(kind, type, message, traceback=None, line=0, limit=None, usage=(1, 1, 0), seq=1):
+def err_reply(kind, type, message, traceback=None, line=0, limit=None, usage=(1, 1, 0), seq=1, data=None):
     lid, lv, lu = limit if limit else (ABSENT, 0, 0)
     return (msg_header(2) + struct.pack("<QBBQQQ", seq, 0, 0, *usage) + struct.pack("<BIQQI", KINDS[kind], lid, lv, lu, line)
-            + text(type) + text(message) + text(traceback))
+            + text(type) + text(message) + text(traceback) + text(data))
 
 
 def request(code, inputs=None, limits=(64 << 20, 0, 5000, 10000, 1 << 20, 1 << 20, 64, 100), seed=None, seq=1):
@@ -155,6 +155,14 @@ W = {
     "hostile_wrong_version": (header(), page(), frame(msg_header(2, version=9) + OK[8:])),
     "hostile_bad_limit_id": (header(), page(), frame(err_reply("memory_limit", None, b"m", limit=(77, 1, 2)))),
     "hostile_no_message": (header(), page(), frame(err_reply("runtime_error", b"string", None))),
+    # an error({...}) table's data (version 4), and data past the caps
+    "error_data": (header(), page(), frame(err_reply("runtime_error", b"table", b"bad input", b"tb", 2,
+                                                      data=b'{"code":42,"message":"bad input","list":[1,null]}'))),
+    "hostile_data_too_deep": (header(depth=3), page(), frame(err_reply("runtime_error", b"table", b"x", data=b'[[[[1]]]]'))),
+    "hostile_data_too_big": (header(rbytes=2), page(), frame(err_reply("runtime_error", b"table", b"x", data=b'"' + b"y" * 300 + b'"'))),
+    "hostile_data_not_json": (header(), page(), frame(err_reply("runtime_error", b"table", b"x", data=b'{"a":'))),
+    "hostile_data_dup_keys": (header(), page(), frame(err_reply("runtime_error", b"table", b"x", data=b'{"a":1,"a":2}'))),
+    "hostile_old_version": (header(), page(), frame(msg_header(2, version=3) + ERR[8:-4])),
 }
 for name, (h, pg, ch) in W.items():
     put("worker_reply", name, h + pg + OUT + ch)

@@ -379,8 +379,9 @@ def test_descriptions_state_the_policys_real_limits_and_imports(mcp):
     imports = "Only these modules can be imported: " + ", ".join(mods[:-1]) + " and " + mods[-1] + \
         " (any other import is a policy_violation)."
     assert imports in tools["run_python"]["description"]
-    assert "Libraries: base, string, table, math, utf8 and coroutine; functions: os.clock, os.date, " \
-           "os.difftime, os.time and io.write (anything else is nil)." in tools["run_lua"]["description"]
+    assert "Libraries: base, string, table, math, utf8, coroutine and json; functions: os.clock, os.date, " \
+           "os.difftime, os.time and io.write (anything else is nil). json.encode(value) gives JSON " \
+           "text, json.decode(text) a value; json.null stands for null." in tools["run_lua"]["description"]
     # what a description says is what happens
     res = mcp.tool("run_python", {"code": "import os"})
     assert res["structuredContent"]["error"]["kind"] == "policy_violation"

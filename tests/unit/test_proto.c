@@ -499,6 +499,20 @@ static void test_check_reply(void)
 	roundtrip(&r, -1);
 	r.error.type.s = NULL;
 	r.error.type.n = 0;
+	/* A Lua error table's data: carried as JSON under the value's caps. */
+	r.error.data = json_loads("{\"c\":4,\"l\":[null]}", 0, NULL);
+	d = roundtrip(&r, 0);
+	CHECK(d != NULL && json_equal(d->error.data, r.error.data));
+	json_decref(r.error.data);
+	r.error.data = json_loads("[[[[1]]]]", 0, NULL); /* deeper than result_depth */
+	roundtrip(&r, -1);
+	json_decref(r.error.data);
+	r.error.data = json_string("0123456789012345678901"); /* larger than result_bytes */
+	roundtrip(&r, -1);
+	tp_reply_free(&r);
+	r = failure(TP_KIND_RUNTIME_ERROR, "m");
+	d = roundtrip(&r, 0);
+	CHECK(d != NULL && d->error.data == NULL); /* absent stays absent */
 	tp_reply_free(&r);
 
 	/* Bytes that are no reply of this version. */
