@@ -14,6 +14,15 @@
 
 #include "tap.h"
 
+#ifdef TP_SANITIZE
+/* The embedded interpreter lives until this process exits, as in the zygote. */
+const char *__lsan_default_suppressions(void);
+const char *__lsan_default_suppressions(void)
+{
+	return "leak:libpython3.11.so\n";
+}
+#endif
+
 static struct tp_pyjson_out out;
 static char text[4096];
 
