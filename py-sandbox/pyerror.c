@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pyalloc.h"
 #include "pyjson.h"
 
 #define MAX_ERROR_TEXT (8u << 10)
@@ -215,7 +216,8 @@ static int ast_is(PyObject *node, const char *name)
 
 /* CPython 3.11's anchors in the segment (a BinOp's operator, a Subscript's
  * brackets), as byte offsets in seg: 1 found, 0 none. Parsed in C, as the
- * filename "<snippet>" (the audit hook refuses the parser's look for it). */
+ * filename "<snippet>" (the audit hook refuses the parser's look for it).
+ * Without the headroom for it, plain carets (as CPython's when its parse fails). */
 static int anchors_of(const char *seg, Py_ssize_t *left, Py_ssize_t *right, const char **primary,
 		      const char **secondary)
 {
@@ -224,6 +226,12 @@ static int anchors_of(const char *seg, Py_ssize_t *left, Py_ssize_t *right, cons
 	Py_ssize_t x, y;
 	int r = 0;
 
+	/* The parse allocates (an arena, the tokenizer's buffers): never so near the
+	 * memory limit that it would turn the snippet's error into memory_limit. */
+	const struct tp_pyalloc *m = tp_pyalloc_stats();
+	if (m->limit != 0 &&
+	    (m->current > m->limit || m->limit - m->current < (1u << 20) + 8 * strlen(seg)))
+		return 0;
 	flags.cf_flags = PyCF_ONLY_AST;
 	mod = Py_CompileStringExFlags(seg, SNIPPET, Py_file_input, &flags, -1);
 	body = mod ? PyObject_GetAttrString(mod, "body") : NULL;
