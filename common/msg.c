@@ -184,6 +184,7 @@ char *tp_msg_reply_encode(const struct tp_reply *r, size_t *len)
 	put_u64(&w, f->limit);
 	put_u64(&w, f->used);
 	put_u32(&w, f->line > 0 ? (uint32_t)f->line : 0);
+	put_u32(&w, f->column > 0 ? (uint32_t)f->column : 0);
 	put_text(&w, &f->type);
 	put_text(&w, &f->message);
 	put_text(&w, &f->traceback);
@@ -392,12 +393,13 @@ int tp_msg_claimable(enum tp_kind kind)
 static const char *check_failure(struct rbuf *r, const struct tp_limits *lim, struct tp_failure *f)
 {
 	unsigned kind = get_u8(r);
-	uint32_t id = get_u32(r), line;
+	uint32_t id = get_u32(r), line, column;
 	const char *why = NULL;
 
 	f->limit = get_u64(r);
 	f->used = get_u64(r);
 	line = get_u32(r);
+	column = get_u32(r);
 	get_text(r, TP_MSG_MAX_TYPE, &f->type);
 	get_text(r, TP_MSG_MAX_TEXT, &f->message);
 	get_text(r, TP_MSG_MAX_TEXT, &f->traceback);
@@ -415,6 +417,9 @@ static const char *check_failure(struct rbuf *r, const struct tp_limits *lim, st
 	if (line > 100000000u)
 		return "a line number out of range";
 	f->line = (int)line;
+	if (column > 100000000u)
+		return "a column number out of range";
+	f->column = (int)column;
 	if (f->message.s == NULL)
 		return "an error without a message";
 	return NULL;

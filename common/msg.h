@@ -31,7 +31,7 @@
 #define TP_EXIT_LIMIT 158     /* a limit tripped and the grace period ran out */
 #define TP_EXIT_VIOLATION 159 /* seccomp trapped a syscall (128 + SIGSYS) */
 
-#define TP_MSG_VERSION 4
+#define TP_MSG_VERSION 5
 /* Caps the host holds a reply to; the worker cuts its texts below them. */
 #define TP_MSG_MAX_TYPE 256u
 #define TP_MSG_MAX_TEXT (64u << 10)
@@ -74,6 +74,7 @@ struct tp_failure {
 	struct tp_text message;   /* always present */
 	struct tp_text traceback; /* the snippet's own frames, or absent */
 	int line;                 /* snippet line, 0 = unknown */
+	int column;               /* 1-based column in that line (version 5), 0 = unknown */
 	json_t *data; /* owned, or NULL: the error's value as JSON (a Lua error({...}) table),
 		       * within the exec's result_bytes and result_depth */
 	int limit_id; /* enum tp_limit_id for a limit kind, else -1 */

@@ -188,6 +188,7 @@ static const char output_schema_text[] =
     "  \"message\": {\"type\": \"string\"},"
     "  \"traceback\": {\"anyOf\": [{\"type\": \"string\"}, {\"type\": \"null\"}]},"
     "  \"line\": {\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"null\"}]},"
+    "  \"column\": {\"anyOf\": [{\"type\": \"integer\"}, {\"type\": \"null\"}]},"
     "  \"data\": {\"description\": \"a Lua error({...}) table as JSON\", \"anyOf\": ["
     "   {\"type\": \"null\"}, {\"type\": \"boolean\"}, {\"type\": \"number\"},"
     "   {\"type\": \"string\"}, {\"type\": \"array\"}, {\"type\": \"object\"}]},"

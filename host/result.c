@@ -54,8 +54,9 @@ static json_t *limit_json(const char *name, uint64_t limit, uint64_t used)
 
 static json_t *new_error(enum tp_kind kind, enum tp_layer layer, const char *msg)
 {
-	return json_pack("{s:s, s:s, s:n, s:s, s:n, s:n}", "kind", tp_kind_name(kind), "layer",
-			 tp_layer_name(layer), "type", "message", msg, "traceback", "line");
+	return json_pack("{s:s, s:s, s:n, s:s, s:n, s:n, s:n}", "kind", tp_kind_name(kind), "layer",
+			 tp_layer_name(layer), "type", "message", msg, "traceback", "line",
+			 "column");
 }
 
 /* A worker's text, made valid UTF-8; absent stays absent (null). */
@@ -91,6 +92,7 @@ static json_t *reply_error(const struct tp_failure *f)
 	put(&e, "message", text_or_null(&f->message));
 	put(&e, "traceback", text_or_null(&f->traceback));
 	put(&e, "line", f->line > 0 ? json_integer(f->line) : json_null());
+	put(&e, "column", f->column > 0 ? json_integer(f->column) : json_null());
 	if (f->data != NULL) /* decoded within the exec's result caps */
 		put(&e, "data", json_incref(f->data));
 	if (f->limit_id >= 0)
@@ -129,6 +131,8 @@ static json_t *tripped_error(const struct tp_outcome *o)
 			put(&e, "traceback", text_or_null(&rf->traceback));
 		if (rf->line > 0)
 			put(&e, "line", json_integer(rf->line));
+		if (rf->column > 0)
+			put(&e, "column", json_integer(rf->column));
 		if (policy) /* the reply names what was refused */
 			put(&e, "message", text_or_null(&rf->message));
 	}

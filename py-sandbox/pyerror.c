@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pyalloc.h"
 #include "pyjson.h"
 
 #define MAX_ERROR_TEXT (8u << 10)
@@ -83,20 +84,35 @@ static void type_name(PyObject *v, char *out, size_t len)
 	snprintf(out, len, "%s", dot ? dot + 1 : name);
 }
 
-/* Line `line` of the snippet, without its indentation. */
-static void source_line(const struct tp_request *req, int line, char *out, size_t len)
+/* Line `line` of the snippet, whole (no newline), or NULL past its end. */
+static const char *whole_line(const struct tp_request *req, int line, size_t *n)
 {
 	const char *p = req->code, *end = req->code + req->code_len, *nl;
 
-	out[0] = '\0';
 	for (int i = 1; i < line && p < end; i++) {
 		nl = memchr(p, '\n', (size_t)(end - p));
 		p = nl ? nl + 1 : end;
 	}
-	while (p < end && (*p == ' ' || *p == '\t'))
-		p++;
+	if (line < 1 || (p == end && line > 1))
+		return NULL;
 	nl = memchr(p, '\n', (size_t)(end - p));
-	size_t n = (size_t)((nl ? nl : end) - p);
+	*n = (size_t)((nl ? nl : end) - p);
+	if (*n > 0 && p[*n - 1] == '\r')
+		(*n)--;
+	return p;
+}
+
+/* Line `line` of the snippet, without its indentation. */
+static void source_line(const struct tp_request *req, int line, char *out, size_t len)
+{
+	size_t n = 0;
+	const char *p = whole_line(req, line, &n);
+
+	out[0] = '\0';
+	if (p == NULL)
+		return;
+	while (n > 0 && (*p == ' ' || *p == '\t' || *p == '\f'))
+		p++, n--;
 	if (n >= len)
 		n = len - 1;
 	memcpy(out, p, n);
@@ -109,10 +125,8 @@ struct buf {
 	size_t dropped; /* frames left out to keep the text short */
 };
 
-static void buf_add(struct buf *b, const char *s)
+static void buf_addn(struct buf *b, const char *s, size_t n)
 {
-	size_t n = strlen(s);
-
 	if (b->len + n + 1 > b->cap) {
 		size_t cap = b->cap ? b->cap * 2 : 1024;
 		while (cap < b->len + n + 1)
@@ -122,8 +136,20 @@ static void buf_add(struct buf *b, const char *s)
 			return;
 		b->s = p, b->cap = cap;
 	}
-	memcpy(b->s + b->len, s, n + 1);
+	memcpy(b->s + b->len, s, n);
 	b->len += n;
+	b->s[b->len] = '\0';
+}
+
+static void buf_add(struct buf *b, const char *s)
+{
+	buf_addn(b, s, strlen(s));
+}
+
+static void buf_rep(struct buf *b, const char *s, Py_ssize_t times)
+{
+	for (Py_ssize_t i = 0; i < times; i++)
+		buf_addn(b, s, 1);
 }
 
 static int tb_line(PyObject *tb)
@@ -136,13 +162,180 @@ static int tb_line(PyObject *tb)
 	return line;
 }
 
-/* The snippet's own frames, innermost last, like Python's; *line = innermost. */
+/* Characters in the first `bytes` bytes of UTF-8 s (n bytes long), as
+ * CPython's _PyPegen_byte_offset_to_character_offset counts them. */
+static Py_ssize_t chars_of(const char *s, size_t n, Py_ssize_t bytes)
+{
+	Py_ssize_t c = 0;
+
+	if (bytes > (Py_ssize_t)n + 1)
+		bytes = (Py_ssize_t)n + 1;
+	if (bytes > (Py_ssize_t)n)
+		c++, bytes = (Py_ssize_t)n; /* CPython's count runs onto the NUL */
+	for (Py_ssize_t i = 0; i < bytes; i++)
+		if (((unsigned char)s[i] & 0xC0) != 0x80)
+			c++;
+	return c;
+}
+
+/* The byte index of character `chars` of UTF-8 s (n bytes long). */
+static size_t byte_of(const char *s, size_t n, Py_ssize_t chars)
+{
+	size_t i = 0;
+
+	for (Py_ssize_t c = 0; i < n; i++) {
+		if (((unsigned char)s[i] & 0xC0) != 0x80) {
+			if (c == chars)
+				break;
+			c++;
+		}
+	}
+	return i;
+}
+
+static int is_ws(char c)
+{
+	return c == ' ' || c == '\t' || c == '\f';
+}
+
+static int ast_int(PyObject *node, const char *attr, Py_ssize_t *out)
+{
+	PyObject *v = node ? PyObject_GetAttrString(node, attr) : NULL;
+	int ok = v != NULL && PyLong_Check(v);
+
+	if (ok)
+		*out = PyLong_AsSsize_t(v);
+	Py_XDECREF(v);
+	return ok && !PyErr_Occurred();
+}
+
+static int ast_is(PyObject *node, const char *name)
+{
+	return node != NULL && strcmp(_PyType_Name(Py_TYPE(node)), name) == 0;
+}
+
+/* CPython 3.11's anchors in the segment (a BinOp's operator, a Subscript's
+ * brackets), as byte offsets in seg: 1 found, 0 none. Parsed in C, as the
+ * filename "<snippet>" (the audit hook refuses the parser's look for it).
+ * Without the headroom for it, plain carets (as CPython's when its parse fails). */
+static int anchors_of(const char *seg, Py_ssize_t *left, Py_ssize_t *right, const char **primary,
+		      const char **secondary)
+{
+	PyCompilerFlags flags = _PyCompilerFlags_INIT;
+	PyObject *mod, *body, *expr = NULL, *a = NULL, *b = NULL;
+	Py_ssize_t x, y;
+	int r = 0;
+
+	/* The parse allocates (an arena, the tokenizer's buffers): never so near the
+	 * memory limit that it would turn the snippet's error into memory_limit. */
+	const struct tp_pyalloc *m = tp_pyalloc_stats();
+	if (m->limit != 0 &&
+	    (m->current > m->limit || m->limit - m->current < (1u << 20) + 8 * strlen(seg)))
+		return 0;
+	flags.cf_flags = PyCF_ONLY_AST;
+	mod = Py_CompileStringExFlags(seg, SNIPPET, Py_file_input, &flags, -1);
+	body = mod ? PyObject_GetAttrString(mod, "body") : NULL;
+	if (body == NULL || !PyList_Check(body) || PyList_GET_SIZE(body) != 1 ||
+	    !ast_is(PyList_GET_ITEM(body, 0), "Expr"))
+		goto out;
+	expr = PyObject_GetAttrString(PyList_GET_ITEM(body, 0), "value");
+	if (ast_is(expr, "BinOp")) {
+		a = PyObject_GetAttrString(expr, "left");
+		b = PyObject_GetAttrString(expr, "right");
+		if (!ast_int(a, "end_col_offset", &x) || !ast_int(b, "col_offset", &y))
+			goto out;
+		for (Py_ssize_t i = x; i < y && seg[i] != '\0'; i++) {
+			if (is_ws(seg[i]))
+				continue;
+			*left = i;
+			*right = i + 1;
+			if (i + 1 < y && !is_ws(seg[i + 1]))
+				++*right; /* a two-character operator (//) */
+			*primary = "~";
+			*secondary = "^";
+			r = 1;
+			break;
+		}
+	} else if (ast_is(expr, "Subscript")) {
+		a = PyObject_GetAttrString(expr, "value");
+		b = PyObject_GetAttrString(expr, "slice");
+		if (!ast_int(a, "end_col_offset", &x) || !ast_int(b, "end_col_offset", &y))
+			goto out;
+		*left = x;
+		*right = y + 1;
+		*primary = "~";
+		*secondary = "^";
+		r = 1;
+	}
+out:
+	Py_XDECREF(mod), Py_XDECREF(body), Py_XDECREF(expr), Py_XDECREF(a), Py_XDECREF(b);
+	PyErr_Clear();
+	return r;
+}
+
+/* The caret line CPython 3.11 prints under a frame's source line (traceback.c
+ * tb_displayline), from the code's positions at tb_lasti; *col gets the
+ * 1-based column of the expression's start, or stays 0. */
+static void add_carets(struct buf *b, PyTracebackObject *t, PyCodeObject *code, const char *line,
+		       size_t n, int *col)
+{
+	int sl, sc, el, ec;
+	Py_ssize_t ind = 0, len, start, end, left = -1, right = -1;
+	const char *primary = "^", *secondary = "^";
+
+	if (!PyCode_Addr2Location(code, t->tb_lasti, &sl, &sc, &el, &ec) || sl < 0 || el < 0 ||
+	    sc < 0 || ec < 0)
+		return;
+	start = chars_of(line, n, sc);
+	end = chars_of(line, n, ec);
+	*col = (int)start + 1;
+	len = chars_of(line, n, (Py_ssize_t)n);
+	while (ind < (Py_ssize_t)n && is_ws(line[ind]))
+		ind++;
+	if (sl == el) {
+		size_t bs = byte_of(line, n, start), be = byte_of(line, n, end);
+		char *seg = strndup(line + bs, be - bs);
+		if (seg != NULL && anchors_of(seg, &left, &right, &primary, &secondary) > 0) {
+			left = chars_of(seg, be - bs, left) + start;
+			right = chars_of(seg, be - bs, right) + start;
+		}
+		free(seg);
+	} else {
+		/* a multi-line expression: up to the last non-blank (CPython's
+		 * count of characters used as a byte index) */
+		Py_ssize_t i = len;
+		while (--i >= 0)
+			if (i >= (Py_ssize_t)n || !is_ws(line[i]))
+				break;
+		end = i + 1;
+	}
+	if (end - start == len - ind && left == -1 && right == -1)
+		return; /* the whole line: no carets */
+	int special = left != -1 || right != -1;
+	if (left == -1)
+		left = end;
+	if (right == -1)
+		right = end;
+	for (Py_ssize_t off = ind - 4 + 1; off <= end; off++) {
+		buf_add(b, off <= start                            ? " "
+			   : special && left < off && off <= right ? secondary
+								   : primary);
+	}
+	buf_add(b, "\n");
+}
+
+#define TB_RECURSIVE_CUTOFF 3 /* as CPython's */
+
+/* The snippet's own frames, innermost last, like Python's; *line = innermost,
+ * *col its expression's 1-based column (0: unknown). */
 static json_t *traceback_of(PyObject *tb, const struct failure *f, json_t *msg,
-			    const struct tp_request *req, int *line)
+			    const struct tp_request *req, int *line, int *col)
 {
 	struct buf b = { 0 };
-	char row[512], src[200];
-	int frames = 0;
+	char row[512];
+	int frames = 0, last_line = -1;
+	PyObject *last_code = NULL;
+	long cnt = 0;
 
 	buf_add(&b, "Traceback (most recent call last):\n");
 	for (PyTracebackObject *t = (PyTracebackObject *)tb; t != NULL; t = t->tb_next) {
@@ -152,31 +345,144 @@ static json_t *traceback_of(PyObject *tb, const struct failure *f, json_t *msg,
 		if (file != NULL && strcmp(file, SNIPPET) == 0) {
 			int l = tb_line((PyObject *)t);
 			*line = l;
+			*col = 0;
 			frames++;
-			if (b.len < MAX_ERROR_TEXT - 1024) {
-				if (l > 0)
-					source_line(req, l, src, sizeof src);
-				else
-					src[0] = '\0'; /* a re-raise at no line of the source */
-				snprintf(row, sizeof row, "  File \"%s\", line %d, in %s\n%s%s%s",
-					 SNIPPET, l, fn ? fn : "?", src[0] ? "    " : "", src,
-					 src[0] ? "\n" : "");
+			if (last_code != (PyObject *)code || l != last_line) {
+				if (cnt > TB_RECURSIVE_CUTOFF) {
+					cnt -= TB_RECURSIVE_CUTOFF;
+					snprintf(row, sizeof row,
+						 "  [Previous line repeated %ld more time%s]\n",
+						 cnt, cnt > 1 ? "s" : "");
+					buf_add(&b, row);
+				}
+				last_code = (PyObject *)code, last_line = l, cnt = 0;
+			}
+			cnt++;
+			size_t n = 0;
+			const char *src = l > 0 ? whole_line(req, l, &n) : NULL;
+			if (cnt > TB_RECURSIVE_CUTOFF) {
+				/* counted, not shown; the column still */
+				struct buf scratch = { 0 };
+				if (src != NULL)
+					add_carets(&scratch, t, code, src, n, col);
+				free(scratch.s);
+			} else if (b.len < MAX_ERROR_TEXT - 1024) {
+				snprintf(row, sizeof row, "  File \"%s\", line %d, in %s\n",
+					 SNIPPET, l, fn ? fn : "?");
 				buf_add(&b, row);
+				size_t k = 0;
+				while (src != NULL && k < n && is_ws(src[k]))
+					k++;
+				if (src != NULL && k < n) { /* a re-raise at no line: none */
+					buf_add(&b, "    ");
+					buf_addn(&b, src + k, n - k);
+					buf_add(&b, "\n");
+					add_carets(&b, t, code, src, n, col);
+				}
 			} else {
 				b.dropped++;
+				if (src != NULL) {
+					struct buf scratch = { 0 };
+					add_carets(&scratch, t, code, src, n, col);
+					free(scratch.s);
+				}
 			}
 		}
 		Py_DECREF(code);
 		PyErr_Clear();
 	}
+	if (cnt > TB_RECURSIVE_CUTOFF) {
+		cnt -= TB_RECURSIVE_CUTOFF;
+		snprintf(row, sizeof row, "  [Previous line repeated %ld more time%s]\n", cnt,
+			 cnt > 1 ? "s" : "");
+		buf_add(&b, row);
+	}
 	if (b.dropped) {
 		snprintf(row, sizeof row, "  [%zu more frames left out]\n", b.dropped);
 		buf_add(&b, row);
 	}
-	snprintf(row, sizeof row, "%s: ", f->type);
-	buf_add(&b, row);
-	buf_add(&b, json_string_value(msg) ? json_string_value(msg) : "");
+	buf_add(&b, f->type);
+	const char *m = json_string_value(msg) ? json_string_value(msg) : "";
+	if (m[0] != '\0') {
+		buf_add(&b, ": ");
+		buf_add(&b, m);
+	}
 	json_t *j = frames && b.s ? capped_text(b.s, b.len) : NULL;
+	free(b.s);
+	return j;
+}
+
+/* A syntax error as CPython 3.11 prints it (pythonrun.c print_exception and
+ * print_error_text): the file and line, the source line and its carets. */
+static json_t *syntax_traceback(PyObject *v, const struct failure *f, json_t *msg, int lineno,
+				Py_ssize_t offset, int *col)
+{
+	struct buf b = { 0 };
+	char row[128];
+	PyObject *text = PyObject_GetAttrString(v, "text");
+	Py_ssize_t end_offset = -1, end_lineno = lineno;
+
+	*col = offset > 0 && offset < 100000000 ? (int)offset : 0;
+	if (Py_TYPE(v) == (PyTypeObject *)PyExc_SyntaxError) {
+		PyObject *eo = PyObject_GetAttrString(v, "end_offset");
+		PyObject *el = PyObject_GetAttrString(v, "end_lineno");
+		if (eo != NULL && PyLong_Check(eo))
+			end_offset = PyLong_AsSsize_t(eo);
+		if (el != NULL && PyLong_Check(el))
+			end_lineno = PyLong_AsSsize_t(el);
+		Py_XDECREF(eo), Py_XDECREF(el);
+		PyErr_Clear();
+	}
+	snprintf(row, sizeof row, "  File \"%s\", line %d\n", SNIPPET, lineno);
+	buf_add(&b, row);
+	Py_ssize_t size;
+	const char *s = text && PyUnicode_Check(text) ? PyUnicode_AsUTF8AndSize(text, &size) : NULL;
+	PyErr_Clear();
+	if (s != NULL) {
+		/* CPython 3.11 counts the offsets in bytes of the text's UTF-8 */
+		if (offset > 0)
+			offset = (Py_ssize_t)byte_of(s, (size_t)size, offset - 1) + 1;
+		if (end_offset > 0)
+			end_offset = (Py_ssize_t)byte_of(s, (size_t)size, end_offset - 1) + 1;
+		if (end_lineno > lineno)
+			end_offset = size;
+		if (end_offset > size + 1)
+			end_offset = size + 1;
+		Py_ssize_t reps = end_offset > 0 && end_offset > offset ? end_offset - offset : 1;
+		offset--;
+		while (*s == ' ' || *s == '\t' || *s == '\f')
+			s++, offset--;
+		Py_ssize_t len = (Py_ssize_t)strlen(s);
+		if (len > 0 && s[len - 1] == '\n')
+			len--;
+		if (offset > len)
+			offset = len;
+		for (;;) {
+			const char *nl = strchr(s, '\n');
+			if (nl == NULL || nl - s >= offset)
+				break;
+			Py_ssize_t inl = nl - s + 1;
+			s += inl, len -= inl, offset -= inl;
+		}
+		buf_add(&b, "    ");
+		buf_add(&b, s);
+		if (s[len] != '\n')
+			buf_add(&b, "\n");
+		if (offset >= 0) {
+			buf_add(&b, "    ");
+			buf_rep(&b, " ", offset);
+			buf_rep(&b, "^", reps);
+			buf_add(&b, "\n");
+		}
+	}
+	Py_XDECREF(text);
+	buf_add(&b, f->type);
+	const char *m = json_string_value(msg) ? json_string_value(msg) : "";
+	if (m[0] != '\0') {
+		buf_add(&b, ": ");
+		buf_add(&b, m);
+	}
+	json_t *j = b.s ? capped_text(b.s, b.len) : NULL;
 	free(b.s);
 	return j;
 }
@@ -261,11 +567,19 @@ void tp_py_capture(struct failure *f, enum stage stage, const struct tp_request 
 				 PyErr_GivenExceptionMatches(t, PyExc_ValueError))) {
 		PyObject *msg = PyObject_GetAttrString(v, "msg");
 		PyObject *lineno = PyObject_GetAttrString(v, "lineno");
+		PyObject *offset = PyObject_GetAttrString(v, "offset");
 		PyErr_Clear();
 		f->syntax = 1;
 		f->message = msg && PyUnicode_Check(msg) ? capped_str(msg) : message_of(v);
 		f->line = lineno && PyLong_Check(lineno) ? (int)PyLong_AsLong(lineno) : -1;
-		Py_XDECREF(msg), Py_XDECREF(lineno);
+		PyErr_Clear();
+		if (f->line > 0 && PyErr_GivenExceptionMatches(t, PyExc_SyntaxError) &&
+		    f->message != NULL)
+			f->traceback = syntax_traceback(
+			    v, f, f->message, f->line,
+			    offset && PyLong_Check(offset) ? PyLong_AsSsize_t(offset) : -1,
+			    &f->column);
+		Py_XDECREF(msg), Py_XDECREF(lineno), Py_XDECREF(offset);
 	} else if (tp_py_verdict() == TP_KIND_POLICY_VIOLATION ||
 		   tp_py_verdict() == TP_KIND_SANDBOX_VIOLATION) {
 		/* The verdict wins over what was unwinding (a NameError for a refused
@@ -275,11 +589,11 @@ void tp_py_capture(struct failure *f, enum stage stage, const struct tp_request 
 			 policy ? "PolicyViolation" : "SandboxViolation");
 		f->message = json_string(tp_py_policy_msg);
 		if (tb != NULL && f->message != NULL)
-			f->traceback = traceback_of(tb, f, f->message, req, &f->line);
+			f->traceback = traceback_of(tb, f, f->message, req, &f->line, &f->column);
 	} else {
 		f->message = message_of(v);
 		if (tb != NULL)
-			f->traceback = traceback_of(tb, f, f->message, req, &f->line);
+			f->traceback = traceback_of(tb, f, f->message, req, &f->line, &f->column);
 	}
 	PyErr_Clear();
 	Py_XDECREF(t), Py_XDECREF(v), Py_XDECREF(tb);

@@ -90,6 +90,7 @@ struct failure {
 	enum stage stage;
 	int syntax; /* a SyntaxError (or a source the parser refused) */
 	int line;
+	int column; /* 1-based, 0: unknown */
 	char type[64];
 	json_t *message, *traceback;
 };

@@ -313,16 +313,21 @@ static int verdict_failure(const struct failure *f, struct tp_failure *out)
 						f->traceback, line)
 			   : -1;
 		json_decref(m);
+		out->column = line == f->line ? f->column : 0;
 		return rc;
 	}
-	return tp_verdict_tripped_failure(out, tp_py_policy_msg, f->traceback, line);
+	int rc = tp_verdict_tripped_failure(out, tp_py_policy_msg, f->traceback, line);
+	out->column = line == f->line ? f->column : 0;
+	return rc;
 }
 
 static int failure_failure(const struct failure *f, enum tp_kind kind, struct tp_failure *out)
 {
 	if (f->stage == ST_INPUTS)
 		return tp_verdict_failure(out, TP_KIND_INPUT_ERROR, NULL, f->message, NULL, -1);
-	return tp_verdict_failure(out, kind, f->type, f->message, f->traceback, f->line);
+	int rc = tp_verdict_failure(out, kind, f->type, f->message, f->traceback, f->line);
+	out->column = f->column;
+	return rc;
 }
 
 static int result_failure(const struct result *res, struct tp_failure *out)
@@ -330,9 +335,12 @@ static int result_failure(const struct result *res, struct tp_failure *out)
 	json_t *m;
 	int rc;
 
-	if (res->repr.set) /* the snippet's own __repr__ raised: its runtime error */
-		return tp_verdict_failure(out, TP_KIND_RUNTIME_ERROR, res->repr.type,
-					  res->repr.message, res->repr.traceback, res->repr.line);
+	if (res->repr.set) { /* the snippet's own __repr__ raised: its runtime error */
+		rc = tp_verdict_failure(out, TP_KIND_RUNTIME_ERROR, res->repr.type,
+					res->repr.message, res->repr.traceback, res->repr.line);
+		out->column = res->repr.column;
+		return rc;
+	}
 	m = json_string(res->fail);
 	rc = tp_verdict_failure(out, TP_KIND_RESULT_ERROR, NULL, m, NULL, -1);
 	json_decref(m);

@@ -87,7 +87,7 @@ KINDS = {"syntax_error": 1, "runtime_error": 2, "memory_limit": 3, "instruction_
 ABSENT = 0xffffffff
 
 
-def msg_header(kind, version=4):
+def msg_header(kind, version=5):
     return struct.pack("<IBBBB", 0x676d7074, version, kind, 0, 0)
 
 
@@ -100,9 +100,9 @@ def ok_reply(value, repr=0, usage=(10, 100, 500), raw=None, seq=1):
     return msg_header(2) + struct.pack("<QBBQQQ", seq, 1, repr, *usage) + text(v)
 
 
-def err_reply(kind, type, message, traceback=None, line=0, limit=None, usage=(1, 1, 0), seq=1, data=None):
+def err_reply(kind, type, message, traceback=None, line=0, column=0, limit=None, usage=(1, 1, 0), seq=1, data=None):
     lid, lv, lu = limit if limit else (ABSENT, 0, 0)
-    return (msg_header(2) + struct.pack("<QBBQQQ", seq, 0, 0, *usage) + struct.pack("<BIQQI", KINDS[kind], lid, lv, lu, line)
+    return (msg_header(2) + struct.pack("<QBBQQQ", seq, 0, 0, *usage) + struct.pack("<BIQQII", KINDS[kind], lid, lv, lu, line, column)
             + text(type) + text(message) + text(traceback) + text(data))
 
 
@@ -154,6 +154,9 @@ W = {
     "hostile_text_len_past_end": (header(), page(), frame(ERR[:-2] + struct.pack("<I", 1 << 20))),
     "hostile_wrong_version": (header(), page(), frame(msg_header(2, version=9) + OK[8:])),
     "hostile_bad_limit_id": (header(), page(), frame(err_reply("memory_limit", None, b"m", limit=(77, 1, 2)))),
+    "error_column": (header(), page(), frame(err_reply("syntax_error", b"SyntaxError", b"invalid syntax",
+                                                      b'  File "<snippet>", line 1\n    1 +* 2\n       ^\nSyntaxError: invalid syntax', 1, 4))),
+    "hostile_column_out_of_range": (header(), page(), frame(err_reply("runtime_error", b"string", b"boom", None, 1, 100000001))),
     "hostile_no_message": (header(), page(), frame(err_reply("runtime_error", b"string", None))),
     # an error({...}) table's data (version 4), and data past the caps
     "error_data": (header(), page(), frame(err_reply("runtime_error", b"table", b"bad input", b"tb", 2,

@@ -414,6 +414,8 @@ def test_output_schema_is_precise(mcp):
     assert null == {"type": "null"} and "type" not in p["error"]
     assert sorted(err["properties"]["kind"]["enum"]) == sorted(ALL_KINDS)
     assert err["properties"]["line"] == {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+    assert err["properties"]["column"] == {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+    assert "column" not in err["required"]
     assert p["usage"]["required"] == ["instructions", "memory_peak_bytes", "cpu_ms", "wall_ms",
                                       "queue_ms", "tool_calls"]
     assert p["usage"]["properties"]["cpu_ms"] == {"type": "number", "minimum": 0}

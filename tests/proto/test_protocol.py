@@ -180,7 +180,7 @@ def test_cancel_of_a_native_exec_answers_cancelled_with_the_output(host, lang, c
     assert r["ok"] is False and r["stdout"] == "so far\n", r
     assert r["error"] == {"kind": "cancelled", "layer": "host", "type": None,
                           "message": "cancelled by the client (notifications/cancelled)",
-                          "traceback": None, "line": None}
+                          "traceback": None, "line": None, "column": None}
     assert r["usage"]["wall_ms"] < 5000  # stopped, not run to its wall clock
     assert_healthy(host)
 

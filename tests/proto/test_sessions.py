@@ -336,7 +336,7 @@ def test_cancel_in_a_session_keeps_it(h, lang, code, get):
     assert r["ok"] is False, r
     assert r["error"] == {"kind": "cancelled", "layer": "host", "type": None,
                           "message": "cancelled by the client (notifications/cancelled)",
-                          "traceback": None, "line": None}
+                          "traceback": None, "line": None, "column": None}
     assert r["stdout"] == "so far\n" and r["session_lost"] is False
     ok(sx(h, sid, get), 7)
     h.call("sandbox/session/close", {"session_id": sid})

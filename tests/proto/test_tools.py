@@ -233,7 +233,7 @@ def test_the_audit_log_records_tool_calls(pol_dir):
 def frame(name, args):
     """A TOOL_CALL frame as a worker sends it (docs/worker-protocol.md)."""
     n, a = name.encode(), json.dumps(args).encode()
-    body = struct.pack("<IBBBB", 0x676d7074, 4, 3, 0, 0) + struct.pack("<I", len(n)) + n + \
+    body = struct.pack("<IBBBB", 0x676d7074, 5, 3, 0, 0) + struct.pack("<I", len(n)) + n + \
         struct.pack("<I", len(a)) + a
     return struct.pack("<I", len(body)) + body
 

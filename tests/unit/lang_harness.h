@@ -88,6 +88,8 @@ static inline json_t *reply_json(const struct tp_reply *r)
 				      text_json_or_null(&f->message), "traceback",
 				      text_json_or_null(&f->traceback), "line",
 				      f->line > 0 ? json_integer(f->line) : json_null());
+		json_object_set_new(e, "column",
+				    f->column > 0 ? json_integer(f->column) : json_null());
 		if (f->limit_id >= 0)
 			json_object_set_new(e, "limit",
 					    json_pack("{s:s, s:I, s:I}", "name",

@@ -97,7 +97,8 @@ static void test_errors(void)
 	    err_s("traceback"),
 	    "Traceback (most recent call last):\n  File \"<snippet>\", line 4, in <module>\n"
 	    "    f()\n  File \"<snippet>\", line 2, in f\n    return 1 / 0\n"
-	    "ZeroDivisionError: division by zero");
+	    "           ~~^~~\nZeroDivisionError: division by zero");
+	CHECK_EQ_INT(err_i("column"), 12);
 	run("import json\njson.loads('{')");
 	CHECK_EQ_STR(err_s("type"), "JSONDecodeError");
 	CHECK(strstr(err_s("traceback"), "json/") == NULL); /* the snippet's frames only */
@@ -175,9 +176,11 @@ static void test_fast_path(void)
 	run("1 / 0");
 	CHECK_EQ_STR(err_s("type"), "ZeroDivisionError");
 	CHECK_EQ_INT(err_i("line"), 1);
-	CHECK_EQ_STR(err_s("traceback"),
-		     "Traceback (most recent call last):\n  File \"<snippet>\", "
-		     "line 1, in <module>\n    1 / 0\nZeroDivisionError: division by zero");
+	CHECK_EQ_STR(
+	    err_s("traceback"),
+	    "Traceback (most recent call last):\n  File \"<snippet>\", "
+	    "line 1, in <module>\n    1 / 0\n    ~~^~~\nZeroDivisionError: division by zero");
+	CHECK_EQ_INT(err_i("column"), 1);
 	run("1 +");
 	CHECK_EQ_STR(err_s("kind"), "syntax_error");
 	CHECK_EQ_INT(err_i("line"), 1);

@@ -67,8 +67,9 @@ def test_python_exception(tp):
 
 def test_python_syntax_error(tp):
     e = tp.run("x = (").error
-    assert (e.name, e.value, e.kind, e.line, e.traceback) == (
-        "SyntaxError", "'(' was never closed", "syntax_error", 1, None)
+    assert (e.name, e.value, e.kind, e.line, e.column, e.traceback) == (
+        "SyntaxError", "'(' was never closed", "syntax_error", 1, 5,
+        '  File "<snippet>", line 1\n    x = (\n        ^\nSyntaxError: \'(\' was never closed')
 
 
 def test_lua_error_is_named_by_its_kind(tp):

@@ -63,7 +63,8 @@ class ExecutionError:
     """Why an exec failed. e2b's ExecutionError names (name, value, traceback),
     plus tidepool's own fields; Jupyter's ename/evalue are aliases."""
 
-    __slots__ = ("name", "value", "traceback", "kind", "layer", "line", "type", "limit", "raw")
+    __slots__ = ("name", "value", "traceback", "kind", "layer", "line", "column", "type",
+                 "limit", "raw")
 
     def __init__(self, raw, lang):
         self.raw = raw
@@ -76,6 +77,7 @@ class ExecutionError:
         self.traceback = raw.get("traceback")
         self.layer = raw.get("layer")  # language, process, kernel, host
         self.line = raw.get("line")
+        self.column = raw.get("column")  # 1-based, or None
         self.limit = raw.get("limit")  # {name, limit, used} when a limit stopped it
 
     @property
