@@ -297,6 +297,36 @@ int tp_py_frame_exempt(int no_frame)
 	return r;
 }
 
+/* The innermost Python frame is a data package's own code (numpy, pandas,
+ * matplotlib under DIST_PACKAGES: the zygote loaded them for a policy that
+ * offers them) running in the namespace of a module the zygote loaded. Such
+ * code may use __import__ only (its imports inside functions; every module is
+ * already loaded, and a real import still trips the audit hook): it is NOT
+ * exempt from the attribute guard, eval, exec or compile. */
+int tp_py_caller_data_package(void)
+{
+	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+	PyCodeObject *code;
+	PyObject *g;
+	int r = 0;
+
+	if (f == NULL)
+		return 0;
+	code = PyFrame_GetCode(f);
+	for (const char *const *d = tp_py_data_modules; *d != NULL && !r; d++) {
+		char prefix[96];
+		snprintf(prefix, sizeof prefix, "%s/%s/", DIST_PACKAGES, *d);
+		r = starts(code->co_filename, prefix);
+	}
+	Py_DECREF(code);
+	if (!r)
+		return 0;
+	g = PyFrame_GetGlobals(f);
+	r = tp_py_real_namespace(g);
+	Py_XDECREF(g);
+	return r;
+}
+
 /* Stdlib code (as above), the shim and our own C code may still use exec, eval,
  * compile and __import__. */
 int tp_py_caller_trusted(void)

@@ -200,7 +200,8 @@ static PyObject *gate_call(PyObject *self, PyObject *args, PyObject *kw)
 	char msg[96];
 	const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(self, 1));
 
-	if (!tp_py_caller_trusted()) {
+	if (!tp_py_caller_trusted() &&
+	    !(strcmp(name, "__import__") == 0 && tp_py_caller_data_package())) {
 		snprintf(msg, sizeof msg, "%s() is not allowed", name);
 		return tp_py_refuse(msg, -1);
 	}
@@ -329,6 +330,7 @@ static PyObject *py_vars(PyObject *self, PyObject *obj)
 
 PyMethodDef tp_py_shim_fns[] = {
 	{ "_tb_rows", py_tb_rows, METH_O, NULL },
+	{ "_numpy_alloc", tp_py_numpy_alloc, METH_O, NULL },
 	{ "_vars", py_vars, METH_O, NULL },
 	{ "_snippet_line", py_snippet_line, METH_NOARGS, NULL },
 	{ "_refused_names", py_refused_names, METH_O, NULL },
