@@ -666,9 +666,11 @@ def _data_refuser(qual, why):
     return refused
 
 
+_PATHS = (str, bytes)  # and os.PathLike, added by _data_init() (no import in a worker)
+
+
 def _data_is_path(v):
-    import os
-    return isinstance(v, (str, bytes, os.PathLike))
+    return isinstance(v, _PATHS)
 
 
 def _data_file_guard(qual, fn, why='no files'):
@@ -687,7 +689,7 @@ def _data_file_guard(qual, fn, why='no files'):
 
 
 def _data_method_guard(cls, cname, name):
-    orig = cls.__dict__[name]
+    orig = getattr(cls, name)
 
     def guarded(self, *args, **kwargs):
         if (args and _data_is_path(args[0]) or
@@ -765,10 +767,10 @@ def _pandas_facade():
     # (DataFrame.style needs jinja2, which Debian's pandas does not pull in.)
     for cls, cname in ((pd.DataFrame, 'DataFrame'), (pd.Series, 'Series')):
         for name in _PD_TO:
-            if name in cls.__dict__:
+            if hasattr(cls, name):
                 _data_method_guard(cls, cname, name)
         for name, why in never.items():
-            if name in cls.__dict__:
+            if hasattr(cls, name):
                 setattr(cls, name, _data_refuser('%s.%s' % (cname, name), why))
     for name in _PD_DYNAMIC:
         setattr(pd.DataFrame, name, _data_refuser('DataFrame.' + name, 'no dynamic code'))
@@ -788,9 +790,47 @@ def _matplotlib_facades():
     for n in ('imread', 'imsave'):
         p.__dict__[n] = _data_file_guard('matplotlib.pyplot.' + n, plt.__dict__[n])
     _data_method_guard(Figure, 'Figure', 'savefig')
+    _mpl_fonts()
     p.__dict__['savefig'] = _data_file_guard('matplotlib.pyplot.savefig', plt.savefig)
     f.pyplot = p
     FACADES['matplotlib'], FACADES['matplotlib.pyplot'] = f, p
+
+
+def _mpl_fonts():
+    # FreeType reads a font lazily through the file matplotlib opened, and a
+    # worker can open no file (its fds are closed, Landlock refuses the path;
+    # matplotlib's fork hook empties its font cache too): the fonts the warm-up
+    # used are read here, once, and every FT2Font is made over their bytes.
+    import functools
+    import io
+    fm, ft2font = sys.modules['matplotlib.font_manager'], sys.modules['matplotlib.ft2font']
+    fonts = {}
+    for fam in ('sans-serif', 'serif', 'monospace'):
+        for weight in ('normal', 'bold'):
+            for style in ('normal', 'italic'):
+                p = fm.findfont(fm.FontProperties(family=fam, weight=weight, style=style))
+                if p not in fonts:
+                    with io.open(p, 'rb') as fh:
+                        fonts[p] = fh.read()
+
+    def font(path, hinting_factor, kerning):
+        data = fonts.get(path)
+        if data is None:
+            _refuse('the font %r was not loaded in the zygote (policy %s: no files)'
+                    % (path, POLICY))
+        return ft2font.FT2Font(io.BytesIO(data), hinting_factor, _kerning_factor=kerning)
+
+    @functools.lru_cache(64)
+    def _get_font(font_filepaths, hinting_factor, *, _kerning_factor, thread_id):
+        first, *rest = font_filepaths
+        f = font(first, hinting_factor, _kerning_factor)
+        if rest:
+            data = fonts.get(first)
+            f = ft2font.FT2Font(io.BytesIO(data), hinting_factor, _kerning_factor=_kerning_factor,
+                                _fallback_list=[font(p, hinting_factor, _kerning_factor)
+                                                for p in rest])
+        return f
+    fm._get_font = _get_font
 
 
 def _data_warm():
@@ -824,9 +864,11 @@ def _data_warm():
 
 def _data_init():
     import importlib
+    global _PATHS
     want = [m for m in DATA_MODULES if m in ALLOWED]
     if not want:
         return ()
+    _PATHS = (str, bytes, importlib.import_module('os').PathLike)
     np = importlib.import_module('numpy')
     _numpy_alloc(sys.modules['numpy.core._multiarray_umath'])
     for m in want:
@@ -835,6 +877,13 @@ def _data_init():
         importlib.import_module('matplotlib').use('Agg')
         importlib.import_module('matplotlib.pyplot')
     _data_warm()
+    # The real builtins' memoryview is gated (a function, not the type) from
+    # here on; the data modules use the type (matplotlib's Agg canvas hands
+    # its pixels out as a memoryview, isinstance checks): theirs, in their own
+    # globals, which no snippet can read (__globals__ is refused).
+    for name, m in list(sys.modules.items()):
+        if name.partition('.')[0] in want and isinstance(m, types.ModuleType):
+            vars(m).setdefault('memoryview', memoryview)
     added = []
     if 'numpy' in want:
         _numpy_facades()
