@@ -643,7 +643,8 @@ DATA_MODULES = ('numpy', 'pandas', 'matplotlib')
 DATA_SUBMODULES = {'numpy': ('linalg', 'random', 'fft', 'lib', 'lib.stride_tricks'),
                    'pandas': (), 'matplotlib': ('pyplot',)}
 _NP_REFUSED = {'no files': ('load', 'save', 'savez', 'savez_compressed', 'loadtxt', 'savetxt',
-                            'genfromtxt', 'fromfile', 'fromregex', 'memmap', 'DataSource'),
+                            'genfromtxt', 'fromfile', 'fromregex', 'memmap', 'DataSource',
+                            'recfromtxt', 'recfromcsv'),
                'no raw buffers': ('frombuffer',),
                'no native code': ('ctypeslib',)}
 _PD_FILE_ARGS = ('path_or_buf', 'buf', 'path', 'excel_writer', 'fname', 'filepath_or_buffer',
@@ -894,6 +895,8 @@ def _data_init():
     if 'matplotlib' in want:
         _matplotlib_facades()
         added.append('matplotlib.pyplot')
+    for m in want:  # np.__version__: what a data snippet prints first
+        FACADES[m].__version__ = sys.modules[m].__version__
     return tuple(added)
 
 
