@@ -331,11 +331,14 @@ int tp_py_caller_data_package(void)
 }
 
 /* The one denied name a data package's own code may read or write: __dict__
- * (matplotlib copies and sets its artists' and markers' dicts, cbook's
- * _setattr_cm tests one). Every other denied name stays refused to it. */
-int tp_py_data_dict_ok(PyObject *name)
+ * of an instance (matplotlib copies and sets its artists' and markers' dicts,
+ * cbook's _setattr_cm tests one), never of a module (its globals) or a type
+ * (its descriptors): pandas' agg('name') reads a name the snippet chose, on its
+ * own objects. Every other denied name stays refused to it. */
+int tp_py_data_dict_ok(PyObject *obj, PyObject *name)
 {
-	return PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "__dict__") == 0 &&
+	return obj != NULL && !PyModule_Check(obj) && !PyType_Check(obj) && PyUnicode_Check(name) &&
+	       PyUnicode_CompareWithASCIIString(name, "__dict__") == 0 &&
 	       tp_py_caller_data_package();
 }
 
@@ -409,7 +412,7 @@ static int audited_write(PyObject *args)
 	    PyTuple_Check(args) && PyTuple_GET_SIZE(args) >= 2 ? PyTuple_GET_ITEM(args, 1) : NULL;
 
 	return name != NULL && tp_py_attr_denied(name) && !tp_py_frame_exempt(!tp_py_running) &&
-	       !tp_py_data_dict_ok(name);
+	       !tp_py_data_dict_ok(PyTuple_GET_ITEM(args, 0), name);
 }
 
 static const char *policy_name(void)

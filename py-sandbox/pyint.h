@@ -69,7 +69,7 @@ int tp_py_guard_locked(PyTypeObject *t);
 int tp_py_attr_denied(PyObject *name);
 int tp_py_real_namespace(PyObject *dict);
 int tp_py_caller_data_package(void);
-int tp_py_data_dict_ok(PyObject *name);
+int tp_py_data_dict_ok(PyObject *obj, PyObject *name);
 
 /* pyshimfns.c: the shim's C functions, put in its globals by the zygote. */
 extern PyMethodDef tp_py_shim_fns[];

@@ -159,6 +159,17 @@ def test_modules_not_offered_stay_refused(host):
     assert r["ok"] is False and r["error"]["type"] == "AttributeError", r
 
 
+def test_data_package_reads_a_guarded_name_for_the_snippet(host):
+    # pandas' agg('name') reads a name the snippet chose, from pandas' own frame:
+    # of the guard's names only an instance's __dict__ passes (never a module's
+    # or a type's); the others stay refused.
+    ok(run(host, "import pandas as pd\nsorted(pd.Series([1]).agg('__dict__'))[:2]"),
+       ["_attrs", "_flags"])
+    for name in ("__globals__", "__subclasses__", "__code__", "__builtins__"):
+        refused(run(host, "import pandas as pd\npd.Series([1]).agg('%s')" % name),
+                "attribute '%s' is not allowed" % name)
+
+
 def test_memory_limit_covers_numpy_buffers(host):
     # 400 MB of array data under memory_bytes 256 MiB: numpy's PyDataMem handler is
     # routed through the counting allocator, so this is memory_limit, not success.
