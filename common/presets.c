@@ -6,6 +6,7 @@ const char *const tp_preset_names[] = {
 	"strict",
 	"permissive",
 	"kernel-only",
+	"data",
 	NULL,
 };
 
@@ -104,6 +105,29 @@ const char *const tp_preset_texts[] = {
 	"  \"description\": \"Teaching: the language layer refuses nothing (every builtin, every installed module and library), so every refusal comes from the kernel layer (seccomp, Landlock, rlimits, the uid drop) and says so. The interpreter's own library directories are readable; nothing else is. Refuses to start without Landlock and seccomp.\",\n"
 	"  \"extends\": \"standard\",\n"
 	"  \"language_layer\": false\n"
+	"}\n",
+	"{\n"
+	"  \"name\": \"data\",\n"
+	"  \"extends\": \"standard\",\n"
+	"  \"description\": \"standard plus numpy, pandas and matplotlib (Agg only): data work on inputs the request carries. No files, processes or network; bigger memory and CPU ceilings.\",\n"
+	"  \"languages\": [\"python\"],\n"
+	"  \"limits\": {\n"
+	"    \"memory_bytes\": 536870912,\n"
+	"    \"cpu_ms\": 30000,\n"
+	"    \"wall_ms\": 60000,\n"
+	"    \"output_bytes\": 4194304,\n"
+	"    \"result_bytes\": 4194304\n"
+	"  },\n"
+	"  \"python\": {\n"
+	"    \"modules\": [\"math\", \"json\", \"re\", \"random\", \"datetime\", \"collections\", \"collections.abc\",\n"
+	"                \"itertools\", \"functools\", \"statistics\", \"decimal\", \"fractions\", \"string\",\n"
+	"                \"textwrap\", \"heapq\", \"bisect\", \"dataclasses\", \"typing\", \"enum\", \"operator\",\n"
+	"                \"copy\", \"pprint\", \"sys\", \"io\", \"csv\", \"time\", \"abc\", \"contextlib\",\n"
+	"                \"traceback\", \"logging\", \"warnings\", \"hashlib\", \"base64\", \"uuid\", \"struct\",\n"
+	"                \"calendar\", \"cmath\", \"numbers\", \"difflib\", \"html\", \"urllib.parse\",\n"
+	"                \"unicodedata\", \"numpy\", \"pandas\", \"matplotlib\"]\n"
+	"  },\n"
+	"  \"session\": { \"memory_bytes\": 536870912 }\n"
 	"}\n",
 	NULL,
 };

@@ -10,7 +10,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, '..', 'common', 'presets.c')
-ORDER = ('standard', 'strict', 'permissive', 'kernel-only')
+ORDER = ('standard', 'strict', 'permissive', 'kernel-only', 'data')
 
 
 def c_string(text):

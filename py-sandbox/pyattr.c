@@ -154,7 +154,7 @@ static PyObject *refuse_attr(PyObject *name)
 static PyObject *guarded_slow(PyObject *obj, PyObject *name, getattrofunc orig)
 {
 	if (g_armed && tp_py_attr_denied(name) && !object_exempt(obj) &&
-	    !tp_py_frame_exempt(!tp_py_running))
+	    !tp_py_frame_exempt(!tp_py_running) && !tp_py_data_dict_ok(obj, name))
 		return refuse_attr(name);
 	return orig(obj, name);
 }

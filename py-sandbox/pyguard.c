@@ -297,6 +297,51 @@ int tp_py_frame_exempt(int no_frame)
 	return r;
 }
 
+/* The innermost Python frame is a data package's own code (numpy, pandas,
+ * matplotlib under DIST_PACKAGES: the zygote loaded them for a policy that
+ * offers them) running in the namespace of a module the zygote loaded. Such
+ * code may use __import__ (its imports inside functions, from sys.modules: every
+ * module is already loaded, and a real import still trips the audit hook) and
+ * locals() (its own frame's) only (pyshimfns.c, gate_call), and of the
+ * attribute guard's names only __dict__ (tp_py_data_dict_ok): it is NOT exempt
+ * from the rest of the guard, eval, exec, compile, globals, vars or memoryview
+ * (the shim puts the real memoryview type in the data modules' own globals). */
+int tp_py_caller_data_package(void)
+{
+	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+	PyCodeObject *code;
+	PyObject *g;
+	int r = 0;
+
+	if (f == NULL)
+		return 0;
+	code = PyFrame_GetCode(f);
+	for (const char *const *d = tp_py_data_modules; *d != NULL && !r; d++) {
+		char prefix[96];
+		snprintf(prefix, sizeof prefix, "%s/%s/", DIST_PACKAGES, *d);
+		r = starts(code->co_filename, prefix);
+	}
+	Py_DECREF(code);
+	if (!r)
+		return 0;
+	g = PyFrame_GetGlobals(f);
+	r = tp_py_real_namespace(g);
+	Py_XDECREF(g);
+	return r;
+}
+
+/* The one denied name a data package's own code may read or write: __dict__
+ * of an instance (matplotlib copies and sets its artists' and markers' dicts,
+ * cbook's _setattr_cm tests one), never of a module (its globals) or a type
+ * (its descriptors): pandas' agg('name') reads a name the snippet chose, on its
+ * own objects. Every other denied name stays refused to it. */
+int tp_py_data_dict_ok(PyObject *obj, PyObject *name)
+{
+	return obj != NULL && !PyModule_Check(obj) && !PyType_Check(obj) && PyUnicode_Check(name) &&
+	       PyUnicode_CompareWithASCIIString(name, "__dict__") == 0 &&
+	       tp_py_caller_data_package();
+}
+
 /* Stdlib code (as above), the shim and our own C code may still use exec, eval,
  * compile and __import__. */
 int tp_py_caller_trusted(void)
@@ -366,7 +411,8 @@ static int audited_write(PyObject *args)
 	PyObject *name =
 	    PyTuple_Check(args) && PyTuple_GET_SIZE(args) >= 2 ? PyTuple_GET_ITEM(args, 1) : NULL;
 
-	return name != NULL && tp_py_attr_denied(name) && !tp_py_frame_exempt(!tp_py_running);
+	return name != NULL && tp_py_attr_denied(name) && !tp_py_frame_exempt(!tp_py_running) &&
+	       !tp_py_data_dict_ok(PyTuple_GET_ITEM(args, 0), name);
 }
 
 static const char *policy_name(void)

@@ -24,6 +24,7 @@
 #include "verdict.h"
 
 #define STDLIB "/usr/lib/python3.11"
+#define DIST_PACKAGES "/usr/lib/python3/dist-packages" /* Debian's python3-numpy ... */
 #define SNIPPET "<snippet>"
 #define SHIM "<tidepool>"
 
@@ -67,9 +68,15 @@ int tp_py_guard_install(PyObject *deny);
 int tp_py_guard_locked(PyTypeObject *t);
 int tp_py_attr_denied(PyObject *name);
 int tp_py_real_namespace(PyObject *dict);
+int tp_py_caller_data_package(void);
+int tp_py_data_dict_ok(PyObject *obj, PyObject *name);
 
 /* pyshimfns.c: the shim's C functions, put in its globals by the zygote. */
 extern PyMethodDef tp_py_shim_fns[];
+/* The catalog modules that live in DIST_PACKAGES (pyshimfns.c). */
+extern const char *const tp_py_data_modules[];
+/* pynumpy.c: _numpy_alloc(numpy.core._multiarray_umath), numpy's data through pyalloc. */
+PyObject *tp_py_numpy_alloc(PyObject *self, PyObject *mod);
 /* The `tools` builtin (pytools.c): a new reference, or NULL with an exception. */
 PyObject *tp_py_tools_new(void);
 extern volatile sig_atomic_t tp_py_fileop; /* a file shim's checked call is running */

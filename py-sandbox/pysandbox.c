@@ -509,6 +509,20 @@ static int status_err(PyStatus st, const char *what, struct tp_err *err)
 			  st.err_msg ? st.err_msg : "failed");
 }
 
+/* The data modules (numpy, pandas, matplotlib) are Debian's python3-* packages,
+ * under dist-packages: on the zygote's search path only for a policy that
+ * offers one of them (the zygote imports them; a worker never opens a file). */
+static int policy_wants_dist(void)
+{
+	const struct tp_policy *p = tp_sandbox_policy();
+
+	for (size_t i = 0; p != NULL && i < p->py_modules.n; i++)
+		for (const char *const *d = tp_py_data_modules; *d != NULL; d++)
+			if (strcmp(p->py_modules.v[i], *d) == 0)
+				return 1;
+	return 0;
+}
+
 static int start_interpreter(struct tp_err *err)
 {
 	PyPreConfig pre;
@@ -542,6 +556,8 @@ static int start_interpreter(struct tp_err *err)
 		st = PyWideStringList_Append(&cfg.module_search_paths, L"" STDLIB);
 	if (!PyStatus_Exception(st))
 		st = PyWideStringList_Append(&cfg.module_search_paths, L"" STDLIB "/lib-dynload");
+	if (!PyStatus_Exception(st) && policy_wants_dist())
+		st = PyWideStringList_Append(&cfg.module_search_paths, L"" DIST_PACKAGES);
 	if (!PyStatus_Exception(st))
 		st = Py_InitializeFromConfig(&cfg);
 	PyConfig_Clear(&cfg);
@@ -704,6 +720,14 @@ int tp_py_zygote_init(struct tp_err *err)
 	if (g_shim != NULL)
 		return 0;
 	tzset(); /* reads TZ's zone file now: after lockdown no file can be opened */
+	/* Before numpy loads OpenBLAS (whose constructor reads them): one thread,
+	 * since a worker cannot make one (seccomp) and an exec has one CPU budget;
+	 * matplotlib's Agg backend, no display. In the zygote's own environment. */
+	if (policy_wants_dist() &&
+	    (setenv("OPENBLAS_NUM_THREADS", "1", 1) != 0 ||
+	     setenv("OMP_NUM_THREADS", "1", 1) != 0 || setenv("MKL_NUM_THREADS", "1", 1) != 0 ||
+	     setenv("MPLBACKEND", "Agg", 1) != 0))
+		return tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_LANGUAGE, 0, "setenv failed");
 	if (tp_pyaddr_preinit(err) != 0) /* before any type is ready */
 		return -1;
 	if (start_interpreter(err) != 0)

@@ -194,12 +194,74 @@ static int eval_namespace_ok(PyObject *args, const char *fn)
 	return 0;
 }
 
+/* __import__ for a data package's own code (numpy, pandas, matplotlib import
+ * inside functions): the module from sys.modules, as the import statement
+ * would give it, without CPython's import machinery (which reads the module's
+ * __spec__, refused to a frame outside the standard library). A module that is
+ * not loaded goes to the real import, whose audit event ends the exec: a
+ * worker never loads one. */
+static PyObject *data_import(PyObject *real, PyObject *args, PyObject *kw)
+{
+	static char *kws[] = { "name", "globals", "locals", "fromlist", "level", NULL };
+	PyObject *name, *globals = NULL, *locals = NULL, *fromlist = NULL, *abs = NULL, *m;
+	int level = 0, from;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, "U|OOOi:__import__", kws, &name, &globals,
+					 &locals, &fromlist, &level))
+		return NULL;
+	from = fromlist != NULL && fromlist != Py_None && PyObject_IsTrue(fromlist) == 1;
+	if (level == 0) {
+		abs = Py_NewRef(name);
+	} else if (from && globals != NULL && PyDict_Check(globals)) {
+		PyObject *pkg = PyDict_GetItemString(globals, "__package__");
+		if (pkg != NULL && PyUnicode_Check(pkg) && PyUnicode_GET_LENGTH(pkg) > 0) {
+			Py_ssize_t end = PyUnicode_GET_LENGTH(pkg);
+			for (int i = 1; i < level && end > 0; i++)
+				end = PyUnicode_FindChar(pkg, '.', 0, end, -1);
+			if (end > 0) {
+				PyObject *base = PyUnicode_Substring(pkg, 0, end);
+				abs = base == NULL || PyUnicode_GET_LENGTH(name) == 0
+					  ? base
+					  : PyUnicode_FromFormat("%U.%U", base, name);
+				if (abs != base)
+					Py_XDECREF(base);
+			}
+		}
+	}
+	if (PyErr_Occurred()) {
+		Py_XDECREF(abs);
+		return NULL;
+	}
+	m = abs ? PyDict_GetItemWithError(PyImport_GetModuleDict(), abs) : NULL; /* borrowed */
+	if (m != NULL && !from && level == 0) {
+		Py_ssize_t dot = PyUnicode_FindChar(abs, '.', 0, PyUnicode_GET_LENGTH(abs), 1);
+		if (dot > 0) {
+			PyObject *top = PyUnicode_Substring(abs, 0, dot);
+			m = top ? PyDict_GetItemWithError(PyImport_GetModuleDict(), top) : NULL;
+			Py_XDECREF(top);
+		}
+	}
+	Py_XDECREF(abs);
+	if (m != NULL)
+		return Py_NewRef(m);
+	if (PyErr_Occurred())
+		return NULL;
+	return PyObject_Call(real, args, kw);
+}
+
 /* A gated builtin: self is (original, name). */
 static PyObject *gate_call(PyObject *self, PyObject *args, PyObject *kw)
 {
 	char msg[96];
 	const char *name = PyUnicode_AsUTF8(PyTuple_GET_ITEM(self, 1));
 
+	if (strcmp(name, "__import__") == 0 && !tp_py_caller_trusted() &&
+	    tp_py_caller_data_package())
+		return data_import(PyTuple_GET_ITEM(self, 0), args, kw);
+	/* locals() of a data package's own frame (pandas.read_csv copies its
+	 * arguments with it): its own variables, nothing of the interpreter. */
+	if (strcmp(name, "locals") == 0 && !tp_py_caller_trusted() && tp_py_caller_data_package())
+		return PyObject_Call(PyTuple_GET_ITEM(self, 0), args, kw);
 	if (!tp_py_caller_trusted()) {
 		snprintf(msg, sizeof msg, "%s() is not allowed", name);
 		return tp_py_refuse(msg, -1);
@@ -329,6 +391,7 @@ static PyObject *py_vars(PyObject *self, PyObject *obj)
 
 PyMethodDef tp_py_shim_fns[] = {
 	{ "_tb_rows", py_tb_rows, METH_O, NULL },
+	{ "_numpy_alloc", tp_py_numpy_alloc, METH_O, NULL },
 	{ "_vars", py_vars, METH_O, NULL },
 	{ "_snippet_line", py_snippet_line, METH_NOARGS, NULL },
 	{ "_refused_names", py_refused_names, METH_O, NULL },

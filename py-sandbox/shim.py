@@ -595,6 +595,8 @@ def _build_facades():
     # typing, string and operator are patched whether or not the policy offers
     # them: other allowed modules hand the snippet their objects.
     for name in ('typing', 'string', 'operator', 'dataclasses', 'collections') + ALLOWED:
+        if name in DATA_MODULES:
+            continue  # _data_init()
         real = importlib.import_module(name)
         if name == 'sys':
             FACADES[name] = _sys_facade(real)
@@ -627,6 +629,275 @@ def _build_facades():
     if 'collections' in FACADES:
         _patch_classes(FACADES['collections'], sys.modules['collections'], 'collections')
     _guard_typing(sys.modules['typing'])
+
+
+# -- data: numpy, pandas, matplotlib (policy data; docs/python.md, "Data") ----------
+# Debian's python3-numpy/-pandas/-matplotlib, imported in the zygote (its
+# environment already says OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+# MKL_NUM_THREADS=1 MPLBACKEND=Agg: pysandbox.c). Handed out as facades; the
+# entry points that read or write files, reach the network or raw memory refuse
+# with policy_violation. What is left relies on the kernel layer (no file
+# outside the grants, no network), as CPython itself does.
+DATA_MODULES = ('numpy', 'pandas', 'matplotlib')
+# Submodules a snippet may import (and reach as attributes of the facade).
+DATA_SUBMODULES = {'numpy': ('linalg', 'random', 'fft', 'lib', 'lib.stride_tricks'),
+                   'pandas': (), 'matplotlib': ('pyplot',)}
+_NP_REFUSED = {'no files': ('load', 'save', 'savez', 'savez_compressed', 'loadtxt', 'savetxt',
+                            'genfromtxt', 'fromfile', 'fromregex', 'memmap', 'DataSource',
+                            'recfromtxt', 'recfromcsv'),
+               'no raw buffers': ('frombuffer',),
+               'no native code': ('ctypeslib',)}
+_PD_FILE_ARGS = ('path_or_buf', 'buf', 'path', 'excel_writer', 'fname', 'filepath_or_buffer',
+                 'io', 'path_or_buffer')
+_PD_TO = ('to_csv', 'to_json', 'to_excel', 'to_parquet', 'to_feather', 'to_hdf', 'to_pickle',
+          'to_stata', 'to_html', 'to_latex', 'to_markdown', 'to_string', 'to_xml', 'to_orc')
+_PD_NEVER = {'no network or databases': ('to_sql', 'to_gbq', 'read_sql', 'read_sql_query',
+                                          'read_sql_table', 'read_gbq'),
+             'no clipboard': ('to_clipboard', 'read_clipboard'),
+             'no files': ('ExcelWriter', 'ExcelFile', 'HDFStore', 'read_hdf', 'read_spss',
+                          'read_sas', 'read_orc', 'read_feather', 'read_parquet',
+                          'read_pickle', 'read_stata', 'read_excel')}
+_PD_DYNAMIC = ('eval', 'query')
+
+
+def _data_refuser(qual, why):
+    def refused(*args, **kwargs):
+        _refuse('%s is not available in the sandbox (policy %s: %s)' % (qual, POLICY, why))
+    refused.__name__ = refused.__qualname__ = qual.rpartition('.')[2]
+    return refused
+
+
+_PATHS = (str, bytes)  # and os.PathLike, added by _data_init() (no import in a worker)
+
+
+def _data_is_path(v):
+    return isinstance(v, _PATHS)
+
+
+def _data_file_guard(qual, fn, why='no files'):
+    """fn, refusing a path or URL (a str, bytes or os.PathLike) as its first or
+    file argument; a file object (io.StringIO, io.BytesIO) or None goes through."""
+    def guarded(*args, **kwargs):
+        if (args and _data_is_path(args[0]) and not (len(args) > 1 and qual.startswith('to_')) or
+                any(_data_is_path(kwargs.get(k)) for k in _PD_FILE_ARGS)):
+            _refuse('%s of a file or URL is not available in the sandbox (policy %s: %s); pass '
+                    'an io.StringIO or io.BytesIO' % (qual, POLICY, why))
+        return fn(*args, **kwargs)
+    guarded.__name__ = getattr(fn, '__name__', qual)
+    guarded.__qualname__ = getattr(fn, '__qualname__', qual)
+    guarded.__doc__ = getattr(fn, '__doc__', None)
+    return guarded
+
+
+def _data_method_guard(cls, cname, name):
+    orig = getattr(cls, name)
+
+    def guarded(self, *args, **kwargs):
+        if (args and _data_is_path(args[0]) or
+                any(_data_is_path(kwargs.get(k)) for k in _PD_FILE_ARGS)):
+            _refuse('%s.%s to a file is not available in the sandbox (policy %s: no files); '
+                    'call it without a path (it returns the text) or pass an io.StringIO or '
+                    'io.BytesIO' % (cname, name, POLICY))
+        return orig(self, *args, **kwargs)
+    guarded.__name__, guarded.__qualname__ = name, '%s.%s' % (cname, name)
+    guarded.__doc__ = orig.__doc__
+    setattr(cls, name, guarded)
+
+
+def _module_getattr(qual, refused):
+    def __getattr__(name):
+        why = refused.get(name)
+        if why:
+            _refuse('%s.%s is not available in the sandbox (policy %s: %s)'
+                    % (qual, name, POLICY, why))
+        raise AttributeError("module '%s' has no attribute '%s'" % (qual, name))
+    return __getattr__
+
+
+def _numpy_facades():
+    np = sys.modules['numpy']
+    f = _facade('numpy', np)
+    refused = {}
+    for why, names in _NP_REFUSED.items():
+        for n in names:
+            f.__dict__.pop(n, None)
+            refused[n] = why
+    f.__dict__['__getattr__'] = _module_getattr('numpy', refused)
+    for n, why in refused.items():
+        if n != 'ctypeslib':
+            f.__dict__[n] = _data_refuser('numpy.' + n, why)
+    FACADES['numpy'] = f
+    for sub in ('linalg', 'random', 'fft'):
+        m = _facade('numpy.' + sub, sys.modules['numpy.' + sub])
+        FACADES['numpy.' + sub] = m
+        setattr(f, sub, m)
+    st = types.ModuleType('numpy.lib.stride_tricks', 'sliding_window_view and broadcast_to; '
+                          'as_strided reaches memory outside the array.')
+    real_st = sys.modules['numpy.lib.stride_tricks']
+    st.sliding_window_view = real_st.sliding_window_view
+    st.broadcast_to = real_st.broadcast_to
+    st.as_strided = _data_refuser('numpy.lib.stride_tricks.as_strided', 'no raw memory')
+    lib = types.ModuleType('numpy.lib', 'Only stride_tricks (without as_strided).')
+    lib.stride_tricks = st
+    FACADES['numpy.lib'], FACADES['numpy.lib.stride_tricks'] = lib, st
+    f.lib = lib
+    # ndarray methods that write files or reach native code (in the real type:
+    # every array the snippet meets is one).
+    _settype(np.ndarray, 'tofile', _data_refuser('numpy.ndarray.tofile', 'no files'))
+    _settype(np.ndarray, 'dump', _data_refuser('numpy.ndarray.dump', 'no files'))
+    _settype(np.ndarray, 'ctypes', property(_data_refuser('numpy.ndarray.ctypes',
+                                                          'no native code')))
+
+
+def _pandas_facade():
+    pd = sys.modules['pandas']
+    f = _facade('pandas', pd)
+    never = {}
+    for why, names in _PD_NEVER.items():
+        for n in names:
+            never[n] = why
+    for k in list(f.__dict__):
+        if k in never:
+            f.__dict__[k] = _data_refuser('pandas.' + k, never[k])
+        elif k.startswith('read_'):
+            f.__dict__[k] = _data_file_guard('pandas.' + k, f.__dict__[k],
+                                             'no files or network')
+    for k in _PD_DYNAMIC:
+        if k in f.__dict__:
+            f.__dict__[k] = _data_refuser('pandas.' + k, 'no dynamic code')
+    # (DataFrame.style needs jinja2, which Debian's pandas does not pull in.)
+    for cls, cname in ((pd.DataFrame, 'DataFrame'), (pd.Series, 'Series')):
+        for name in _PD_TO:
+            if hasattr(cls, name):
+                _data_method_guard(cls, cname, name)
+        for name, why in never.items():
+            if hasattr(cls, name):
+                setattr(cls, name, _data_refuser('%s.%s' % (cname, name), why))
+    for name in _PD_DYNAMIC:
+        setattr(pd.DataFrame, name, _data_refuser('DataFrame.' + name, 'no dynamic code'))
+    FACADES['pandas'] = f
+
+
+def _matplotlib_facades():
+    mpl = sys.modules['matplotlib']
+    plt = sys.modules['matplotlib.pyplot']
+    from matplotlib.figure import Figure
+    f = _facade('matplotlib', mpl)
+    f.use = _data_refuser('matplotlib.use', 'only the Agg backend')
+    p = _facade('matplotlib.pyplot', plt)
+    for n in ('switch_backend', 'install_repl_displayhook', 'uninstall_repl_displayhook'):
+        p.__dict__[n] = _data_refuser('matplotlib.pyplot.' + n, 'only the Agg backend')
+    p.__dict__['show'] = lambda *a, **k: None  # no display: savefig to an io.BytesIO
+    for n in ('imread', 'imsave'):
+        p.__dict__[n] = _data_file_guard('matplotlib.pyplot.' + n, plt.__dict__[n])
+    _data_method_guard(Figure, 'Figure', 'savefig')
+    _mpl_fonts()
+    p.__dict__['savefig'] = _data_file_guard('matplotlib.pyplot.savefig', plt.savefig)
+    f.pyplot = p
+    FACADES['matplotlib'], FACADES['matplotlib.pyplot'] = f, p
+
+
+def _mpl_fonts():
+    # FreeType reads a font lazily through the file matplotlib opened, and a
+    # worker can open no file (its fds are closed, Landlock refuses the path;
+    # matplotlib's fork hook empties its font cache too): the fonts the warm-up
+    # used are read here, once, and every FT2Font is made over their bytes.
+    import functools
+    import io
+    fm, ft2font = sys.modules['matplotlib.font_manager'], sys.modules['matplotlib.ft2font']
+    fonts = {}
+    for fam in ('sans-serif', 'serif', 'monospace'):
+        for weight in ('normal', 'bold'):
+            for style in ('normal', 'italic'):
+                p = fm.findfont(fm.FontProperties(family=fam, weight=weight, style=style))
+                if p not in fonts:
+                    with io.open(p, 'rb') as fh:
+                        fonts[p] = fh.read()
+
+    def font(path, hinting_factor, kerning):
+        data = fonts.get(path)
+        if data is None:
+            _refuse('the font %r was not loaded in the zygote (policy %s: no files)'
+                    % (path, POLICY))
+        return ft2font.FT2Font(io.BytesIO(data), hinting_factor, _kerning_factor=kerning)
+
+    @functools.lru_cache(64)
+    def _get_font(font_filepaths, hinting_factor, *, _kerning_factor, thread_id):
+        first, *rest = font_filepaths
+        f = font(first, hinting_factor, _kerning_factor)
+        if rest:
+            data = fonts.get(first)
+            f = ft2font.FT2Font(io.BytesIO(data), hinting_factor, _kerning_factor=_kerning_factor,
+                                _fallback_list=[font(p, hinting_factor, _kerning_factor)
+                                                for p in rest])
+        return f
+    fm._get_font = _get_font
+
+
+def _data_warm():
+    # What common snippets reach lazily (pandas and matplotlib import inside
+    # functions; a worker cannot load a module): done once here.
+    import io
+    if 'pandas' in sys.modules:
+        pd, np = sys.modules['pandas'], sys.modules['numpy']
+        df = pd.DataFrame({'k': ['a', 'b'] * 50, 'v': np.arange(100.0),
+                           't': pd.date_range('2020-01-01', periods=100, freq='D')})
+        g = df.groupby('k').agg({'v': ['sum', 'mean', 'std']})
+        repr(g), str(df), df.describe(), df.to_dict('records'), df.to_csv(), df.to_json()
+        df.merge(df, on='k'), df.pivot_table(index='k', values='v', aggfunc='mean')
+        pd.read_csv(io.StringIO(df.to_csv(index=False)))
+        pd.read_json(io.StringIO(df.to_json()))
+        df.sort_values('v').head().to_string()
+        df['t'].dt.strftime('%Y-%m'), df.resample('W', on='t').sum(numeric_only=True)
+        df.rolling(3).mean(numeric_only=True), df.corr(numeric_only=True), df.to_html()
+        pd.concat([df, df]).drop_duplicates().fillna(0).value_counts()
+        df.set_index('k').stack()
+    if 'matplotlib.pyplot' in sys.modules:
+        plt = sys.modules['matplotlib.pyplot']
+        fig, ax = plt.subplots()
+        ax.plot([1, 2, 3], [3, 1, 2], label='x')
+        ax.bar(['a', 'b'], [1, 2])
+        ax.set_title('warm'), ax.legend()
+        for fmt in ('png', 'svg'):
+            fig.savefig(io.BytesIO(), format=fmt)
+        plt.close('all')
+
+
+def _data_init():
+    import importlib
+    global _PATHS
+    want = [m for m in DATA_MODULES if m in ALLOWED]
+    if not want:
+        return ()
+    _PATHS = (str, bytes, importlib.import_module('os').PathLike)
+    np = importlib.import_module('numpy')
+    _numpy_alloc(sys.modules['numpy.core._multiarray_umath'])
+    for m in want:
+        importlib.import_module(m)
+    if 'matplotlib' in want:
+        importlib.import_module('matplotlib').use('Agg')
+        importlib.import_module('matplotlib.pyplot')
+    _data_warm()
+    # The real builtins' memoryview is gated (a function, not the type) from
+    # here on; the data modules use the type (matplotlib's Agg canvas hands
+    # its pixels out as a memoryview, isinstance checks): theirs, in their own
+    # globals, which no snippet can read (__globals__ is refused).
+    for name, m in list(sys.modules.items()):
+        if name.partition('.')[0] in want and isinstance(m, types.ModuleType):
+            vars(m).setdefault('memoryview', memoryview)
+    added = []
+    if 'numpy' in want:
+        _numpy_facades()
+        added += ['numpy.linalg', 'numpy.random', 'numpy.fft', 'numpy.lib',
+                  'numpy.lib.stride_tricks']
+    if 'pandas' in want:
+        _pandas_facade()
+    if 'matplotlib' in want:
+        _matplotlib_facades()
+        added.append('matplotlib.pyplot')
+    for m in want:  # np.__version__: what a data snippet prints first
+        FACADES[m].__version__ = sys.modules[m].__version__
+    return tuple(added)
 
 
 # -- output --------------------------------------------------------------------------
@@ -1049,6 +1320,7 @@ def init(modules, allowed_builtins, catalog_builtins, policy, kernel_only, files
         _kernel_init()
     else:
         _build_facades()
+        ALLOWED += _data_init()
         if FILES:
             ALLOWED += _file_facades()
     _seed = importlib.import_module('random').seed  # reseeded per worker, offered or not

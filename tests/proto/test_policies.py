@@ -151,7 +151,7 @@ def test_operator_policy_named_by_a_request(world_dir):
     h = Host(args=("--policy-dir", os.path.join(world_dir, "pol")))
     try:
         names = [p["name"] for p in h.call("sandbox/policy/list")["result"]["policies"]]
-        assert names == ["standard", "strict", "permissive", "kernel-only", "tiny"]
+        assert names == ["standard", "strict", "permissive", "kernel-only", "data", "tiny"]
         r = h.exec("print('0123456789')", policy="tiny")
         assert r["error"]["kind"] == "output_limit" and r["error"]["limit"]["limit"] == 8, r
         r = h.call("sandbox/exec", {"lang": "python", "code": "1", "policy": "tiny"})
@@ -434,6 +434,6 @@ def test_policy_check_show_list_doctor(world_dir):
     p = run("policy", "show", "nope")
     assert p.returncode == 2 and p.stderr == "tidepool policy: unknown policy 'nope' (tidepool policy list)\n"
     p = run("policy", "list")
-    assert [l.split()[0] for l in p.stdout.splitlines()] == ["standard", "strict", "permissive", "kernel-only"]
+    assert [l.split()[0] for l in p.stdout.splitlines()] == ["standard", "strict", "permissive", "kernel-only", "data"]
     p = run("doctor")
     assert p.returncode == 0 and "seccomp filters" in p.stdout and "Landlock" in p.stdout

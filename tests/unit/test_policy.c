@@ -48,7 +48,7 @@ static void test_presets(void)
 	if (s == NULL)
 		return;
 	tp_limits_default(&std);
-	CHECK_EQ_INT(tp_policy_set_count(s), 4);
+	CHECK_EQ_INT(tp_policy_set_count(s), 5);
 	const struct tp_policy *st = tp_policy_set_find(s, "strict");
 	const struct tp_policy *pe = tp_policy_set_find(s, "permissive");
 	const struct tp_policy *ko = tp_policy_set_find(s, "kernel-only");
@@ -79,6 +79,18 @@ static void test_presets(void)
 	CHECK_EQ_INT(ko->py_modules.n, sd->py_modules.n);
 	CHECK(st->py_modules.n < sd->py_modules.n);
 	CHECK_EQ_STR(st->extends, "standard");
+	/* data: standard's modules and numpy, pandas, matplotlib; bigger ceilings. */
+	const struct tp_policy *da = tp_policy_set_find(s, "data");
+	CHECK(da != NULL);
+	if (da != NULL) {
+		CHECK_EQ_STR(da->extends, "standard");
+		CHECK_EQ_INT(da->py_modules.n, sd->py_modules.n + 3);
+		CHECK_EQ_INT(da->limits.memory_bytes, 536870912);
+		CHECK_EQ_INT(da->limits.cpu_ms, 30000);
+		CHECK_EQ_INT(da->limits.wall_ms, 60000);
+		CHECK_EQ_INT(da->limits.result_depth, std.result_depth);
+		CHECK_EQ_INT(da->language_layer, 1);
+	}
 	tp_policy_set_free(s);
 }
 
