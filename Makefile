@@ -153,8 +153,9 @@ $(BUILD)/tidepool-python: $(MAIN_OBJ) $(CORE_OBJS)
 # The Lua zygote's binary: the zygote and worker code without CPython (nothing
 # of host/ or py-sandbox/), so the process every Lua worker is forked from maps
 # no libpython. The host falls back to its own binary when it is not beside it.
-LUA_OBJS = $(filter $(BUILD)/obj/common/% $(BUILD)/obj/sandbox/% $(BUILD)/obj/lua-sandbox/%,\
-             $(filter-out $(BUILD)/obj/sandbox/lang.o,$(CORE_OBJS))) \
+# (A sanitizer build links its options too: the zygote's differ from ASan's defaults.)
+LUA_OBJS = $(filter $(BUILD)/obj/common/% $(BUILD)/obj/sandbox/% $(BUILD)/obj/lua-sandbox/% \
+             $(BUILD)/obj/tests/sanitize/%,$(filter-out $(BUILD)/obj/sandbox/lang.o,$(CORE_OBJS))) \
            $(BUILD)/obj/sandbox/lang_lua.o $(BUILD)/obj/sandbox/zygote_main_lua.o
 $(BUILD)/obj/sandbox/lang_lua.o: sandbox/lang.c
 	@mkdir -p $(dir $@)
