@@ -469,8 +469,11 @@ static int conv_main(lua_State *L)
 		return 0;
 	arr = json_array();
 	attach(L, c, NULL, NULL, arr);
+	/* The array is a level of depth, as in the JSON the client gets (the
+	 * host's decoder counts it: a value at the cap inside it would be refused
+	 * there as the worker's error, not the snippet's). */
 	for (int i = 2; i <= n + 1; i++)
-		if (conv_value(L, c, i, 1, arr, NULL))
+		if (conv_value(L, c, i, 2, arr, NULL))
 			break;
 	return 0;
 }

@@ -168,3 +168,17 @@ def test_lua_values_do_not_change_between_host_starts():
     assert list(first)[:3] == ["3", "6", "9"] and list(first)[200:203] == ["k1", "k10", "k100"]
     assert json.loads(seen[0][2])[2] == "NaN is not a JSON number"  # "m" before "q"
     assert json.loads(seen[0][3])[2] == "inf is not a JSON number"  # "m" before "z"
+
+
+@pytest.mark.parametrize("depth,ok", [(2, True), (3, False)])
+def test_several_lua_values_make_a_level_of_depth(shared_host, depth, ok):
+    """`return 1, t` sends [1, t]: the array is a level, as the host's decoder
+    counts it. At the cap the snippet gets output_limit (it was the worker's
+    internal_error: the two sides counted differently)."""
+    code = "local t = {} local c = t for i = 2, %d do c[1] = {} c = c[1] end return 1, t" % depth
+    r = shared_host.exec(code, limits={"result_depth": 3})
+    if ok:
+        assert r["ok"] is True and r["value"] == [1, [{}]], r  # an empty table is {}
+    else:
+        assert r["error"]["kind"] == "output_limit" and r["error"]["layer"] == "language", r
+        assert r["error"]["limit"] == {"name": "result_depth", "limit": 3, "used": 4}, r

@@ -84,10 +84,13 @@ static void test_to_json(void)
 	/* Cycles. */
 	CHECK_EQ_STR(c1("local t = {} t[1] = t return t"), "FAIL:3:0");
 	CHECK_EQ_STR(c1("local t = {a = {}} t.a.b = t return t"), "FAIL:3:0");
-	/* Depth: the top table is depth 1; multiple returns add no level. */
+	/* Depth: the top table is depth 1; several returns are an array, a level
+	 * as in the JSON sent (the host's decoder counts it). */
 	CHECK_EQ_STR(conv("return {{{}}}", 3, 1000), "[[{}]]");
 	CHECK_EQ_STR(conv("return {{{}}}", 2, 1000), "FAIL:1:3");
-	CHECK_EQ_STR(conv("return {1}, {2}", 1, 1000), "[[1],[2]]");
+	CHECK_EQ_STR(conv("return {1}, {2}", 2, 1000), "[[1],[2]]");
+	CHECK_EQ_STR(conv("return {1}, {2}", 1, 1000), "FAIL:1:2");
+	CHECK_EQ_STR(conv("return 1, 2", 1, 1000), "[1,2]");
 	CHECK_EQ_STR(conv("return 5", 0, 1000), "5");
 	CHECK_EQ_STR(conv("return {}", 0, 1000), "FAIL:1:1");
 	/* Size: counted as compact JSON text. */
