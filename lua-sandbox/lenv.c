@@ -457,6 +457,10 @@ static int l_require(lua_State *L)
 	const char *name = luaL_checkstring(L, 1);
 	const struct tp_policy *p = tp_sandbox_policy();
 	char have[160] = "", msg[400];
+	/* The JSON libraries LLM-written Lua names most, with the API json has
+	 * (encode, decode, null): code that tries them in turn finds one. */
+	const char *want =
+	    strcmp(name, "cjson") == 0 || strcmp(name, "dkjson") == 0 ? "json" : name;
 
 	luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
 	for (size_t i = 1; i < sizeof libs / sizeof libs[0]; i++) {
@@ -464,7 +468,7 @@ static int l_require(lua_State *L)
 			lua_pop(L, 1);
 			continue;
 		}
-		if (strcmp(name, libs[i].name) == 0)
+		if (strcmp(want, libs[i].name) == 0)
 			return 1;
 		lua_pop(L, 1);
 		snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s",

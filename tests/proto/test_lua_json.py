@@ -232,3 +232,14 @@ def test_a_policy_without_io_still_names_io_refusals(gated_host):
     r = gated_host.exec("return io.open('/etc/passwd')", policy="nojson")
     assert (r["error"]["kind"], r["error"]["message"]) == \
         ("policy_violation", "io.open is not available in the sandbox (policy nojson: no files)")
+
+
+def test_the_json_libraries_llm_code_names_find_json(shared_host):
+    """`local ok, json = pcall(require, "cjson")` and the like: cjson and dkjson
+    give json (their encode/decode/null are its); other names stay refused."""
+    r = shared_host.exec("local a, b = require('cjson'), require('dkjson') "
+                         "return {a == json, b == json, a.encode({1, 2}), a.decode('[3]')[1]}")
+    assert r["ok"] is True and r["value"] == [True, True, "[1,2]", 3], r
+    r = shared_host.exec("local ok, j = pcall(require, 'lunajson') return ok")
+    assert r["error"]["kind"] == "policy_violation", r
+    assert r["error"]["message"].startswith("require('lunajson') is not available in the sandbox"), r
