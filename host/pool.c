@@ -481,7 +481,8 @@ static struct worker *worker_for(struct tp_host *h, const struct exec *e)
 	}
 	if (e->p.state)
 		return used != NULL ? used : fresh;
-	if (fresh == NULL && used != NULL)
+	/* One at a time: dispatch asks again each loop while the refill forks. */
+	if (fresh == NULL && used != NULL && h->zyg[e->zi].nspawning == 0)
 		tp_pool_kill_worker(used); /* the refill makes a fresh one */
 	return fresh;
 }
