@@ -177,6 +177,11 @@ char *tp_msg_reply_encode(const struct tp_reply *r, size_t *len)
 			w.oom =
 			    1; /* an ok reply always has a value: refuse to encode one without */
 		put_json(&w, r->value);
+		put_text(&w, &r->text);
+		put_u8(&w, r->text_cut ? 1 : 0);
+		put_u32(&w, r->nimages);
+		for (unsigned i = 0; i < r->nimages && i < TP_MSG_MAX_IMAGES; i++)
+			put_text(&w, &r->images[i]);
 		return finish(&w, len);
 	}
 	put_u8(&w, (unsigned)f->kind);
@@ -425,11 +430,49 @@ static const char *check_failure(struct rbuf *r, const struct tp_limits *lim, st
 	return NULL;
 }
 
+/* An ok reply's text and images (version 6). */
+static const char *check_rich(struct rbuf *r, const struct tp_limits *lim, struct tp_reply *out)
+{
+	unsigned cut;
+	uint32_t n;
+	uint64_t total = 0;
+
+	get_text(r, lim->result_bytes, &out->text);
+	cut = get_u8(r);
+	n = get_u32(r);
+	if (r->bad)
+		return r->too_long ? "a text longer than result_bytes" : "truncated";
+	if (cut > 1 || (cut && out->text.s == NULL))
+		return "a text cut flag that is not 0 or 1, or without a text";
+	if (out->text.s != NULL && out->value_repr)
+		return "a text beside a repr value";
+	out->text_cut = (int)cut;
+	if (n > TP_MSG_MAX_IMAGES)
+		return "more images than the cap";
+	for (uint32_t i = 0; i < n; i++) {
+		get_text(r, lim->output_bytes, &out->images[i]);
+		if (r->bad || out->images[i].s == NULL)
+			return "an image longer than output_bytes, absent or cut short";
+		out->nimages = i + 1;
+		if (out->images[i].n < 8 || memcmp(out->images[i].s, "\x89PNG\r\n\x1a\n", 8) != 0)
+			return "an image that is not a PNG file";
+		total += out->images[i].n;
+		if (total > lim->output_bytes)
+			return "images longer than output_bytes together";
+	}
+	return NULL;
+}
+
 size_t tp_msg_reply_max(const struct tp_limits *lim)
 {
 	/* header, flags, usage, the failure's numbers and five length words: < 128. A
-	 * failure's data (at most result_bytes) comes instead of the value. */
-	return (size_t)lim->result_bytes + TP_MSG_MAX_TYPE + 2 * (size_t)TP_MSG_MAX_TEXT + 128;
+	 * failure's data (at most result_bytes) comes instead of the value. An ok
+	 * reply's text (result_bytes), its images (output_bytes) and their length
+	 * words come instead of the failure's texts. */
+	size_t fail = (size_t)lim->result_bytes + TP_MSG_MAX_TYPE + 2 * (size_t)TP_MSG_MAX_TEXT;
+	size_t ok = 2 * (size_t)lim->result_bytes + (size_t)lim->output_bytes +
+		    4 * (size_t)TP_MSG_MAX_IMAGES;
+	return (fail > ok ? fail : ok) + 128;
 }
 
 int tp_msg_reply_decode(const char *buf, size_t len, const struct tp_limits *lim,
@@ -461,6 +504,8 @@ int tp_msg_reply_decode(const char *buf, size_t len, const struct tp_limits *lim
 		out->value = get_json(&r, lim->result_bytes, lim->result_depth, &why);
 		if (out->value == NULL && why == NULL)
 			why = "an ok reply without a value";
+		if (why == NULL)
+			why = check_rich(&r, lim, out);
 	} else {
 		why = check_failure(&r, lim, &out->error);
 	}
@@ -613,6 +658,9 @@ void tp_request_free(struct tp_request *req)
 void tp_reply_free(struct tp_reply *r)
 {
 	json_decref(r->value);
+	tp_text_free(&r->text);
+	for (unsigned i = 0; i < r->nimages && i < TP_MSG_MAX_IMAGES; i++)
+		tp_text_free(&r->images[i]);
 	tp_text_free(&r->error.type);
 	tp_text_free(&r->error.message);
 	tp_text_free(&r->error.traceback);

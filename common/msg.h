@@ -31,10 +31,13 @@
 #define TP_EXIT_LIMIT 158     /* a limit tripped and the grace period ran out */
 #define TP_EXIT_VIOLATION 159 /* seccomp trapped a syscall (128 + SIGSYS) */
 
-#define TP_MSG_VERSION 5
+#define TP_MSG_VERSION 6
 /* Caps the host holds a reply to; the worker cuts its texts below them. */
 #define TP_MSG_MAX_TYPE 256u
 #define TP_MSG_MAX_TEXT (64u << 10)
+/* An ok reply's images (version 6): at most this many, each a PNG, all of them
+ * together within output_bytes. */
+#define TP_MSG_MAX_IMAGES 16u
 /* Largest request a worker reads (the host caps lines far lower). */
 #define TP_MSG_MAX_REQUEST (64u << 20)
 
@@ -92,8 +95,15 @@ struct tp_usage {
 struct tp_reply {
 	uint64_t seq; /* the request's seq: a reply answers one request */
 	int ok;
-	int value_repr;          /* the value is the repr() of a non-JSON object */
-	json_t *value;           /* when ok: owned */
+	int value_repr;      /* the value is the repr() of a non-JSON object */
+	json_t *value;       /* when ok: owned */
+	struct tp_text text; /* when ok (version 6): the value as a REPL shows it, at most
+			      * result_bytes, owned; absent for no value and for a repr value
+			      * (the value is its text) */
+	int text_cut;        /* text was cut to fit result_bytes */
+	struct tp_text images[TP_MSG_MAX_IMAGES]; /* when ok: PNG files, owned; together
+						   * within output_bytes */
+	unsigned nimages;
 	struct tp_failure error; /* when !ok */
 	struct tp_usage usage;
 };

@@ -176,9 +176,17 @@ static const char output_schema_text[] =
     " {\"type\": \"string\"}, {\"type\": \"array\"}, {\"type\": \"object\"}]},"
     "\"value_repr\": {\"type\": \"boolean\", \"description\": \"true: value is the repr() of a"
     " value JSON cannot carry\"},"
+    "\"text\": {\"description\": \"the value as a REPL prints it (Python repr, a pandas table;"
+    " Lua print); null when there is no value\","
+    " \"anyOf\": [{\"type\": \"string\"}, {\"type\": \"null\"}]},"
+    "\"images\": {\"description\": \"the figures the snippet showed or left open, each an image"
+    " content item of this result, in this order\", \"type\": \"array\", \"items\": {"
+    "  \"type\": \"object\", \"properties\": {\"mime\": {\"type\": \"string\"},"
+    "  \"bytes\": {\"type\": \"integer\", \"minimum\": 1}}, \"required\": [\"mime\", \"bytes\"]}},"
     "\"stdout\": {\"type\": \"string\"}, \"stderr\": {\"type\": \"string\"},"
     "\"truncated\": {\"type\": \"object\", \"properties\": {\"stdout\": {\"type\": \"boolean\"},"
-    " \"stderr\": {\"type\": \"boolean\"}}, \"required\": [\"stdout\", \"stderr\"]},"
+    " \"stderr\": {\"type\": \"boolean\"}, \"text\": {\"type\": \"boolean\"}},"
+    " \"required\": [\"stdout\", \"stderr\"]},"
     "\"error\": {\"anyOf\": [{\"type\": \"null\"}, {\"type\": \"object\", \"properties\": {"
     "  \"kind\": {\"type\": \"string\"},"
     "  \"layer\": {\"type\": \"string\", \"enum\": [\"language\", \"process\", \"kernel\","
@@ -212,8 +220,8 @@ static const char output_schema_text[] =
     "  \"level\": {\"type\": \"string\", \"enum\": [\"process\", \"state\"]},"
     "  \"worker_exec\": {\"type\": \"integer\", \"minimum\": 1}},"
     " \"required\": [\"level\", \"worker_exec\"]}},"
-    "\"required\": [\"ok\", \"value\", \"stdout\", \"stderr\", \"truncated\", \"error\","
-    " \"usage\"]}";
+    "\"required\": [\"ok\", \"value\", \"text\", \"stdout\", \"stderr\", \"truncated\","
+    " \"error\", \"usage\"]}";
 
 static json_t *output_schema(void)
 {
@@ -451,9 +459,49 @@ json_t *tp_mcp_tool_text(const char *text)
 			 "isError", 1);
 }
 
+/* The result's images become image content items after the text, in their
+ * order; the result (the text item and structuredContent) keeps each one's
+ * mime and size, not its data twice. */
+static json_t *image_items(json_t *result)
+{
+	json_t *images = json_object_get(result, "images"), *items = json_array(), *img;
+	size_t i;
+
+	json_array_foreach(images, i, img)
+	{
+		json_t *data = json_object_get(img, "data");
+		size_t n = json_string_length(data);
+		json_int_t bytes = (json_int_t)(n / 4 * 3) -
+				   (n > 0 && json_string_value(data)[n - 1] == '=') -
+				   (n > 1 && json_string_value(data)[n - 2] == '=');
+		if (items == NULL ||
+		    json_array_append_new(items, json_pack("{s:s, s:O, s:O}", "type", "image",
+							   "data", data, "mimeType",
+							   json_object_get(img, "mime"))) != 0 ||
+		    json_object_set_new(img, "bytes", json_integer(bytes)) != 0) {
+			json_decref(items);
+			return NULL;
+		}
+		json_object_del(img, "data");
+	}
+	return items;
+}
+
 json_t *tp_mcp_tool_result(json_t *exec_result)
 {
+	json_t *items, *r;
+
 	if (exec_result == NULL)
 		return NULL;
-	return tp_mcp_tool_value(exec_result, !json_is_true(json_object_get(exec_result, "ok")));
+	if (json_object_get(exec_result, "images") == NULL)
+		return tp_mcp_tool_value(exec_result,
+					 !json_is_true(json_object_get(exec_result, "ok")));
+	items = image_items(exec_result);
+	r = items ? tp_mcp_tool_value(exec_result, 0) : (json_decref(exec_result), NULL);
+	if (r != NULL && json_array_extend(json_object_get(r, "content"), items) != 0) {
+		json_decref(r);
+		r = NULL;
+	}
+	json_decref(items);
+	return r;
 }

@@ -4,6 +4,7 @@
  * by field and re-capped, output is clamped and made valid UTF-8.
  */
 #include "result.h"
+#include "base64.h"
 
 #include <math.h>
 #include <seccomp.h>
@@ -245,6 +246,38 @@ static json_t *usage_json(const struct tp_outcome *o)
 			 round(o->queue_ms * 1000) / 1000, "tool_calls", (json_int_t)o->tool_calls);
 }
 
+/* The value as a REPL shows it: the worker's text, or the repr that is the
+ * value; null for no value (a REPL shows nothing). */
+static json_t *value_text(const struct tp_reply *r)
+{
+	if (r->value_repr && json_is_string(r->value))
+		return json_incref(r->value);
+	if (r->text.s == NULL)
+		return json_null();
+	return text_json(r->text.s, r->text.n);
+}
+
+/* [{mime, data}]: each PNG in base64. NULL when out of memory. */
+static json_t *images_json(const struct tp_reply *r)
+{
+	json_t *a = json_array();
+	for (unsigned i = 0; a != NULL && i < r->nimages; i++) {
+		char *b64 = malloc(tp_base64_encoded_len(r->images[i].n) + 1);
+		json_t *img = NULL;
+		if (b64 != NULL) {
+			tp_base64_encode((const unsigned char *)r->images[i].s, r->images[i].n,
+					 b64);
+			img = json_pack("{s:s, s:s}", "mime", "image/png", "data", b64);
+		}
+		free(b64);
+		if (img == NULL || json_array_append_new(a, img) != 0) {
+			json_decref(a);
+			a = NULL;
+		}
+	}
+	return a;
+}
+
 json_t *tp_result_build(const struct tp_outcome *o)
 {
 	int ok;
@@ -253,14 +286,20 @@ json_t *tp_result_build(const struct tp_outcome *o)
 		return NULL; /* out of memory: an error must never read as success */
 	json_t *value = ok ? o->reply->value : NULL;
 	const struct tp_shm_view *v = o->shm;
-	json_t *r = json_pack("{s:b, s:O, s:o, s:o, s:{s:b, s:b}, s:o, s:o}", "ok", ok, "value",
-			      value ? value : json_null(), "stdout",
-			      v ? text_json(v->out[0], v->len[0]) : json_string(""), "stderr",
-			      v ? text_json(v->out[1], v->len[1]) : json_string(""), "truncated",
-			      "stdout", v ? v->truncated[0] : 0, "stderr", v ? v->truncated[1] : 0,
-			      "error", err ? err : json_null(), "usage", usage_json(o));
+	json_t *trunc = json_pack("{s:b, s:b}", "stdout", v ? v->truncated[0] : 0, "stderr",
+				  v ? v->truncated[1] : 0);
+	if (trunc != NULL && ok && o->reply->text_cut)
+		put(&trunc, "text", json_true());
+	json_t *r =
+	    json_pack("{s:b, s:O, s:o, s:o, s:o, s:o, s:o, s:o}", "ok", ok, "value",
+		      value ? value : json_null(), "text", ok ? value_text(o->reply) : json_null(),
+		      "stdout", v ? text_json(v->out[0], v->len[0]) : json_string(""), "stderr",
+		      v ? text_json(v->out[1], v->len[1]) : json_string(""), "truncated", trunc,
+		      "error", err ? err : json_null(), "usage", usage_json(o));
 	/* A value that is the repr of a non-JSON object says so. */
 	if (r != NULL && value != NULL && o->reply->value_repr)
 		put(&r, "value_repr", json_true());
+	if (r != NULL && ok && o->reply->nimages > 0)
+		put(&r, "images", images_json(o->reply));
 	return r;
 }

@@ -572,6 +572,80 @@ static json_t *convert_result(lua_State *L, const char **fail)
 	return NULL;
 }
 
+/* One returned value as lua5.4's interactive interpreter prints it, from its
+ * JSON form: a string as it is, a number as tostring writes it (LUA_NUMBER_FMT, "%.14g", a
+ * float that looks whole gets ".0"), nil, true, false; a table as its JSON
+ * text (the interpreter would print an address, which tidepool hides); a
+ * function, thread or userdata as its JSON string ("<function>"). No
+ * metamethod runs: __tostring and __name are not asked. */
+static int put_text(char **buf, size_t *len, const json_t *v)
+{
+	char num[64], *s = num, *more;
+	size_t n;
+	int own = 0;
+
+	if (json_is_string(v)) {
+		s = (char *)json_string_value(v);
+		n = json_string_length(v);
+	} else if (json_is_integer(v)) {
+		n = (size_t)snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT,
+				     json_integer_value(v));
+	} else if (json_is_real(v)) {
+		n = (size_t)snprintf(num, sizeof num, LUA_NUMBER_FMT, json_real_value(v));
+		if (num[strspn(num, "-0123456789")] == '\0')
+			n += (size_t)snprintf(num + n, sizeof num - n, ".0");
+	} else if (json_is_null(v) || json_is_boolean(v)) {
+		s = json_is_null(v) ? "nil" : json_is_true(v) ? "true" : "false";
+		n = strlen(s);
+	} else {
+		s = tp_json_dumps(v, JSON_COMPACT);
+		if (s == NULL)
+			return -1;
+		n = strlen(s);
+		own = 1;
+	}
+	more = realloc(*buf, *len + n + 2);
+	if (more != NULL) {
+		if (*len > 0)
+			more[(*len)++] = '\t'; /* print()'s separator, as the interpreter's */
+		memcpy(more + *len, s, n);
+		*len += n;
+		more[*len] = '\0';
+		*buf = more;
+	}
+	if (own)
+		free(s);
+	return more != NULL ? 0 : -1;
+}
+
+/* The returned values (nvals of them, as value holds them) as the
+ * interpreter prints them, tab-separated, cut to result_bytes at a character
+ * boundary; absent when nothing was returned. -1 out of memory. */
+static int value_text(const json_t *value, int nvals, struct tp_reply *out)
+{
+	char *buf = NULL;
+	size_t len = 0;
+
+	for (int i = 0; i < nvals; i++)
+		if (put_text(&buf, &len, nvals == 1 ? value : json_array_get(value, (size_t)i)) !=
+		    0) {
+			free(buf);
+			return -1;
+		}
+	if (buf == NULL)
+		return 0;
+	if (len > g_lim.result_bytes) {
+		len = (size_t)g_lim.result_bytes;
+		while (len > 0 && ((unsigned char)buf[len] & 0xc0) == 0x80)
+			len--;
+		buf[len] = '\0';
+		out->text_cut = 1;
+	}
+	out->text.s = buf;
+	out->text.n = len;
+	return 0;
+}
+
 static void usage(struct tp_usage *u)
 {
 	u->instructions = g_lim.instructions ? g_charged : 0;
@@ -583,6 +657,7 @@ static int reply(lua_State *L, enum stage stage, int status, struct tp_reply *ou
 {
 	const char *fail = NULL;
 	json_t *value = NULL;
+	int nvals = lua_gettop(L) - 1; /* above the message handler */
 
 	memset(out, 0, sizeof *out);
 	if (!tripped() && status == LUA_OK)
@@ -599,6 +674,13 @@ static int reply(lua_State *L, enum stage stage, int status, struct tp_reply *ou
 		return result_failure(&out->error, fail);
 	out->ok = 1;
 	out->value = value;
+	if (value != NULL && value_text(value, nvals, out) != 0) {
+		trip_memory();
+		json_decref(value);
+		out->ok = 0;
+		out->value = NULL;
+		return limit_failure(L, &out->error);
+	}
 	return value != NULL ? 0 : -1;
 }
 

@@ -342,6 +342,11 @@ int tp_py_data_dict_ok(PyObject *obj, PyObject *name)
 	       tp_py_caller_data_package();
 }
 
+int tp_py_caller_shim(void)
+{
+	return caller_file_is(SHIM) == 1;
+}
+
 /* Stdlib code (as above), the shim and our own C code may still use exec, eval,
  * compile and __import__. */
 int tp_py_caller_trusted(void)

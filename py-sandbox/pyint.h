@@ -61,6 +61,8 @@ int tp_py_snippet_line(void); /* the innermost snippet frame's line, or -1 */
 int tp_py_refused_names(PyObject *dict);
 int tp_py_frame_exempt(int no_frame);
 int tp_py_caller_trusted(void);
+/* The innermost Python frame is the shim's own code. */
+int tp_py_caller_shim(void);
 int tp_py_audit_hook(const char *event, PyObject *args, void *ud);
 
 /* pyattr.c: the attribute guard (installed by the shim in the zygote). */

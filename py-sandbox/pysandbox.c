@@ -181,15 +181,13 @@ static void end_run(void)
 	PyErr_Clear();
 }
 
-/* The value's repr, cut to fit result_bytes (repr runs snippet code: limits on). */
-static json_t *repr_value(PyObject *v)
+/* A repr as the value, cut to fit result_bytes as a JSON string. */
+static json_t *repr_json(PyObject *r)
 {
-	PyObject *r = PyObject_Repr(v), *cut;
+	PyObject *cut;
 	json_t *j;
 	Py_ssize_t k;
 
-	if (r == NULL)
-		return NULL;
 	k = PyUnicode_GET_LENGTH(r);
 	for (;;) {
 		cut = PyUnicode_Substring(r, 0, k);
@@ -200,16 +198,175 @@ static json_t *repr_value(PyObject *v)
 		json_decref(j);
 		k = k * 3 / 4; /* escapes make bytes per character vary: shrink until it fits */
 	}
-	Py_DECREF(r);
+	return j;
+}
+
+/* The value's repr, cut to fit result_bytes (repr runs snippet code: limits on). */
+static json_t *repr_value(PyObject *v)
+{
+	PyObject *r = PyObject_Repr(v);
+	json_t *j = r != NULL ? repr_json(r) : NULL;
+
+	Py_XDECREF(r);
 	return j;
 }
 
 struct result {
 	json_t *value;
 	int is_repr;
-	const char *fail;    /* why the value could not be sent (result_error) */
-	struct failure repr; /* the exception repr() raised, if that was why */
+	const char *fail; /* why the value could not be sent (result_error) */
+	struct failure
+	    repr; /* the exception repr() (or a figure's drawing) raised, if that was why */
+	struct tp_text text; /* the value as a REPL shows it (malloc'd), absent for None */
+	int text_cut;
+	struct tp_text images[TP_MSG_MAX_IMAGES]; /* PNGs (malloc'd) */
+	unsigned nimages;
 };
+
+/* The data preset's hooks in the shim (NULL without the data packages): the
+ * types whose values the shim converts (numpy arrays and scalars, pandas
+ * frames and series), its converter, and the figures' collector and reset. */
+static PyObject *g_rich_types, *g_rich, *g_figures, *g_figures_reset;
+
+/* A str as UTF-8 (lone surrogates as U+FFFD), cut at a character boundary to
+ * at most max bytes; -1 out of memory. */
+static int text_of(PyObject *str, uint64_t max, struct tp_text *t, int *cut)
+{
+	json_t *j = tp_pyjson_str(str);
+	size_t n;
+
+	if (j == NULL)
+		return -1;
+	n = json_string_length(j);
+	*cut = n > max;
+	if (*cut) {
+		n = (size_t)max;
+		while (n > 0 && ((unsigned char)json_string_value(j)[n] & 0xc0) == 0x80)
+			n--; /* not inside a character */
+	}
+	t->s = malloc(n + 1);
+	if (t->s != NULL) {
+		memcpy(t->s, json_string_value(j), n);
+		t->s[n] = '\0';
+		t->n = n;
+	}
+	json_decref(j);
+	return t->s != NULL ? 0 : -1;
+}
+
+/* The value's text: its repr (snippet code may run: limits on), as a REPL
+ * prints it; nothing for None, which a REPL does not print. */
+static void value_text(PyObject *v, struct result *res, const struct tp_request *req)
+{
+	PyObject *r;
+
+	if (v == Py_None)
+		return;
+	r = PyObject_Repr(v);
+	if (r == NULL || text_of(r, tp_py_lim.result_bytes, &res->text, &res->text_cut) != 0) {
+		if (r == NULL)
+			tp_py_capture(&res->repr, ST_RUN, req);
+		json_decref(res->value);
+		res->value = NULL;
+		res->fail = "repr() failed";
+	}
+	Py_XDECREF(r);
+}
+
+static int is_rich(PyObject *v)
+{
+	Py_ssize_t n = g_rich_types != NULL ? PyTuple_GET_SIZE(g_rich_types) : 0;
+	for (Py_ssize_t i = 0; i < n; i++)
+		if (PyObject_TypeCheck(v, (PyTypeObject *)PyTuple_GET_ITEM(g_rich_types, i)))
+			return 1;
+	return 0;
+}
+
+/* A numpy or pandas value: the shim's (value, text). The value as JSON when it
+ * converts within the caps (a frame's records), else the text is the value,
+ * as any other value's repr is. */
+static void convert_rich(PyObject *v, struct result *res, const struct tp_request *req)
+{
+	struct tp_pyjson_caps caps = { tp_py_lim.result_depth, tp_py_lim.result_bytes };
+	struct tp_pyjson_out out;
+	PyObject *lim = PyLong_FromUnsignedLongLong(tp_py_lim.result_bytes);
+	PyObject *t = lim ? PyObject_CallFunctionObjArgs(g_rich, v, lim, NULL) : NULL;
+
+	Py_XDECREF(lim);
+	if (t == NULL || !PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2 ||
+	    !PyUnicode_Check(PyTuple_GET_ITEM(t, 1))) {
+		if (t == NULL)
+			tp_py_capture(&res->repr, ST_RUN, req);
+		Py_XDECREF(t);
+		res->fail = "repr() failed";
+		return;
+	}
+	if (PyTuple_GET_ITEM(t, 0) != Py_None) {
+		tp_pyjson_from_py(PyTuple_GET_ITEM(t, 0), &caps, &out);
+		if (out.fail == TP_PYJSON_OK) {
+			res->value = out.value;
+			if (text_of(PyTuple_GET_ITEM(t, 1), tp_py_lim.result_bytes, &res->text,
+				    &res->text_cut) != 0) {
+				json_decref(res->value);
+				res->value = NULL;
+				res->fail = "out of memory";
+			}
+			Py_DECREF(t);
+			return;
+		}
+	}
+	res->value = repr_json(PyTuple_GET_ITEM(t, 1));
+	res->is_repr = 1;
+	if (res->value == NULL)
+		res->fail = "out of memory";
+	Py_DECREF(t);
+}
+
+/* The figures the snippet showed or left open, as PNGs: with stdout and
+ * stderr within output_bytes, else the exec's output_limit. Drawing runs
+ * matplotlib and the snippet's callbacks: under the limits. */
+static void figures(struct result *res, const struct tp_request *req)
+{
+	PyObject *l = PyObject_CallNoArgs(g_figures);
+	Py_ssize_t n;
+	uint64_t used;
+
+	if (l == NULL || !PyList_Check(l)) {
+		if (l == NULL)
+			tp_py_capture(&res->repr, ST_RUN, req);
+		Py_XDECREF(l);
+		json_decref(res->value);
+		res->value = NULL;
+		res->fail = "a figure could not be drawn";
+		return;
+	}
+	n = PyList_GET_SIZE(l);
+	used = (uint64_t)tp_py_shm->len[0] + tp_py_shm->len[1];
+	for (Py_ssize_t i = 0; i < n; i++) {
+		PyObject *b = PyList_GET_ITEM(l, i);
+		used += PyBytes_Check(b) ? (uint64_t)PyBytes_GET_SIZE(b) : 0;
+	}
+	if (used > tp_py_lim.output_bytes || (size_t)n > TP_MSG_MAX_IMAGES) {
+		Py_DECREF(l);
+		if (used > tp_py_lim.output_bytes)
+			tp_py_trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_OUTPUT_BYTES,
+				   tp_py_lim.output_bytes, used);
+		else
+			res->fail = "more than 16 figures: close some (plt.close) or draw them "
+				    "as subplots of one";
+		return;
+	}
+	for (Py_ssize_t i = 0; i < n; i++) {
+		PyObject *b = PyList_GET_ITEM(l, i);
+		struct tp_text *img = &res->images[res->nimages];
+		if (!PyBytes_Check(b) || (img->s = malloc((size_t)PyBytes_GET_SIZE(b))) == NULL)
+			continue;
+		img->n = (size_t)PyBytes_GET_SIZE(b);
+		memcpy(img->s, PyBytes_AS_STRING(b), img->n);
+		res->nimages++;
+	}
+	Py_DECREF(l);
+}
 
 static void convert(PyObject *v, struct result *res, const struct tp_request *req)
 {
@@ -217,9 +374,16 @@ static void convert(PyObject *v, struct result *res, const struct tp_request *re
 	struct tp_pyjson_caps caps = { tp_py_lim.result_depth, tp_py_lim.result_bytes };
 	struct tp_pyjson_out out;
 
+	if (is_rich(v)) {
+		convert_rich(v, res, req);
+		return;
+	}
 	tp_pyjson_from_py(v, &caps, &out);
 	switch (out.fail) {
-	case TP_PYJSON_OK: res->value = out.value; return;
+	case TP_PYJSON_OK:
+		res->value = out.value;
+		value_text(v, res, req);
+		return;
 	case TP_PYJSON_DEPTH:
 		tp_py_trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_RESULT_DEPTH, caps.depth, out.used);
 		return;
@@ -276,7 +440,13 @@ static void run(PyObject *globals, PyObject *prepared, struct result *res, struc
 	tp_py_running = 1;
 	Py_SetRecursionLimit(RECURSION_LIMIT);
 	if (tp_py_lim.instructions != 0)
-		tp_py_trace_on(); /* before the first line of the snippet */
+		tp_py_trace_on();      /* before the first line of the snippet */
+	if (g_figures_reset != NULL) { /* what an earlier exec of a session left */
+		r = PyObject_CallNoArgs(g_figures_reset);
+		if (r == NULL)
+			PyErr_Clear();
+		Py_XDECREF(r);
+	}
 	r = body == Py_None ? (Py_INCREF(Py_None), Py_None)
 			    : PyEval_EvalCode(body, globals, globals);
 	if (r != NULL && expr != Py_None) {
@@ -289,6 +459,8 @@ static void run(PyObject *globals, PyObject *prepared, struct result *res, struc
 		tp_py_capture(f, ST_RUN, req);
 	else if (!tp_py_verdict())
 		convert(r, res, req);
+	if (r != NULL && g_figures != NULL && !tp_py_verdict() && res->fail == NULL)
+		figures(res, req);
 	Py_XDECREF(r);
 }
 
@@ -367,6 +539,11 @@ static int reply(const struct failure *f, struct result *res, struct tp_reply *o
 	out->value = res->value ? res->value : json_null();
 	out->value_repr = res->is_repr;
 	res->value = NULL;
+	out->text = res->text, out->text_cut = res->text_cut;
+	res->text.s = NULL;
+	memcpy(out->images, res->images, sizeof out->images);
+	out->nimages = res->nimages;
+	res->nimages = 0;
 	return out->value != NULL ? 0 : -1;
 }
 
@@ -488,6 +665,9 @@ out:
 	rc = reply(&f, &res, out);
 	json_decref(f.message), json_decref(f.traceback);
 	json_decref(res.repr.message), json_decref(res.repr.traceback);
+	tp_text_free(&res.text);
+	for (unsigned i = 0; i < res.nimages; i++)
+		tp_text_free(&res.images[i]);
 	Py_XDECREF(src), Py_XDECREF(prepared);
 	if (req->rehearsal) {
 		Py_CLEAR(g_rehearsal_globals);
@@ -700,6 +880,16 @@ static int load_shim(struct tp_err *err)
 	g_prepare = PyDict_GetItemString(g_shim, "prepare");
 	g_opened = PyDict_GetItemString(g_shim, "_OPENED");
 	g_reseed = PyDict_GetItemString(g_shim, "reseed");
+	g_rich_types = PyDict_GetItemString(g_shim, "RICH_TYPES");
+	if (g_rich_types != NULL && PyTuple_Check(g_rich_types) && PyTuple_GET_SIZE(g_rich_types)) {
+		g_rich = PyDict_GetItemString(g_shim, "_rich");
+		g_figures = PyDict_GetItemString(g_shim, "_figures");
+		g_figures_reset = PyDict_GetItemString(g_shim, "_figures_reset");
+		if (g_figures == Py_None || g_figures_reset == Py_None) /* no matplotlib */
+			g_figures = g_figures_reset = NULL;
+	} else {
+		g_rich_types = NULL;
+	}
 	g_stdout = Py_XNewRef(PySys_GetObject("stdout"));
 	g_stderr = Py_XNewRef(PySys_GetObject("stderr"));
 	/* Workers share the zygote's heap copy-on-write: collect once, then keep

@@ -787,7 +787,7 @@ def _matplotlib_facades():
     p = _facade('matplotlib.pyplot', plt)
     for n in ('switch_backend', 'install_repl_displayhook', 'uninstall_repl_displayhook'):
         p.__dict__[n] = _data_refuser('matplotlib.pyplot.' + n, 'only the Agg backend')
-    p.__dict__['show'] = lambda *a, **k: None  # no display: savefig to an io.BytesIO
+    p.__dict__['show'] = _show  # the figures become the result's images
     for n in ('imread', 'imsave'):
         p.__dict__[n] = _data_file_guard('matplotlib.pyplot.' + n, plt.__dict__[n])
     _data_method_guard(Figure, 'Figure', 'savefig')
@@ -795,6 +795,97 @@ def _matplotlib_facades():
     p.__dict__['savefig'] = _data_file_guard('matplotlib.pyplot.savefig', plt.savefig)
     f.pyplot = p
     FACADES['matplotlib'], FACADES['matplotlib.pyplot'] = f, p
+    global _figures, _figures_reset
+    _figures, _figures_reset = _figures_all, _figures_drop
+
+
+# -- rich results (docs/python.md, "Rich results") ----------------------------------
+# Set by _data_init: the types whose values _rich converts (pysandbox.c), and the
+# figures' collector and reset (None without matplotlib).
+RICH_TYPES = ()
+_figures = _figures_reset = None
+_dt = _BytesIO = None  # datetime, for _cell; io.BytesIO, for _draw_open
+_SHOWN = []  # the PNGs of the figures plt.show() showed in this exec
+
+
+def _draw_open():
+    # Every open figure as a PNG, in figure-number order; then all are closed.
+    # (No import here: at exec time an import statement reads the module's
+    # __spec__, which the attribute guard refuses.)
+    plt, gcf = sys.modules['matplotlib.pyplot'], sys.modules['matplotlib._pylab_helpers'].Gcf
+    out = []
+    for _, m in sorted(gcf.figs.items()):
+        buf = _BytesIO()
+        m.canvas.figure.savefig(buf, format='png')
+        out.append(buf.getvalue())
+    plt.close('all')
+    return out
+
+
+def _show(*args, **kwargs):
+    _SHOWN.extend(_draw_open())
+
+
+def _figures_all():
+    out = _SHOWN + _draw_open()
+    _SHOWN.clear()
+    return out
+
+
+def _figures_drop():
+    _SHOWN.clear()
+    sys.modules['matplotlib.pyplot'].close('all')
+
+
+def _cell(x, pd, np):
+    # A frame's cell as JSON-ready Python, as pandas' to_json writes it:
+    # missing values (NaN, NaT, NA, None) null, times in ISO 8601.
+    if x is None or x is pd.NaT or x is pd.NA:
+        return None
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, float):
+        return None if x != x else x
+    if isinstance(x, (bool, int, str)):
+        return x
+    iso = getattr(x, 'isoformat', None)
+    if iso is not None and isinstance(x, (pd.Timestamp, _dt.date, _dt.time)):
+        return iso()
+    if isinstance(x, (pd.Timedelta, _dt.timedelta)):
+        return str(x)
+    return x  # anything else: the frame is shown by its text
+
+
+def _rich(v, result_bytes):
+    """(value, text) of a numpy or pandas value: text as a REPL prints it; value
+    as JSON-ready Python (a frame's records, an array's list, a scalar's number)
+    or None where it has none within result_bytes (the text is then the value)."""
+    text = repr(v)
+    np, pd = sys.modules['numpy'], sys.modules.get('pandas')
+    if isinstance(v, np.generic):
+        x = v.item()
+        return (x if isinstance(x, (bool, int, float, str)) else None), text
+    if isinstance(v, np.ndarray):
+        if v.size * 2 > result_bytes or v.dtype.kind not in 'biuf':
+            return None, text
+        return v.tolist(), text
+    if pd is None:
+        return None, text
+    if isinstance(v, pd.Series):
+        v = v.to_frame()
+    rows, cols = v.shape
+    if rows * (cols + 1) * 4 > result_bytes:  # each cell costs at least "k":0,
+        return None, text
+    ix = v.index
+    if not (isinstance(ix, pd.RangeIndex) and ix.start == 0 and ix.step == 1 and
+            ix.name is None):
+        try:
+            v = v.reset_index()  # the index is data (a group-by's keys)
+        except ValueError:
+            return None, text
+    if isinstance(v.columns, pd.MultiIndex):
+        return None, text
+    return [{k: _cell(x, pd, np) for k, x in r.items()} for r in v.to_dict('records')], text
 
 
 def _mpl_fonts():
@@ -861,6 +952,35 @@ def _data_warm():
         for fmt in ('png', 'svg'):
             fig.savefig(io.BytesIO(), format=fmt)
         plt.close('all')
+        if 'pandas' in sys.modules:  # pandas' plotting backend loads on first use
+            df.groupby('k')['v'].sum().plot(kind='bar', title='warm')
+            df.plot(x='t', y='v'), df['v'].plot.hist(), df.plot.scatter(x='v', y='v')
+            v = df[['v']]
+            v.plot.line(), v.plot.barh(), v.plot.area(), df.boxplot(column='v')
+            df.set_index('t')['v'].plot.pie()
+            plt.gcf().savefig(io.BytesIO(), format='png')
+            plt.close('all')
+
+
+def _data_stacklevels(want, warn):
+    # matplotlib and pandas find a warning's stack level by walking the frames
+    # (frame.f_globals, f_back: refused to them): a warning of theirs names the
+    # caller of the function that warns instead.
+    def warn_external(message, category=None):
+        warn(message, category, 3)
+
+    def find_stack_level():
+        return 3
+
+    if 'matplotlib' in want:
+        sys.modules['matplotlib._api'].warn_external = warn_external
+    if 'pandas' in want:
+        real = sys.modules['pandas.util._exceptions'].find_stack_level
+        for name, m in list(sys.modules.items()):
+            if name.partition('.')[0] == 'pandas' and isinstance(m, types.ModuleType):
+                d = vars(m)
+                if d.get('find_stack_level') is real:
+                    d['find_stack_level'] = find_stack_level
 
 
 def _data_init():
@@ -878,6 +998,7 @@ def _data_init():
         importlib.import_module('matplotlib').use('Agg')
         importlib.import_module('matplotlib.pyplot')
     _data_warm()
+    _data_stacklevels(want, importlib.import_module('warnings').warn)
     # The real builtins' memoryview is gated (a function, not the type) from
     # here on; the data modules use the type (matplotlib's Agg canvas hands
     # its pixels out as a memoryview, isinstance checks): theirs, in their own
@@ -895,6 +1016,12 @@ def _data_init():
     if 'matplotlib' in want:
         _matplotlib_facades()
         added.append('matplotlib.pyplot')
+    global RICH_TYPES, _dt, _BytesIO
+    import datetime as _dt
+    _BytesIO = importlib.import_module('io').BytesIO
+    RICH_TYPES = (np.ndarray, np.generic) + ((sys.modules['pandas'].DataFrame,
+                                              sys.modules['pandas'].Series)
+                                             if 'pandas' in want else ())
     for m in want:  # np.__version__: what a data snippet prints first
         FACADES[m].__version__ = sys.modules[m].__version__
     return tuple(added)

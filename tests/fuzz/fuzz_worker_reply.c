@@ -125,8 +125,20 @@ static void on_frame(struct ctx *c, const char *buf, size_t len)
 	CHECK(r.ok == 0 || r.ok == 1);
 	if (r.ok) {
 		char *v = json_dumps(r.value, JSON_COMPACT | JSON_ENCODE_ANY);
+		uint64_t total = 0;
 		CHECK(v != NULL && strlen(v) <= c->lim.result_bytes);
 		free(v);
+		/* Version 6: a text within result_bytes (none beside a repr value), at
+		 * most TP_MSG_MAX_IMAGES PNG files within output_bytes together. */
+		CHECK(r.text.n <= c->lim.result_bytes && !(r.value_repr && r.text.s != NULL));
+		CHECK(r.text_cut == 0 || (r.text_cut == 1 && r.text.s != NULL));
+		CHECK(r.nimages <= TP_MSG_MAX_IMAGES);
+		for (unsigned i = 0; i < r.nimages; i++) {
+			CHECK(r.images[i].s != NULL && r.images[i].n >= 8 &&
+			      memcmp(r.images[i].s, "\x89PNG", 4) == 0);
+			total += r.images[i].n;
+		}
+		CHECK(total <= c->lim.output_bytes);
 	} else {
 		CHECK(tp_msg_claimable(r.error.kind));
 		CHECK(r.error.message.s != NULL && r.error.message.n <= TP_MSG_MAX_TEXT);
@@ -212,6 +224,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	c.lim.result_depth = 1 + data[0] % 70;
 	c.lim.result_bytes = data[1] & 0x80 ? (1u << 20) : 1 + (uint64_t)data[1] * 4;
 	c.lim.cpu_ms = 1 + data[2] * 40u;
+	c.lim.output_bytes = data[10] & 0x80 ? (1u << 20) : 8 + (uint64_t)data[10] * 4;
 	memcpy(&c.status, data + 4, sizeof c.status);
 	c.exited = data[3] & 1;
 	c.use_shm = (data[3] & 2) != 0;

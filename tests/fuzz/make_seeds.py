@@ -75,8 +75,9 @@ def page(out_len=(5, 0), tripped=0, tripped_limit=0, limit=0, used=0, syscall=-1
     return p.ljust(96, b"\x00")
 
 
-def header(depth=64, rbytes=0x80, cpu=100, flags=3, status=0, host_kind=0, fill=0):
-    return bytes([depth, rbytes, cpu, flags]) + struct.pack("<i", status) + bytes([host_kind, fill]) + b"\x00" * 6
+def header(depth=64, rbytes=0x80, cpu=100, flags=3, status=0, host_kind=0, fill=0, obytes=0x80):
+    return (bytes([depth, rbytes, cpu, flags]) + struct.pack("<i", status) + bytes([host_kind, fill, obytes])
+            + b"\x00" * 5)
 
 
 OUT = (b"hello" + b"\x00" * 59 + b"err\xff\xfe" + b"\x00" * 59)
@@ -87,7 +88,7 @@ KINDS = {"syntax_error": 1, "runtime_error": 2, "memory_limit": 3, "instruction_
 ABSENT = 0xffffffff
 
 
-def msg_header(kind, version=5):
+def msg_header(kind, version=6):
     return struct.pack("<IBBBB", 0x676d7074, version, kind, 0, 0)
 
 
@@ -95,9 +96,15 @@ def text(b):
     return struct.pack("<I", ABSENT) if b is None else struct.pack("<I", len(b)) + b
 
 
-def ok_reply(value, repr=0, usage=(10, 100, 500), raw=None, seq=1):
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01"
+
+
+def ok_reply(value, repr=0, usage=(10, 100, 500), raw=None, seq=1, txt=None, cut=0, images=(),
+             nimages=None):
     v = raw if raw is not None else json.dumps(value, separators=(",", ":")).encode()
-    return msg_header(2) + struct.pack("<QBBQQQ", seq, 1, repr, *usage) + text(v)
+    return (msg_header(2) + struct.pack("<QBBQQQ", seq, 1, repr, *usage) + text(v) + text(txt)
+            + struct.pack("<BI", cut, len(images) if nimages is None else nimages)
+            + b"".join(text(i) for i in images))
 
 
 def err_reply(kind, type, message, traceback=None, line=0, column=0, limit=None, usage=(1, 1, 0), seq=1, data=None):
@@ -166,6 +173,17 @@ W = {
     "hostile_data_not_json": (header(), page(), frame(err_reply("runtime_error", b"table", b"x", data=b'{"a":'))),
     "hostile_data_dup_keys": (header(), page(), frame(err_reply("runtime_error", b"table", b"x", data=b'{"a":1,"a":2}'))),
     "hostile_old_version": (header(), page(), frame(msg_header(2, version=3) + ERR[8:-4])),
+    # version 6: an ok reply's text and images, and their refusals
+    "ok_text": (header(), page(), frame(ok_reply([1, 2], txt=b"[1, 2]"))),
+    "ok_text_cut": (header(), page(), frame(ok_reply([1, 2], txt=b"[1, ", cut=1))),
+    "ok_images": (header(), page(), frame(ok_reply(None, images=(PNG, PNG + b"more")))),
+    "hostile_text_beside_repr": (header(), page(), frame(ok_reply("{1}", repr=1, txt=b"{1}"))),
+    "hostile_cut_without_text": (header(), page(), frame(ok_reply(1, cut=1))),
+    "hostile_text_too_long": (header(rbytes=2), page(), frame(ok_reply(1, txt=b"x" * 40))),
+    "hostile_image_not_png": (header(), page(), frame(ok_reply(1, images=(b"GIF89a" + b"\0" * 20,)))),
+    "hostile_too_many_images": (header(), page(), frame(ok_reply(1, images=(PNG,), nimages=17))),
+    "hostile_images_over_output": (header(obytes=8), page(), frame(ok_reply(1, images=(PNG, PNG)))),
+    "hostile_image_absent": (header(), page(), frame(ok_reply(1, images=(None,)))),
 }
 for name, (h, pg, ch) in W.items():
     put("worker_reply", name, h + pg + OUT + ch)

@@ -5,6 +5,7 @@ the client with sandbox/tool_call, and refuses a forged call. Every refusal is
 checked by kind, layer and message, and proven: no request reached the client."""
 import json
 import os
+import re
 import shutil
 import struct
 import tempfile
@@ -230,10 +231,14 @@ def test_the_audit_log_records_tool_calls(pol_dir):
     assert line["kind"] == "policy_violation" and line["usage"]["tool_calls"] == 1
 
 
+MSG_VERSION = int(re.search(r"#define TP_MSG_VERSION (\d+)", open(os.path.join(
+    os.path.dirname(__file__), "..", "..", "common", "msg.h")).read()).group(1))
+
+
 def frame(name, args):
     """A TOOL_CALL frame as a worker sends it (docs/worker-protocol.md)."""
     n, a = name.encode(), json.dumps(args).encode()
-    body = struct.pack("<IBBBB", 0x676d7074, 5, 3, 0, 0) + struct.pack("<I", len(n)) + n + \
+    body = struct.pack("<IBBBB", 0x676d7074, MSG_VERSION, 3, 0, 0) + struct.pack("<I", len(n)) + n + \
         struct.pack("<I", len(a)) + a
     return struct.pack("<I", len(body)) + body
 

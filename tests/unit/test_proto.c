@@ -534,6 +534,81 @@ static void test_check_reply(void)
 		tp_reply_free(d);
 }
 
+/* Version 6: an ok reply's text and images. */
+static void test_reply_rich(void)
+{
+	static const char png[] = "\x89PNG\r\n\x1a\nIHDR-and-more";
+	struct tp_reply r = { .ok = 1 }, *d;
+	struct tp_err err = { 0 };
+	struct tp_limits l = reply_caps();
+
+	r.value = json_integer(7);
+	tp_text_set(&r.text, "7", 1, 64);
+	d = roundtrip(&r, 0);
+	CHECK(d != NULL && d->text.n == 1 && d->text.s[0] == '7' && !d->text_cut && !d->nimages);
+	r.text_cut = 1;
+	d = roundtrip(&r, 0);
+	CHECK(d != NULL && d->text_cut == 1);
+	tp_text_free(&r.text);
+	d = roundtrip(&r, -1); /* cut without a text */
+	r.text_cut = 0;
+	tp_text_set(&r.text, "012345678901234567890", 21, 64); /* above result_bytes (20) */
+	roundtrip(&r, -1);
+	tp_text_free(&r.text);
+	r.value_repr = 1; /* a repr value is its own text: a second one is refused */
+	json_decref(r.value);
+	r.value = json_string("{1}");
+	tp_text_set(&r.text, "{1}", 3, 64);
+	roundtrip(&r, -1);
+	tp_text_free(&r.text);
+	d = roundtrip(&r, 0);
+	CHECK(d != NULL && d->value_repr && d->text.s == NULL);
+	r.value_repr = 0;
+
+	/* Images: PNG files, at most TP_MSG_MAX_IMAGES, within output_bytes together. */
+	tp_text_set(&r.images[0], png, sizeof png - 1, 64);
+	tp_text_set(&r.images[1], png, 8, 64);
+	r.nimages = 2;
+	d = roundtrip(&r, 0);
+	CHECK(d != NULL && d->nimages == 2 && d->images[0].n == sizeof png - 1 &&
+	      memcmp(d->images[0].s, png, sizeof png - 1) == 0 && d->images[1].n == 8);
+	r.images[1].s[0] = 'G'; /* not a PNG */
+	roundtrip(&r, -1);
+	tp_text_free(&r.images[1]);
+	roundtrip(&r, -1); /* an absent image */
+	r.nimages = 1;
+	l.output_bytes = 8;
+	size_t n;
+	char *buf = tp_msg_reply_encode(&r, &n); /* 21 bytes of images, output_bytes 8 */
+	struct tp_reply tmp;
+	CHECK_EQ_INT(tp_msg_reply_decode(buf, n, &l, &tmp, &err), -1);
+	CHECK(strstr(err.msg, "output_bytes") != NULL);
+	l.output_bytes = sizeof png - 1;
+	tp_err_clear(&err);
+	CHECK_EQ_INT(tp_msg_reply_decode(buf, n, &l, &tmp, &err), 0);
+	tp_reply_free(&tmp);
+	free(buf);
+	/* Together: two that each fit but not both. */
+	tp_text_set(&r.images[1], png, sizeof png - 1, 64);
+	r.nimages = 2;
+	buf = tp_msg_reply_encode(&r, &n);
+	tp_err_clear(&err);
+	CHECK_EQ_INT(tp_msg_reply_decode(buf, n, &l, &tmp, &err), -1);
+	CHECK(strstr(err.msg, "images longer than output_bytes together") != NULL);
+	free(buf);
+	/* A count above the cap is refused before any image is read. */
+	r.nimages = TP_MSG_MAX_IMAGES + 1;
+	buf = tp_msg_reply_encode(&r, &n);
+	r.nimages = 2;
+	tp_err_clear(&err);
+	CHECK_EQ_INT(tp_msg_reply_decode(buf, n, &l, &tmp, &err), -1);
+	CHECK(strstr(err.msg, "more images than the cap") != NULL);
+	free(buf);
+	tp_reply_free(&r);
+	if (d != NULL)
+		tp_reply_free(d);
+}
+
 static void test_request_msg(void)
 {
 	json_t *in = json_loads("{\"x\": [1, {\"y\": null}]}", 0, NULL);
@@ -794,6 +869,7 @@ int main(void)
 	test_fault_cases();
 	test_frames();
 	test_check_reply();
+	test_reply_rich();
 	test_request_msg();
 	test_tool_msgs();
 	test_text_cut();

@@ -17,7 +17,7 @@ def test_python_value_text_and_output(tp):
 @pytest.mark.parametrize("code, value, text, value_repr", [
     ("{1, 2}", "{1, 2}", "{1, 2}", True),           # a repr tidepool made: taken as it is
     ("object", "<class 'object'>", "<class 'object'>", True),
-    ("'hi'", "hi", "'hi'", False),                  # a JSON string: repr'd as Python would
+    ("'hi'", "hi", "'hi'", False),                  # the value's repr, as tidepool sent it
     ("[1, 'a', None, True, 2.5]", [1, "a", None, True, 2.5], "[1, 'a', None, True, 2.5]", False),
     ("{'k': [0.1 + 0.2]}", {"k": [0.30000000000000004]}, "{'k': [0.30000000000000004]}", False),
     ("x = 1", None, None, False),                   # no expression: no value, no text (as a REPL)
@@ -29,12 +29,13 @@ def test_python_text(tp, code, value, text, value_repr):
 
 
 @pytest.mark.parametrize("code, value, text", [
-    ("return 1 + 1", 2, "2"),
-    ("return 'x'", "x", "'x'"),
-    ("return 1.5, true, nil", [1.5, True, None], "[1.5, True, None]"),
-    ("return {1, 2, x = 3}", {"1": 1, "2": 2, "x": 3}, "{'1': 1, '2': 2, 'x': 3}"),
+    ("return 1 + 1", 2, "2"),                       # as lua5.4 prints the values
+    ("return 'x'", "x", "x"),
+    ("return 1.5, true, nil", [1.5, True, None], "1.5\ttrue\tnil"),
+    ("return {1, 2, x = 3}", {"1": 1, "2": 2, "x": 3}, '{"1":1,"2":2,"x":3}'),
     ("return 3.0", 3.0, "3.0"),
-    ("return print", "<function>", "'<function>'"),
+    ("return 0.1 + 0.2", 0.30000000000000004, "0.3"),
+    ("return print", "<function>", "<function>"),
     ("local x = 1", None, None),
 ])
 def test_lua_text(tp, code, value, text):
@@ -121,3 +122,11 @@ def test_a_json_value_python_cannot_send_is_refused_before_sending(tp):
     with pytest.raises(ValueError):
         tp.run("x", inputs={"x": float("nan")})
     assert tp.run("1").value == 1  # nothing was left pending
+
+
+def test_figures_are_images(tp):
+    pytest.importorskip("matplotlib", reason="the data preset needs python3-matplotlib")
+    r = tp.run("import matplotlib.pyplot as plt\nplt.plot([1, 2])\n1", policy="data")
+    assert (r.ok, r.value, r.text) == (True, 1, "1"), r
+    assert [(i.mime, i.data[:8]) for i in r.images] == [("image/png", b"\x89PNG\r\n\x1a\n")]
+    assert tp.run("1").images == []

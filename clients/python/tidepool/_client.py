@@ -98,11 +98,12 @@ class ExecutionError:
 
 class Execution:
     """An exec's result: .value (the JSON value), .text (its text/plain repr, None
-    for a null value), .stdout, .stderr, .error (None or an ExecutionError),
-    .usage, .ok, and .raw (the result object as tidepool sent it)."""
+    for a null value), .images (the figures, as Image), .stdout, .stderr, .error
+    (None or an ExecutionError), .usage, .ok, and .raw (the result object as
+    tidepool sent it)."""
 
     __slots__ = ("raw", "ok", "value", "value_repr", "stdout", "stderr", "error", "usage",
-                 "truncated", "session_id", "session_lost")
+                 "truncated", "session_id", "session_lost", "images")
 
     def __init__(self, raw, lang):
         self.raw = raw
@@ -116,16 +117,15 @@ class Execution:
         self.truncated = raw.get("truncated") or {}
         self.session_id = raw.get("session_id")
         self.session_lost = bool(raw.get("session_lost"))
+        self.images = [Image(i.get("mime"), base64.b64decode(i.get("data", "")))
+                       for i in raw.get("images") or ()]
 
     @property
     def text(self):
-        """The value as a REPL shows it: Python's repr (the snippet's own when tidepool
-        sent one), None when the value is null (a REPL and Jupyter show nothing)."""
-        if self.value_repr:
-            return self.value
-        if self.value is None:
-            return None
-        return repr(self.value)
+        """The value as a REPL shows it, as tidepool sent it (`text`): Python's repr
+        (a pandas frame's table), the line lua5.4 prints; None when there is no
+        value (a REPL and Jupyter show nothing)."""
+        return self.raw.get("text")
 
     def __repr__(self):
         return (f"Execution(ok={self.ok}, value={self.value!r}, stdout={self.stdout!r}, "
@@ -133,6 +133,7 @@ class Execution:
 
 
 FileInfo = collections.namedtuple("FileInfo", "path size")
+Image = collections.namedtuple("Image", "mime data")  # data: the file's bytes (a PNG)
 
 
 class FileList(list):
