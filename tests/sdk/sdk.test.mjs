@@ -5,6 +5,7 @@
 // structuredContent that fails the tool's outputSchema) fails the test.
 import assert from 'node:assert/strict';
 import { describe, test, before, after } from 'node:test';
+import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
@@ -25,8 +26,8 @@ const CLIENTS = [
   { name: `client 2.4.0 ${MODERN}`, rev: MODERN },
 ];
 
-async function connect(c) {
-  const params = { command: BIN, args: [], stderr: 'ignore' };
+async function connect(c, args = []) {
+  const params = { command: BIN, args, stderr: 'ignore' };
   if (c.v1) {
     const client = new ClientV1(INFO);
     const transport = new StdioV1(params);
@@ -168,6 +169,38 @@ describe('close() with a snippet running', () => {
       assert.ok(took < 1500, `close() took ${took} ms`);
       assert.throws(() => process.kill(pid, 0), { code: 'ESRCH' });
       await assert.rejects(running);
+    });
+  }
+});
+
+// The data preset's done-when (issue 16): a pandas group-by and a matplotlib chart
+// come back through MCP as a table (records and text) and an image content item.
+let hasData = true;
+try {
+  execFileSync('/usr/bin/python3.11', ['-c', 'import numpy, pandas, matplotlib']);
+} catch {
+  hasData = false;
+}
+describe('the data preset through MCP', () => {
+  for (const c of [CLIENTS[0], CLIENTS[1], CLIENTS[CLIENTS.length - 1]]) {
+    test(`${c.name}: a group-by as a table, a chart as an image`, { skip: !hasData && 'python3-numpy, -pandas or -matplotlib not installed (make deps)' }, async () => {
+      const { client } = await connect(c, ['--policy', 'data']);
+      try {
+        await client.listTools();
+        const code = "import pandas as pd\ndf = pd.DataFrame({'k': ['a', 'b', 'a'], 'v': [1, 2, 3]})\n" +
+          "s = df.groupby('k')['v'].sum()\ns.plot(kind='bar')\ns";
+        const r = await call(c, client, { name: 'run_python', arguments: { code } }, { timeout: 60000 });
+        assert.equal(r.isError, false);
+        assert.deepEqual(r.content.map((b) => b.type), ['text', 'image']);
+        assert.equal(r.content[1].mimeType, 'image/png');
+        const png = Buffer.from(r.content[1].data, 'base64');
+        assert.deepEqual([...png.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+        assert.deepEqual(r.structuredContent.value, [{ k: 'a', v: 4 }, { k: 'b', v: 2 }]);
+        assert.equal(r.structuredContent.text, 'k\na    4\nb    2\nName: v, dtype: int64');
+        assert.deepEqual(r.structuredContent.images, [{ mime: 'image/png', bytes: png.length }]);
+      } finally {
+        await client.close();
+      }
     });
   }
 });
