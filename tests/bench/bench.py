@@ -663,7 +663,10 @@ def data_section():
         pss_s = f"PSS {med(pss) / 1024:6.1f} MiB" if pss else "PSS — (smaps_rollup not readable)"
         wk = (f"; a warm worker RSS {med(wr) / 1024:5.1f} MiB, PSS {med(wp) / 1024:5.1f} MiB"
               f" ({len(wr) // len(mem)} per host)") if wr and wp else "; warm workers — (not found)"
-        print(f"  {label:<24} RSS {rss / 1024:6.1f} MiB  {pss_s}{wk}")
+        fam = [m[1] + sum(m[2]) for m in mem if m[1] is not None and len(m[2]) == len(m[3])]
+        fam_s = (f"; zygote + warm workers PSS {med(fam) / 1024:6.1f} MiB (what the family costs)"
+                 if fam else "")
+        print(f"  {label:<24} RSS {rss / 1024:6.1f} MiB  {pss_s}{wk}{fam_s}")
     # Latency, one host: paced, then back to back; cold spawns taken in turns with the latter.
     c = Client()
     for _ in range(N_WARM // 2):
