@@ -5,7 +5,10 @@ as ratios (the machine is shared and noisy: only ratios of one run compare).
 Prints figures; asserts only that replies are correct, never a timing.
 
 Sections, in order (BENCH_ONLY=a,b picks some; docs/performance.md describes
-every row): machine, paced, b2b, cpu, compute, sessions; then the goal table.
+every row): machine, paced, b2b, cpu, compute, sessions, data; then the goal
+table. data (issue 16) is the `data` policy preset's numpy + pandas group-by
+against a cold `python3.11 -c` doing the same, and the data zygote's start and
+memory; it is skipped, with the reason, where python3.11 cannot import them.
 BENCH_QUICK=1 (make bench QUICK=1) is a short run; BENCH_N (back-to-back and
 CPU execs), BENCH_PACED (paced requests per row) and BENCH_SPAWN (interpreter
 spawns) set the counts."""
@@ -511,6 +514,219 @@ def compute_section(c):
              py + [PY_OBJECTS + "print(s)"], py + ["pass"], [("cpu_ms only", {"cpu_ms": 5000}, "")])
 
 
+# ---- data (issue 16) -------------------------------------------------------------
+# The same numpy + pandas work through the `data` preset and through a cold
+# python3.11: deterministic data, so the reply is checked.
+DATA_WORK = ("import numpy as np\nimport pandas as pd\nx = np.arange(1000)\n"
+             "df = pd.DataFrame({'k': x % 7, 'v': (x * 37) % 101})\n")
+DATA_CODE = DATA_WORK + "df.groupby('k')['v'].sum().tolist()"
+DATA_CLI = [PYTHON, "-I", "-c", "import json\n" + DATA_WORK +
+            "print(json.dumps(df.groupby('k')['v'].sum().tolist()))"]
+DATA_EXPECT = [sum((i * 37) % 101 for i in range(1000) if i % 7 == k) for k in range(7)]
+DATA_PARAMS = {"lang": "python", "code": DATA_CODE, "policy": "data"}
+N_DATA = max(20, N_EXEC // 3)            # back-to-back data execs; N of its CPU figures
+N_DATA_SPAWN = max(5, N_SPAWN // 10)     # cold python3.11 spawns (~0.4 s each)
+N_DATA_START = 2 if QUICK else 4         # fresh hosts per zygote start figure
+
+
+def data_missing():
+    """Why the data section cannot run here ('' if it can)."""
+    r = subprocess.run([PYTHON, "-I", "-c", "import numpy, pandas"], capture_output=True, text=True)
+    if r.returncode != 0:
+        return f"{PYTHON} cannot import numpy and pandas ({(r.stderr.strip().splitlines() or ['?'])[-1]});" \
+               " make deps installs python3-numpy, python3-pandas"
+    return ""
+
+
+def check_data(r):
+    assert r["ok"] and r["value"] == DATA_EXPECT, r
+
+
+def data_spawn():
+    """(wall µs, user s, sys s, minor faults) of one cold python3.11 doing the
+    work, from posix_spawn to its reaping (wait4); its output is checked."""
+    rd, wr = os.pipe()
+    t = time.perf_counter()
+    pid = os.posix_spawn(PYTHON, DATA_CLI, {}, file_actions=[(os.POSIX_SPAWN_DUP2, wr, 1)])
+    os.close(wr)
+    out = b""
+    while True:
+        b = os.read(rd, 65536)
+        if not b:
+            break
+        out += b
+    os.close(rd)
+    _, status, ru = os.wait4(pid, 0)
+    wall = (time.perf_counter() - t) * 1e6
+    assert os.waitstatus_to_exitcode(status) == 0 and json.loads(out) == DATA_EXPECT, out
+    return wall, ru.ru_utime, ru.ru_stime, ru.ru_minflt
+
+
+def data_tree_usage(n):
+    """tree_usage for the data exec: (user s, system s, minor faults) of a host
+    that ran n of them and exited (its data zygote and workers included)."""
+    c = Client()
+    for _ in range(n):
+        check_data(c.call(DATA_PARAMS))
+    c.p.stdin.close()
+    _, status, ru = os.wait4(c.p.pid, 0)
+    c.p.returncode = os.waitstatus_to_exitcode(status)
+    return ru.ru_utime, ru.ru_stime, ru.ru_minflt
+
+
+def host_children(pid):
+    kids = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                kids += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+    return kids
+
+
+def proc_info(pid):
+    """(comm, maps numpy?, VmRSS KiB, PSS KiB or None) of a live process, or None."""
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            comm = f.read().strip()
+        with open(f"/proc/{pid}/status") as f:
+            rss = next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+        try:
+            with open(f"/proc/{pid}/maps") as f:
+                numpy = "_multiarray_umath" in f.read()
+        except OSError:
+            numpy = None
+    except (OSError, StopIteration):
+        return None
+    return comm, numpy, rss, pss_kb(pid)
+
+
+def python_family(host_pid, data):
+    """The Python zygote of a host (the data one: numpy mapped; the plain one:
+    not) and its warm workers, as lists of proc_info. Workers are the host's
+    children too (the zygote forks them for it)."""
+    infos = [i for i in (proc_info(p) for p in host_children(host_pid)) if i is not None]
+    # A Lua zygote has no libpython: 'python' distinguishes them only by cmdline,
+    # so rely on size for the plain one (the Lua zygote is ~2.5 MiB, Python's ~20).
+    zyg = [i for i in infos if i[0] == "tp-zygote" and i[1] is data]
+    wrk = [i for i in infos if i[0] == "tp-worker" and i[1] is data]
+    if not data:
+        zyg = sorted(zyg, key=lambda i: i[2])[-1:]
+        wrk = [i for i in wrk if i[2] > 8 * 1024]
+    return zyg, wrk
+
+
+def zygote_start(params, data, check):
+    """Fresh hosts: from starting tidepool to the first reply of one exec (the
+    host's start and the zygote's, the first worker's fork and the exec); then
+    the zygote's RSS and PSS and its warm workers' PSS, once the pool is full."""
+    starts, mem = [], []
+    for _ in range(N_DATA_START):
+        t = time.perf_counter()
+        c = Client()
+        check(c.call(params))
+        starts.append((time.perf_counter() - t) * 1e3)
+        time.sleep(0.5)
+        zyg, wrk = python_family(c.p.pid, data)
+        if zyg:
+            mem.append((zyg[0][2], zyg[0][3], [w[3] for w in wrk if w[3] is not None],
+                        [w[2] for w in wrk]))
+        c.close()
+    return starts, mem
+
+
+def data_section():
+    why = data_missing()
+    print(f"Data (issue 16): the `data` preset's numpy + pandas group-by of 1,000 rows, against a cold"
+          f" `python3.11 -I -c` doing the same:")
+    if why:
+        print(f"  — skipped: {why}")
+        return
+    # Start-up and memory of the data zygote against the plain Python one.
+    d_start, d_mem = zygote_start(DATA_PARAMS, True, check_data)
+    p_start, p_mem = zygote_start({"lang": "python", "code": "1+1"}, False,
+                                  lambda r: check_value(r, MODES[2]))
+    print(f"  Zygote start: a fresh host to its first reply ({N_DATA_START} hosts each, median):")
+    print(f"  {'plain Python, 1+1':<24} {med(p_start):8.1f} ms   (range {min(p_start):.0f}..{max(p_start):.0f})")
+    print(f"  {'data preset, group-by':<24} {med(d_start):8.1f} ms   (range {min(d_start):.0f}..{max(d_start):.0f})"
+          f"   {med(d_start) / med(p_start):5.1f}× plain")
+    RESULTS["data/start_ms"] = med(d_start)
+    for label, mem in (("plain Python zygote", p_mem), ("data zygote", d_mem)):
+        if not mem:
+            print(f"  {label:<24} — (not found among the host's children)")
+            continue
+        rss = med([m[0] for m in mem])
+        pss = [m[1] for m in mem if m[1] is not None]
+        wp = [x for m in mem for x in m[2]]
+        wr = [x for m in mem for x in m[3]]
+        pss_s = f"PSS {med(pss) / 1024:6.1f} MiB" if pss else "PSS — (smaps_rollup not readable)"
+        wk = (f"; a warm worker RSS {med(wr) / 1024:5.1f} MiB, PSS {med(wp) / 1024:5.1f} MiB"
+              f" ({len(wr) // len(mem)} per host)") if wr and wp else "; warm workers — (not found)"
+        fam = [m[1] + sum(m[2]) for m in mem if m[1] is not None and len(m[2]) == len(m[3])]
+        fam_s = (f"; zygote + warm workers PSS {med(fam) / 1024:6.1f} MiB (what the family costs)"
+                 if fam else "")
+        print(f"  {label:<24} RSS {rss / 1024:6.1f} MiB  {pss_s}{wk}{fam_s}")
+    # Latency, one host: paced, then back to back; cold spawns taken in turns with the latter.
+    c = Client()
+    for _ in range(N_WARM // 2):
+        check_data(c.call(DATA_PARAMS))
+    pl, ping = [], []
+    for _ in range(N_PACED):
+        for name, method, params, out in (("ping", "ping", {}, ping), ("data", "sandbox/exec", DATA_PARAMS, pl)):
+            time.sleep(0.02)
+            t = time.perf_counter()
+            r = c.rpc(method, params)
+            out.append((time.perf_counter() - t) * 1e6)
+            if name == "data":
+                check_data(r)
+    rounds = N_DATA_SPAWN
+    b2b, spawns, cpu_ms = [], [], []
+    for r_ in range(rounds):
+        for _ in range(spread(N_DATA, rounds, r_)):
+            t = time.perf_counter()
+            r = c.call(DATA_PARAMS)
+            b2b.append((time.perf_counter() - t) * 1e6)
+            check_data(r)
+            cpu_ms.append(r["usage"]["cpu_ms"])
+        spawns.append(data_spawn())
+    c.close()
+    sp_wall = [s[0] for s in spawns]
+    sp_tot = med([s[1] + s[2] for s in spawns])
+    sp_flt = med([s[3] for s in spawns])
+    print(f"  Latency: {N_PACED} paced (20 ms apart, with a ping in turn), {len(b2b)} back to back"
+          f" with {len(spawns)} cold spawns in the same rounds:")
+    print(f"  {'ping, paced':<24} p50 {med(ping):9.1f} µs   p99 {pct(ping, 0.99):9.1f} µs")
+    print(f"  {'data exec, paced':<24} p50 {med(pl):9.1f} µs   p99 {pct(pl, 0.99):9.1f} µs")
+    print(f"  {'data exec, b2b':<24} p50 {med(b2b):9.1f} µs   p99 {pct(b2b, 0.99):9.1f} µs"
+          f"   (the worker's usage.cpu_ms: median {med(cpu_ms):.2f} ms)")
+    print(f"  {'python3.11 -I -c, cold':<24} p50 {med(sp_wall):9.1f} µs   p99 {pct(sp_wall, 0.99):9.1f} µs"
+          f"   (spawn to reaping)")
+    lat_ratio = med(b2b) / med(sp_wall)
+    RESULTS["data/latency"] = lat_ratio
+    print(f"  data exec / cold python3.11, p50: back to back {lat_ratio:.4f}× ({1 / lat_ratio:.0f}× faster),"
+          f" paced {med(pl) / med(sp_wall):.4f}×")
+    # CPU and faults of the whole tree per exec, as the cpu section does.
+    k, n = N_WARM, N_DATA
+    per = []
+    for _ in range(CPU_PAIRS):
+        a = data_tree_usage(k)
+        b = data_tree_usage(k + n)
+        per.append([(y - x) / n for x, y in zip(a, b)])
+    u, s_, f = (med([p[i] for p in per]) for i in range(3))
+    tot = med([p[0] + p[1] for p in per])
+    print(f"  CPU and minor faults per exec, whole tree: (host of {k}+{n} data execs − host of {k}) / {n},"
+          f" median of {CPU_PAIRS} pair(s); a cold spawn's from wait4 (median of {len(spawns)}):")
+    print(f"  {'python3.11 -I -c, cold':<24} user {med([s[1] for s in spawns]) * 1e3:7.2f} ms  sys "
+          f"{med([s[2] for s in spawns]) * 1e3:7.2f} ms  total {sp_tot * 1e3:7.2f} ms  faults {sp_flt:7.0f}")
+    cpu_ratio = tot / sp_tot
+    RESULTS["data/cpu"] = cpu_ratio
+    tots = [(p[0] + p[1]) * 1e3 for p in per]
+    print(f"  {'data exec':<24} user {u * 1e3:7.2f} ms  sys {s_ * 1e3:7.2f} ms  total {tot * 1e3:7.2f} ms"
+          f"  faults {f:7.0f}   CPU {cpu_ratio:.4f}×, faults {f / sp_flt:.3f}× a cold spawn"
+          + (f" (totals {min(tots):.1f}..{max(tots):.1f} ms)" if len(tots) > 1 else ""))
+
+
 # ---- summary -------------------------------------------------------------------
 SUMMARY = [("paced/lua-process", "Lua paced exec / paced ping, process", "≤ 2×", lambda x: x <= 2),
            ("paced/lua-state", "Lua paced exec / paced ping, state", "≤ 1.5×", lambda x: x <= 1.5),
@@ -520,16 +736,20 @@ SUMMARY = [("paced/lua-process", "Lua paced exec / paced ping, process", "≤ 2�
            ("b2b/python", "spawning python3.11 / Python b2b", "≥ 5×", lambda x: x >= 5),
            ("cpu/lua-process", "CPU per Lua exec, process, against a lua5.4 spawn", "≤ 0.5×",
             lambda x: x <= 0.5),
-           ("compute/python", "Python loop overhead, cpu_ms only, CPU", "≤ 10 %", lambda x: x <= 10)]
+           ("compute/python", "Python loop overhead, cpu_ms only, CPU", "≤ 10 %", lambda x: x <= 10),
+           ("data/latency", "data exec b2b / cold python3.11 -c, numpy+pandas", "≤ 0.05×",
+            lambda x: x <= 0.05),
+           ("data/cpu", "CPU per data exec / cold python3.11 -c", "≤ 0.1×", lambda x: x <= 0.1)]
 
 
 def summary():
-    print("Goals (issue 14), measured in this run (— : not measured: section skipped, or"
+    print("Goals (issues 14 and 16), measured in this run (— : not measured: section skipped, or"
           " isolation 'state' not in this binary):")
     rows = []
     for key, label, goal, ok in SUMMARY:
         x = RESULTS.get(key)
-        shown = "—" if x is None else (f"{x:+.1f} %" if key.startswith("compute") else f"{x:.2f}×")
+        shown = "—" if x is None else (f"{x:+.1f} %" if key.startswith("compute") else
+                                       f"{x:.3f}×" if key.startswith("data") else f"{x:.2f}×")
         if key.startswith("compute") and x is not None:
             label += f" (wall: {RESULTS[key + '/wall']:+.1f} %)"
         rows.append((label, shown, goal, "—" if x is None else ("yes" if ok(x) else "no")))
@@ -567,7 +787,9 @@ def main():
     if want("sessions"):
         sessions(n_paced=N_PACED if QUICK else 200, n_b2b=N_EXEC, n_open=20 if QUICK else 100,
                  n_pipelined=500 if QUICK else 2000)
-    if any(want(x) for x in ("paced", "b2b", "cpu", "compute")):
+    if want("data"):
+        data_section()
+    if any(want(x) for x in ("paced", "b2b", "cpu", "compute", "data")):
         summary()
 
 
