@@ -93,6 +93,39 @@ static int add_bytes(struct conv *c, uint64_t n)
 	return c->bytes <= c->caps->bytes ? 0 : stop(c, TP_PYJSON_BYTES, c->bytes);
 }
 
+/* numpy's number and bool scalar types (tp_pyjson_set_scalars), or NULL. */
+static PyTypeObject *g_np_number, *g_np_bool;
+
+void tp_pyjson_set_scalars(PyTypeObject *number, PyTypeObject *boolean)
+{
+	g_np_number = number;
+	g_np_bool = boolean;
+}
+
+/* A numpy number or bool as the Python scalar its item() gives (a new
+ * reference), or NULL (no error set) when v is none or item() gives no bool,
+ * int, float or str. Only numpy's own scalar types (static types: a snippet's
+ * subclass is a heap type and is not asked), so no snippet code runs. */
+static PyObject *np_item(PyObject *v)
+{
+	PyTypeObject *t = Py_TYPE(v);
+	PyObject *x;
+
+	if (g_np_number == NULL || (t->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+	    (!PyType_IsSubtype(t, g_np_number) && !PyType_IsSubtype(t, g_np_bool)))
+		return NULL;
+	x = PyObject_CallMethod(v, "item", NULL);
+	if (x == NULL) {
+		PyErr_Clear();
+		return NULL;
+	}
+	if (PyBool_Check(x) || PyLong_CheckExact(x) || PyFloat_CheckExact(x) ||
+	    PyUnicode_CheckExact(x))
+		return x;
+	Py_DECREF(x);
+	return NULL;
+}
+
 /* A dict key as JSON text, the way the json module spells it; NULL if none. */
 static json_t *key_string(PyObject *k)
 {
@@ -109,7 +142,11 @@ static json_t *key_string(PyObject *k)
 		s = PyLong_Type.tp_repr(k); /* the int's own repr, never a subclass's */
 	else if (PyFloat_Check(k))
 		s = PyFloat_Type.tp_repr(k);
-	else
+	else if ((s = np_item(k)) != NULL) { /* numpy's scalar keys, as the number they hold */
+		v = key_string(s);
+		Py_DECREF(s);
+		return v;
+	} else
 		return NULL;
 	if (s == NULL) {
 		PyErr_Clear();
@@ -153,6 +190,12 @@ static json_t *scalar(struct conv *c, PyObject *v)
 	} else if (PyUnicode_Check(v))
 		j = tp_pyjson_str(v);
 	else {
+		PyObject *x = np_item(v); /* numpy's int64, float32, bool_: their number */
+		if (x != NULL) {
+			j = scalar(c, x);
+			Py_DECREF(x);
+			return j;
+		}
 		stop(c, TP_PYJSON_NOTJSON, 0);
 		return NULL;
 	}
@@ -242,8 +285,10 @@ static void show_key(PyObject *k, char *out)
 		r = PyObject_Repr(k); /* None, True, False: no snippet code */
 	} else if (PyLong_Check(k)) {
 		r = PyLong_Type.tp_repr(k);
-	} else {
+	} else if (PyFloat_Check(k)) {
 		r = PyFloat_Type.tp_repr(k);
+	} else { /* a numpy scalar (key_string took it): numpy's own repr, no snippet code */
+		r = PyObject_Repr(k);
 	}
 	u = r ? PyUnicode_AsUTF8AndSize(r, &n) : NULL;
 	if (u == NULL) {

@@ -51,6 +51,9 @@ struct tp_pyjson_out {
 void tp_pyjson_from_py(PyObject *v, const struct tp_pyjson_caps *caps, struct tp_pyjson_out *out);
 PyObject *tp_pyjson_to_py(const json_t *v, uint64_t max_depth);
 json_t *tp_pyjson_str(PyObject *s);
+/* numpy's number and bool_ scalar types: their instances convert as the
+ * number item() gives (the data preset; NULL, NULL: none). */
+void tp_pyjson_set_scalars(PyTypeObject *number, PyTypeObject *boolean);
 /* Compact JSON size of a scalar or a finished tree. */
 uint64_t tp_pyjson_size(const json_t *v);
 

@@ -887,6 +887,11 @@ static int load_shim(struct tp_err *err)
 		g_figures_reset = PyDict_GetItemString(g_shim, "_figures_reset");
 		if (g_figures == Py_None || g_figures_reset == Py_None) /* no matplotlib */
 			g_figures = g_figures_reset = NULL;
+		PyObject *sc = PyDict_GetItemString(g_shim, "JSON_SCALARS");
+		if (sc != NULL && PyTuple_Check(sc) && PyTuple_GET_SIZE(sc) == 2 &&
+		    PyType_Check(PyTuple_GET_ITEM(sc, 0)) && PyType_Check(PyTuple_GET_ITEM(sc, 1)))
+			tp_pyjson_set_scalars((PyTypeObject *)PyTuple_GET_ITEM(sc, 0),
+					      (PyTypeObject *)PyTuple_GET_ITEM(sc, 1));
 	} else {
 		g_rich_types = NULL;
 	}

@@ -803,6 +803,7 @@ def _matplotlib_facades():
 # Set by _data_init: the types whose values _rich converts (pysandbox.c), and the
 # figures' collector and reset (None without matplotlib).
 RICH_TYPES = ()
+JSON_SCALARS = ()  # (numpy.number, numpy.bool_): pyjson.c converts them by item()
 _figures = _figures_reset = None
 _dt = _BytesIO = None  # datetime, for _cell; io.BytesIO, for _draw_open
 _SHOWN = []  # the PNGs of the figures plt.show() showed in this exec
@@ -862,8 +863,8 @@ def _rich(v, result_bytes):
     or None where it has none within result_bytes (the text is then the value)."""
     text = repr(v)
     np, pd = sys.modules['numpy'], sys.modules.get('pandas')
-    if isinstance(v, np.generic):
-        x = v.item()
+    if isinstance(v, np.generic):  # a date's item() may be an int of nanoseconds: text
+        x = v.item() if isinstance(v, JSON_SCALARS) else None
         return (x if isinstance(x, (bool, int, float, str)) else None), text
     if isinstance(v, np.ndarray):
         if v.size * 2 > result_bytes or v.dtype.kind not in 'biuf':
@@ -1013,9 +1014,10 @@ def _data_init():
     if 'matplotlib' in want:
         _matplotlib_facades()
         added.append('matplotlib.pyplot')
-    global RICH_TYPES, _dt, _BytesIO
+    global RICH_TYPES, JSON_SCALARS, _dt, _BytesIO
     import datetime as _dt
     _BytesIO = importlib.import_module('io').BytesIO
+    JSON_SCALARS = (np.number, np.bool_)
     RICH_TYPES = (np.ndarray, np.generic) + ((sys.modules['pandas'].DataFrame,
                                               sys.modules['pandas'].Series)
                                              if 'pandas' in want else ())

@@ -337,3 +337,48 @@ def test_mcp_groupby_and_chart_come_as_table_and_image(rev):
                                    "bytes": len(base64.b64decode(image["data"]))}], body
     finally:
         h.close()
+
+
+# -- numpy scalars inside values ------------------------------------------------------
+
+@needs_data
+@pytest.mark.parametrize("code,value", [
+    ("{'total': np.int64(5), 'mean': np.float32(1.5), 'ok': np.bool_(True), np.int32(3): 'k'}",
+     {"total": 5, "mean": 1.5, "ok": True, "3": "k"}),
+    ("[np.uint8(255), np.float16(0.5), np.int64(-2**63)]", [255, 0.5, -2**63]),
+    ("pd.Series([1, 2], index=[10, 20]).to_dict()", {"10": 1, "20": 2}),
+])
+def test_numpy_scalars_in_a_value_are_their_numbers(host, code, value):
+    res = run(host, "import numpy as np\nimport pandas as pd\n" + code, policy="data")
+    assert (res["ok"], res["value"]) == (True, value), res
+    assert "value_repr" not in res
+
+
+@needs_data
+@pytest.mark.parametrize("code,message", [
+    ("{np.int32(7): 1, '7': 2}", "keys 7 and '7' both become \"7\" in JSON"),
+    ("[np.float32('nan')]", "NaN is not a JSON number"),
+])
+def test_numpy_scalars_keep_the_refusals(host, code, message):
+    res = run(host, "import numpy as np\n" + code, policy="data")
+    assert res["ok"] is False, res
+    assert (res["error"]["kind"], res["error"]["message"]) == ("result_error", message), res
+
+
+@needs_data
+def test_a_snippet_subclass_of_a_numpy_scalar_is_not_asked_for_its_item(host):
+    # item() of the snippet's own class would be snippet code in the raw conversion:
+    # its instance is not JSON, and the value is its repr (numpy's, the class has none).
+    code = ("import numpy as np\nclass X(np.int64):\n    def item(self):\n"
+            "        print('ran')\n        return 99\n[X(5)]")
+    res = run(host, code, policy="data")
+    assert (res["ok"], res["value"], res.get("value_repr"), res["stdout"]) == (
+        True, "[5]", True, ""), res
+
+
+@needs_data
+def test_numpy_dates_are_not_made_numbers(host):
+    code = "import numpy as np\nnp.datetime64('2020-01-01T00:00:00.000000000')"
+    res = run(host, code, policy="data")
+    assert (res["ok"], res["value"], res["value_repr"]) == (
+        True, "numpy.datetime64('2020-01-01T00:00:00.000000000')", True), res
