@@ -896,15 +896,47 @@ def _mpl_fonts():
     # used are read here, once, and every FT2Font is made over their bytes.
     import functools
     import io
+    import os
     fm, ft2font = sys.modules['matplotlib.font_manager'], sys.modules['matplotlib.ft2font']
     fonts = {}
+    paths = []
     for fam in ('sans-serif', 'serif', 'monospace'):
         for weight in ('normal', 'bold'):
             for style in ('normal', 'italic'):
-                p = fm.findfont(fm.FontProperties(family=fam, weight=weight, style=style))
-                if p not in fonts:
-                    with io.open(p, 'rb') as fh:
-                        fonts[p] = fh.read()
+                paths.append(fm.findfont(fm.FontProperties(family=fam, weight=weight,
+                                                           style=style)))
+    # Mathtext ('$x^2$' in a label) reaches the files of its fontsets (DejaVu,
+    # STIX and its size variants, Computer Modern), all in matplotlib's own font
+    # directory (6.7 MB): every one is read. A formula is drawn once here too, so
+    # the mathtext parser (its grammar takes ~0.1 s to build) is the zygote's.
+    ttf = os.path.join(sys.modules['matplotlib'].get_data_path(), 'fonts', 'ttf')
+    paths += sorted(os.path.join(ttf, n) for n in os.listdir(ttf) if n.endswith('.ttf'))
+    plt = sys.modules['matplotlib.pyplot']
+    fig, ax = plt.subplots()
+    ax.set_title(r'$x^2 \alpha \sum_{i=1}^n \sqrt{y} \int \frac{a}{b} \pm \mathrm{m}\,\mathbf{s}^{-1}$')
+    fig.savefig(io.BytesIO(), format='png')
+    plt.close(fig)
+    for p in paths:
+        if p not in fonts:
+            with io.open(p, 'rb') as fh:
+                fonts[p] = fh.read()
+    for p in list(fonts):  # by the name findfont gives and by its real path
+        fonts.setdefault(fm._cached_realpath(p), fonts[p])
+    # findfont and mathtext check that a font file exists, which a worker cannot
+    # stat: their modules' os.path.isfile and exists answer from the fonts read here.
+    real_os = fm.os
+    fpath = types.ModuleType('os.path')
+    vars(fpath).update(vars(real_os.path))
+    fpath.isfile = fpath.exists = lambda p: (p if isinstance(p, str) else str(p)) in fonts
+    fos = types.ModuleType('os')
+    vars(fos).update(vars(real_os))
+    fos.path = fpath
+    fm.os = sys.modules['matplotlib._mathtext'].os = fos
+    # A font not read here is refused by name below, never looked for again: a
+    # file findfont cannot stat in a worker would make it rebuild its cache, which
+    # starts a thread (RuntimeError: can't start new thread).
+    d = fm.FontManager.findfont.__defaults__
+    fm.FontManager.findfont.__defaults__ = d[:-1] + (False,)  # rebuild_if_missing
 
     def font(path, hinting_factor, kerning):
         data = fonts.get(path)

@@ -382,3 +382,27 @@ def test_numpy_dates_are_not_made_numbers(host):
     res = run(host, code, policy="data")
     assert (res["ok"], res["value"], res["value_repr"]) == (
         True, "numpy.datetime64('2020-01-01T00:00:00.000000000')", True), res
+
+
+@needs_data
+@pytest.mark.parametrize("fontset", ["dejavusans", "cm", "stix", "stixsans", "dejavuserif"])
+def test_mathtext_labels_draw_in_every_fontset(host, fontset):
+    # Mathtext reads fonts the zygote preloaded; a worker cannot stat them, and a
+    # findfont that could not would rebuild its cache in a thread (refused).
+    code = (PLT + "plt.rcParams['mathtext.fontset'] = %r\n" % fontset +
+            "plt.title(r'$\\alpha^2 + \\sqrt{x} \\sum_i \\frac{a}{b}$')\n"
+            "plt.ylabel(r'$\\int_0^1 f(x)\\,dx \\mathcal{L} \\mathbf{m}$')\nplt.plot([1, 2])\n1")
+    res = run(host, code, policy="data")
+    assert (res["ok"], res["value"], res["stderr"]) == (True, 1, ""), res
+    assert png_size(res["images"][0]["data"]) == (640, 480)
+
+
+@needs_data
+def test_a_font_file_outside_the_preloaded_ones_is_refused(host):
+    code = PLT + "plt.title('x', fontproperties={'fname': '/etc/passwd'})\n1"
+    res = run(host, code, policy="data")
+    assert res["ok"] is False, res
+    assert (res["error"]["kind"], res["error"]["message"]) == (
+        "policy_violation", "the font '/etc/passwd' was not loaded in the zygote (policy data: "
+        "no files)"), res
+    assert "root:" not in json.dumps(res)
