@@ -151,11 +151,28 @@ static PyObject *refuse_attr(PyObject *name)
 	return tp_py_refuse(msg, -1);
 }
 
+/* A module's __spec__ read while a data package's frame is innermost: CPython's
+ * import machinery reads it for every import of a loaded module, and Cython's
+ * imports (pandas' unstack, pivot_table) call that machinery directly, not
+ * through __import__ (which data_import answers from sys.modules). They get None,
+ * which tells the machinery the module is not being initialised: the import
+ * returns sys.modules' entry. Nothing else of the spec (its loader) is handed
+ * out, whatever steered the data package's read. */
+static int data_spec_read(PyObject *obj, PyObject *name)
+{
+	return PyModule_Check(obj) && PyUnicode_Check(name) &&
+	       PyUnicode_CompareWithASCIIString(name, "__spec__") == 0 &&
+	       tp_py_caller_data_package();
+}
+
 static PyObject *guarded_slow(PyObject *obj, PyObject *name, getattrofunc orig)
 {
 	if (g_armed && tp_py_attr_denied(name) && !object_exempt(obj) &&
-	    !tp_py_frame_exempt(!tp_py_running) && !tp_py_data_dict_ok(obj, name))
+	    !tp_py_frame_exempt(!tp_py_running) && !tp_py_data_dict_ok(obj, name)) {
+		if (data_spec_read(obj, name))
+			Py_RETURN_NONE;
 		return refuse_attr(name);
+	}
 	return orig(obj, name);
 }
 

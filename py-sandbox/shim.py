@@ -783,7 +783,12 @@ def _matplotlib_facades():
     plt = sys.modules['matplotlib.pyplot']
     from matplotlib.figure import Figure
     f = _facade('matplotlib', mpl)
-    f.use = _data_refuser('matplotlib.use', 'only the Agg backend')
+    refuse_use = _data_refuser('matplotlib.use', 'only the Agg backend')
+
+    def use(backend, *args, **kwargs):  # matplotlib.use('Agg'), as scripts begin: a no-op
+        if not (type(backend) is str and backend.lower() == 'agg'):
+            refuse_use()
+    f.use = use
     p = _facade('matplotlib.pyplot', plt)
     for n in ('switch_backend', 'install_repl_displayhook', 'uninstall_repl_displayhook'):
         p.__dict__[n] = _data_refuser('matplotlib.pyplot.' + n, 'only the Agg backend')
@@ -877,9 +882,11 @@ def _rich(v, result_bytes):
     rows, cols = v.shape
     if rows * (cols + 1) * 4 > result_bytes:  # each cell costs at least "k":0,
         return None, text
-    ix = v.index
-    if not (isinstance(ix, pd.RangeIndex) and ix.start == 0 and ix.step == 1 and
-            ix.name is None):
+    ix = v.index  # the default index, 0..n-1 without a name (a merge's is an Int64Index)
+    if not (ix.name is None and
+            (isinstance(ix, pd.RangeIndex) and ix.start == 0 and ix.step == 1 or
+             not isinstance(ix, (pd.RangeIndex, pd.MultiIndex)) and ix.dtype.kind in 'iu' and
+             ix.equals(pd.RangeIndex(len(ix))))):
         try:
             v = v.reset_index()  # the index is data (a group-by's keys)
         except ValueError:
@@ -1013,6 +1020,26 @@ def _data_stacklevels(want, warn):
                     d['find_stack_level'] = find_stack_level
 
 
+def _mpl_layout_sets():
+    # LayoutEngine.set reads its own __kwdefaults__ (refused by the attribute
+    # guard, data packages included): tight_layout() and constrained layout failed
+    # with policy_violation. The same method, its names taken here in the zygote.
+    def setter(names, doc):
+        def set(self, **kwargs):
+            for k in kwargs:
+                if k not in names:
+                    raise TypeError('set() got an unexpected keyword argument %r' % k)
+            for k in names:
+                if kwargs.get(k) is not None:
+                    self._params[k] = kwargs[k]
+        set.__doc__ = doc
+        return set
+
+    le = sys.modules['matplotlib.layout_engine']
+    for cls in (le.TightLayoutEngine, le.ConstrainedLayoutEngine):
+        cls.set = setter(tuple(cls.set.__kwdefaults__), cls.set.__doc__)
+
+
 def _data_init():
     import importlib
     global _PATHS
@@ -1045,6 +1072,7 @@ def _data_init():
         _pandas_facade()
     if 'matplotlib' in want:
         _matplotlib_facades()
+        _mpl_layout_sets()
         added.append('matplotlib.pyplot')
     global RICH_TYPES, JSON_SCALARS, _dt, _BytesIO
     import datetime as _dt

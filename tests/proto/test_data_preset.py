@@ -228,3 +228,64 @@ def test_data_policy_shown():
                          env={"PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out
     assert "numpy" in out.stdout and "pandas" in out.stdout, out.stdout
+
+
+# -- what LLM data snippets do, that failed before ----------------------------------
+
+PIVOT = ("import pandas as pd\n"
+         "df = pd.DataFrame({'r': ['n', 's', 'n'], 'p': ['a', 'a', 'b'], 'v': [1, 2, 3]})\n")
+
+
+@pytest.mark.parametrize("expr", [
+    "df.pivot_table(index='r', columns='p', values='v', aggfunc='sum', fill_value=0)",
+    "df.groupby(['r', 'p'])['v'].sum().unstack(fill_value=0)",
+])
+def test_pivot_and_unstack(host, expr):
+    # Cython's imports read a module's __spec__ from a pandas frame (it was refused).
+    res = run(host, PIVOT + expr)
+    assert res["ok"] is True, res
+    assert res["value"] == [{"r": "n", "a": 1, "b": 3}, {"r": "s", "a": 2, "b": 0}], res
+    assert res["text"] == "p  a  b\nr      \nn  1  3\ns  2  0", res
+
+
+def test_a_data_package_read_of_spec_gives_nothing_to_the_snippet(host):
+    # Steering pandas to read a name the snippet chose stays refused on any object
+    # but a module, and a module's __spec__ read by a data package is None.
+    res = run(host, "import pandas as pd\nn = '__sp' + 'ec__'\npd.Series([1]).agg(n)")
+    assert res["ok"] is False and (res["error"]["kind"], res["error"]["message"]) == (
+        "policy_violation", "attribute '__spec__' is not allowed"), res
+
+
+@pytest.mark.parametrize("code", [
+    "fig, ax = plt.subplots(2, 2)\nax[0, 0].plot([1, 2])\nplt.tight_layout()\nplt.show()",
+    "fig, ax = plt.subplots(2, 2, layout='constrained')\nfig.get_layout_engine().set(h_pad=0.1)",
+    "fig, ax = plt.subplots()\nfig.tight_layout(pad=2, rect=(0, 0, 1, 0.9))",
+])
+def test_layouts(host, code):
+    # LayoutEngine.set read its own __kwdefaults__ (refused): tight_layout failed.
+    res = run(host, "import matplotlib.pyplot as plt\n" + code + "\n1")
+    assert (res["ok"], res["value"]) == (True, 1), res
+    assert len(res["images"]) == 1, res
+
+
+def test_layout_set_keeps_its_keyword_check(host):
+    res = run(host, "import matplotlib.pyplot as plt\nfig, ax = plt.subplots(layout='tight')\n"
+              "fig.get_layout_engine().set(bogus=1)")
+    assert res["ok"] is False, res
+    assert (res["error"]["type"], res["error"]["message"]) == (
+        "TypeError", "set() got an unexpected keyword argument 'bogus'"), res
+
+
+def test_matplotlib_use_agg_is_a_no_op(host):
+    for b in ("Agg", "agg"):
+        res = run(host, "import matplotlib\nmatplotlib.use(%r)\nimport matplotlib.pyplot as plt\n"
+                  "plt.plot([1])\n1" % b)
+        assert (res["ok"], res["value"], len(res["images"])) == (True, 1, 1), res
+
+
+def test_a_merge_comes_as_records_without_its_default_index(host):
+    res = run(host, "import pandas as pd\npd.merge(pd.DataFrame({'k': [1, 2], 'a': [3, 4]}), "
+              "pd.DataFrame({'k': [1, 2], 'b': [5, 6]}), on='k')")
+    assert res["value"] == [{"k": 1, "a": 3, "b": 5}, {"k": 2, "a": 4, "b": 6}], res
+    res = run(host, "import pandas as pd\npd.DataFrame({'a': [1, 2]}, index=[5, 6])")
+    assert res["value"] == [{"index": 5, "a": 1}, {"index": 6, "a": 2}], res
