@@ -130,6 +130,18 @@ def _attr_bad(name):
     return name in ATTR_DENY
 
 
+# obj.__dict__ may be read (not assigned or deleted): the attribute guard (C,
+# pyattr.c, tp_py_own_dict) answers it with the live dict of an instance of a
+# class the snippet made, by vars()'s rule, and refuses it on everything else.
+# Its writes stay refused here (the AST check, setattr, delattr): the dict's
+# own methods (update, clear) change it.
+READ_OK = frozenset(('__dict__',))
+
+
+def _read_bad(name):
+    return name not in READ_OK and _attr_bad(name)
+
+
 def _field_bad(field):
     """The first attribute a str.format field reads that we refuse, or None."""
     try:
@@ -162,7 +174,7 @@ def _check(tree):
     for node in ast.walk(tree):
         line = getattr(node, 'lineno', -1)
         if isinstance(node, ast.Attribute):
-            if _attr_bad(node.attr):
+            if (_read_bad if isinstance(node.ctx, ast.Load) else _attr_bad)(node.attr):
                 _refuse("attribute '%s' is not allowed" % node.attr, line)
         elif isinstance(node, ast.Name):
             # DUNDER_OK: class bodies set __slots__, __match_args__, __hash__ ...
@@ -201,20 +213,20 @@ def prepare(src):
 _getattr, _hasattr, _setattr, _delattr = getattr, hasattr, setattr, delattr
 
 
-def _plain(name):
+def _plain(name, bad=_attr_bad):
     if isinstance(name, str) and type(name) is not str:
         name = str.__str__(name)  # a str subclass cannot fake its value
-    if type(name) is str and _attr_bad(name):
+    if type(name) is str and bad(name):
         _refuse("attribute '%s' is not allowed" % name)
     return name
 
 
 def getattr(obj, name, *default):
-    return _getattr(obj, _plain(name), *default)
+    return _getattr(obj, _plain(name, _read_bad), *default)
 
 
 def hasattr(obj, name):
-    return _hasattr(obj, _plain(name))
+    return _hasattr(obj, _plain(name, _read_bad))
 
 
 def setattr(obj, name, value):
@@ -282,7 +294,7 @@ def _patch_operator(f, real):
     def attrgetter(*names):
         for n in names:
             for part in str(n).split('.'):
-                _plain(part)
+                _plain(part, _read_bad)
         return real.attrgetter(*names)
 
     def methodcaller(name, *args, **kwargs):
@@ -1331,7 +1343,8 @@ def init(modules, allowed_builtins, catalog_builtins, policy, kernel_only, files
     b = _snippet_builtins(frozenset(allowed_builtins))
     _lock_types()
     _eval_builtins(b)
-    assert all(_attr_bad(n) for n in GUARD_DENY)  # the AST check refuses them first
+    assert all(_attr_bad(n) for n in GUARD_DENY)  # the AST check refuses them first ...
+    assert READ_OK <= GUARD_DENY  # ... but these reads, which the guard decides in C
     _guard(GUARD_DENY)  # last: from here on a denied name is refused in C
     return b
 

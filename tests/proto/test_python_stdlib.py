@@ -3,7 +3,8 @@ exit(), __future__, abc, contextlib, traceback, logging, warnings, uuid, urllib.
 and the modules moved from permissive to standard, each with exact values; each
 facade tested against the escape classes (the interpreter's internals, frames and
 code, files, processes, the network, importing other modules through the module);
-vars(obj) on the snippet's own objects only. Exact kinds, types and messages."""
+vars(obj) and obj.__dict__ on the snippet's own objects only, refused on everything
+else. Exact kinds, types and messages."""
 import pytest
 
 from conftest import Host
@@ -314,5 +315,107 @@ def test_vars_without_dict(host, code):
     failed(run(host, code), "TypeError", "vars() argument must have __dict__ attribute")
 
 
-def test_obj_dict_stays_refused(host):
-    refused(run(host, "class P:\n    pass\nP().__dict__"), "attribute '__dict__' is not allowed")
+# -- obj.__dict__: vars()'s rule (pyattr.c, tp_py_own_dict) ---------------------------
+def test_obj_dict_on_own_instances(host):
+    ok(run(host, "class P:\n    def __init__(self): self.a = 1\nP().__dict__"), {"a": 1})
+    # The live dict, the one vars() gives, by every spelling of the read.
+    ok(run(host, "import operator\nclass P:\n    pass\np = P()\np.a = 1\nd = p.__dict__\n"
+                 "d['b'] = 2\n[p.b, d is vars(p), getattr(p, '__di' + 'ct__') is d, "
+                 "operator.attrgetter('__dict__')(p) is d, hasattr(p, '__dict__')]"),
+       [2, True, True, True, True])
+    ok(run(host, "p = type('P', (), {})()\np.x = [1]\np.__dict__"), {"x": [1]})
+    ok(run(host, "import dataclasses\n@dataclasses.dataclass\nclass D:\n    x: int\n"
+                 "    y: str = 'a'\nD(1).__dict__"), {"x": 1, "y": "a"})
+    ok(run(host, "class E(ValueError):\n    pass\ne = E('m')\ne.code = 3\ne.__dict__"), {"code": 3})
+    ok(run(host, "class L(list):\n    pass\nl = L([1])\nl.z = 3\n[l.__dict__, l]"), [{"z": 3}, [1]])
+    # A metaclass's __dict__ property is the class's, not its instances'.
+    ok(run(host, "class M(type):\n    @property\n    def __dict__(cls):\n        return 5\n"
+                 "class A(metaclass=M):\n    pass\na = A()\na.v = 1\n[a.__dict__, vars(a)]"),
+       [{"v": 1}, {"v": 1}])
+    # Enum's functional API makes the class at run time for the snippet.
+    ok(run(host, "import enum\nC = enum.Enum('C', 'RED')\nsorted(k for k in C.RED.__dict__ "
+                 "if not k.startswith('__'))"), ["_name_", "_sort_order_", "_value_"])
+
+
+def test_obj_dict_holds_only_what_getattr_gives(host):
+    # A subclass of a stdlib class: what its base's __init__ put there is each reachable by
+    # name already, and the dict holds nothing else.
+    ok(run(host, "import logging\nclass H(logging.Handler):\n    def emit(self, r):\n"
+                 "        pass\nh = H()\nh.mine = 1\nd = h.__dict__\n"
+                 "[all(v is getattr(h, k) for k, v in d.items()), 'mine' in d, "
+                 "sorted(type(v).__name__ for v in d.values())]"),
+       [True, True, ["NoneType", "NoneType", "RLock", "bool", "int", "int", "list"]])
+
+
+def test_slots_classes(host):
+    ok(run(host, "class S:\n    __slots__ = ('a', 'b')\n    def __init__(self):\n"
+                 "        self.a, self.b = 1, 2\ns = S()\ns.a += 10\n[s.a, s.b, S.__slots__, "
+                 "hasattr(s, '__dict__')]"), [11, 2, ["a", "b"], False])
+    failed(run(host, "class S:\n    __slots__ = ('a',)\nS().__dict__"), "AttributeError",
+           "'S' object has no attribute '__dict__'")
+    failed(run(host, "class S:\n    __slots__ = ('a',)\ns = S()\ns.b = 1"), "AttributeError",
+           "'S' object has no attribute 'b'")
+    ok(run(host, "import dataclasses\n@dataclasses.dataclass(slots=True)\nclass D:\n"
+                 "    x: int\n[D(1).x, hasattr(D(1), '__dict__'), D.__slots__]"), [1, False, ["x"]])
+
+
+G = "import operator\nAG = type(operator.attrgetter('x'))\n"  # the C class, no shim check
+
+
+@pytest.mark.parametrize("code", [
+    "class K:\n    pass\nK.__dict__",                               # a class: its descriptors
+    "class K:\n    pass\ngetattr(K, '__di' + 'ct__')",
+    "type(1).__dict__",
+    "import json\njson.__dict__",                                    # a module facade: globals
+    "import math\ngetattr(math, '__di' + 'ct__')",
+    G + "import json\nAG('__dict__')(json)",
+    "def f():\n    pass\nf.tag = 1\nf.__dict__",                    # a function
+    "len.__dict__",                                                  # a builtin
+    "try:\n    1 / 0\nexcept Exception as e:\n    e.__dict__",     # a builtin exception
+    "import logging\nlogging.getLogger('x').__dict__",               # a stdlib instance
+    "import sys\nsys.stdout.__dict__",                               # the shim's own object
+    "import io\nclass W(io.StringIO):\n    pass\nW().__dict__",    # a builtin base keeps it
+    "class SM(staticmethod):\n    pass\nSM(len).__dict__",          # ... its function's dict
+    # the class's own __dict__ property is not called: a __dict__ that is no dict is refused
+    "class A:\n    @property\n    def __dict__(self):\n        return type(self).mro()\n"
+    "A().__dict__",
+    # a __getattribute__ that asks for its class's dict gets the refusal
+    G + "ga = AG('__getattri' + 'bute__')(object)\nclass A:\n    def __getattribute__(self, n):\n"
+    "        return ga(type(self), n)\nA().__dict__",
+    # an instance dict holding a name the guard denies is refused, by vars() too
+    "class P:\n    pass\np = P()\nvars(p)['__code__'] = 1\np.__dict__",
+])
+def test_obj_dict_refused(host, code):
+    res = run(host, code + "\nprint('reached')")
+    refused(res, "attribute '__dict__' is not allowed")
+    assert res["stdout"] == "" and res["value"] is None, res
+
+
+def test_vars_refused_with_a_denied_key(host):
+    res = run(host, "class P:\n    pass\np = P()\nvars(p)['__globals__'] = 1\nvars(p)\nprint('reached')")
+    refused(res, "vars is not available in the sandbox (policy standard: no introspection of "
+                 "the interpreter)")
+    assert res["stdout"] == "", res
+
+
+@pytest.mark.parametrize("code", [
+    "class P:\n    pass\np = P()\np.__dict__ = {'a': 1}",
+    "class P:\n    pass\np = P()\ndel p.__dict__",
+    "class P:\n    pass\np = P()\np.__dict__ += {}",
+])
+def test_obj_dict_writes_refused_before_running(host, code):
+    res = run(host, "print('ran')\n" + code)
+    refused(res, "attribute '__dict__' is not allowed")
+    assert res["stdout"] == "" and res["error"]["line"] == code.count("\n") + 2, res
+
+
+@pytest.mark.parametrize("fn", ["setattr(p, '__di' + 'ct__', {'a': 1})", "delattr(p, '__di' + 'ct__')"])
+def test_obj_dict_writes_refused(host, fn):
+    res = run(host, "class P:\n    pass\np = P()\np.a = 2\nprint(vars(p))\n" + fn + "\nprint('reached')")
+    refused(res, "attribute '__dict__' is not allowed")
+    assert res["stdout"] == "{'a': 2}\n", res
+
+
+def test_import_star_and_dir_of_modules_still_work(host):
+    ok(run(host, "from math import *\nimport json\n[floor(pi), 'dumps' in dir(json), "
+                 "'sqrt' in dir()]"), [3, True, True])
