@@ -631,6 +631,8 @@ def _build_facades():
         _warnings_patch(FACADES['warnings'], sys.modules['warnings'])
     if 'uuid' in FACADES:
         _uuid_patch(FACADES['uuid'], sys.modules['uuid'])
+    if 'zoneinfo' in FACADES:
+        _zoneinfo_patch(FACADES['zoneinfo'], sys.modules['zoneinfo'])
     if 'collections' in FACADES and 'collections.abc' in FACADES:
         FACADES['collections'].abc = FACADES['collections.abc']
     _patch_string(FACADES.get('string') or types.ModuleType('string'), sys.modules['string'])
@@ -641,6 +643,81 @@ def _build_facades():
     if 'collections' in FACADES:
         _patch_classes(FACADES['collections'], sys.modules['collections'], 'collections')
     _guard_typing(sys.modules['typing'])
+
+
+# -- zoneinfo: the zone data read in the zygote (docs/python.md, "zoneinfo") --------
+# The real ZoneInfo reads TZPATH/<key> (Debian's tzdata: /usr/share/zoneinfo) when a
+# key is first used, which a worker cannot open. The zygote, before lockdown and only
+# for a policy that offers zoneinfo, reads every TZif file under TZPATH (not posix/
+# or right/, which available_timezones() skips too) into _ZONES {key: bytes}
+# (identical files share one bytes object) and notes the other files' names
+# (zone.tab ...: CPython's "Invalid TZif file" for them); TZPATH is then emptied, so
+# the real class's lookup validates the key as CPython does (ValueError for an
+# absolute or unnormalized key: no traversal) and finds no file, and its fallback,
+# _common.load_tzdata (the tzdata package's loader in CPython), is replaced by one
+# that hands it the preloaded bytes or raises ZoneInfoNotFoundError. No file is
+# opened after the zygote.
+_ZONES = {}
+_NOT_TZIF = set()
+
+
+def _zoneinfo_read(roots):
+    seen = {}
+
+    def walk(d, prefix):
+        try:
+            entries = sorted(_os.scandir(d), key=lambda e: e.name)
+        except OSError:
+            return
+        for e in entries:
+            if e.is_dir():
+                if prefix or e.name not in ('posix', 'right'):
+                    walk(e.path, prefix + e.name + '/')
+                continue
+            key = prefix + e.name
+            if key in _ZONES or key in _NOT_TZIF:
+                continue
+            try:
+                fd = _os.open(e.path, _os.O_RDONLY | _os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                data = _os.read(fd, 1 << 20)
+            except OSError:
+                continue
+            finally:
+                _os.close(fd)
+            if data[:4] == b'TZif':
+                _ZONES[key] = seen.setdefault(data, data)
+            else:
+                _NOT_TZIF.add(key)
+    for root in roots:  # the first root holding a key wins, as find_tzfile's search
+        walk(root, '')
+
+
+def _zoneinfo_patch(f, real):
+    import io as _io
+    tzpath, common = sys.modules['zoneinfo._tzpath'], sys.modules['zoneinfo._common']
+    _zoneinfo_read(tzpath.TZPATH)
+    tzpath.reset_tzpath(to=())
+    missing = real.ZoneInfoNotFoundError
+
+    def load_tzdata(key):
+        data = _ZONES.get(key)
+        if key in _NOT_TZIF:
+            raise ValueError('Invalid TZif file: magic not found')
+        if data is None:
+            raise missing('No time zone found with key %s%s' % (key, '' if _ZONES else
+                          ' (the sandbox has no time zone data: /usr/share/zoneinfo was '
+                          'empty or missing when it started; Debian package tzdata)'))
+        return _io.BytesIO(data)
+
+    def available_timezones():
+        return set(_ZONES) - {'posixrules'}
+    common.load_tzdata = load_tzdata  # the C ZoneInfo looks it up at each call
+    f.available_timezones = available_timezones
+    f.reset_tzpath = _data_refuser('zoneinfo.reset_tzpath', 'no files')
+    f.TZPATH = ()
 
 
 # -- data: numpy, pandas, matplotlib (policy data; docs/python.md, "Data") ----------

@@ -14,14 +14,14 @@ STANDARD_MODULES = ("math, json, re, random, datetime, collections, collections.
                     "functools, statistics, decimal, fractions, string, textwrap, heapq, bisect, "
                     "dataclasses, typing, enum, operator, copy, pprint, sys, io, csv, time, abc, "
                     "contextlib, traceback, logging, warnings, hashlib, base64, uuid, struct, "
-                    "calendar, cmath, numbers, difflib, html, urllib.parse, unicodedata")
+                    "calendar, cmath, numbers, difflib, html, urllib.parse, unicodedata, zoneinfo")
 STRICT_MODULES = ("math, json, re, random, collections, itertools, functools, statistics, "
                   "fractions, string, heapq, bisect, operator, copy")
 PERMISSIVE_ADDED = ("binascii", "hmac", "colorsys", "graphlib", "fnmatch", "shlex", "zlib")
 # In standard and permissive since issue 16 (the standard library an LLM expects).
 STANDARD_ADDED = ("io", "csv", "time", "abc", "contextlib", "traceback", "logging", "warnings",
                   "hashlib", "base64", "uuid", "struct", "calendar", "cmath", "numbers",
-                  "difflib", "html", "urllib.parse", "unicodedata")
+                  "difflib", "html", "urllib.parse", "unicodedata", "zoneinfo")
 
 
 @pytest.fixture(scope="module")

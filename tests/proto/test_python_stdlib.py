@@ -232,7 +232,7 @@ ALLOWED_STANDARD = ("math, json, re, random, datetime, collections, collections.
                     "functools, statistics, decimal, fractions, string, textwrap, heapq, bisect, "
                     "dataclasses, typing, enum, operator, copy, pprint, sys, io, csv, time, abc, "
                     "contextlib, traceback, logging, warnings, hashlib, base64, uuid, struct, "
-                    "calendar, cmath, numbers, difflib, html, urllib.parse, unicodedata")
+                    "calendar, cmath, numbers, difflib, html, urllib.parse, unicodedata, zoneinfo")
 
 
 def test_bytesio_getbuffer_is_a_raw_buffer(host):
@@ -419,3 +419,131 @@ def test_obj_dict_writes_refused(host, fn):
 def test_import_star_and_dir_of_modules_still_work(host):
     ok(run(host, "from math import *\nimport json\n[floor(pi), 'dumps' in dir(json), "
                  "'sqrt' in dir()]"), [3, True, True])
+
+
+# -- zoneinfo: the zone data read in the zygote (shim.py, _zoneinfo_patch) ------------
+@pytest.mark.parametrize("code,value", [
+    ("from zoneinfo import ZoneInfo\nfrom datetime import datetime\n"
+     "datetime(2024,6,1,tzinfo=ZoneInfo('Europe/Paris')).utcoffset().seconds", 7200),
+    ("from zoneinfo import ZoneInfo\nfrom datetime import datetime\n"
+     "[datetime(2024,1,15,12,tzinfo=ZoneInfo('America/New_York')).tzname(), "
+     "str(ZoneInfo('Asia/Kolkata').utcoffset(datetime(2024,1,1)))]", ["EST", "5:30:00"]),
+    ("from zoneinfo import ZoneInfo\nfrom datetime import datetime, timezone\n"
+     "d = datetime(2024,3,31,0,30,tzinfo=timezone.utc).astimezone(ZoneInfo('Europe/Berlin'))\n"
+     "[d.isoformat(), d.dst().seconds, repr(ZoneInfo('UTC')), str(ZoneInfo('Europe/Paris'))]",
+     ["2024-03-31T01:30:00+01:00", 0, "zoneinfo.ZoneInfo(key='UTC')", "Europe/Paris"]),
+    ("from zoneinfo import ZoneInfo\nfrom datetime import datetime\n"
+     "[datetime(2021,11,7,1,30,fold=f,tzinfo=ZoneInfo('America/Chicago')).utcoffset()"
+     ".total_seconds() for f in (0,1)]", [-18000.0, -21600.0]),
+    # CPython's cache: one object per key; no_cache makes a new one
+    ("import zoneinfo\nz = zoneinfo.ZoneInfo('Europe/Paris')\n[z is zoneinfo.ZoneInfo('Europe/Paris'), "
+     "zoneinfo.ZoneInfo.no_cache('Europe/Paris') is z, isinstance(z, zoneinfo.ZoneInfo)]",
+     [True, False, True]),
+    # available_timezones() as CPython lists them: no posix/, right/ or posixrules
+    ("import zoneinfo\ntz = zoneinfo.available_timezones()\n[len(tz) > 400, 'Europe/Paris' in tz, "
+     "'UTC' in tz, 'posixrules' in tz, any(k.startswith(('posix/', 'right/')) for k in tz), "
+     "type(tz).__name__]", [True, True, True, False, False, "set"]),
+    ("import zoneinfo\nstr(zoneinfo.ZoneInfo('posixrules'))", "posixrules"),
+    ("import zoneinfo\nzoneinfo.TZPATH", []),
+    ("import zoneinfo\nsorted(n for n in dir(zoneinfo) if not n.startswith('_'))",
+     ["InvalidTZPathWarning", "TZPATH", "ZoneInfo", "ZoneInfoNotFoundError",
+      "available_timezones", "reset_tzpath"]),
+])
+def test_zoneinfo_values(host, code, value):
+    ok(run(host, code), value)
+
+
+def test_zoneinfo_all_zones_as_cpython(host):
+    import zoneinfo
+    want = sorted(zoneinfo.available_timezones())
+    ok(run(host, "import zoneinfo\nsorted(zoneinfo.available_timezones())"), want)
+    # Every zone's offsets, as this machine's CPython reads the files.
+    from datetime import datetime
+    probe = [datetime(2024, 1, 15, 12), datetime(2024, 7, 15, 12)]
+    cp = [[int(zoneinfo.ZoneInfo(k).utcoffset(d).total_seconds()) for d in probe] for k in want]
+    ok(run(host, "import zoneinfo\nfrom datetime import datetime\nprobe = [datetime(2024, 1, 15, 12), "
+                 "datetime(2024, 7, 15, 12)]\n[[int(zoneinfo.ZoneInfo(k).utcoffset(d).total_seconds()) "
+                 "for d in probe] for k in sorted(zoneinfo.available_timezones())]"), cp)
+
+
+@pytest.mark.parametrize("key,type_,message", [
+    ("Nowhere/City", "ZoneInfoNotFoundError", "'No time zone found with key Nowhere/City'"),
+    ("Europe", "ZoneInfoNotFoundError", "'No time zone found with key Europe'"),
+    ("zone.tab", "ValueError", "Invalid TZif file: magic not found"),
+    # no traversal: CPython's own key checks, before any lookup
+    ("../../etc/passwd", "ValueError",
+     "ZoneInfo keys must refer to subdirectories of TZPATH, got: ../../etc/passwd"),
+    ("/etc/passwd", "ValueError", "ZoneInfo keys may not be absolute paths, got: /etc/passwd"),
+    ("Europe/../../etc/passwd", "ValueError",
+     "ZoneInfo keys must be normalized relative paths, got: Europe/../../etc/passwd"),
+    ("", "ValueError", "ZoneInfo keys must be normalized relative paths, got: "),
+])
+def test_zoneinfo_bad_keys(host, key, type_, message):
+    failed(run(host, "import zoneinfo\nzoneinfo.ZoneInfo(%r)" % key), type_, message)
+
+
+def test_zoneinfo_not_found_is_a_key_error(host):
+    ok(run(host, "import zoneinfo\ntry:\n    zoneinfo.ZoneInfo('Mars/Olympus')\nexcept KeyError as e:\n"
+                 "    r = [type(e).__name__, isinstance(e, zoneinfo.ZoneInfoNotFoundError)]\nr"),
+       ["ZoneInfoNotFoundError", True])
+
+
+def test_zoneinfo_cannot_point_at_files(host):
+    refused(run(host, "import zoneinfo\nzoneinfo.reset_tzpath(['/etc'])"),
+            "zoneinfo.reset_tzpath is not available in the sandbox (policy standard: no files)")
+    for name in ("_tzpath", "_common", "sys", "os"):
+        failed(run(host, "import zoneinfo\nzoneinfo.%s" % name), "AttributeError",
+               "module 'zoneinfo' has no attribute '%s'" % name)
+    refused(run(host, "import zoneinfo._tzpath"),
+            "import of module 'zoneinfo._tzpath' is not allowed in the sandbox (policy standard); "
+            "allowed: " + ALLOWED_STANDARD)
+
+
+def test_zoneinfo_strict_refuses(host):
+    res = run(host, "import zoneinfo", "strict")
+    assert res["error"]["kind"] == PV and res["error"]["message"].startswith(
+        "import of module 'zoneinfo' is not allowed in the sandbox (policy strict)"), res
+
+
+def test_zoneinfo_worker_opens_no_file():
+    """The zone data comes from the zygote's memory: under strace, every /usr/share/zoneinfo
+    file is opened by the one process that imported the zoneinfo package (the zygote, before
+    lockdown), and no process opens one while the exec loads zones it never used."""
+    import re
+    import shutil
+    import subprocess
+    import tempfile
+    from conftest import BINARY
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed")
+    with tempfile.TemporaryDirectory() as d:
+        log = d + "/trace"
+        h = Host.__new__(Host)
+        h.proc = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=open,openat", "-o", log, BINARY],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env={"PATH": "/usr/bin:/bin"})
+        h.buf, h.pending, h.lines, h.next_id = b"", {}, [], 1000
+        try:
+            r = h.call("sandbox/exec", {"lang": "python", "code":
+                       "from zoneinfo import ZoneInfo\nfrom datetime import datetime\n"
+                       "[datetime(2024,1,1,tzinfo=ZoneInfo(k)).utcoffset().seconds "
+                       "for k in ('Asia/Tokyo', 'America/Sao_Paulo', 'Pacific/Auckland')]"},
+                       timeout=60)["result"]
+        finally:
+            h.close()
+        assert r["ok"] is True and r["value"] == [32400, 75600, 46800], r
+        zones, importers = {}, set()
+        for line in open(log):
+            m = re.match(r'(\d+)\s+open(?:at)?\((?:AT_FDCWD, )?"([^"]+)"', line)
+            if m is None:
+                continue
+            pid, path = m.groups()
+            if path.startswith("/usr/lib/python3.11/zoneinfo"):
+                importers.add(pid)
+            # glibc's own tzset() (any process's localtime) reads the UTC zone; not ours
+            if path.startswith("/usr/share/zoneinfo/") and path != "/usr/share/zoneinfo/UTC":
+                zones.setdefault(pid, set()).add(path)
+    assert len(importers) == 1, importers
+    assert set(zones) == importers, zones.keys()
+    (zygote,) = importers
+    assert "/usr/share/zoneinfo/Asia/Tokyo" in zones[zygote]
