@@ -1017,9 +1017,9 @@ class _Stream:
 # -- the builtins a snippet sees, and the real module -----------------------------------
 # Omitted from the snippet's builtins, and why:
 #   open: files; exec eval compile: code that skips the AST check;
-#   input breakpoint help: the terminal; exit quit vars: the shim's own (_exit,
-#   _snippet_vars) replace them;
-#   globals locals vars: dicts of the object graph; memoryview: buffer tricks
+#   input breakpoint help: the terminal; exit quit vars globals locals: the shim's
+#   own (_exit, _snippet_vars, _ns_builtins' snapshots) replace them: the real ones
+#   are dicts of the object graph; memoryview: buffer tricks
 #   (the bytearray use-after-free family); __loader__ __spec__: BuiltinImporter.
 OMIT = ('open', 'exec', 'eval', 'compile', 'input', 'breakpoint', 'help', 'exit', 'quit',
         'globals', 'locals', 'vars', 'memoryview', 'copyright', 'credits', 'license',
@@ -1043,6 +1043,14 @@ def _snippet_builtins(allowed):
     b.update({k: v for k, v in mine.items() if k in allowed})
     b.update(__import__=__import__, __name__='builtins', exit=_exit, quit=_exit)
     b['vars'] = _snippet_vars
+    # globals() and locals(): a new dict of the names the snippet's code can load where it
+    # calls them (no __builtins__, __loader__, __spec__, __package__), never the namespace
+    # itself (C: pyshimfns.c, snippet_ns); refused to any code but the snippet's.
+    nameable = NAME_DUNDER_OK | DUNDER_OK  # the dunder names _check lets a snippet load
+    assert not nameable & GUARD_DENY and '__builtins__' not in nameable
+    b['globals'], b['locals'] = _ns_builtins(nameable, *(
+        '%s() of code that is not the snippet\'s is not available in the sandbox (policy %s: '
+        'no introspection of the interpreter)' % (k, POLICY) for k in ('globals', 'locals')))
     if FILES:
         b['open'] = open
     for k in _BUILTIN_WHY:

@@ -547,3 +547,53 @@ def test_zoneinfo_worker_opens_no_file():
     assert set(zones) == importers, zones.keys()
     (zygote,) = importers
     assert "/usr/share/zoneinfo/Asia/Tokyo" in zones[zygote]
+
+
+# -- globals() and locals(): snapshots of what the snippet can name (pyshimfns.c) ------
+def test_globals_is_a_snapshot_of_the_snippets_names(host):
+    ok(run(host, "x = 1\n'x' in globals()"), True)
+    # A fresh exec's namespace holds nothing but what the snippet can name: no
+    # __builtins__, __loader__, __spec__, __package__, no sandbox internals.
+    ok(run(host, "globals()"), {"__name__": "__main__", "__doc__": None})
+    ok(run(host, "import json\ndef f():\n    pass\nx = 1\n[sorted(globals()), globals()['f'] is f, "
+                 "globals()['json'] is json, globals() is globals(), locals() == globals()]"),
+       [["__doc__", "__name__", "f", "json", "x"], True, True, False, True])
+    ok(run(host, "sorted(globals())", inputs={"n": 3}), ["__doc__", "__name__", "n"])
+
+
+def test_globals_copy_does_not_change_the_namespace(host):
+    ok(run(host, "import json\nx = 1\ng = globals()\ng['y'] = 5\ng['x'] = 9\ndel g['json']\n"
+                 "g['__builtins__'] = {}\n[x, 'y' in globals(), json.dumps(1), len(range(2))]"),
+       [1, False, "1", 2])
+    failed(run(host, "globals()['y'] = 5\ny"), "NameError", "name 'y' is not defined")
+
+
+def test_locals_in_snippet_frames(host):
+    ok(run(host, "def f(a, b=2):\n    c = 3\n    return locals()\nf(1)"), {"a": 1, "b": 2, "c": 3})
+    ok(run(host, "def outer():\n    v = 1\n    def inner():\n        return v, locals()\n    "
+                 "return inner()\nouter()"), [1, {"v": 1}])
+    ok(run(host, "class K:\n    a = 1\n    ns = locals()\nK.ns"),
+       {"__module__": "__main__", "__qualname__": "K", "a": 1})
+    ok(run(host, "[sorted(k for k in locals() if k != '.0') for x in range(1)]"), [["x"]])
+    ok(run(host, "list(map(lambda v: sorted(locals()), [1]))"), [["v"]])
+
+
+@pytest.mark.parametrize("name", ["globals", "locals"])
+@pytest.mark.parametrize("code", [
+    # stdlib Python code calling the builtin the snippet handed it: its own frame's names
+    "import contextlib\nwith contextlib.ExitStack() as s:\n    s.callback(NAME)",
+    "import dataclasses\n@dataclasses.dataclass\nclass D:\n    x: dict = dataclasses.field("
+    "default_factory=NAME)\nD()",
+    "import copy\nclass C:\n    def __reduce_ex__(self, p):\n        return (NAME, ())\ncopy.copy(C())",
+])
+def test_globals_locals_refused_to_other_code(host, name, code):
+    res = run(host, code.replace("NAME", name) + "\nprint('reached')")
+    refused(res, f"{name}() of code that is not the snippet's is not available in the sandbox "
+                 "(policy standard: no introspection of the interpreter)")
+    assert res["stdout"] == "" and res["value"] is None, res
+
+
+@pytest.mark.parametrize("name", ["globals", "locals"])
+def test_globals_locals_builtins_hold_nothing(host, name):
+    refused(run(host, f"getattr({name}, '__se' + 'lf__')"), "attribute '__self__' is not allowed")
+    ok(run(host, f"[{name}.__name__, type({name}).__name__]"), [name, "builtin_function_or_method"])
