@@ -228,8 +228,9 @@ static PyTypeObject *builtin_base_with_dict(PyTypeObject *t)
  *    is no builtin's, stdlib's, data package's or the shim's object;
  *  - its dict is the one CPython keeps per instance: no builtin base other than
  *    BaseException keeps it (staticmethod's is its function's, partial's ...),
- *    and the class's `__dict__` is CPython's own descriptor (a property or a
- *    value of the snippet's is refused, not called);
+ *    and the class's `__dict__` is CPython's own descriptor for a class
+ *    statement's dict (subtype_dict) or BaseException's (a property or a value
+ *    of the snippet's, a C type's getter, is refused, not called);
  *  - it is an exact dict and holds no key the guard denies.
  * The answer is read with PyObject_GenericGetDict, never through the object's
  * own attribute lookup. Returns a new reference to the dict, Py_None when the
@@ -259,8 +260,14 @@ PyObject *tp_py_own_dict(PyObject *obj)
 	if (!Py_IS_TYPE(descr, &PyGetSetDescr_Type))
 		Py_RETURN_FALSE;
 	{
-		getter g = ((PyGetSetDescrObject *)descr)->d_getset->get;
-		if (g != PyObject_GenericGetDict && (g_subtype_dict == NULL || g != g_subtype_dict))
+		/* CPython's subtype_dict (a class statement added the dict), or
+		 * BaseException's own: not a C type's (functools.partial, a heap type,
+		 * keeps its dict its own way). */
+		PyGetSetDescrObject *gs = (PyGetSetDescrObject *)descr;
+		getter g = gs->d_getset->get;
+		if (!(g_subtype_dict != NULL && g == g_subtype_dict) &&
+		    !(g == PyObject_GenericGetDict && gs->d_common.d_type != NULL &&
+		      PyType_IsSubtype(gs->d_common.d_type, (PyTypeObject *)PyExc_BaseException)))
 			Py_RETURN_FALSE;
 	}
 	d = PyObject_GenericGetDict(obj, NULL);

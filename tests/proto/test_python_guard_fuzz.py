@@ -78,6 +78,8 @@ SUBJECTS = [
     ("import logging\n", "logging.getLogger('fz')", ["__dict__", "__reduce__"], "__class__", "name"),
     ("import sys\n", "sys.stdout", ["__dict__"], "__class__", "write"),
     ("class SM(staticmethod):\n    pass\nsm = SM(len)\n", "sm", ["__dict__"], "__class__", None),
+    ("class PP(functools.partial):\n    pass\npp = PP(len)\npp.tag = 1\n", "pp", ["__dict__", "__reduce__"],
+     "__class__", "tag"),
     ("class PD:\n    @property\n    def __dict__(self):\n        return 1\npd = PD()\npd.tag = 3\n", "pd",
      ["__dict__", "__reduce_ex__"], "__class__", "tag"),
     ("class HK:\n    pass\nhk = HK()\nhk.tag = 1\nvars(hk)[D('code')] = 1\n", "hk", ["__dict__", "__code__"],

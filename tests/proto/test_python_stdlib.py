@@ -376,6 +376,8 @@ G = "import operator\nAG = type(operator.attrgetter('x'))\n"  # the C class, no 
     "import sys\nsys.stdout.__dict__",                               # the shim's own object
     "import io\nclass W(io.StringIO):\n    pass\nW().__dict__",    # a builtin base keeps it
     "class SM(staticmethod):\n    pass\nSM(len).__dict__",          # ... its function's dict
+    "import functools\nclass P(functools.partial):\n    pass\np = P(len)\np.x = 1\np.__dict__",
+    "import collections\nclass O(collections.OrderedDict):\n    pass\nO().__dict__",
     # the class's own __dict__ property is not called: a __dict__ that is no dict is refused
     "class A:\n    @property\n    def __dict__(self):\n        return type(self).mro()\n"
     "A().__dict__",
