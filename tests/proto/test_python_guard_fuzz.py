@@ -19,7 +19,9 @@ A seeded generator composes snippets from four parts:
                 function, a generator, a class body, map()
 
 Every snippet prints a canary and returns it only after the read. For a denied
-name the verdict must be policy_violation with the canary nowhere; for the
+name the verdict must be policy_violation with the canary nowhere (`__dict__` is
+denied on every subject but the snippet's own instance, whose dict every path
+reads as vars() does: test_own_instance_dict_on_every_path); for the
 control (an ordinary attribute of the same subject, through the same path and
 wrapper) the snippet must succeed, which proves the path really reads. Seeded
 (TP_GUARD_SEED), bounded in count (TP_GUARD_N) and time (TP_GUARD_SECONDS)."""
