@@ -139,10 +139,6 @@ int tp_py_attr_denied(PyObject *name)
 	return r;
 }
 
-/* The snippet's own modules and the facades hold nothing a snippet may not have
- * (their __dict__ is their attributes; their __spec__ and __loader__ are None);
- * CPython itself reads those names on them for `from m import *`, an import
- * error's message and module.__annotations__. */
 static int is_dict_name(PyObject *name)
 {
 	return PyUnicode_CheckExact(name) &&
@@ -167,9 +163,12 @@ static int importing_star(void)
 	return r;
 }
 
+/* The snippet's own modules and the facades hold nothing a snippet may not have
+ * (their __spec__ and __loader__ are None); CPython itself reads those names on
+ * them for an import error's message and module.__annotations__. Not __dict__:
+ * their namespace, which only `from m import *` reads for the snippet. */
 static int object_exempt(PyObject *obj, PyObject *name)
 {
-	/* A module's __dict__ is its namespace: only `import *` reads it for the snippet. */
 	return PyModule_Check(obj) && !tp_py_real_namespace(PyModule_GetDict(obj)) &&
 	       (!is_dict_name(name) || importing_star());
 }
