@@ -172,6 +172,7 @@ const char *const tp_catalog_py_modules[] = {
 	"warnings",
 	"uuid",
 	"urllib.parse",
+	"zoneinfo", /* its data read in the zygote: shim.py, _zoneinfo_patch */
 	/* data (Debian's python3-numpy, -pandas, -matplotlib; facades: shim.py) */
 	"numpy",
 	"pandas",

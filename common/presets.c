@@ -36,7 +36,7 @@ const char *const tp_preset_texts[] = {
 	"                \"copy\", \"pprint\", \"sys\", \"io\", \"csv\", \"time\", \"abc\", \"contextlib\",\n"
 	"                \"traceback\", \"logging\", \"warnings\", \"hashlib\", \"base64\", \"uuid\", \"struct\",\n"
 	"                \"calendar\", \"cmath\", \"numbers\", \"difflib\", \"html\", \"urllib.parse\",\n"
-	"                \"unicodedata\"],\n"
+	"                \"unicodedata\", \"zoneinfo\"],\n"
 	"    \"builtins\": [\"abs\", \"aiter\", \"all\", \"anext\", \"any\", \"ascii\", \"bin\", \"bool\", \"bytearray\",\n"
 	"                 \"bytes\", \"callable\", \"chr\", \"classmethod\", \"complex\", \"delattr\", \"dict\", \"dir\",\n"
 	"                 \"divmod\", \"enumerate\", \"filter\", \"float\", \"format\", \"frozenset\", \"getattr\",\n"
@@ -96,7 +96,8 @@ const char *const tp_preset_texts[] = {
 	"                \"dataclasses\", \"typing\", \"enum\", \"operator\", \"copy\", \"pprint\", \"base64\",\n"
 	"                \"binascii\", \"hashlib\", \"hmac\", \"struct\", \"unicodedata\", \"html\", \"colorsys\",\n"
 	"                \"graphlib\", \"fnmatch\", \"shlex\", \"zlib\", \"sys\", \"io\", \"csv\", \"time\", \"abc\",\n"
-	"                \"contextlib\", \"traceback\", \"logging\", \"warnings\", \"uuid\", \"urllib.parse\"]\n"
+	"                \"contextlib\", \"traceback\", \"logging\", \"warnings\", \"uuid\", \"urllib.parse\",\n"
+	"                \"zoneinfo\"]\n"
 	"  },\n"
 	"  \"session\": { \"max_sessions\": 64, \"idle_ms\": 3600000, \"max_execs\": 100000, \"memory_bytes\": 536870912, \"lifetime_ms\": 86400000 }\n"
 	"}\n",
@@ -125,7 +126,7 @@ const char *const tp_preset_texts[] = {
 	"                \"copy\", \"pprint\", \"sys\", \"io\", \"csv\", \"time\", \"abc\", \"contextlib\",\n"
 	"                \"traceback\", \"logging\", \"warnings\", \"hashlib\", \"base64\", \"uuid\", \"struct\",\n"
 	"                \"calendar\", \"cmath\", \"numbers\", \"difflib\", \"html\", \"urllib.parse\",\n"
-	"                \"unicodedata\", \"numpy\", \"pandas\", \"matplotlib\"]\n"
+	"                \"unicodedata\", \"zoneinfo\", \"numpy\", \"pandas\", \"matplotlib\"]\n"
 	"  },\n"
 	"  \"session\": { \"memory_bytes\": 536870912 }\n"
 	"}\n",

@@ -29,6 +29,8 @@
  */
 #include "pyint.h"
 
+#include <opcode.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +46,12 @@ static int g_armed;
 static PyObject **g_real; /* sorted namespaces of the modules loaded in the zygote */
 static size_t g_nreal;
 static PyCFunction g_subclasses;
+static PyTypeObject **g_ztypes; /* sorted: every type that existed when the guard was armed */
+static size_t g_nztypes, g_cap_ztypes;
+/* subtype_dict: the __dict__ getter of a class CPython adds a dict to */
+static getter g_subtype_dict;
+static PyObject *g_dict_name; /* "__dict__" */
+static PyObject *g_dir_name;  /* "__dir__" */
 
 static PyObject *guarded(PyObject *obj, PyObject *name, getattrofunc orig);
 
@@ -131,13 +139,38 @@ int tp_py_attr_denied(PyObject *name)
 	return r;
 }
 
-/* The snippet's own modules and the facades hold nothing a snippet may not have
- * (their __dict__ is their attributes; their __spec__ and __loader__ are None);
- * CPython itself reads those names on them for `from m import *`, an import
- * error's message and module.__annotations__. */
-static int object_exempt(PyObject *obj)
+static int is_dict_name(PyObject *name)
 {
-	return PyModule_Check(obj) && !tp_py_real_namespace(PyModule_GetDict(obj));
+	return PyUnicode_CheckExact(name) &&
+	       PyUnicode_CompareWithASCIIString(name, "__dict__") == 0;
+}
+
+/* The innermost frame is executing `from m import *` (IMPORT_STAR reads
+ * m.__dict__ when m has no __all__), or no Python code is running. */
+static int importing_star(void)
+{
+	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+	PyCodeObject *code;
+	int lasti, r;
+
+	if (f == NULL)
+		return 1;
+	code = PyFrame_GetCode(f);
+	lasti = PyFrame_GetLasti(f);
+	r = lasti >= 0 && lasti / 2 < Py_SIZE(code) &&
+	    _Py_OPCODE(_PyCode_CODE(code)[lasti / 2]) == IMPORT_STAR;
+	Py_DECREF(code);
+	return r;
+}
+
+/* The snippet's own modules and the facades hold nothing a snippet may not have
+ * (their __spec__ and __loader__ are None); CPython itself reads those names on
+ * them for an import error's message and module.__annotations__. Not __dict__:
+ * their namespace, which only `from m import *` reads for the snippet. */
+static int object_exempt(PyObject *obj, PyObject *name)
+{
+	return PyModule_Check(obj) && !tp_py_real_namespace(PyModule_GetDict(obj)) &&
+	       (!is_dict_name(name) || importing_star());
 }
 
 static PyObject *refuse_attr(PyObject *name)
@@ -165,13 +198,135 @@ static int data_spec_read(PyObject *obj, PyObject *name)
 	       tp_py_caller_data_package();
 }
 
+/* ---- obj.__dict__ and vars(obj) on the snippet's own instances ---------------------------- */
+
+static int cmp_type(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t) * (PyTypeObject *const *)a,
+		  y = (uintptr_t) * (PyTypeObject *const *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* True when t existed in the zygote when the guard was armed: a builtin, the
+ * stdlib's, a data package's or the shim's class, never one the exec made
+ * (remember_type keeps each alive, so its address is never reused). */
+static int zygote_type(PyTypeObject *t)
+{
+	return g_nztypes > 0 &&
+	       bsearch(&t, g_ztypes, g_nztypes, sizeof *g_ztypes, cmp_type) != NULL;
+}
+
+/* The nearest base in t's MRO that is not a heap type and gives its instances
+ * a dict (BaseException, staticmethod, functools.partial, SimpleNamespace,
+ * module, function ...), as CPython's subtype_dict asks; NULL when the dict is
+ * the one CPython added for a class made by a class statement or type(). */
+static PyTypeObject *builtin_base_with_dict(PyTypeObject *t)
+{
+	PyObject *mro = t->tp_mro;
+
+	for (Py_ssize_t i = 0; mro != NULL && PyTuple_Check(mro) && i < PyTuple_GET_SIZE(mro);
+	     i++) {
+		PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+		if (!(b->tp_flags & Py_TPFLAGS_HEAPTYPE) && b->tp_dictoffset != 0)
+			return b;
+	}
+	return NULL;
+}
+
+/* The live per-instance dict of one of the snippet's own objects, which both
+ * vars(obj) and obj.__dict__ give (docs/python.md, "obj.__dict__ and vars(obj)"):
+ *  - obj is an instance, not a type (its dict is descriptors) or a module (globals);
+ *  - its class was made during the exec (a heap type that was not in the zygote:
+ *    the snippet's class statement, type(), a dataclass, Enum('X', ...)), so it
+ *    is no builtin's, stdlib's, data package's or the shim's object;
+ *  - its dict is the one CPython keeps per instance: no builtin base other than
+ *    BaseException keeps it (staticmethod's is its function's, partial's ...),
+ *    and the class's `__dict__` is CPython's own descriptor for a class
+ *    statement's dict (subtype_dict) or BaseException's (a property or a value
+ *    of the snippet's, a C type's getter, is refused, not called);
+ *  - it is an exact dict and holds no key the guard denies.
+ * The answer is read with PyObject_GenericGetDict, never through the object's
+ * own attribute lookup. Returns a new reference to the dict, Py_None when the
+ * object has no dict (an instance of a __slots__ class, a builtin without one)
+ * or Py_False when it is not the snippet's to read. */
+PyObject *tp_py_own_dict(PyObject *obj)
+{
+	PyTypeObject *t = Py_TYPE(obj), *base;
+	PyObject *descr, *d, *k, *v;
+	Py_ssize_t pos = 0;
+
+	if (PyType_Check(obj) || PyModule_Check(obj))
+		Py_RETURN_FALSE;
+	if (!(t->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
+		if (t->tp_dictoffset == 0)
+			Py_RETURN_NONE;
+		Py_RETURN_FALSE;
+	}
+	if (zygote_type(t) || g_dict_name == NULL)
+		Py_RETURN_FALSE;
+	base = builtin_base_with_dict(t);
+	if (base != NULL && !PyType_IsSubtype(base, (PyTypeObject *)PyExc_BaseException))
+		Py_RETURN_FALSE;
+	descr = _PyType_Lookup(t, g_dict_name); /* borrowed; runs no Python code */
+	if (descr == NULL)
+		Py_RETURN_NONE; /* a __slots__ class: no dict */
+	if (!Py_IS_TYPE(descr, &PyGetSetDescr_Type))
+		Py_RETURN_FALSE;
+	{
+		/* CPython's subtype_dict (a class statement added the dict), or
+		 * BaseException's own: not a C type's (functools.partial, a heap type,
+		 * keeps its dict its own way). */
+		PyGetSetDescrObject *gs = (PyGetSetDescrObject *)descr;
+		getter g = gs->d_getset->get;
+		if (!(g_subtype_dict != NULL && g == g_subtype_dict) &&
+		    !(g == PyObject_GenericGetDict && gs->d_common.d_type != NULL &&
+		      PyType_IsSubtype(gs->d_common.d_type, (PyTypeObject *)PyExc_BaseException)))
+			Py_RETURN_FALSE;
+	}
+	d = PyObject_GenericGetDict(obj, NULL);
+	if (d == NULL) {
+		if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+			return NULL;
+		PyErr_Clear();
+		Py_RETURN_NONE;
+	}
+	if (!PyDict_CheckExact(d)) {
+		Py_DECREF(d);
+		Py_RETURN_FALSE;
+	}
+	while (PyDict_Next(d, &pos, &k, &v))
+		if (PyUnicode_Check(k) && tp_py_attr_denied(k)) {
+			Py_DECREF(d);
+			Py_RETURN_FALSE;
+		}
+	return d;
+}
+
+/* obj.__dict__ read outside the stdlib: the snippet's own instance's dict (above),
+ * CPython's AttributeError for one of its instances without a dict, else refused. */
+static PyObject *own_dict_attr(PyObject *obj, PyObject *name)
+{
+	PyObject *d = tp_py_own_dict(obj);
+
+	if (d == NULL || PyDict_Check(d))
+		return d;
+	if (d == Py_None && (Py_TYPE(obj)->tp_flags & Py_TPFLAGS_HEAPTYPE) &&
+	    !zygote_type(Py_TYPE(obj))) {
+		Py_DECREF(d);
+		return PyErr_Format(PyExc_AttributeError, "'%.100s' object has no attribute '%U'",
+				    Py_TYPE(obj)->tp_name, name);
+	}
+	Py_DECREF(d);
+	return refuse_attr(name);
+}
+
 static PyObject *guarded_slow(PyObject *obj, PyObject *name, getattrofunc orig)
 {
-	if (g_armed && tp_py_attr_denied(name) && !object_exempt(obj) &&
+	if (g_armed && tp_py_attr_denied(name) && !object_exempt(obj, name) &&
 	    !tp_py_frame_exempt(!tp_py_running) && !tp_py_data_dict_ok(obj, name)) {
 		if (data_spec_read(obj, name))
 			Py_RETURN_NONE;
-		return refuse_attr(name);
+		return is_dict_name(name) ? own_dict_attr(obj, name) : refuse_attr(name);
 	}
 	return orig(obj, name);
 }
@@ -330,6 +485,24 @@ static PyObject *dir_type(PyObject *self, PyObject *unused)
 	return keys_of(d);
 }
 
+/* module.__dir__ without reading __dict__ through getattr (the guard refuses a
+ * module's __dict__ to the snippet): the module's own `__dir__` if its
+ * namespace defines one, else its names, as CPython's module_dir. */
+static PyObject *dir_module(PyObject *self, PyObject *unused)
+{
+	PyObject *d = PyModule_Check(self) ? PyModule_GetDict(self) : NULL, *fn; /* borrowed */
+
+	(void)unused;
+	if (d == NULL || !PyDict_Check(d))
+		return PyErr_Format(PyExc_TypeError, "<module>.__dict__ is not a dictionary");
+	fn = PyDict_GetItemWithError(d, g_dir_name);
+	if (fn != NULL)
+		return PyObject_CallNoArgs(fn);
+	return PyErr_Occurred() ? NULL : PyDict_Keys(d);
+}
+
+static PyMethodDef g_dir_module = { "__dir__", dir_module, METH_NOARGS,
+				    "Standard module __dir__ implementation" };
 static PyMethodDef g_dir_object = { "__dir__", dir_object, METH_NOARGS,
 				    "Default dir() implementation." };
 static PyMethodDef g_dir_type = { "__dir__", dir_type, METH_NOARGS,
@@ -471,6 +644,44 @@ static int guard_type(PyTypeObject *t)
 	return 0;
 }
 
+static int remember_type(PyObject *t)
+{
+	if (g_nztypes == g_cap_ztypes) {
+		size_t cap = g_cap_ztypes ? 2 * g_cap_ztypes : 1024;
+		PyTypeObject **n = realloc(g_ztypes, cap * sizeof *n);
+		if (n == NULL) {
+			PyErr_NoMemory();
+			return -1;
+		}
+		g_ztypes = n, g_cap_ztypes = cap;
+	}
+	/* Kept alive, so no class the exec makes can take its address. */
+	Py_INCREF(t);
+	g_ztypes[g_nztypes++] = (PyTypeObject *)t;
+	return 0;
+}
+
+/* The getter CPython puts in the `__dict__` of a class it adds a dict to
+ * (typeobject.c's subtype_dict), from a class made for the purpose. */
+static int find_subtype_dict(void)
+{
+	PyObject *t = PyObject_CallFunction((PyObject *)&PyType_Type, "s()N", "_tp_probe",
+					    PyDict_New()),
+		 *descr;
+
+	if (t == NULL)
+		return -1;
+	descr = _PyType_Lookup((PyTypeObject *)t, g_dict_name);
+	if (descr != NULL && Py_IS_TYPE(descr, &PyGetSetDescr_Type))
+		g_subtype_dict = ((PyGetSetDescrObject *)descr)->d_getset->get;
+	Py_DECREF(t);
+	if (g_subtype_dict == NULL) {
+		PyErr_SetString(PyExc_RuntimeError, "attribute guard: no subtype __dict__ getter");
+		return -1;
+	}
+	return 0;
+}
+
 /* Every type the interpreter has readied: object and, recursively, its subclasses. */
 static int guard_all_types(void)
 {
@@ -499,7 +710,7 @@ static int guard_all_types(void)
 		if (fresh == 1 && PySet_Add(seen, id) != 0)
 			fresh = -1;
 		Py_XDECREF(id);
-		if (fresh == 1 && guard_type((PyTypeObject *)t) != 0)
+		if (fresh == 1 && (guard_type((PyTypeObject *)t) != 0 || remember_type(t) != 0))
 			fresh = -1;
 		subs = fresh == 1 ? PyObject_CallOneArg(subclasses, t) : NULL; /* type too */
 		Py_DECREF(t);
@@ -550,10 +761,15 @@ int tp_py_guard_install(PyObject *deny)
 	if (PyErr_Occurred())
 		return -1;
 	g_deny = PyFrozenSet_New(deny);
-	if (g_deny == NULL || collect_namespaces() != 0 || guard_all_types() != 0 ||
+	g_dict_name = PyUnicode_InternFromString("__dict__");
+	g_dir_name = PyUnicode_InternFromString("__dir__");
+	if (g_deny == NULL || g_dict_name == NULL || g_dir_name == NULL ||
+	    find_subtype_dict() != 0 || collect_namespaces() != 0 || guard_all_types() != 0 ||
 	    gate_subclasses() != 0 || set_method(&PyBaseObject_Type, &g_dir_object) != 0 ||
-	    set_method(&PyType_Type, &g_dir_type) != 0)
+	    set_method(&PyType_Type, &g_dir_type) != 0 ||
+	    set_method(&PyModule_Type, &g_dir_module) != 0)
 		return -1;
+	qsort(g_ztypes, g_nztypes, sizeof *g_ztypes, cmp_type);
 	g_armed = 1;
 	return 0;
 }

@@ -522,27 +522,12 @@ PyObject *tp_py_tb_rows(PyObject *exc)
 	return rows;
 }
 
-/* The snippet's own objects only: an instance of a class made at run time
- * (a heap type), never a type (its descriptors) or a module (its globals).
- * False: it has a dict that is not the snippet's to read; None: it has none. */
+/* vars(obj): the snippet's own objects only, by the rule obj.__dict__ follows
+ * (pyattr.c, tp_py_own_dict). False: it has a dict that is not the snippet's to
+ * read; None: it has none. */
 PyObject *tp_py_vars(PyObject *obj)
 {
-	PyTypeObject *t = Py_TYPE(obj);
-	PyObject *d;
-
-	if (PyType_Check(obj) || PyModule_Check(obj))
-		Py_RETURN_FALSE;
-	if (!(t->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
-		if (t->tp_dictoffset == 0)
-			Py_RETURN_NONE;
-		Py_RETURN_FALSE;
-	}
-	d = PyObject_GenericGetDict(obj, NULL);
-	if (d == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
-		PyErr_Clear();
-		Py_RETURN_NONE;
-	}
-	return d;
+	return tp_py_own_dict(obj);
 }
 
 /* Takes the pending exception: its type, message, line and traceback, computed

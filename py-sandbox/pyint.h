@@ -113,5 +113,6 @@ extern const struct tp_request *tp_py_req;
 PyObject *tp_py_tb_rows(PyObject *exc);
 /* The instance dict of one of the snippet's own objects, for vars(obj). */
 PyObject *tp_py_vars(PyObject *obj);
+PyObject *tp_py_own_dict(PyObject *obj);
 
 #endif

@@ -392,10 +392,101 @@ static PyObject *py_vars(PyObject *self, PyObject *obj)
 	return tp_py_vars(obj);
 }
 
+/* ---- globals() and locals(): snapshots of the snippet's own namespace ---------------- */
+
+static PyObject *g_nameable; /* dunder names the AST check lets a snippet load (NAME_DUNDER_OK) */
+static PyObject *g_ns_refused[2]; /* the refusal messages of globals() and locals() */
+
+/* A copy of the calling snippet frame's globals (or locals): only the names the
+ * snippet can load by name there (every key but a dunder outside g_nameable:
+ * never __builtins__, __loader__, __spec__), so it gives no object the snippet
+ * does not already reach. The copy is a new dict each call: writing to it does
+ * not change the namespace. Refused when the caller is not the snippet's own
+ * code (stdlib code calling the function the snippet handed it, or code the
+ * stdlib compiled with the snippet's builtins): that frame's names are not the
+ * snippet's. */
+static PyObject *snippet_ns(int which)
+{
+	PyFrameObject *f = PyEval_GetFrame(); /* borrowed: C functions push no frame */
+	PyCodeObject *code = f ? PyFrame_GetCode(f) : NULL;
+	PyObject *src, *out, *k, *v;
+	Py_ssize_t pos = 0;
+	int mine = code != NULL && PyUnicode_Check(code->co_filename) &&
+		   PyUnicode_CompareWithASCIIString(code->co_filename, SNIPPET) == 0;
+
+	Py_XDECREF(code);
+	if (!mine || !tp_py_running || g_nameable == NULL) {
+		const char *msg =
+		    g_ns_refused[which] ? PyUnicode_AsUTF8(g_ns_refused[which]) : NULL;
+		PyErr_Clear();
+		return tp_py_refuse(msg ? msg : "not available in the sandbox", -1);
+	}
+	src = which ? PyFrame_GetLocals(f) : PyFrame_GetGlobals(f);
+	if (src == NULL)
+		return NULL;
+	out = PyDict_New();
+	while (out != NULL && PyDict_Check(src) && PyDict_Next(src, &pos, &k, &v)) {
+		Py_ssize_t n;
+		int dunder;
+		if (!PyUnicode_Check(k))
+			continue;
+		n = PyUnicode_GET_LENGTH(k);
+		dunder = n >= 4 && PyUnicode_READ_CHAR(k, 0) == '_' &&
+			 PyUnicode_READ_CHAR(k, 1) == '_' && PyUnicode_READ_CHAR(k, n - 1) == '_' &&
+			 PyUnicode_READ_CHAR(k, n - 2) == '_';
+		if (dunder && PySet_Contains(g_nameable, k) != 1) {
+			PyErr_Clear();
+			continue;
+		}
+		if (PyDict_SetItem(out, k, v) != 0)
+			Py_CLEAR(out);
+	}
+	Py_DECREF(src);
+	return out;
+}
+
+static PyObject *ns_globals(PyObject *self, PyObject *unused)
+{
+	(void)self, (void)unused;
+	return snippet_ns(0);
+}
+
+static PyObject *ns_locals(PyObject *self, PyObject *unused)
+{
+	(void)self, (void)unused;
+	return snippet_ns(1);
+}
+
+static PyMethodDef g_globals_def = { "globals", ns_globals, METH_NOARGS,
+				     "A copy of the names the snippet's code can load here." };
+static PyMethodDef g_locals_def = { "locals", ns_locals, METH_NOARGS,
+				    "A copy of the names the snippet's code can load here." };
+
+/* _ns_builtins(nameable, globals_refused, locals_refused): the snippet's globals
+ * and locals. Zygote only. */
+static PyObject *py_ns_builtins(PyObject *self, PyObject *args)
+{
+	PyObject *nameable, *mg, *ml, *g, *l, *r;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "O!UU", &PyFrozenSet_Type, &nameable, &mg, &ml))
+		return NULL;
+	Py_INCREF(nameable), Py_INCREF(mg), Py_INCREF(ml);
+	Py_XSETREF(g_nameable, nameable);
+	Py_XSETREF(g_ns_refused[0], mg);
+	Py_XSETREF(g_ns_refused[1], ml);
+	g = PyCFunction_New(&g_globals_def, NULL);
+	l = PyCFunction_New(&g_locals_def, NULL);
+	r = g && l ? PyTuple_Pack(2, g, l) : NULL;
+	Py_XDECREF(g), Py_XDECREF(l);
+	return r;
+}
+
 PyMethodDef tp_py_shim_fns[] = {
 	{ "_tb_rows", py_tb_rows, METH_O, NULL },
 	{ "_numpy_alloc", tp_py_numpy_alloc, METH_O, NULL },
 	{ "_vars", py_vars, METH_O, NULL },
+	{ "_ns_builtins", py_ns_builtins, METH_VARARGS, NULL },
 	{ "_snippet_line", py_snippet_line, METH_NOARGS, NULL },
 	{ "_refused_names", py_refused_names, METH_O, NULL },
 	{ "_within", py_within, METH_VARARGS, NULL },

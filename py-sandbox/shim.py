@@ -130,6 +130,18 @@ def _attr_bad(name):
     return name in ATTR_DENY
 
 
+# obj.__dict__ may be read (not assigned or deleted): the attribute guard (C,
+# pyattr.c, tp_py_own_dict) answers it with the live dict of an instance of a
+# class the snippet made, by vars()'s rule, and refuses it on everything else.
+# Its writes stay refused here (the AST check, setattr, delattr): the dict's
+# own methods (update, clear) change it.
+READ_OK = frozenset(('__dict__',))
+
+
+def _read_bad(name):
+    return name not in READ_OK and _attr_bad(name)
+
+
 def _field_bad(field):
     """The first attribute a str.format field reads that we refuse, or None."""
     try:
@@ -162,7 +174,7 @@ def _check(tree):
     for node in ast.walk(tree):
         line = getattr(node, 'lineno', -1)
         if isinstance(node, ast.Attribute):
-            if _attr_bad(node.attr):
+            if (_read_bad if isinstance(node.ctx, ast.Load) else _attr_bad)(node.attr):
                 _refuse("attribute '%s' is not allowed" % node.attr, line)
         elif isinstance(node, ast.Name):
             # DUNDER_OK: class bodies set __slots__, __match_args__, __hash__ ...
@@ -201,20 +213,20 @@ def prepare(src):
 _getattr, _hasattr, _setattr, _delattr = getattr, hasattr, setattr, delattr
 
 
-def _plain(name):
+def _plain(name, bad=_attr_bad):
     if isinstance(name, str) and type(name) is not str:
         name = str.__str__(name)  # a str subclass cannot fake its value
-    if type(name) is str and _attr_bad(name):
+    if type(name) is str and bad(name):
         _refuse("attribute '%s' is not allowed" % name)
     return name
 
 
 def getattr(obj, name, *default):
-    return _getattr(obj, _plain(name), *default)
+    return _getattr(obj, _plain(name, _read_bad), *default)
 
 
 def hasattr(obj, name):
-    return _hasattr(obj, _plain(name))
+    return _hasattr(obj, _plain(name, _read_bad))
 
 
 def setattr(obj, name, value):
@@ -282,7 +294,7 @@ def _patch_operator(f, real):
     def attrgetter(*names):
         for n in names:
             for part in str(n).split('.'):
-                _plain(part)
+                _plain(part, _read_bad)
         return real.attrgetter(*names)
 
     def methodcaller(name, *args, **kwargs):
@@ -619,6 +631,8 @@ def _build_facades():
         _warnings_patch(FACADES['warnings'], sys.modules['warnings'])
     if 'uuid' in FACADES:
         _uuid_patch(FACADES['uuid'], sys.modules['uuid'])
+    if 'zoneinfo' in FACADES:
+        _zoneinfo_patch(FACADES['zoneinfo'], sys.modules['zoneinfo'])
     if 'collections' in FACADES and 'collections.abc' in FACADES:
         FACADES['collections'].abc = FACADES['collections.abc']
     _patch_string(FACADES.get('string') or types.ModuleType('string'), sys.modules['string'])
@@ -629,6 +643,81 @@ def _build_facades():
     if 'collections' in FACADES:
         _patch_classes(FACADES['collections'], sys.modules['collections'], 'collections')
     _guard_typing(sys.modules['typing'])
+
+
+# -- zoneinfo: the zone data read in the zygote (docs/python.md, "zoneinfo") --------
+# The real ZoneInfo reads TZPATH/<key> (Debian's tzdata: /usr/share/zoneinfo) when a
+# key is first used, which a worker cannot open. The zygote, before lockdown and only
+# for a policy that offers zoneinfo, reads every TZif file under TZPATH (not posix/
+# or right/, which available_timezones() skips too) into _ZONES {key: bytes}
+# (identical files share one bytes object) and notes the other files' names
+# (zone.tab ...: CPython's "Invalid TZif file" for them); TZPATH is then emptied, so
+# the real class's lookup validates the key as CPython does (ValueError for an
+# absolute or unnormalized key: no traversal) and finds no file, and its fallback,
+# _common.load_tzdata (the tzdata package's loader in CPython), is replaced by one
+# that hands it the preloaded bytes or raises ZoneInfoNotFoundError. No file is
+# opened after the zygote.
+_ZONES = {}
+_NOT_TZIF = set()
+
+
+def _zoneinfo_read(roots):
+    seen = {}
+
+    def walk(d, prefix):
+        try:
+            entries = sorted(_os.scandir(d), key=lambda e: e.name)
+        except OSError:
+            return
+        for e in entries:
+            if e.is_dir():
+                if prefix or e.name not in ('posix', 'right'):
+                    walk(e.path, prefix + e.name + '/')
+                continue
+            key = prefix + e.name
+            if key in _ZONES or key in _NOT_TZIF:
+                continue
+            try:
+                fd = _os.open(e.path, _os.O_RDONLY | _os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                data = _os.read(fd, 1 << 20)
+            except OSError:
+                continue
+            finally:
+                _os.close(fd)
+            if data[:4] == b'TZif':
+                _ZONES[key] = seen.setdefault(data, data)
+            else:
+                _NOT_TZIF.add(key)
+    for root in roots:  # the first root holding a key wins, as find_tzfile's search
+        walk(root, '')
+
+
+def _zoneinfo_patch(f, real):
+    import io as _io
+    tzpath, common = sys.modules['zoneinfo._tzpath'], sys.modules['zoneinfo._common']
+    _zoneinfo_read(tzpath.TZPATH)
+    tzpath.reset_tzpath(to=())
+    missing = real.ZoneInfoNotFoundError
+
+    def load_tzdata(key):
+        data = _ZONES.get(key)
+        if key in _NOT_TZIF:
+            raise ValueError('Invalid TZif file: magic not found')
+        if data is None:
+            raise missing('No time zone found with key %s%s' % (key, '' if _ZONES else
+                          ' (the sandbox has no time zone data: /usr/share/zoneinfo was '
+                          'empty or missing when it started; Debian package tzdata)'))
+        return _io.BytesIO(data)
+
+    def available_timezones():
+        return set(_ZONES) - {'posixrules'}
+    common.load_tzdata = load_tzdata  # the C ZoneInfo looks it up at each call
+    f.available_timezones = available_timezones
+    f.reset_tzpath = _data_refuser('zoneinfo.reset_tzpath', 'no files')
+    f.TZPATH = ()
 
 
 # -- data: numpy, pandas, matplotlib (policy data; docs/python.md, "Data") ----------
@@ -1114,9 +1203,9 @@ class _Stream:
 # -- the builtins a snippet sees, and the real module -----------------------------------
 # Omitted from the snippet's builtins, and why:
 #   open: files; exec eval compile: code that skips the AST check;
-#   input breakpoint help: the terminal; exit quit vars: the shim's own (_exit,
-#   _snippet_vars) replace them;
-#   globals locals vars: dicts of the object graph; memoryview: buffer tricks
+#   input breakpoint help: the terminal; exit quit vars globals locals: the shim's
+#   own (_exit, _snippet_vars, _ns_builtins' snapshots) replace them: the real ones
+#   are dicts of the object graph; memoryview: buffer tricks
 #   (the bytearray use-after-free family); __loader__ __spec__: BuiltinImporter.
 OMIT = ('open', 'exec', 'eval', 'compile', 'input', 'breakpoint', 'help', 'exit', 'quit',
         'globals', 'locals', 'vars', 'memoryview', 'copyright', 'credits', 'license',
@@ -1140,6 +1229,14 @@ def _snippet_builtins(allowed):
     b.update({k: v for k, v in mine.items() if k in allowed})
     b.update(__import__=__import__, __name__='builtins', exit=_exit, quit=_exit)
     b['vars'] = _snippet_vars
+    # globals() and locals(): a new dict of the names the snippet's code can load where it
+    # calls them (no __builtins__, __loader__, __spec__, __package__), never the namespace
+    # itself (C: pyshimfns.c, snippet_ns); refused to any code but the snippet's.
+    nameable = NAME_DUNDER_OK | DUNDER_OK  # the dunder names _check lets a snippet load
+    assert not nameable & GUARD_DENY and '__builtins__' not in nameable
+    b['globals'], b['locals'] = _ns_builtins(nameable, *(
+        '%s() of code that is not the snippet\'s is not available in the sandbox (policy %s: '
+        'no introspection of the interpreter)' % (k, POLICY) for k in ('globals', 'locals')))
     if FILES:
         b['open'] = open
     for k in _BUILTIN_WHY:
@@ -1517,7 +1614,8 @@ def init(modules, allowed_builtins, catalog_builtins, policy, kernel_only, files
     b = _snippet_builtins(frozenset(allowed_builtins))
     _lock_types()
     _eval_builtins(b)
-    assert all(_attr_bad(n) for n in GUARD_DENY)  # the AST check refuses them first
+    assert all(_attr_bad(n) for n in GUARD_DENY)  # the AST check refuses them first ...
+    assert READ_OK <= GUARD_DENY  # ... but these reads, which the guard decides in C
     _guard(GUARD_DENY)  # last: from here on a denied name is refused in C
     return b
 

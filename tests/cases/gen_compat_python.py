@@ -3,7 +3,10 @@ plain /usr/bin/python3.11 with the REPL rule (the last expression statement is t
 value), in a fresh process in an empty directory, its value converted as tidepool
 converts one (docs/python.md, "Value and errors"). The "expect" fields (what tidepool
 should do, and why where it differs) are kept as they are.
-Usage: /usr/bin/python3 tests/cases/gen_compat_python.py [snippets.json]"""
+Usage: /usr/bin/python3 tests/cases/gen_compat_python.py [snippets.json] [--only NAME ...]
+(--only: regenerate those cases' "cpython" fields and keep every other case as it is; a
+case's "preset" is kept too, so a case run under "data" has numpy, pandas and matplotlib
+from Debian's python3-* packages, which /usr/bin/python3.11 imports as well)."""
 import json
 import os
 import subprocess
@@ -79,16 +82,26 @@ def run(code):
 
 
 def main():
-    src = sys.argv[1] if len(sys.argv) > 1 else "/work/shared/compat/llm-snippets.json"
+    args = sys.argv[1:]
+    only = set()
+    while "--only" in args:
+        i = args.index("--only")
+        only.add(args[i + 1])
+        del args[i:i + 2]
+    src = args[0] if args else "/work/shared/compat/llm-snippets.json"
     snippets = json.load(open(src))["python"]
     old = {}
     if os.path.exists(OUT):
         old = {c["name"]: c for c in json.load(open(OUT))["cases"]}
     cases = []
     for s in snippets:
-        c = {"name": s["name"], "code": s["code"], "preset": "standard"}
-        c.update({k: v for k, v in old.get(s["name"], {}).items() if k not in ("code", "cpython")})
-        c["cpython"] = run(s["code"])
+        prev = old.get(s["name"], {})
+        c = {"name": s["name"], "code": s["code"], "preset": prev.get("preset", "standard")}
+        if only and s["name"] not in only:
+            c["cpython"] = prev["cpython"]
+        else:
+            c["cpython"] = run(s["code"])
+        c.update({k: v for k, v in prev.items() if k not in c})
         cases.append(c)
     with open(OUT, "w") as f:
         json.dump({"about": __doc__.split("\n")[0], "cases": cases}, f, indent=1,

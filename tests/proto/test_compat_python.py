@@ -80,7 +80,7 @@ ALLOWED = ("math, json, re, random, datetime, collections, collections.abc, iter
            "functools, statistics, decimal, fractions, string, textwrap, heapq, bisect, "
            "dataclasses, typing, enum, operator, copy, pprint, sys, io, csv, time, abc, "
            "contextlib, traceback, logging, warnings, hashlib, base64, uuid, struct, "
-           "calendar, cmath, numbers, difflib, html, urllib.parse, unicodedata")
+           "calendar, cmath, numbers, difflib, html, urllib.parse, unicodedata, zoneinfo")
 
 
 def test_compat_summary(host):

@@ -34,7 +34,7 @@ CASES = [
     ("exec", "exec('import os')", {}, PV, lambda r: r["error"]["message"] == "exec is not available in the sandbox (policy standard: no dynamic code)"),
     ("eval", "eval('1')", {}, PV, lambda r: r["error"]["message"] == "eval is not available in the sandbox (policy standard: no dynamic code)"),
     ("compile", "compile('1', 'x', 'eval')", {}, PV, lambda r: r["error"]["message"] == "compile is not available in the sandbox (policy standard: no dynamic code)"),
-    ("globals", "globals()", {}, PV, lambda r: r["error"]["message"] == "globals is not available in the sandbox (policy standard: no introspection of the interpreter)"),
+    ("globals from stdlib code", "import contextlib\nwith contextlib.ExitStack() as s:\n    s.callback(globals)", {}, PV, lambda r: r["error"]["message"] == "globals() of code that is not the snippet's is not available in the sandbox (policy standard: no introspection of the interpreter)"),
     ("vars", "vars(int)", {}, PV, lambda r: r["error"]["message"] == "vars is not available in the sandbox (policy standard: no introspection of the interpreter)"),
     ("memoryview", "memoryview(b'x')", {}, PV, lambda r: r["error"]["message"] == "memoryview is not available in the sandbox (policy standard: no raw buffers)"),
     ("breakpoint", "breakpoint()", {}, PV, lambda r: r["error"]["message"] == "breakpoint is not available in the sandbox (policy standard: no interactive interpreter)"),

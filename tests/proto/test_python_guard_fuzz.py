@@ -19,7 +19,9 @@ A seeded generator composes snippets from four parts:
                 function, a generator, a class body, map()
 
 Every snippet prints a canary and returns it only after the read. For a denied
-name the verdict must be policy_violation with the canary nowhere; for the
+name the verdict must be policy_violation with the canary nowhere (`__dict__` is
+denied on every subject but the snippet's own instance, whose dict every path
+reads as vars() does: test_own_instance_dict_on_every_path); for the
 control (an ordinary attribute of the same subject, through the same path and
 wrapper) the snippet must succeed, which proves the path really reads. Seeded
 (TP_GUARD_SEED), bounded in count (TP_GUARD_N) and time (TP_GUARD_SECONDS)."""
@@ -65,10 +67,28 @@ SUBJECTS = [
     ("", "len", ["__self__"], "__name__", None),
     ("", "print", ["__self__"], "__doc__", None),
     ("gen = (i for i in [1])\n", "gen", ["gi_frame", "gi_code", "gi_yieldfrom"], "gi_running", "gi_running"),
-    ("try:\n    1 / 0\nexcept Exception as e:\n    err = e\n", "err", ["__traceback__", "__reduce_ex__"], "args", "args"),
-    ("class K:\n    pass\nk = K()\nk.tag = 2\n", "k", ["__dict__", "__reduce_ex__", "__reduce__", "__getstate__"],
+    ("try:\n    1 / 0\nexcept Exception as e:\n    err = e\n", "err", ["__traceback__", "__reduce_ex__", "__dict__"],
+     "args", "args"),
+    # The snippet's own instance: its __dict__ is readable (OWN_DICT_SUBJECT, below), the rest is not.
+    ("class K:\n    pass\nk = K()\nk.tag = 2\n", "k", ["__reduce_ex__", "__reduce__", "__getstate__"],
+     "__class__", "tag"),
+    # Every other object's __dict__ stays refused: a class, a module facade, a stdlib
+    # instance, the shim's own object, an instance whose builtin base keeps its dict, one
+    # whose class defines __dict__ itself, one whose dict holds a denied name.
+    ("class K2:\n    pass\n", "K2", ["__dict__", "__subclasses__"], "__name__", "mro"),
+    ("import json\n", "json", ["__dict__"], "__name__", "dumps"),
+    ("import logging\n", "logging.getLogger('fz')", ["__dict__", "__reduce__"], "__class__", "name"),
+    ("import sys\n", "sys.stdout", ["__dict__"], "__class__", "write"),
+    ("class SM(staticmethod):\n    pass\nsm = SM(len)\n", "sm", ["__dict__"], "__class__", None),
+    ("class PP(functools.partial):\n    pass\npp = PP(len)\npp.tag = 1\n", "pp", ["__dict__", "__reduce__"],
+     "__class__", "tag"),
+    ("class PD:\n    @property\n    def __dict__(self):\n        return 1\npd = PD()\npd.tag = 3\n", "pd",
+     ["__dict__", "__reduce_ex__"], "__class__", "tag"),
+    ("class HK:\n    pass\nhk = HK()\nhk.tag = 1\nvars(hk)[D('code')] = 1\n", "hk", ["__dict__", "__code__"],
      "__class__", "tag"),
 ]
+# The one subject whose __dict__ a snippet may read: test_own_instance_dict_on_every_path.
+OWN_DICT_SUBJECT = ("class K:\n    pass\nk = K()\nk.tag = 2\n", "k")
 FORMAT_PATHS = {"format", "format_map", "formatter", "formatter-super"}
 
 
@@ -171,6 +191,27 @@ def host():
     h = Host()
     yield h
     h.close()
+
+
+def test_own_instance_dict_on_every_path(host):
+    """obj.__dict__ of the snippet's own instance is its live dict, the one vars() gives,
+    through every path and spelling of the grammar but a format field (refused early, as
+    every field starting with '_'); the fuzz below keeps every other subject's __dict__
+    refused."""
+    rng = random.Random(SEED)
+    failures = []
+    for path in sorted(PATHS):
+        body = "X = %s\nN = %s\n%s" % (OWN_DICT_SUBJECT[1], spell(rng, "__dict__"), PATHS[path])
+        code = (PRELUDE + OWN_DICT_SUBJECT[0] + body +
+                "\n[r == \"{'tag': 2}\" or \"{'tag': 2}\" in r if isinstance(r, str) else r is vars(k)]")
+        res = host.call("sandbox/exec", {"lang": "python", "code": code}, timeout=30)["result"]
+        if path in FORMAT_PATHS:  # the shim's early check refuses every '_' field, as ever
+            if res["ok"] or res["error"]["kind"] != "policy_violation" or "'__dict__'" not in res["error"]["message"]:
+                failures.append((path, res, code))
+        elif not (res["ok"] and res["value"] == [True]):
+            failures.append((path, res, code))
+    assert not failures, "%d paths: %s\nfirst: %s\n%s" % (
+        len(failures), [f[0] for f in failures], json.dumps(failures[0][1])[:800], failures[0][2])
 
 
 def test_grammar_fuzz_never_returns_a_denied_object(host):

@@ -14,14 +14,14 @@ STANDARD_MODULES = ("math, json, re, random, datetime, collections, collections.
                     "functools, statistics, decimal, fractions, string, textwrap, heapq, bisect, "
                     "dataclasses, typing, enum, operator, copy, pprint, sys, io, csv, time, abc, "
                     "contextlib, traceback, logging, warnings, hashlib, base64, uuid, struct, "
-                    "calendar, cmath, numbers, difflib, html, urllib.parse, unicodedata")
+                    "calendar, cmath, numbers, difflib, html, urllib.parse, unicodedata, zoneinfo")
 STRICT_MODULES = ("math, json, re, random, collections, itertools, functools, statistics, "
                   "fractions, string, heapq, bisect, operator, copy")
 PERMISSIVE_ADDED = ("binascii", "hmac", "colorsys", "graphlib", "fnmatch", "shlex", "zlib")
 # In standard and permissive since issue 16 (the standard library an LLM expects).
 STANDARD_ADDED = ("io", "csv", "time", "abc", "contextlib", "traceback", "logging", "warnings",
                   "hashlib", "base64", "uuid", "struct", "calendar", "cmath", "numbers",
-                  "difflib", "html", "urllib.parse", "unicodedata")
+                  "difflib", "html", "urllib.parse", "unicodedata", "zoneinfo")
 
 
 @pytest.fixture(scope="module")
@@ -56,14 +56,27 @@ WHY = {
     "eval('1')": ("eval", "no dynamic code"),
     "exec('1')": ("exec", "no dynamic code"),
     "compile('1', 'x', 'eval')": ("compile", "no dynamic code"),
-    "globals()": ("globals", "no introspection of the interpreter"),
-    "locals()": ("locals", "no introspection of the interpreter"),
     "vars()": ("vars", "no introspection of the interpreter"),
     "input()": ("input", "no terminal"),
     "help()": ("help", "no interactive interpreter"),
     "breakpoint()": ("breakpoint", "no interactive interpreter"),
     "memoryview(b'x')": ("memoryview", "no raw buffers"),
 }
+
+
+# globals() and locals() are the snippet's own snapshots in every policy (test_python_stdlib.py);
+# only code that is not the snippet's is refused them, naming the policy.
+@pytest.mark.parametrize("policy", ["standard", "strict", "permissive"])
+@pytest.mark.parametrize("name", ["globals", "locals"])
+def test_globals_locals_snapshots_in_every_policy(host, policy, name):
+    res = run(host, f"x = 1\n['x' in {name}(), '__builtins__' in {name}()]", policy)
+    assert res["ok"] is True and res["value"] == [True, False], res
+    # copy.copy calls what __reduce_ex__ returns from its own (stdlib) frame
+    e = refused(run(host, "import copy\nclass C:\n    def __reduce_ex__(self, p):\n"
+                          f"        return ({name}, ())\nr = copy.copy(C())\nprint('reached', r)", policy),
+                f"{name}() of code that is not the snippet's is not available in the sandbox "
+                f"(policy {policy}: no introspection of the interpreter)")
+    assert e["line"] == 5
 
 
 @pytest.mark.parametrize("policy", ["standard", "strict", "permissive"])

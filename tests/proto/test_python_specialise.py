@@ -82,8 +82,10 @@ for _ in range(100):
 
 
 @pytest.mark.parametrize("read", [
-    "getattr(ps[0], '__di' + 'ct__')",
-    "import operator\noperator.attrgetter('__dict__')(ps[1])",
+    "getattr(type(ps[0]), '__di' + 'ct__')",
+    "vars(ps[0])['__code__'] = 1\ngetattr(ps[0], '__di' + 'ct__')",
+    "import operator\noperator.attrgetter('__getstate__')(ps[1])",
+    "getattr(ps[1], '__red' + 'uce__')()",
     "'{0.__dict__}'.format(ps[2])",
     "getattr(ps[3].get, '__se' + 'lf__')",
     "getattr(ps[4], '__reduce' + '_ex__')(2)",
@@ -95,5 +97,18 @@ def test_denied_reads_refused_after_hot_loops(read):
     try:
         r = h.call("sandbox/exec", {"lang": "python", "code": HOT + read})["result"]
         assert r["error"] is not None and r["error"]["kind"] == PV, r
+    finally:
+        h.close()
+
+
+def test_own_dict_after_hot_loops():
+    # __dict__ is never specialised: every read meets the guard, which gives the snippet's
+    # own instance its live dict (and refuses it once that holds a denied name, above).
+    h = Host()
+    try:
+        r = h.call("sandbox/exec", {"lang": "python", "code": HOT +
+                   "out = []\nfor p in ps[:3] * 50:\n    out.append(p.__dict__)\n"
+                   "[out[0], out[1], out[2], all(d is vars(ps[i % 3]) for i, d in enumerate(out))]"})["result"]
+        assert r["ok"] is True and r["value"] == [{"x": 0}, {"x": 1}, {"x": 2}, True], r
     finally:
         h.close()

@@ -3,7 +3,8 @@ exit(), __future__, abc, contextlib, traceback, logging, warnings, uuid, urllib.
 and the modules moved from permissive to standard, each with exact values; each
 facade tested against the escape classes (the interpreter's internals, frames and
 code, files, processes, the network, importing other modules through the module);
-vars(obj) on the snippet's own objects only. Exact kinds, types and messages."""
+vars(obj) and obj.__dict__ on the snippet's own objects only, refused on everything
+else. Exact kinds, types and messages."""
 import pytest
 
 from conftest import Host
@@ -231,7 +232,7 @@ ALLOWED_STANDARD = ("math, json, re, random, datetime, collections, collections.
                     "functools, statistics, decimal, fractions, string, textwrap, heapq, bisect, "
                     "dataclasses, typing, enum, operator, copy, pprint, sys, io, csv, time, abc, "
                     "contextlib, traceback, logging, warnings, hashlib, base64, uuid, struct, "
-                    "calendar, cmath, numbers, difflib, html, urllib.parse, unicodedata")
+                    "calendar, cmath, numbers, difflib, html, urllib.parse, unicodedata, zoneinfo")
 
 
 def test_bytesio_getbuffer_is_a_raw_buffer(host):
@@ -314,5 +315,287 @@ def test_vars_without_dict(host, code):
     failed(run(host, code), "TypeError", "vars() argument must have __dict__ attribute")
 
 
-def test_obj_dict_stays_refused(host):
-    refused(run(host, "class P:\n    pass\nP().__dict__"), "attribute '__dict__' is not allowed")
+# -- obj.__dict__: vars()'s rule (pyattr.c, tp_py_own_dict) ---------------------------
+def test_obj_dict_on_own_instances(host):
+    ok(run(host, "class P:\n    def __init__(self): self.a = 1\nP().__dict__"), {"a": 1})
+    # The live dict, the one vars() gives, by every spelling of the read.
+    ok(run(host, "import operator\nclass P:\n    pass\np = P()\np.a = 1\nd = p.__dict__\n"
+                 "d['b'] = 2\n[p.b, d is vars(p), getattr(p, '__di' + 'ct__') is d, "
+                 "operator.attrgetter('__dict__')(p) is d, hasattr(p, '__dict__')]"),
+       [2, True, True, True, True])
+    ok(run(host, "p = type('P', (), {})()\np.x = [1]\np.__dict__"), {"x": [1]})
+    ok(run(host, "import dataclasses\n@dataclasses.dataclass\nclass D:\n    x: int\n"
+                 "    y: str = 'a'\nD(1).__dict__"), {"x": 1, "y": "a"})
+    ok(run(host, "class E(ValueError):\n    pass\ne = E('m')\ne.code = 3\ne.__dict__"), {"code": 3})
+    ok(run(host, "class L(list):\n    pass\nl = L([1])\nl.z = 3\n[l.__dict__, l]"), [{"z": 3}, [1]])
+    # A metaclass's __dict__ property is the class's, not its instances'.
+    ok(run(host, "class M(type):\n    @property\n    def __dict__(cls):\n        return 5\n"
+                 "class A(metaclass=M):\n    pass\na = A()\na.v = 1\n[a.__dict__, vars(a)]"),
+       [{"v": 1}, {"v": 1}])
+    # Enum's functional API makes the class at run time for the snippet.
+    ok(run(host, "import enum\nC = enum.Enum('C', 'RED')\nsorted(k for k in C.RED.__dict__ "
+                 "if not k.startswith('__'))"), ["_name_", "_sort_order_", "_value_"])
+
+
+def test_obj_dict_holds_only_what_getattr_gives(host):
+    # A subclass of a stdlib class: what its base's __init__ put there is each reachable by
+    # name already, and the dict holds nothing else.
+    ok(run(host, "import logging\nclass H(logging.Handler):\n    def emit(self, r):\n"
+                 "        pass\nh = H()\nh.mine = 1\nd = h.__dict__\n"
+                 "[all(v is getattr(h, k) for k, v in d.items()), 'mine' in d, "
+                 "sorted(type(v).__name__ for v in d.values())]"),
+       [True, True, ["NoneType", "NoneType", "RLock", "bool", "int", "int", "list"]])
+
+
+def test_slots_classes(host):
+    ok(run(host, "class S:\n    __slots__ = ('a', 'b')\n    def __init__(self):\n"
+                 "        self.a, self.b = 1, 2\ns = S()\ns.a += 10\n[s.a, s.b, S.__slots__, "
+                 "hasattr(s, '__dict__')]"), [11, 2, ["a", "b"], False])
+    failed(run(host, "class S:\n    __slots__ = ('a',)\nS().__dict__"), "AttributeError",
+           "'S' object has no attribute '__dict__'")
+    failed(run(host, "class S:\n    __slots__ = ('a',)\ns = S()\ns.b = 1"), "AttributeError",
+           "'S' object has no attribute 'b'")
+    ok(run(host, "import dataclasses\n@dataclasses.dataclass(slots=True)\nclass D:\n"
+                 "    x: int\n[D(1).x, hasattr(D(1), '__dict__'), D.__slots__]"), [1, False, ["x"]])
+
+
+G = "import operator\nAG = type(operator.attrgetter('x'))\n"  # the C class, no shim check
+
+
+@pytest.mark.parametrize("code", [
+    "class K:\n    pass\nK.__dict__",                               # a class: its descriptors
+    "class K:\n    pass\ngetattr(K, '__di' + 'ct__')",
+    "type(1).__dict__",
+    "import json\njson.__dict__",                                    # a module facade: globals
+    "import math\ngetattr(math, '__di' + 'ct__')",
+    G + "import json\nAG('__dict__')(json)",
+    "def f():\n    pass\nf.tag = 1\nf.__dict__",                    # a function
+    "len.__dict__",                                                  # a builtin
+    "try:\n    1 / 0\nexcept Exception as e:\n    e.__dict__",     # a builtin exception
+    "import logging\nlogging.getLogger('x').__dict__",               # a stdlib instance
+    "import sys\nsys.stdout.__dict__",                               # the shim's own object
+    "import io\nclass W(io.StringIO):\n    pass\nW().__dict__",    # a builtin base keeps it
+    "class SM(staticmethod):\n    pass\nSM(len).__dict__",          # ... its function's dict
+    "import functools\nclass P(functools.partial):\n    pass\np = P(len)\np.x = 1\np.__dict__",
+    "import collections\nclass O(collections.OrderedDict):\n    pass\nO().__dict__",
+    # the class's own __dict__ property is not called: a __dict__ that is no dict is refused
+    "class A:\n    @property\n    def __dict__(self):\n        return type(self).mro()\n"
+    "A().__dict__",
+    # a __getattribute__ that asks for its class's dict gets the refusal
+    G + "ga = AG('__getattri' + 'bute__')(object)\nclass A:\n    def __getattribute__(self, n):\n"
+    "        return ga(type(self), n)\nA().__dict__",
+    # an instance dict holding a name the guard denies is refused, by vars() too
+    "class P:\n    pass\np = P()\nvars(p)['__code__'] = 1\np.__dict__",
+])
+def test_obj_dict_refused(host, code):
+    res = run(host, code + "\nprint('reached')")
+    refused(res, "attribute '__dict__' is not allowed")
+    assert res["stdout"] == "" and res["value"] is None, res
+
+
+def test_vars_refused_with_a_denied_key(host):
+    res = run(host, "class P:\n    pass\np = P()\nvars(p)['__globals__'] = 1\nvars(p)\nprint('reached')")
+    refused(res, "vars is not available in the sandbox (policy standard: no introspection of "
+                 "the interpreter)")
+    assert res["stdout"] == "", res
+
+
+@pytest.mark.parametrize("code", [
+    "class P:\n    pass\np = P()\np.__dict__ = {'a': 1}",
+    "class P:\n    pass\np = P()\ndel p.__dict__",
+    "class P:\n    pass\np = P()\np.__dict__ += {}",
+])
+def test_obj_dict_writes_refused_before_running(host, code):
+    res = run(host, "print('ran')\n" + code)
+    refused(res, "attribute '__dict__' is not allowed")
+    assert res["stdout"] == "" and res["error"]["line"] == code.count("\n") + 2, res
+
+
+@pytest.mark.parametrize("fn", ["setattr(p, '__di' + 'ct__', {'a': 1})", "delattr(p, '__di' + 'ct__')"])
+def test_obj_dict_writes_refused(host, fn):
+    res = run(host, "class P:\n    pass\np = P()\np.a = 2\nprint(vars(p))\n" + fn + "\nprint('reached')")
+    refused(res, "attribute '__dict__' is not allowed")
+    assert res["stdout"] == "{'a': 2}\n", res
+
+
+def test_import_star_and_dir_of_modules_still_work(host):
+    ok(run(host, "from math import *\nimport json\n[floor(pi), 'dumps' in dir(json), "
+                 "'sqrt' in dir()]"), [3, True, True])
+
+
+# -- zoneinfo: the zone data read in the zygote (shim.py, _zoneinfo_patch) ------------
+@pytest.mark.parametrize("code,value", [
+    ("from zoneinfo import ZoneInfo\nfrom datetime import datetime\n"
+     "datetime(2024,6,1,tzinfo=ZoneInfo('Europe/Paris')).utcoffset().seconds", 7200),
+    ("from zoneinfo import ZoneInfo\nfrom datetime import datetime\n"
+     "[datetime(2024,1,15,12,tzinfo=ZoneInfo('America/New_York')).tzname(), "
+     "str(ZoneInfo('Asia/Kolkata').utcoffset(datetime(2024,1,1)))]", ["EST", "5:30:00"]),
+    ("from zoneinfo import ZoneInfo\nfrom datetime import datetime, timezone\n"
+     "d = datetime(2024,3,31,0,30,tzinfo=timezone.utc).astimezone(ZoneInfo('Europe/Berlin'))\n"
+     "[d.isoformat(), d.dst().seconds, repr(ZoneInfo('UTC')), str(ZoneInfo('Europe/Paris'))]",
+     ["2024-03-31T01:30:00+01:00", 0, "zoneinfo.ZoneInfo(key='UTC')", "Europe/Paris"]),
+    ("from zoneinfo import ZoneInfo\nfrom datetime import datetime\n"
+     "[datetime(2021,11,7,1,30,fold=f,tzinfo=ZoneInfo('America/Chicago')).utcoffset()"
+     ".total_seconds() for f in (0,1)]", [-18000.0, -21600.0]),
+    # CPython's cache: one object per key; no_cache makes a new one
+    ("import zoneinfo\nz = zoneinfo.ZoneInfo('Europe/Paris')\n[z is zoneinfo.ZoneInfo('Europe/Paris'), "
+     "zoneinfo.ZoneInfo.no_cache('Europe/Paris') is z, isinstance(z, zoneinfo.ZoneInfo)]",
+     [True, False, True]),
+    # available_timezones() as CPython lists them: no posix/, right/ or posixrules
+    ("import zoneinfo\ntz = zoneinfo.available_timezones()\n[len(tz) > 400, 'Europe/Paris' in tz, "
+     "'UTC' in tz, 'posixrules' in tz, any(k.startswith(('posix/', 'right/')) for k in tz), "
+     "type(tz).__name__]", [True, True, True, False, False, "set"]),
+    ("import zoneinfo\nstr(zoneinfo.ZoneInfo('posixrules'))", "posixrules"),
+    ("import zoneinfo\nzoneinfo.TZPATH", []),
+    ("import zoneinfo\nsorted(n for n in dir(zoneinfo) if not n.startswith('_'))",
+     ["InvalidTZPathWarning", "TZPATH", "ZoneInfo", "ZoneInfoNotFoundError",
+      "available_timezones", "reset_tzpath"]),
+])
+def test_zoneinfo_values(host, code, value):
+    ok(run(host, code), value)
+
+
+def test_zoneinfo_all_zones_as_cpython(host):
+    import zoneinfo
+    want = sorted(zoneinfo.available_timezones())
+    ok(run(host, "import zoneinfo\nsorted(zoneinfo.available_timezones())"), want)
+    # Every zone's offsets, as this machine's CPython reads the files.
+    from datetime import datetime
+    probe = [datetime(2024, 1, 15, 12), datetime(2024, 7, 15, 12)]
+    cp = [[int(zoneinfo.ZoneInfo(k).utcoffset(d).total_seconds()) for d in probe] for k in want]
+    ok(run(host, "import zoneinfo\nfrom datetime import datetime\nprobe = [datetime(2024, 1, 15, 12), "
+                 "datetime(2024, 7, 15, 12)]\n[[int(zoneinfo.ZoneInfo(k).utcoffset(d).total_seconds()) "
+                 "for d in probe] for k in sorted(zoneinfo.available_timezones())]"), cp)
+
+
+@pytest.mark.parametrize("key,type_,message", [
+    ("Nowhere/City", "ZoneInfoNotFoundError", "'No time zone found with key Nowhere/City'"),
+    ("Europe", "ZoneInfoNotFoundError", "'No time zone found with key Europe'"),
+    ("zone.tab", "ValueError", "Invalid TZif file: magic not found"),
+    # no traversal: CPython's own key checks, before any lookup
+    ("../../etc/passwd", "ValueError",
+     "ZoneInfo keys must refer to subdirectories of TZPATH, got: ../../etc/passwd"),
+    ("/etc/passwd", "ValueError", "ZoneInfo keys may not be absolute paths, got: /etc/passwd"),
+    ("Europe/../../etc/passwd", "ValueError",
+     "ZoneInfo keys must be normalized relative paths, got: Europe/../../etc/passwd"),
+    ("", "ValueError", "ZoneInfo keys must be normalized relative paths, got: "),
+])
+def test_zoneinfo_bad_keys(host, key, type_, message):
+    failed(run(host, "import zoneinfo\nzoneinfo.ZoneInfo(%r)" % key), type_, message)
+
+
+def test_zoneinfo_not_found_is_a_key_error(host):
+    ok(run(host, "import zoneinfo\ntry:\n    zoneinfo.ZoneInfo('Mars/Olympus')\nexcept KeyError as e:\n"
+                 "    r = [type(e).__name__, isinstance(e, zoneinfo.ZoneInfoNotFoundError)]\nr"),
+       ["ZoneInfoNotFoundError", True])
+
+
+def test_zoneinfo_cannot_point_at_files(host):
+    refused(run(host, "import zoneinfo\nzoneinfo.reset_tzpath(['/etc'])"),
+            "zoneinfo.reset_tzpath is not available in the sandbox (policy standard: no files)")
+    for name in ("_tzpath", "_common", "sys", "os"):
+        failed(run(host, "import zoneinfo\nzoneinfo.%s" % name), "AttributeError",
+               "module 'zoneinfo' has no attribute '%s'" % name)
+    refused(run(host, "import zoneinfo._tzpath"),
+            "import of module 'zoneinfo._tzpath' is not allowed in the sandbox (policy standard); "
+            "allowed: " + ALLOWED_STANDARD)
+
+
+def test_zoneinfo_strict_refuses(host):
+    res = run(host, "import zoneinfo", "strict")
+    assert res["error"]["kind"] == PV and res["error"]["message"].startswith(
+        "import of module 'zoneinfo' is not allowed in the sandbox (policy strict)"), res
+
+
+def test_zoneinfo_worker_opens_no_file():
+    """The zone data comes from the zygote's memory: under strace, every /usr/share/zoneinfo
+    file is opened by the one process that imported the zoneinfo package (the zygote, before
+    lockdown), and no process opens one while the exec loads zones it never used."""
+    import re
+    import shutil
+    import subprocess
+    import tempfile
+    from conftest import BINARY
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed")
+    with tempfile.TemporaryDirectory() as d:
+        log = d + "/trace"
+        h = Host.__new__(Host)
+        h.proc = subprocess.Popen(["strace", "-f", "-qq", "-e", "trace=open,openat", "-o", log, BINARY],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env={"PATH": "/usr/bin:/bin"})
+        h.buf, h.pending, h.lines, h.next_id = b"", {}, [], 1000
+        try:
+            r = h.call("sandbox/exec", {"lang": "python", "code":
+                       "from zoneinfo import ZoneInfo\nfrom datetime import datetime\n"
+                       "[datetime(2024,1,1,tzinfo=ZoneInfo(k)).utcoffset().seconds "
+                       "for k in ('Asia/Tokyo', 'America/Sao_Paulo', 'Pacific/Auckland')]"},
+                       timeout=60)["result"]
+        finally:
+            h.close()
+        assert r["ok"] is True and r["value"] == [32400, 75600, 46800], r
+        zones, importers = {}, set()
+        for line in open(log):
+            m = re.match(r'(\d+)\s+open(?:at)?\((?:AT_FDCWD, )?"([^"]+)"', line)
+            if m is None:
+                continue
+            pid, path = m.groups()
+            if path.startswith("/usr/lib/python3.11/zoneinfo"):
+                importers.add(pid)
+            # glibc's own tzset() (any process's localtime) reads the UTC zone; not ours
+            if path.startswith("/usr/share/zoneinfo/") and path != "/usr/share/zoneinfo/UTC":
+                zones.setdefault(pid, set()).add(path)
+    assert len(importers) == 1, importers
+    assert set(zones) == importers, zones.keys()
+    (zygote,) = importers
+    assert "/usr/share/zoneinfo/Asia/Tokyo" in zones[zygote]
+
+
+# -- globals() and locals(): snapshots of what the snippet can name (pyshimfns.c) ------
+def test_globals_is_a_snapshot_of_the_snippets_names(host):
+    ok(run(host, "x = 1\n'x' in globals()"), True)
+    # A fresh exec's namespace holds nothing but what the snippet can name: no
+    # __builtins__, __loader__, __spec__, __package__, no sandbox internals.
+    ok(run(host, "globals()"), {"__name__": "__main__", "__doc__": None})
+    ok(run(host, "import json\ndef f():\n    pass\nx = 1\n[sorted(globals()), globals()['f'] is f, "
+                 "globals()['json'] is json, globals() is globals(), locals() == globals()]"),
+       [["__doc__", "__name__", "f", "json", "x"], True, True, False, True])
+    ok(run(host, "sorted(globals())", inputs={"n": 3}), ["__doc__", "__name__", "n"])
+
+
+def test_globals_copy_does_not_change_the_namespace(host):
+    ok(run(host, "import json\nx = 1\ng = globals()\ng['y'] = 5\ng['x'] = 9\ndel g['json']\n"
+                 "g['__builtins__'] = {}\n[x, 'y' in globals(), json.dumps(1), len(range(2))]"),
+       [1, False, "1", 2])
+    failed(run(host, "globals()['y'] = 5\ny"), "NameError", "name 'y' is not defined")
+
+
+def test_locals_in_snippet_frames(host):
+    ok(run(host, "def f(a, b=2):\n    c = 3\n    return locals()\nf(1)"), {"a": 1, "b": 2, "c": 3})
+    ok(run(host, "def outer():\n    v = 1\n    def inner():\n        return v, locals()\n    "
+                 "return inner()\nouter()"), [1, {"v": 1}])
+    ok(run(host, "class K:\n    a = 1\n    ns = locals()\nK.ns"),
+       {"__module__": "__main__", "__qualname__": "K", "a": 1})
+    ok(run(host, "[sorted(k for k in locals() if k != '.0') for x in range(1)]"), [["x"]])
+    ok(run(host, "list(map(lambda v: sorted(locals()), [1]))"), [["v"]])
+
+
+@pytest.mark.parametrize("name", ["globals", "locals"])
+@pytest.mark.parametrize("code", [
+    # stdlib Python code calling the builtin the snippet handed it: its own frame's names
+    "import contextlib\nwith contextlib.ExitStack() as s:\n    s.callback(NAME)",
+    "import dataclasses\n@dataclasses.dataclass\nclass D:\n    x: dict = dataclasses.field("
+    "default_factory=NAME)\nD()",
+    "import copy\nclass C:\n    def __reduce_ex__(self, p):\n        return (NAME, ())\ncopy.copy(C())",
+])
+def test_globals_locals_refused_to_other_code(host, name, code):
+    res = run(host, code.replace("NAME", name) + "\nprint('reached')")
+    refused(res, f"{name}() of code that is not the snippet's is not available in the sandbox "
+                 "(policy standard: no introspection of the interpreter)")
+    assert res["stdout"] == "" and res["value"] is None, res
+
+
+@pytest.mark.parametrize("name", ["globals", "locals"])
+def test_globals_locals_builtins_hold_nothing(host, name):
+    refused(run(host, f"getattr({name}, '__se' + 'lf__')"), "attribute '__self__' is not allowed")
+    ok(run(host, f"[{name}.__name__, type({name}).__name__]"), [name, "builtin_function_or_method"])
