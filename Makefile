@@ -24,7 +24,7 @@ SRC_DIRS  := common host sandbox lua-sandbox py-sandbox
 DEB_PKGS  := gcc make pkg-config liblua5.4-dev lua5.4 libseccomp-dev libjansson-dev \
              libpython3.11-dev python3.11 python3 python3-pytest clang libclang-rt-14-dev \
              clang-format groff-base python3-numpy python3-pandas python3-matplotlib \
-             tzdata
+             python3-tabulate tzdata
 PKGS      := lua5.4 libseccomp jansson python3-embed
 WARN      := -std=c17 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wformat=2 -Wno-format-nonliteral -Werror

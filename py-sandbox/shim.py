@@ -1072,6 +1072,8 @@ def _data_warm():
         df.rolling(3).mean(numeric_only=True), df.corr(numeric_only=True), df.to_html()
         pd.concat([df, df]).drop_duplicates().fillna(0).value_counts()
         df.set_index('k').stack()
+        if 'tabulate' in sys.modules:
+            df.head().to_markdown()
     if 'matplotlib.pyplot' in sys.modules:
         plt = sys.modules['matplotlib.pyplot']
         fig, ax = plt.subplots()
@@ -1140,6 +1142,11 @@ def _data_init():
     _numpy_alloc(sys.modules['numpy.core._multiarray_umath'])
     for m in want:
         importlib.import_module(m)
+    if 'pandas' in want:  # DataFrame.to_markdown's table maker (python3-tabulate), if there
+        try:
+            importlib.import_module('tabulate')
+        except ImportError:
+            pass
     if 'matplotlib' in want:
         importlib.import_module('matplotlib').use('Agg')
         importlib.import_module('matplotlib.pyplot')

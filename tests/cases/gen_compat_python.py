@@ -60,6 +60,8 @@ try:
         res = {"ok": False, "kind": "result_error"}
     except TypeError:
         res["value"], res["value_repr"] = repr(v), True
+    if res["ok"] and v is not None:
+        res["text"] = repr(v)  # what the REPL prints: tidepool's "text"
 except SystemExit as e:
     if e.code not in (None, 0, False):
         res = {"ok": False, "type": "SystemExit"}

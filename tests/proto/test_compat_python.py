@@ -2,10 +2,11 @@
 kind LLMs write, each with what plain CPython 3.11 does with it (the REPL rule:
 the last expression is the value; or the exception's type) and what tidepool
 should do under its preset. "expect" is absent where tidepool behaves as CPython
-(the same ok, value, value_repr, stdout and exception type), else says why not:
+(the same ok, value, value_repr, text (the repr a REPL prints), stdout and
+exception type), else says why not:
   {"refused": MESSAGE, "why": ...}   policy_violation with exactly this message
-  {"needs": "numpy"|"pandas"}        issue 16 part 2: refused today as not allowed
   {"same_shape": WHY}                 nondeterministic in both: same ok, same JSON type
+  {"rich": WHY, "value": V}           a pandas value: tidepool's records V, CPython's repr as text
   {"differs": WHY, "value": V, ...}   tidepool's own exact result, and why
 Regenerate the CPython side with tests/cases/gen_compat_python.py."""
 import json
@@ -38,7 +39,8 @@ def same_as_cpython(res, cp):
         return False
     if cp["ok"]:
         return (res["value"] == cp["value"] and bool(res.get("value_repr")) ==
-                bool(cp.get("value_repr")) and res["stdout"] == cp["stdout"])
+                bool(cp.get("value_repr")) and res["stdout"] == cp["stdout"] and
+                res["text"] == cp.get("text"))
     if "kind" in cp:
         return res["error"]["kind"] == cp["kind"]
     return res["error"]["kind"] == "runtime_error" and res["error"]["type"] == cp["type"]
@@ -58,11 +60,12 @@ def test_compat(host, case):
         e = res["error"]
         assert res["ok"] is False and (e["kind"], e["layer"], e["message"]) == (
             "policy_violation", "language", expect["refused"]), res
-    elif "needs" in expect:
-        e = res["error"]
-        assert res["ok"] is False and (e["kind"], e["message"]) == (
-            "policy_violation", "import of module '%s' is not allowed in the sandbox (policy "
-            "standard); allowed: " % expect["needs"] + ALLOWED), res
+    elif "rich" in expect:
+        # A pandas or numpy value (rich results): its JSON form as tidepool gives it,
+        # its text exactly CPython's repr.
+        assert res["ok"] is cp["ok"] is True and "value_repr" not in res, (res, cp)
+        assert res["value"] == expect["value"], res
+        assert res["text"] == cp["text"] and res["stdout"] == cp["stdout"], (res, cp)
     elif "same_shape" in expect:
         assert res["ok"] is cp["ok"] is True, (res, cp)
         assert kind_of(res["value"]) == kind_of(cp["value"]), (res, cp)
@@ -88,10 +91,14 @@ def test_compat_summary(host):
     n = 0
     for case in CASES:
         res, cp = run(host, case), case["cpython"]
-        if "same_shape" in case.get("expect", {}):
+        expect = case.get("expect", {})
+        if "same_shape" in expect:
             n += res["ok"] is cp["ok"] is True and kind_of(res["value"]) == kind_of(cp["value"])
+        elif "rich" in expect:  # CPython's repr as text, the value as records
+            n += res["ok"] is True and res["text"] == cp["text"] and res["value"] == expect["value"]
         else:
             n += same_as_cpython(res, cp)
     print("\n%d of %d behave as in CPython 3.11" % (n, len(CASES)))
-    expected = sum(1 for c in CASES if c.get("expect") is None or "same_shape" in c["expect"])
+    expected = sum(1 for c in CASES if c.get("expect") is None or "same_shape" in c["expect"]
+                   or "rich" in c["expect"])
     assert n == expected, (n, expected)

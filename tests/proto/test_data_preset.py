@@ -289,3 +289,14 @@ def test_a_merge_comes_as_records_without_its_default_index(host):
     assert res["value"] == [{"k": 1, "a": 3, "b": 5}, {"k": 2, "a": 4, "b": 6}], res
     res = run(host, "import pandas as pd\npd.DataFrame({'a': [1, 2]}, index=[5, 6])")
     assert res["value"] == [{"index": 5, "a": 1}, {"index": 6, "a": 2}], res
+
+
+def test_to_markdown_as_cpython_prints_it(host):
+    pytest.importorskip("tabulate", reason="python3-tabulate is not installed (make deps)")
+    import subprocess
+    code = ("import pandas as pd\ndf = pd.DataFrame({'a': [1, 2.5], 'b': ['x', None]})\n"
+            "print(df.to_markdown())\nprint(df.to_markdown(index=False, tablefmt='grid'))")
+    want = subprocess.run(["/usr/bin/python3.11", "-c", code], capture_output=True, text=True,
+                          check=True).stdout
+    res = run(host, code)
+    assert (res["ok"], res["stdout"]) == (True, want), res
