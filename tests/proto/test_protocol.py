@@ -172,9 +172,16 @@ def test_cancel_of_an_mcp_call_stops_it_and_sends_no_reply(host):
     ("python", "print('so far')\nwhile True: pass"),
 ])
 def test_cancel_of_a_native_exec_answers_cancelled_with_the_output(host, lang, code):
+    # The cancel goes once the output is there (streamed): on a loaded machine a
+    # fixed sleep could cancel the exec before its print.
     host.send({"jsonrpc": "2.0", "id": "native", "method": "sandbox/exec",
-               "params": {"lang": lang, "code": code}})
-    time.sleep(0.3)
+               "params": {"lang": lang, "code": code, "stream": True}})
+    while True:
+        msg = host.read_line()
+        if msg.get("method") == "sandbox/output" and msg["params"]["exec_id"] == "native":
+            assert msg["params"]["text"] == "so far\n", msg
+            break
+        host.pending[msg.get("id")] = msg
     host.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "native"}})
     r = host.reply("native")["result"]
     assert r["ok"] is False and r["stdout"] == "so far\n", r
