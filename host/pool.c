@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -892,7 +893,14 @@ void tp_pool_check_timeouts(struct tp_host *h, double now)
 			else
 				tp_pool_kill_worker(w);
 		} else if (e->stop_deadline > 0 && now >= e->stop_deadline) {
-			tp_pool_kill_worker(w);
+			/* Its answer may have come since the loop's poll returned (a
+			 * loaded machine): read it first; a session then stays. */
+			struct pollfd p = { w->chan, POLLIN, 0 };
+			uint64_t seq = e->seq; /* e may be answered and freed meanwhile */
+			if (w->chan >= 0 && poll(&p, 1, 0) > 0)
+				tp_pool_read_chan(h, w);
+			if (w->exec != NULL && w->exec->seq == seq && !w->answered)
+				tp_pool_kill_worker(w);
 		}
 	}
 }
