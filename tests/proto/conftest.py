@@ -1,4 +1,5 @@
 """Drives the real build/tidepool binary: JSON lines in, JSON lines out."""
+import importlib.util
 import json
 import os
 import select
@@ -31,6 +32,12 @@ def _landlock_abi():
 LANDLOCK_ABI = _landlock_abi()
 needs_landlock = pytest.mark.skipif(
     LANDLOCK_ABI < 1, reason="this kernel has no Landlock: tidepool refuses kernel-only and file grants here")
+# The data preset's packages (Debian's python3-numpy, -pandas, -matplotlib).
+DATA_MISSING = [m for m in ("numpy", "pandas", "matplotlib")
+                if importlib.util.find_spec(m) is None]
+needs_data = pytest.mark.skipif(
+    bool(DATA_MISSING), reason="not installed: %s (make deps installs python3-numpy, "
+    "python3-pandas, python3-matplotlib)" % ", ".join(DATA_MISSING))
 
 
 @pytest.hookimpl(trylast=True)

@@ -4,17 +4,13 @@ raw-memory entry points with policy_violation; numpy's array data counted agains
 memory_bytes; the kernel still refuses a file read that gets past the language layer;
 standard still refuses numpy. Skipped, with the reason printed, where Debian's
 python3-numpy / python3-pandas / python3-matplotlib are not installed."""
-import importlib.util
 import os
 
 import pytest
 
-from conftest import Host, needs_landlock
+from conftest import Host, needs_data, needs_landlock
 
-MISSING = [m for m in ("numpy", "pandas", "matplotlib") if importlib.util.find_spec(m) is None]
-pytestmark = pytest.mark.skipif(
-    bool(MISSING), reason="not installed: %s (make deps installs python3-numpy, "
-    "python3-pandas, python3-matplotlib)" % ", ".join(MISSING))
+pytestmark = needs_data
 
 PV = "policy_violation"
 

@@ -4,7 +4,6 @@ JSON records plus its text table; a numpy array as its list; a matplotlib figure
 shown or left open comes back as a PNG in `images`, within output_bytes, and
 through MCP as image content. Each test checks the exact value, text or error."""
 import base64
-import importlib.util
 import json
 import os
 import struct
@@ -12,12 +11,8 @@ import subprocess
 
 import pytest
 
-from conftest import Host
+from conftest import Host, needs_data
 
-MISSING = [m for m in ("numpy", "pandas", "matplotlib") if importlib.util.find_spec(m) is None]
-needs_data = pytest.mark.skipif(
-    bool(MISSING), reason="not installed: %s (make deps installs python3-numpy, "
-    "python3-pandas, python3-matplotlib)" % ", ".join(MISSING))
 PY311 = "/usr/bin/python3.11"
 
 
