@@ -477,7 +477,7 @@ static void initialize(struct tp_host *h, const struct tp_rpc *rpc)
 		return;
 	}
 	snprintf(h->mcp_version, sizeof h->mcp_version, "%s", v);
-	mcp_reply(h, rpc, tp_mcp_initialize(v));
+	mcp_reply(h, rpc, tp_mcp_initialize(v, h->pols.deflt));
 }
 
 /* tools/list has one page: a cursor can only be one we never gave. */
@@ -528,7 +528,7 @@ static void handle(struct tp_host *h, struct tp_rpc *rpc)
 	else if (strcmp(m, "initialize") == 0)
 		initialize(h, rpc);
 	else if (strcmp(m, "server/discover") == 0)
-		mcp_reply(h, rpc, tp_mcp_discover());
+		mcp_reply(h, rpc, tp_mcp_discover(h->pols.deflt));
 	else if (strcmp(m, "ping") == 0)
 		mcp_reply(h, rpc, json_object());
 	else if (strcmp(m, "tools/list") == 0)

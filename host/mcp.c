@@ -51,13 +51,19 @@ static void server_title(char *title, size_t cap)
 	append(title, cap, ")");
 }
 
-static void instructions(char *how, size_t cap)
+/* The languages the default policy allows: tools/list has a tool for each. */
+static void instructions(char *how, size_t cap, const struct tp_policy *deflt)
 {
+	size_t n = 0, k = 0;
+	for (int i = 0; i < TP_NLANGS; i++)
+		n += tp_policy_allows_lang(deflt, tp_langs[i].id) != 0;
 	snprintf(how, cap, "Call ");
 	for (int i = 0; i < TP_NLANGS; i++) {
 		const struct tp_lang_info *l = &tp_langs[i];
-		append(how, cap, "%s%s with %s code (%s)", join((size_t)i, TP_NLANGS, " or "),
-		       l->tool, l->title, l->value_hint);
+		if (!tp_policy_allows_lang(deflt, l->id))
+			continue;
+		append(how, cap, "%s%s with %s code (%s)", join(k++, n, " or "), l->tool, l->title,
+		       l->value_hint);
 	}
 	append(how, cap,
 	       ". Output is captured. Each call runs in a fresh, locked-down process, unless "
@@ -86,16 +92,16 @@ const char *tp_mcp_initialize_version(const json_t *params)
 	return versions[1];
 }
 
-json_t *tp_mcp_initialize(const char *version)
+json_t *tp_mcp_initialize(const char *version, const struct tp_policy *deflt)
 {
 	char how[1024];
-	instructions(how, sizeof how);
+	instructions(how, sizeof how, deflt);
 	return json_pack("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", version, "capabilities",
 			 "tools", "listChanged", 0, "serverInfo", server_info(), "instructions",
 			 how);
 }
 
-json_t *tp_mcp_discover(void)
+json_t *tp_mcp_discover(const struct tp_policy *deflt)
 {
 	char how[1024];
 	json_t *v = json_array();
@@ -104,7 +110,7 @@ json_t *tp_mcp_discover(void)
 			json_decref(v);
 			v = NULL;
 		}
-	instructions(how, sizeof how);
+	instructions(how, sizeof how, deflt);
 	/* The tools never change while this process lives: an hour is safe. */
 	return v ? json_pack("{s:o, s:{s:{}}, s:s, s:i, s:s}", "supportedVersions", v,
 			     "capabilities", "tools", "instructions", how, "ttlMs", 3600000,
@@ -295,6 +301,17 @@ static void tool_description(char *desc, size_t cap, const struct tp_lang_info *
 		append(desc, cap, " Only these modules can be imported: ");
 		strv_text(desc, cap, &p->py_modules, " and ");
 		append(desc, cap, " (any other import is a policy_violation).");
+		for (size_t i = 0; i < p->py_modules.n; i++) {
+			if (strcmp(p->py_modules.v[i], "pandas") == 0)
+				append(desc, cap,
+				       " A pandas DataFrame or Series as the last expression comes "
+				       "back as records in value and its printed table in text.");
+			if (strcmp(p->py_modules.v[i], "matplotlib") == 0)
+				append(desc, cap,
+				       " Every matplotlib figure shown (plt.show()) or left open "
+				       "comes "
+				       "back as a PNG image; savefig to a path is refused.");
+		}
 	} else if (p->language_layer && l->id == TP_LANG_PYTHON) {
 		append(desc, cap, " No module can be imported.");
 	} else if (p->language_layer && l->id == TP_LANG_LUA) {
@@ -415,8 +432,11 @@ static json_t *file_tools(void)
 json_t *tp_mcp_tools_list(const struct tp_policy *deflt, int modern)
 {
 	json_t *tools = json_array();
+	/* A language the default policy does not allow has no tool: the model
+	 * would only learn that by failing. */
 	for (int i = 0; tools != NULL && i < TP_NLANGS; i++)
-		if (json_array_append_new(tools, tool(&tp_langs[i], deflt)) != 0) {
+		if (tp_policy_allows_lang(deflt, tp_langs[i].id) &&
+		    json_array_append_new(tools, tool(&tp_langs[i], deflt)) != 0) {
 			json_decref(tools);
 			return NULL;
 		}

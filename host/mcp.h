@@ -28,8 +28,8 @@
 #define TP_MCP_UNSUPPORTED_VERSION -32022
 
 const char *tp_mcp_initialize_version(const json_t *params);
-json_t *tp_mcp_initialize(const char *version);
-json_t *tp_mcp_discover(void);
+json_t *tp_mcp_initialize(const char *version, const struct tp_policy *deflt);
+json_t *tp_mcp_discover(const struct tp_policy *deflt);
 /* 1: params' _meta names a protocol version (a modern request). */
 int tp_mcp_modern(const json_t *params);
 /* 0, or a JSON-RPC error code with its message in msg and *data (or NULL). */

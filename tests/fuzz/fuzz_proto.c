@@ -98,7 +98,7 @@ static void dispatch(const struct tp_rpc *rpc)
 	}
 	if (strcmp(rpc->method, "initialize") == 0 || json_is_object(rpc->params)) {
 		const char *v = tp_mcp_initialize_version(rpc->params);
-		json_t *r = v ? tp_mcp_initialize(v) : NULL;
+		json_t *r = v ? tp_mcp_initialize(v, pols.deflt) : NULL;
 		CHECK(v == NULL || r != NULL);
 		if (r != NULL)
 			send_reply(tp_rpc_result(rpc->id, tp_mcp_stamp(r, rpc->params)));
@@ -117,7 +117,8 @@ static void dispatch(const struct tp_rpc *rpc)
 	if (code != 0)
 		send_reply(tp_rpc_error(rpc->id, code, msg, data));
 	else
-		send_reply(tp_rpc_result(rpc->id, tp_mcp_stamp(tp_mcp_discover(), rpc->params)));
+		send_reply(
+		    tp_rpc_result(rpc->id, tp_mcp_stamp(tp_mcp_discover(pols.deflt), rpc->params)));
 }
 
 static void handle_line(const char *line, size_t len)

@@ -111,7 +111,7 @@ static void test_initialize(void)
 {
 	json_t *p = json_pack("{s:s}", "protocolVersion", "2025-03-26");
 	CHECK_EQ_STR(tp_mcp_initialize_version(p), "2025-03-26");
-	json_t *r = tp_mcp_initialize(tp_mcp_initialize_version(p));
+	json_t *r = tp_mcp_initialize(tp_mcp_initialize_version(p), pols.deflt);
 	CHECK_EQ_STR(json_string_value(json_object_get(r, "protocolVersion")), "2025-03-26");
 	json_decref(r);
 	json_decref(p);
@@ -181,10 +181,25 @@ static void test_modern_era(void)
 	CHECK_EQ_INT(json_object_size(r), 0);
 	json_decref(r);
 	json_decref(p);
-	r = tp_mcp_discover();
+	r = tp_mcp_discover(pols.deflt);
 	CHECK_EQ_STR(json_string_value(json_array_get(json_object_get(r, "supportedVersions"), 0)),
 		     TP_MCP_MODERN);
 	CHECK(json_is_object(json_object_get(json_object_get(r, "capabilities"), "tools")));
+	json_decref(r);
+	/* A default policy of one language (data: Python): its tool alone, and the
+	 * instructions name only it. */
+	const struct tp_policy *dp = tp_policy_set_find(pols.set, "data");
+	CHECK(dp != NULL);
+	r = tp_mcp_initialize("2025-06-18", dp);
+	const char *how = json_string_value(json_object_get(r, "instructions"));
+	CHECK(how != NULL && strncmp(how, "Call run_python with Python 3.11 code (", 39) == 0 &&
+	      strstr(how, "run_lua") == NULL);
+	json_decref(r);
+	r = tp_mcp_tools_list(dp, 0);
+	json_t *tools = json_object_get(r, "tools");
+	CHECK_EQ_INT((long long)json_array_size(tools), 3);
+	CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(tools, 0), "name")),
+		     "run_python");
 	json_decref(r);
 }
 
