@@ -44,6 +44,12 @@ static int g_armed;
 static PyObject **g_real; /* sorted namespaces of the modules loaded in the zygote */
 static size_t g_nreal;
 static PyCFunction g_subclasses;
+static PyObject *g_zygote_types;    /* set of the ids of every type the zygote made */
+static PyTypeObject *g_modtypes[8]; /* the types of the modules loaded in the zygote */
+static int g_nmodtypes;
+static PyCodeObject *g_fwd[16]; /* shim functions that read attributes for the snippet */
+static int g_nfwd;
+static PyFrameObject *g_acting; /* the frame whose attrgetter/methodcaller reads now */
 
 static PyObject *guarded(PyObject *obj, PyObject *name, getattrofunc orig);
 
@@ -85,7 +91,7 @@ int tp_py_real_namespace(PyObject *d)
 
 static int collect_namespaces(void)
 {
-	PyObject *mods = PyImport_GetModuleDict(), *k, *v;
+	PyObject *mods = PyImport_GetModuleDict(), *key, *v;
 	Py_ssize_t pos = 0, n = PyDict_Size(mods);
 
 	g_real = calloc((size_t)n + 1, sizeof *g_real);
@@ -93,13 +99,24 @@ static int collect_namespaces(void)
 		PyErr_NoMemory();
 		return -1;
 	}
-	while (PyDict_Next(mods, &pos, &k, &v)) {
-		if (!PyModule_Check(v) || !PyUnicode_Check(k) ||
-		    PyUnicode_CompareWithASCIIString(k, "__main__") == 0)
+	while (PyDict_Next(mods, &pos, &key, &v)) {
+		if (!PyModule_Check(v) || !PyUnicode_Check(key) ||
+		    PyUnicode_CompareWithASCIIString(key, "__main__") == 0)
 			continue;
 		PyObject *d = PyModule_GetDict(v); /* borrowed; modules stay loaded */
+		int k = 0;
 		if (d != NULL && (size_t)n > g_nreal)
 			g_real[g_nreal++] = d;
+		while (k < g_nmodtypes && g_modtypes[k] != Py_TYPE(v))
+			k++;
+		if (k == g_nmodtypes) {
+			if (k == (int)(sizeof g_modtypes / sizeof g_modtypes[0])) {
+				PyErr_SetString(PyExc_RuntimeError,
+						"attribute guard: too many module types");
+				return -1;
+			}
+			g_modtypes[g_nmodtypes++] = Py_TYPE(v);
+		}
 	}
 	qsort(g_real, g_nreal, sizeof *g_real, cmp_ptr);
 	return 0;
@@ -140,6 +157,90 @@ static int object_exempt(PyObject *obj)
 	return PyModule_Check(obj) && !tp_py_real_namespace(PyModule_GetDict(obj));
 }
 
+/* ---- real modules -------------------------------------------------------------------------- */
+
+/* A module the zygote loaded (the standard library's, a data package's): its
+ * namespace is a real one. Never a facade, nor a module the snippet made. */
+int tp_py_real_module(PyObject *o)
+{
+	PyTypeObject *t = Py_TYPE(o);
+
+	for (int i = 0; i < g_nmodtypes; i++)
+		if (t == g_modtypes[i])
+			return tp_py_real_namespace(PyModule_GetDict(o));
+	return 0;
+}
+
+/* The frame that called an operator.attrgetter or methodcaller now reading: the
+ * read is that callable's (a snippet may hand one to the stdlib, functools.
+ * singledispatch(attrgetter(name)) calls it from functools' frame), not the code
+ * of the frame's. NULL when none runs. */
+int tp_py_acting_frame(PyFrameObject *f)
+{
+	return f != NULL && f == g_acting;
+}
+
+/* May the code running now touch a real module (read one of its attributes,
+ * set one, get one as an attribute's value)? The standard library's own code
+ * and a data package's may; so may the shim, but not in a function that reads
+ * for the snippet (getattr, a format field ...: tp_py_guard_forwarders), nor an
+ * attrgetter a stdlib frame calls for the snippet. The snippet, "<string>" code
+ * and everything else may not. */
+static int module_ok(void)
+{
+	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+	PyCodeObject *code;
+	int fwd = 0;
+
+	if (!g_armed)
+		return 1;
+	if (f == NULL || f == g_acting)
+		return f == NULL && !tp_py_running;
+	code = PyFrame_GetCode(f);
+	for (int i = 0; i < g_nfwd; i++)
+		fwd |= code == g_fwd[i];
+	Py_DECREF(code);
+	return !fwd && (tp_py_caller_shim() || tp_py_frame_exempt(!tp_py_running) ||
+			tp_py_caller_data_package());
+}
+
+static PyObject *refuse_module(PyObject *mod, PyObject *name, const char *what)
+{
+	char msg[256];
+	const char *m = PyModule_Check(mod) ? PyModule_GetName(mod) : NULL;
+	const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+
+	PyErr_Clear();
+	if (what == NULL)
+		snprintf(msg, sizeof msg,
+			 "attribute '%.80s' is a module ('%.60s'), which is not available in the "
+			 "sandbox: a snippet reaches modules only through import",
+			 s ? s : "?", m ? m : "?");
+	else
+		snprintf(msg, sizeof msg,
+			 "module '%.60s' is not available in the sandbox: a snippet may not %s "
+			 "its attributes (attribute '%.60s')",
+			 m ? m : "?", what, s ? s : "?");
+	return tp_py_refuse(msg, -1);
+}
+
+/* Every read the guard sees: of a real module's attribute, or whose value is a
+ * real module (catch_warnings()._module, a facade object's sys), refused unless
+ * module_ok(). Cheap when neither object is a module: g_nmodtypes compares. */
+static PyObject *module_checked(PyObject *obj, PyObject *name, getattrofunc orig)
+{
+	PyObject *r;
+
+	if (g_armed && tp_py_real_module(obj) && !module_ok())
+		return refuse_module(obj, name, "read");
+	r = orig(obj, name);
+	if (r != NULL && g_armed && tp_py_real_module(r) && !module_ok()) {
+		Py_DECREF(r);
+		return refuse_module(r, name, NULL);
+	}
+	return r;
+}
+
 static PyObject *refuse_attr(PyObject *name)
 {
 	char msg[128];
@@ -156,7 +257,7 @@ static PyObject *guarded_slow(PyObject *obj, PyObject *name, getattrofunc orig)
 	if (g_armed && tp_py_attr_denied(name) && !object_exempt(obj) &&
 	    !tp_py_frame_exempt(!tp_py_running) && !tp_py_data_dict_ok(obj, name))
 		return refuse_attr(name);
-	return orig(obj, name);
+	return module_checked(obj, name, orig);
 }
 
 static PyObject *guarded(PyObject *obj, PyObject *name, getattrofunc orig)
@@ -166,7 +267,7 @@ static PyObject *guarded(PyObject *obj, PyObject *name, getattrofunc orig)
 		const char *s = (const char *)PyUnicode_DATA(name);
 		if (n < g_minlen || n > g_maxlen ||
 		    !g_prefix[(unsigned char)s[0]][(unsigned char)s[1]])
-			return orig(obj, name);
+			return module_checked(obj, name, orig);
 		return guarded_slow(obj, name, orig);
 	}
 	if (PyUnicode_Check(name) && !PyUnicode_CheckExact(name)) {
@@ -224,11 +325,31 @@ static PyTypeObject *generic_behind_guard(PyObject *owner, PyObject *name)
 	return t;
 }
 
+/* A load of a real module's attribute in code that may not touch one (the snippet's) is never
+ * specialised: LOAD_ATTR_MODULE and LOAD_METHOD_MODULE read the module's dict without its
+ * tp_getattro, so every such read must stay the generic one the guard sees. As CPython's own
+ * failure path (specialize.c): the instruction stays adaptive and backs off (pycore_code.h's
+ * adaptive_counter_backoff; the counter is the first cache entry of both instructions). */
+static int module_load_unspecialised(PyObject *owner, _Py_CODEUNIT *instr)
+{
+	unsigned int backoff;
+
+	if (!g_armed || !tp_py_real_module(owner) || module_ok())
+		return 0;
+	backoff = (instr[1] & 15u) + 1;
+	backoff = backoff > 12 ? 12 : backoff;
+	instr[1] = (_Py_CODEUNIT)((((1u << backoff) - 1) << 4) | backoff);
+	return 1;
+}
+
 #define SPECIALISE(real, owner, instr, name)                                                       \
 	do {                                                                                       \
-		PyTypeObject *t = generic_behind_guard(owner, name);                               \
+		PyTypeObject *t;                                                                   \
 		getattrofunc tramp;                                                                \
 		int rc;                                                                            \
+		if (module_load_unspecialised(owner, instr))                                       \
+			return 0;                                                                  \
+		t = generic_behind_guard(owner, name);                                             \
 		if (t == NULL)                                                                     \
 			return real(owner, instr, name);                                           \
 		tramp = t->tp_getattro;                                                            \
@@ -496,10 +617,197 @@ static int guard_all_types(void)
 		Py_XDECREF(subs);
 	}
 	rc = 0;
+	g_zygote_types = seen; /* every type there is now: the zygote's */
+	seen = NULL;
 out:
 	Py_XDECREF(todo);
 	Py_XDECREF(seen);
 	return rc;
+}
+
+/* t existed when the guard was installed: a type of the standard library, a data
+ * package or the interpreter, not one the snippet made. */
+int tp_py_zygote_type(PyTypeObject *t)
+{
+	PyObject *id;
+	int r;
+
+	if (g_zygote_types == NULL)
+		return 0;
+	id = PyLong_FromVoidPtr(t);
+	r = id ? PySet_Contains(g_zygote_types, id) : -1;
+	Py_XDECREF(id);
+	if (r < 0)
+		PyErr_Clear();
+	return r != 0; /* an error counts as the zygote's: refused */
+}
+
+/* ---- a real module's attributes are not set by the snippet ---------------------------------- */
+
+static setattrofunc g_modset[8]; /* each module type's tp_setattro, as g_modtypes */
+
+static int module_setattro(PyObject *obj, PyObject *name, PyObject *v)
+{
+	PyTypeObject *t = Py_TYPE(obj);
+	int k = g_nmodtypes;
+
+	/* A module type, or one made later that inherited this function. */
+	while (t != NULL && k == g_nmodtypes) {
+		for (k = 0; k < g_nmodtypes && g_modtypes[k] != t; k++)
+			;
+		t = t->tp_base;
+	}
+	if (k == g_nmodtypes || g_modset[k] == NULL)
+		return PyObject_GenericSetAttr(obj, name, v);
+	if (g_armed && tp_py_real_module(obj) && !module_ok()) {
+		refuse_module(obj, name, v ? "set" : "delete");
+		return -1;
+	}
+	return g_modset[k](obj, name, v);
+}
+
+static int guard_module_setattr(void)
+{
+	for (int k = 0; k < g_nmodtypes; k++) {
+		PyTypeObject *t = g_modtypes[k];
+		if (t->tp_setattro == NULL || t->tp_setattro == module_setattro)
+			continue;
+		g_modset[k] = t->tp_setattro;
+		for (int i = 0; i < 2 && t->tp_dict != NULL; i++) {
+			PyObject *w =
+			    PyDict_GetItemString(t->tp_dict, i ? "__delattr__" : "__setattr__");
+			if (w != NULL && Py_IS_TYPE(w, &PyWrapperDescr_Type) &&
+			    ((PyWrapperDescrObject *)w)->d_wrapped == (void *)g_modset[k])
+				((PyWrapperDescrObject *)w)->d_wrapped = (void *)module_setattro;
+		}
+		t->tp_setattro = module_setattro;
+		PyType_Modified(t);
+	}
+	return 0;
+}
+
+/* ---- C callables that read an attribute the caller names ------------------------------------ */
+
+/* operator.attrgetter and methodcaller objects, object.__getattribute__ and the
+ * other attribute slot wrappers (bound or not): a snippet can hand one to stdlib
+ * code that calls it (functools.singledispatch(attrgetter('__code__')), pandas'
+ * Series.map), and the read it makes would be checked as that code's own. While
+ * one runs, the frame that called it is no standard library frame (g_acting). */
+static PyTypeObject *g_acttypes[4];
+static ternaryfunc g_actcall[4];
+static const void *g_slotbase[4]; /* the wrapperbase of __getattribute__, __getattr__ ... */
+static int g_nslotbase;
+
+typedef struct { /* descrobject.c's wrapperobject (a method-wrapper) */
+	PyObject_HEAD PyWrapperDescrObject *descr;
+	PyObject *self;
+} tp_method_wrapper;
+
+static int reads_attr(PyObject *self, int k)
+{
+	const void *base;
+
+	if (k > 1)
+		return 1; /* attrgetter, methodcaller */
+	base = k == 0 ? (const void *)((PyWrapperDescrObject *)self)->d_base
+		      : (const void *)((tp_method_wrapper *)self)->descr->d_base;
+	for (int i = 0; i < g_nslotbase; i++)
+		if (base == g_slotbase[i])
+			return 1;
+	return 0;
+}
+
+static PyObject *acting_call(PyObject *self, PyObject *args, PyObject *kw)
+{
+	PyTypeObject *t = Py_TYPE(self);
+	PyFrameObject *prev = g_acting;
+	PyObject *r;
+	int k = 4;
+
+	while (t != NULL && k == 4) {
+		for (k = 0; k < 4 && g_acttypes[k] != t; k++)
+			;
+		t = t->tp_base;
+	}
+	if (k == 4) {
+		PyErr_SetString(PyExc_SystemError, "attribute guard: unknown callable");
+		return NULL;
+	}
+	if (!reads_attr(self, k))
+		return g_actcall[k](self, args, kw);
+	g_acting = PyEval_GetFrame();
+	r = g_actcall[k](self, args, kw);
+	g_acting = prev;
+	return r;
+}
+
+static int guard_callables(void)
+{
+	PyObject *op = PyImport_ImportModule("_operator"), *w;
+	const char *slots[] = { "__getattribute__", "__getattr__", "__setattr__", "__delattr__" };
+
+	if (op == NULL)
+		return -1;
+	g_acttypes[0] = &PyWrapperDescr_Type;
+	g_acttypes[1] = &_PyMethodWrapper_Type;
+	g_acttypes[2] = (PyTypeObject *)PyObject_GetAttrString(op, "attrgetter");
+	g_acttypes[3] = (PyTypeObject *)PyObject_GetAttrString(op, "methodcaller");
+	Py_DECREF(op);
+	if (g_acttypes[2] == NULL || g_acttypes[3] == NULL)
+		return -1;
+	/* Kept alive by _operator; the pointers only identify the types. */
+	Py_DECREF(g_acttypes[2]);
+	Py_DECREF(g_acttypes[3]);
+	for (int i = 0; i < 4; i++) {
+		PyObject *d = PyDict_GetItemString(PyBaseObject_Type.tp_dict, slots[i]);
+		if (d == NULL)
+			d = PyDict_GetItemString(PyType_Type.tp_dict, slots[i]);
+		w = i == 1 ? NULL : d; /* object has no __getattr__: a class that defines one */
+		if (w != NULL && Py_IS_TYPE(w, &PyWrapperDescr_Type))
+			g_slotbase[g_nslotbase++] = ((PyWrapperDescrObject *)w)->d_base;
+	}
+	for (int k = 0; k < 4; k++) {
+		PyTypeObject *t = g_acttypes[k];
+		/* A call takes tp_call once the type no longer says it has a vectorcall:
+		 * its own tp_call (PyVectorcall_Call) still finds the instance's. */
+		if (k > 1)
+			t->tp_flags &= ~Py_TPFLAGS_HAVE_VECTORCALL;
+		if (!PyType_Check(t) || t->tp_call == NULL ||
+		    (t->tp_flags & Py_TPFLAGS_HAVE_VECTORCALL)) {
+			PyErr_Format(PyExc_RuntimeError,
+				     "attribute guard: %s is called in a way it cannot see",
+				     PyType_Check(t) ? t->tp_name : "?");
+			return -1;
+		}
+		if (t->tp_call != acting_call) {
+			g_actcall[k] = t->tp_call;
+			t->tp_call = acting_call;
+		}
+	}
+	return 0;
+}
+
+/* The shim's functions that read an attribute for the snippet (getattr,
+ * hasattr, a format field ...): their frames are the snippet's, not the shim's,
+ * to the real-module rule (module_ok). */
+int tp_py_guard_forwarders(PyObject *fns)
+{
+	PyObject *seq = PySequence_Fast(fns, "forwarders must be a sequence");
+
+	if (seq == NULL)
+		return -1;
+	for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+		PyObject *f = PySequence_Fast_GET_ITEM(seq, i);
+		if (!PyFunction_Check(f) || g_nfwd == (int)(sizeof g_fwd / sizeof g_fwd[0])) {
+			Py_DECREF(seq);
+			PyErr_SetString(PyExc_TypeError, "forwarders: up to 16 functions");
+			return -1;
+		}
+		g_fwd[g_nfwd] = (PyCodeObject *)PyFunction_GET_CODE(f);
+		Py_INCREF(g_fwd[g_nfwd++]);
+	}
+	Py_DECREF(seq);
+	return 0;
 }
 
 /* Zygote, once, after every import and the shim's own changes to the types. */
@@ -535,7 +843,8 @@ int tp_py_guard_install(PyObject *deny)
 	g_deny = PyFrozenSet_New(deny);
 	if (g_deny == NULL || collect_namespaces() != 0 || guard_all_types() != 0 ||
 	    gate_subclasses() != 0 || set_method(&PyBaseObject_Type, &g_dir_object) != 0 ||
-	    set_method(&PyType_Type, &g_dir_type) != 0)
+	    set_method(&PyType_Type, &g_dir_type) != 0 || guard_module_setattr() != 0 ||
+	    guard_callables() != 0)
 		return -1;
 	g_armed = 1;
 	return 0;

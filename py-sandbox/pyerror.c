@@ -523,14 +523,20 @@ PyObject *tp_py_tb_rows(PyObject *exc)
 }
 
 /* The snippet's own objects only: an instance of a class made at run time
- * (a heap type), never a type (its descriptors) or a module (its globals).
- * False: it has a dict that is not the snippet's to read; None: it has none. */
+ * (a heap type the zygote did not make: not warnings.catch_warnings, whose
+ * dict holds the real warnings module), never a type (its descriptors) or a
+ * module (its globals), nor a dict that holds a real module (a stdlib
+ * __init__ of a snippet's subclass put it there; functools.update_wrapper
+ * copies one). False: it has a dict that is not the snippet's to read; None:
+ * it has none. */
 PyObject *tp_py_vars(PyObject *obj)
 {
 	PyTypeObject *t = Py_TYPE(obj);
-	PyObject *d;
+	PyObject *d, *k, *v;
+	Py_ssize_t pos = 0;
 
-	if (PyType_Check(obj) || PyModule_Check(obj))
+	if (PyType_Check(obj) || PyModule_Check(obj) ||
+	    ((t->tp_flags & Py_TPFLAGS_HEAPTYPE) && tp_py_zygote_type(t)))
 		Py_RETURN_FALSE;
 	if (!(t->tp_flags & Py_TPFLAGS_HEAPTYPE)) {
 		if (t->tp_dictoffset == 0)
@@ -542,6 +548,11 @@ PyObject *tp_py_vars(PyObject *obj)
 		PyErr_Clear();
 		Py_RETURN_NONE;
 	}
+	while (d != NULL && PyDict_Check(d) && PyDict_Next(d, &pos, &k, &v))
+		if (tp_py_real_module(v)) {
+			Py_DECREF(d);
+			Py_RETURN_FALSE;
+		}
 	return d;
 }
 

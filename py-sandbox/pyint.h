@@ -70,6 +70,11 @@ int tp_py_guard_install(PyObject *deny);
 int tp_py_guard_locked(PyTypeObject *t);
 int tp_py_attr_denied(PyObject *name);
 int tp_py_real_namespace(PyObject *dict);
+int tp_py_real_module(PyObject *obj); /* a module the zygote loaded (not a facade) */
+int tp_py_guard_forwarders(PyObject *fns);
+int tp_py_zygote_type(PyTypeObject *t); /* existed when the guard was installed */
+/* f called an attrgetter, methodcaller or attribute slot wrapper now reading. */
+int tp_py_acting_frame(PyFrameObject *f);
 int tp_py_caller_data_package(void);
 int tp_py_data_dict_ok(PyObject *obj, PyObject *name);
 

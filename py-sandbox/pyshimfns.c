@@ -313,6 +313,15 @@ static PyObject *py_guard(PyObject *self, PyObject *names)
 	Py_RETURN_NONE;
 }
 
+/* _forwarders(fns): the shim functions that read attributes for the snippet. */
+static PyObject *py_forwarders(PyObject *self, PyObject *fns)
+{
+	(void)self;
+	if (tp_py_guard_forwarders(fns) != 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
 /* _within(path, write): is the normalized absolute path inside the policy's
  * grants? Reads: a read or a write grant; writes: a write grant. */
 static PyObject *py_within(PyObject *self, PyObject *args)
@@ -403,6 +412,7 @@ PyMethodDef tp_py_shim_fns[] = {
 	{ "_fileop", py_fileop, METH_VARARGS, NULL },
 	{ "_eval_builtins", py_eval_builtins, METH_O, NULL },
 	{ "_guard", py_guard, METH_O, NULL },
+	{ "_forwarders", py_forwarders, METH_O, NULL },
 	{ "_write", py_write, METH_VARARGS, NULL },
 	{ "_refuse", py_refuse, METH_VARARGS, NULL },
 	{ "_settype", py_settype, METH_VARARGS, NULL },

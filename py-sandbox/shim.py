@@ -4,7 +4,7 @@
 # reach is decided here: the module allowlist, the facades, the AST check, the
 # guarded builtins. None of this is the security boundary (docs/python.md).
 # The C layer injects before running this: _write, _refuse, _settype, _gate,
-# _print, _eval_builtins, _guard, _within, _workspace, _fileop, _errno_call, _errno_check,
+# _print, _eval_builtins, _guard, _forwarders, _within, _workspace, _fileop, _errno_call, _errno_check,
 # PolicyViolation, LimitExceeded. init() gets the zygote's policy.
 import ast
 import builtins
@@ -226,6 +226,11 @@ def delattr(obj, name):
 
 
 FACADES = {}
+# The shim's functions that read attributes for the snippet: to the attribute
+# guard's real-module rule (pyattr.c, module_ok) their frames are the snippet's,
+# so getattr(x, name) or a format field cannot read a real module's attribute, or
+# hand one over, where the snippet itself could not.
+_FORWARDERS = [getattr, hasattr, setattr, delattr]
 
 
 def __import__(name, globals=None, locals=None, fromlist=(), level=0):
@@ -261,13 +266,20 @@ def _facade(name, real):
 def _patch_string(f, real):
     # In the real class, so super(string.Formatter, x).get_field and subclasses of
     # string.Formatter meet it too; the original stays in this closure only.
+    # string.py's own body, here: the reads are the snippet's (a real module's
+    # attributes are not its to read: _FORWARDERS), not string.py's.
     orig = real.Formatter.get_field
 
     def get_field(self, field_name, args, kwargs):
         bad = _field_bad(str.__str__(field_name)) if isinstance(field_name, str) else None
         if bad:
             _refuse("format string reads attribute '%s', which is not allowed" % bad)
-        return orig(self, field_name, args, kwargs)
+        first, rest = _string.formatter_field_name_split(field_name)
+        obj = self.get_value(first, args, kwargs)
+        for is_attr, i in rest:
+            obj = _getattr(obj, i) if is_attr else obj[i]
+        return obj, first
+    _FORWARDERS.append(get_field)
     get_field.__qualname__ = 'Formatter.get_field'
     get_field.__doc__ = orig.__doc__
     real.Formatter.get_field = get_field
@@ -1408,6 +1420,7 @@ def _lock_types():
         return _fmt_map(self, mapping)
     _settype(str, 'format', format)
     _settype(str, 'format_map', format_map)
+    _FORWARDERS.extend((format, format_map))
     for k in REAL_REMOVE:
         builtins.__dict__.pop(k, None)
     # The real builtins' __loader__ is BuiltinImporter (load_module('sys')).
@@ -1490,6 +1503,7 @@ def init(modules, allowed_builtins, catalog_builtins, policy, kernel_only, files
     _lock_types()
     _eval_builtins(b)
     assert all(_attr_bad(n) for n in GUARD_DENY)  # the AST check refuses them first
+    _forwarders(_FORWARDERS)
     _guard(GUARD_DENY)  # last: from here on a denied name is refused in C
     return b
 
