@@ -29,6 +29,7 @@
  */
 #include "pyint.h"
 
+#include <opcode.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,7 @@ static int g_nmodtypes;
 static PyCodeObject *g_fwd[16]; /* shim functions that read attributes for the snippet */
 static int g_nfwd;
 static PyFrameObject *g_acting; /* the frame whose attrgetter/methodcaller reads now */
+static int g_acting_slot;       /* ... or whose attribute slot wrapper does */
 
 static PyObject *guarded(PyObject *obj, PyObject *name, getattrofunc orig);
 
@@ -174,23 +176,44 @@ int tp_py_real_module(PyObject *o)
 /* The frame that called an operator.attrgetter or methodcaller now reading: the
  * read is that callable's (a snippet may hand one to the stdlib, functools.
  * singledispatch(attrgetter(name)) calls it from functools' frame), not the code
- * of the frame's. NULL when none runs. */
+ * of the frame's. False when none runs. Not an attribute slot wrapper
+ * (object.__setattr__ ...), which the stdlib itself calls for denied names: those
+ * count for the real-module rule only (g_acting_slot). */
 int tp_py_acting_frame(PyFrameObject *f)
 {
-	return f != NULL && f == g_acting;
+	return f != NULL && f == g_acting && !g_acting_slot;
+}
+
+/* The instruction f runs now reads, sets or deletes an attribute itself (x.y,
+ * from m import y, a match class pattern): the read is that code's, not that of
+ * C code it called (time.strptime calling _strptime._strptime_time, numpy's
+ * mean calling numpy.core._methods._mean: the stdlib's own, fixed names). */
+static int own_attr_op(PyFrameObject *f, PyCodeObject *code)
+{
+	PyObject *b = PyCode_GetCode(code); /* deoptimised: the base opcodes */
+	int lasti = PyFrame_GetLasti(f), op = -1;
+
+	if (b == NULL)
+		PyErr_Clear();
+	else if (lasti >= 0 && lasti < PyBytes_GET_SIZE(b))
+		op = (unsigned char)PyBytes_AS_STRING(b)[lasti];
+	Py_XDECREF(b);
+	return op < 0 || op == LOAD_ATTR || op == LOAD_METHOD || op == IMPORT_FROM ||
+	       op == MATCH_CLASS || op == STORE_ATTR || op == DELETE_ATTR;
 }
 
 /* May the code running now touch a real module (read one of its attributes,
  * set one, get one as an attribute's value)? The standard library's own code
  * and a data package's may; so may the shim, but not in a function that reads
- * for the snippet (getattr, a format field ...: tp_py_guard_forwarders), nor an
- * attrgetter a stdlib frame calls for the snippet. The snippet, "<string>" code
- * and everything else may not. */
+ * for the snippet (getattr, a format field ...: tp_py_guard_forwarders), nor may
+ * an attrgetter, methodcaller or attribute slot wrapper, whoever calls it. The
+ * snippet's own instructions and "<string>" code's may not; C code they call may
+ * (the stdlib's C reads its own modules' fixed names). */
 static int module_ok(void)
 {
 	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
 	PyCodeObject *code;
-	int fwd = 0;
+	int fwd = 0, ok;
 
 	if (!g_armed)
 		return 1;
@@ -199,9 +222,10 @@ static int module_ok(void)
 	code = PyFrame_GetCode(f);
 	for (int i = 0; i < g_nfwd; i++)
 		fwd |= code == g_fwd[i];
+	ok = !fwd && (tp_py_caller_shim() || tp_py_frame_exempt(!tp_py_running) ||
+		      tp_py_caller_data_package() || !own_attr_op(f, code));
 	Py_DECREF(code);
-	return !fwd && (tp_py_caller_shim() || tp_py_frame_exempt(!tp_py_running) ||
-			tp_py_caller_data_package());
+	return ok;
 }
 
 static PyObject *refuse_module(PyObject *mod, PyObject *name, const char *what)
@@ -722,7 +746,7 @@ static PyObject *acting_call(PyObject *self, PyObject *args, PyObject *kw)
 	PyTypeObject *t = Py_TYPE(self);
 	PyFrameObject *prev = g_acting;
 	PyObject *r;
-	int k = 4;
+	int k = 4, prev_slot;
 
 	while (t != NULL && k == 4) {
 		for (k = 0; k < 4 && g_acttypes[k] != t; k++)
@@ -735,9 +759,12 @@ static PyObject *acting_call(PyObject *self, PyObject *args, PyObject *kw)
 	}
 	if (!reads_attr(self, k))
 		return g_actcall[k](self, args, kw);
+	prev_slot = g_acting_slot;
 	g_acting = PyEval_GetFrame();
+	g_acting_slot = k < 2;
 	r = g_actcall[k](self, args, kw);
 	g_acting = prev;
+	g_acting_slot = prev_slot;
 	return r;
 }
 

@@ -98,11 +98,13 @@ __name__ __qualname__ __doc__ __module__ __class__ __slots__ __post_init__
 __annotations__ __members__ __match_args__ __dataclass_fields__ __set_name__
 __init_subclass__ __class_getitem__ __cause__ __context__ __version__ __all__
 '''.split())
-# Plain names that are frames, code and tracebacks: the routes to f_globals.
+# Plain names that are frames, code and tracebacks: the routes to f_globals; and
+# Cython's spellings of a function's __globals__, __code__ ... (pandas' compiled
+# functions answer func_globals with their module's real namespace).
 ATTR_DENY = frozenset('''
 f_back f_globals f_locals f_builtins f_code f_trace gi_frame gi_code gi_yieldfrom
 cr_frame cr_code cr_await cr_origin ag_frame ag_code ag_await tb_frame tb_next
-co_code co_consts co_names
+co_code co_consts co_names func_globals func_code func_closure func_defaults func_dict
 '''.split())
 NAME_DUNDER_OK = frozenset(('__name__', '__doc__', '__class__', '__debug__', '__annotations__'))
 # What the attribute guard (pyattr.c) refuses in C, on every path: from snippet
@@ -263,6 +265,9 @@ def _facade(name, real):
     return f
 
 
+_field_split = _string.formatter_field_name_split
+
+
 def _patch_string(f, real):
     # In the real class, so super(string.Formatter, x).get_field and subclasses of
     # string.Formatter meet it too; the original stays in this closure only.
@@ -274,7 +279,7 @@ def _patch_string(f, real):
         bad = _field_bad(str.__str__(field_name)) if isinstance(field_name, str) else None
         if bad:
             _refuse("format string reads attribute '%s', which is not allowed" % bad)
-        first, rest = _string.formatter_field_name_split(field_name)
+        first, rest = _field_split(field_name)
         obj = self.get_value(first, args, kwargs)
         for is_attr, i in rest:
             obj = _getattr(obj, i) if is_attr else obj[i]
