@@ -203,8 +203,9 @@ static int own_attr_op(PyFrameObject *f, PyCodeObject *code)
 }
 
 /* May the code running now touch a real module (read one of its attributes,
- * set one, get one as an attribute's value)? The standard library's own code
- * and a data package's may; so may the shim, but not in a function that reads
+ * set one, get one as an attribute's value)? The own code of a module the
+ * zygote loaded (the standard library, a data package and its dependencies)
+ * may; so may the shim, but not in a function that reads
  * for the snippet (getattr, a format field ...: tp_py_guard_forwarders), nor may
  * an attrgetter, methodcaller or attribute slot wrapper, whoever calls it. The
  * snippet's own instructions and "<string>" code's may not; C code they call may
@@ -223,7 +224,7 @@ static int module_ok(void)
 	for (int i = 0; i < g_nfwd; i++)
 		fwd |= code == g_fwd[i];
 	ok = !fwd && (tp_py_caller_shim() || tp_py_frame_exempt(!tp_py_running) ||
-		      tp_py_caller_data_package() || !own_attr_op(f, code));
+		      tp_py_caller_zygote_code() || !own_attr_op(f, code));
 	Py_DECREF(code);
 	return ok;
 }

@@ -332,6 +332,30 @@ int tp_py_caller_data_package(void)
 	return r;
 }
 
+/* The innermost Python frame is the code of a module the zygote loaded, any
+ * of them (the standard library, numpy, pandas, matplotlib and what they import:
+ * PIL, dateutil ...): its file is under /usr/lib/python3 and it runs in that
+ * module's namespace. Used by the real-module rule only (pyattr.c, module_ok). */
+int tp_py_caller_zygote_code(void)
+{
+	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+	PyCodeObject *code;
+	PyObject *g;
+	int r;
+
+	if (f == NULL)
+		return 0;
+	code = PyFrame_GetCode(f);
+	r = starts(code->co_filename, "/usr/lib/python3") || starts(code->co_filename, "<frozen ");
+	Py_DECREF(code);
+	if (!r)
+		return 0;
+	g = PyFrame_GetGlobals(f);
+	r = tp_py_real_namespace(g);
+	Py_XDECREF(g);
+	return r;
+}
+
 /* The one denied name a data package's own code may read or write: __dict__
  * of an instance (matplotlib copies and sets its artists' and markers' dicts,
  * cbook's _setattr_cm tests one), never of a module (its globals) or a type

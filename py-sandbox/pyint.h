@@ -76,6 +76,7 @@ int tp_py_zygote_type(PyTypeObject *t); /* existed when the guard was installed 
 /* f called an attrgetter, methodcaller or attribute slot wrapper now reading. */
 int tp_py_acting_frame(PyFrameObject *f);
 int tp_py_caller_data_package(void);
+int tp_py_caller_zygote_code(void); /* any module's own code the zygote loaded */
 int tp_py_data_dict_ok(PyObject *obj, PyObject *name);
 
 /* pyshimfns.c: the shim's C functions, put in its globals by the zygote. */
