@@ -216,10 +216,10 @@ static int module_ok(void)
 	PyCodeObject *code;
 	int fwd = 0, ok;
 
-	if (!g_armed)
-		return 1;
+	if (!g_armed || !tp_py_running)
+		return 1; /* no snippet runs: the zygote, a worker's start (and C tests) */
 	if (f == NULL || f == g_acting)
-		return f == NULL && !tp_py_running;
+		return 0;
 	code = PyFrame_GetCode(f);
 	for (int i = 0; i < g_nfwd; i++)
 		fwd |= code == g_fwd[i];
