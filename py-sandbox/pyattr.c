@@ -48,8 +48,6 @@ static PyCFunction g_subclasses;
 static PyObject *g_zygote_types;    /* set of the ids of every type the zygote made */
 static PyTypeObject *g_modtypes[8]; /* the types of the modules loaded in the zygote */
 static int g_nmodtypes;
-static PyCodeObject *g_fwd[16]; /* shim functions that read attributes for the snippet */
-static int g_nfwd;
 static PyFrameObject *g_acting; /* the frame whose attrgetter/methodcaller reads now */
 static int g_acting_slot;       /* ... or whose attribute slot wrapper does */
 
@@ -184,47 +182,65 @@ int tp_py_acting_frame(PyFrameObject *f)
 	return f != NULL && f == g_acting && !g_acting_slot;
 }
 
-/* The instruction f runs now reads, sets or deletes an attribute itself (x.y,
- * from m import y, a match class pattern): the read is that code's, not that of
- * C code it called (time.strptime calling _strptime._strptime_time, numpy's
- * mean calling numpy.core._methods._mean: the stdlib's own, fixed names). */
-static int own_attr_op(PyFrameObject *f, PyCodeObject *code)
+/* The instruction f runs now reads, sets or deletes the attribute name itself
+ * (x.name, from m import name, a match class pattern): the read is that code's,
+ * not that of C code it called (time.strptime calling _strptime._strptime_time,
+ * numpy's dtype.name calling numpy.core._dtype._name_get: the C code's own fixed
+ * names, another name than the instruction's). */
+static int own_attr_op(PyFrameObject *f, PyCodeObject *code, PyObject *name)
 {
 	PyObject *b = PyCode_GetCode(code); /* deoptimised: the base opcodes */
-	int lasti = PyFrame_GetLasti(f), op = -1;
+	int lasti = PyFrame_GetLasti(f), op = -1, arg = 0, r;
+	const unsigned char *c;
 
-	if (b == NULL)
+	if (b == NULL) {
 		PyErr_Clear();
-	else if (lasti >= 0 && lasti < PyBytes_GET_SIZE(b))
-		op = (unsigned char)PyBytes_AS_STRING(b)[lasti];
-	Py_XDECREF(b);
-	return op < 0 || op == LOAD_ATTR || op == LOAD_METHOD || op == IMPORT_FROM ||
-	       op == MATCH_CLASS || op == STORE_ATTR || op == DELETE_ATTR;
+		return 1;
+	}
+	c = (const unsigned char *)PyBytes_AS_STRING(b);
+	if (lasti >= 0 && lasti + 1 < PyBytes_GET_SIZE(b)) {
+		op = c[lasti];
+		arg = c[lasti + 1];
+		for (int k = lasti - 2, sh = 8; k >= 0 && c[k] == EXTENDED_ARG && sh <= 24;
+		     k -= 2, sh += 8)
+			arg |= c[k + 1] << sh;
+	}
+	Py_DECREF(b);
+	if (op < 0 || op == MATCH_CLASS)
+		return 1;
+	if (op != LOAD_ATTR && op != LOAD_METHOD && op != IMPORT_FROM && op != STORE_ATTR &&
+	    op != DELETE_ATTR)
+		return 0;
+	if (name == NULL || !PyTuple_Check(code->co_names) ||
+	    arg >= PyTuple_GET_SIZE(code->co_names))
+		return 1;
+	r = PyUnicode_Compare(PyTuple_GET_ITEM(code->co_names, arg), name);
+	if (r == -1 && PyErr_Occurred())
+		PyErr_Clear();
+	return r == 0;
 }
 
 /* May the code running now touch a real module (read one of its attributes,
  * set one, get one as an attribute's value)? The own code of a module the
  * zygote loaded (the standard library, a data package and its dependencies)
- * may; so may the shim, but not in a function that reads
- * for the snippet (getattr, a format field ...: tp_py_guard_forwarders), nor may
- * an attrgetter, methodcaller or attribute slot wrapper, whoever calls it. The
- * snippet's own instructions and "<string>" code's may not; C code they call may
- * (the stdlib's C reads its own modules' fixed names). */
-static int module_ok(void)
+ * may, and so may the shim (its getattr, hasattr, setattr, delattr and format
+ * fields read for the snippet through _sgetattr/_ssetattr, which check); an
+ * attrgetter, methodcaller or attribute slot wrapper may not, whoever calls it.
+ * The snippet's own instructions and "<string>" code may not; C code they call
+ * may, for names of its own (own_attr_op). Only while a snippet runs. */
+static int module_ok(PyObject *name)
 {
 	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
 	PyCodeObject *code;
-	int fwd = 0, ok;
+	int ok;
 
 	if (!g_armed || !tp_py_running)
 		return 1; /* no snippet runs: the zygote, a worker's start (and C tests) */
 	if (f == NULL || f == g_acting)
 		return 0;
 	code = PyFrame_GetCode(f);
-	for (int i = 0; i < g_nfwd; i++)
-		fwd |= code == g_fwd[i];
-	ok = !fwd && (tp_py_caller_shim() || tp_py_frame_exempt(!tp_py_running) ||
-		      tp_py_caller_zygote_code() || !own_attr_op(f, code));
+	ok = tp_py_caller_shim() || tp_py_frame_exempt(!tp_py_running) ||
+	     tp_py_caller_zygote_code() || !own_attr_op(f, code, name);
 	Py_DECREF(code);
 	return ok;
 }
@@ -256,10 +272,10 @@ static PyObject *module_checked(PyObject *obj, PyObject *name, getattrofunc orig
 {
 	PyObject *r;
 
-	if (g_armed && tp_py_real_module(obj) && !module_ok())
+	if (g_armed && tp_py_real_module(obj) && !module_ok(name))
 		return refuse_module(obj, name, "read");
 	r = orig(obj, name);
-	if (r != NULL && g_armed && tp_py_real_module(r) && !module_ok()) {
+	if (r != NULL && g_armed && tp_py_real_module(r) && !module_ok(name)) {
 		Py_DECREF(r);
 		return refuse_module(r, name, NULL);
 	}
@@ -355,11 +371,11 @@ static PyTypeObject *generic_behind_guard(PyObject *owner, PyObject *name)
  * tp_getattro, so every such read must stay the generic one the guard sees. As CPython's own
  * failure path (specialize.c): the instruction stays adaptive and backs off (pycore_code.h's
  * adaptive_counter_backoff; the counter is the first cache entry of both instructions). */
-static int module_load_unspecialised(PyObject *owner, _Py_CODEUNIT *instr)
+static int module_load_unspecialised(PyObject *owner, _Py_CODEUNIT *instr, PyObject *name)
 {
 	unsigned int backoff;
 
-	if (!g_armed || !tp_py_real_module(owner) || module_ok())
+	if (!g_armed || !tp_py_real_module(owner) || module_ok(name))
 		return 0;
 	backoff = (instr[1] & 15u) + 1;
 	backoff = backoff > 12 ? 12 : backoff;
@@ -372,7 +388,7 @@ static int module_load_unspecialised(PyObject *owner, _Py_CODEUNIT *instr)
 		PyTypeObject *t;                                                                   \
 		getattrofunc tramp;                                                                \
 		int rc;                                                                            \
-		if (module_load_unspecialised(owner, instr))                                       \
+		if (module_load_unspecialised(owner, instr, name))                                 \
 			return 0;                                                                  \
 		t = generic_behind_guard(owner, name);                                             \
 		if (t == NULL)                                                                     \
@@ -684,7 +700,7 @@ static int module_setattro(PyObject *obj, PyObject *name, PyObject *v)
 	}
 	if (k == g_nmodtypes || g_modset[k] == NULL)
 		return PyObject_GenericSetAttr(obj, name, v);
-	if (g_armed && tp_py_real_module(obj) && !module_ok()) {
+	if (g_armed && tp_py_real_module(obj) && !module_ok(name)) {
 		refuse_module(obj, name, v ? "set" : "delete");
 		return -1;
 	}
@@ -815,27 +831,48 @@ static int guard_callables(void)
 	return 0;
 }
 
-/* The shim's functions that read an attribute for the snippet (getattr,
- * hasattr, a format field ...): their frames are the snippet's, not the shim's,
- * to the real-module rule (module_ok). */
-int tp_py_guard_forwarders(PyObject *fns)
-{
-	PyObject *seq = PySequence_Fast(fns, "forwarders must be a sequence");
+/* ---- the shim's getattr, hasattr, setattr, delattr and format fields ---------------------- */
 
-	if (seq == NULL)
-		return -1;
-	for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
-		PyObject *f = PySequence_Fast_GET_ITEM(seq, i);
-		if (!PyFunction_Check(f) || g_nfwd == (int)(sizeof g_fwd / sizeof g_fwd[0])) {
-			Py_DECREF(seq);
-			PyErr_SetString(PyExc_TypeError, "forwarders: up to 16 functions");
-			return -1;
-		}
-		g_fwd[g_nfwd] = (PyCodeObject *)PyFunction_GET_CODE(f);
-		Py_INCREF(g_fwd[g_nfwd++]);
+/* _sgetattr(obj, name[, default]): getattr for the snippet. The read is the snippet's,
+ * though the shim's frame runs it: a real module's attribute, or a real module as the
+ * value, is refused as in the snippet's own code. Reads the C code behind obj's
+ * attribute makes for itself (numpy's dtype.name) are not this read. */
+PyObject *tp_py_snippet_getattr(PyObject *const *args, Py_ssize_t n)
+{
+	PyObject *r;
+	int armed = g_armed && tp_py_running;
+
+	if (n < 2 || n > 3) {
+		PyErr_SetString(PyExc_TypeError, "_sgetattr(obj, name[, default])");
+		return NULL;
 	}
-	Py_DECREF(seq);
-	return 0;
+	if (armed && tp_py_real_module(args[0]))
+		return refuse_module(args[0], args[1], "read");
+	r = PyObject_GetAttr(args[0], args[1]);
+	if (r == NULL && n == 3 && PyErr_ExceptionMatches(PyExc_AttributeError) &&
+	    !tp_py_verdict()) {
+		PyErr_Clear();
+		r = Py_NewRef(args[2]);
+	}
+	if (r != NULL && armed && tp_py_real_module(r)) {
+		Py_DECREF(r);
+		return refuse_module(r, args[1], NULL);
+	}
+	return r;
+}
+
+/* _ssetattr(obj, name[, value]): setattr (delattr without a value) for the snippet. */
+PyObject *tp_py_snippet_setattr(PyObject *const *args, Py_ssize_t n)
+{
+	if (n < 2 || n > 3) {
+		PyErr_SetString(PyExc_TypeError, "_ssetattr(obj, name[, value])");
+		return NULL;
+	}
+	if (g_armed && tp_py_running && tp_py_real_module(args[0]))
+		return refuse_module(args[0], args[1], n == 3 ? "set" : "delete");
+	if (PyObject_SetAttr(args[0], args[1], n == 3 ? args[2] : NULL) != 0)
+		return NULL;
+	Py_RETURN_NONE;
 }
 
 /* Zygote, once, after every import and the shim's own changes to the types. */

@@ -71,7 +71,8 @@ int tp_py_guard_locked(PyTypeObject *t);
 int tp_py_attr_denied(PyObject *name);
 int tp_py_real_namespace(PyObject *dict);
 int tp_py_real_module(PyObject *obj); /* a module the zygote loaded (not a facade) */
-int tp_py_guard_forwarders(PyObject *fns);
+PyObject *tp_py_snippet_getattr(PyObject *const *args, Py_ssize_t n); /* _sgetattr */
+PyObject *tp_py_snippet_setattr(PyObject *const *args, Py_ssize_t n); /* _ssetattr */
 int tp_py_zygote_type(PyTypeObject *t); /* existed when the guard was installed */
 /* f called an attrgetter, methodcaller or attribute slot wrapper now reading. */
 int tp_py_acting_frame(PyFrameObject *f);

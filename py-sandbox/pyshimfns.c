@@ -313,13 +313,17 @@ static PyObject *py_guard(PyObject *self, PyObject *names)
 	Py_RETURN_NONE;
 }
 
-/* _forwarders(fns): the shim functions that read attributes for the snippet. */
-static PyObject *py_forwarders(PyObject *self, PyObject *fns)
+/* _sgetattr(obj, name[, default]), _ssetattr(obj, name[, value]): pyattr.c. */
+static PyObject *py_sgetattr(PyObject *self, PyObject *const *args, Py_ssize_t n)
 {
 	(void)self;
-	if (tp_py_guard_forwarders(fns) != 0)
-		return NULL;
-	Py_RETURN_NONE;
+	return tp_py_snippet_getattr(args, n);
+}
+
+static PyObject *py_ssetattr(PyObject *self, PyObject *const *args, Py_ssize_t n)
+{
+	(void)self;
+	return tp_py_snippet_setattr(args, n);
 }
 
 /* _within(path, write): is the normalized absolute path inside the policy's
@@ -412,7 +416,8 @@ PyMethodDef tp_py_shim_fns[] = {
 	{ "_fileop", py_fileop, METH_VARARGS, NULL },
 	{ "_eval_builtins", py_eval_builtins, METH_O, NULL },
 	{ "_guard", py_guard, METH_O, NULL },
-	{ "_forwarders", py_forwarders, METH_O, NULL },
+	{ "_sgetattr", (PyCFunction)(void (*)(void))py_sgetattr, METH_FASTCALL, NULL },
+	{ "_ssetattr", (PyCFunction)(void (*)(void))py_ssetattr, METH_FASTCALL, NULL },
 	{ "_write", py_write, METH_VARARGS, NULL },
 	{ "_refuse", py_refuse, METH_VARARGS, NULL },
 	{ "_settype", py_settype, METH_VARARGS, NULL },

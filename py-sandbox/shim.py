@@ -4,7 +4,7 @@
 # reach is decided here: the module allowlist, the facades, the AST check, the
 # guarded builtins. None of this is the security boundary (docs/python.md).
 # The C layer injects before running this: _write, _refuse, _settype, _gate,
-# _print, _eval_builtins, _guard, _forwarders, _within, _workspace, _fileop, _errno_call, _errno_check,
+# _print, _eval_builtins, _guard, _sgetattr, _ssetattr, _within, _workspace, _fileop, _errno_call, _errno_check,
 # PolicyViolation, LimitExceeded. init() gets the zygote's policy.
 import ast
 import builtins
@@ -160,6 +160,19 @@ def _format_bad(s, depth=0):
     return None
 
 
+def _format_reads_attr(s, depth=0):
+    """Does a field of the format string s (or of a nested spec) read an attribute?"""
+    try:
+        for _lit, field, spec, _conv in _string.formatter_parser(s):
+            if field and any(is_attr for is_attr, _k in _string.formatter_field_name_split(field)[1]):
+                return True
+            if spec and '{' in spec and depth < 2 and _format_reads_attr(spec, depth + 1):
+                return True
+    except (ValueError, TypeError):
+        return True  # str.format's own error, from string.Formatter's
+    return False
+
+
 def _check(tree):
     for node in ast.walk(tree):
         line = getattr(node, 'lineno', -1)
@@ -211,28 +224,30 @@ def _plain(name):
     return name
 
 
+# _sgetattr/_ssetattr (pyattr.c) read and write for the snippet: a real module's
+# attribute, or a real module as the value, is refused as in the snippet's own code.
+_NOATTR = object()
+
+
 def getattr(obj, name, *default):
-    return _getattr(obj, _plain(name), *default)
+    if len(default) > 1:
+        raise TypeError('getattr expected at most 3 arguments, got %d' % (2 + len(default)))
+    return _sgetattr(obj, _plain(name), *default)
 
 
 def hasattr(obj, name):
-    return _hasattr(obj, _plain(name))
+    return _sgetattr(obj, _plain(name), _NOATTR) is not _NOATTR
 
 
 def setattr(obj, name, value):
-    return _setattr(obj, _plain(name), value)
+    _ssetattr(obj, _plain(name), value)
 
 
 def delattr(obj, name):
-    return _delattr(obj, _plain(name))
+    _ssetattr(obj, _plain(name))
 
 
 FACADES = {}
-# The shim's functions that read attributes for the snippet: to the attribute
-# guard's real-module rule (pyattr.c, module_ok) their frames are the snippet's,
-# so getattr(x, name) or a format field cannot read a real module's attribute, or
-# hand one over, where the snippet itself could not.
-_FORWARDERS = [getattr, hasattr, setattr, delattr]
 
 
 def __import__(name, globals=None, locals=None, fromlist=(), level=0):
@@ -271,8 +286,8 @@ _field_split = _string.formatter_field_name_split
 def _patch_string(f, real):
     # In the real class, so super(string.Formatter, x).get_field and subclasses of
     # string.Formatter meet it too; the original stays in this closure only.
-    # string.py's own body, here: the reads are the snippet's (a real module's
-    # attributes are not its to read: _FORWARDERS), not string.py's.
+    # string.py's own body, here: the reads are the snippet's (_sgetattr: a real
+    # module's attributes are not its to read), not string.py's.
     orig = real.Formatter.get_field
 
     def get_field(self, field_name, args, kwargs):
@@ -282,9 +297,8 @@ def _patch_string(f, real):
         first, rest = _field_split(field_name)
         obj = self.get_value(first, args, kwargs)
         for is_attr, i in rest:
-            obj = _getattr(obj, i) if is_attr else obj[i]
+            obj = _sgetattr(obj, i) if is_attr else obj[i]
         return obj, first
-    _FORWARDERS.append(get_field)
     get_field.__qualname__ = 'Formatter.get_field'
     get_field.__doc__ = orig.__doc__
     real.Formatter.get_field = get_field
@@ -1411,21 +1425,29 @@ def _lock_types():
             _settype(t, n)
     c.close()
     _fmt, _fmt_map = str.format, str.format_map
+    # A format string that reads an attribute is formatted by string.Formatter,
+    # whose get_field (the shim's) reads through _sgetattr; the rest by str's own.
+    fmt = sys.modules['string'].Formatter()
 
     def format(self, /, *args, **kwargs):
-        bad = _format_bad(str.__str__(self))
+        s = str.__str__(self)
+        bad = _format_bad(s)
         if bad:
             _refuse("format string reads attribute '%s', which is not allowed" % bad)
+        if '.' in s and _format_reads_attr(s):
+            return fmt.vformat(s, args, kwargs)
         return _fmt(self, *args, **kwargs)
 
     def format_map(self, mapping, /):
-        bad = _format_bad(str.__str__(self))
+        s = str.__str__(self)
+        bad = _format_bad(s)
         if bad:
             _refuse("format string reads attribute '%s', which is not allowed" % bad)
+        if '.' in s and _format_reads_attr(s):
+            return fmt.vformat(s, (), mapping)
         return _fmt_map(self, mapping)
     _settype(str, 'format', format)
     _settype(str, 'format_map', format_map)
-    _FORWARDERS.extend((format, format_map))
     for k in REAL_REMOVE:
         builtins.__dict__.pop(k, None)
     # The real builtins' __loader__ is BuiltinImporter (load_module('sys')).
@@ -1508,7 +1530,6 @@ def init(modules, allowed_builtins, catalog_builtins, policy, kernel_only, files
     _lock_types()
     _eval_builtins(b)
     assert all(_attr_bad(n) for n in GUARD_DENY)  # the AST check refuses them first
-    _forwarders(_FORWARDERS)
     _guard(GUARD_DENY)  # last: from here on a denied name is refused in C
     return b
 
