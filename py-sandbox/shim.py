@@ -160,17 +160,29 @@ def _format_bad(s, depth=0):
     return None
 
 
-def _format_reads_attr(s, depth=0):
-    """Does a field of the format string s (or of a nested spec) read an attribute?"""
+def _format_reads_attr(s, depth=0, numbering=None):
+    """Does a field of the format string s (or of a nested spec) read an attribute?
+    False for mixed field numbering, which string.Formatter misses when the manual
+    field reads on ('{}{0.x}'): str's own format raises it, after the fields before
+    it (their errors first, as ever; what they read it hands nobody)."""
+    numbering = [None] if numbering is None else numbering
+    reads = False
     try:
         for _lit, field, spec, _conv in _string.formatter_parser(s):
-            if field and any(is_attr for is_attr, _k in _string.formatter_field_name_split(field)[1]):
-                return True
-            if spec and '{' in spec and depth < 2 and _format_reads_attr(spec, depth + 1):
-                return True
-    except (ValueError, TypeError):
+            if field is not None:
+                first, rest = _string.formatter_field_name_split(field)
+                kind = 'auto' if first == '' else 'manual' if type(first) is int else None
+                if kind and numbering[0] and kind != numbering[0]:
+                    raise ValueError('cannot switch')
+                numbering[0] = numbering[0] or kind
+                reads = reads or any(is_attr for is_attr, _k in rest)
+            if spec and '{' in spec and depth < 2:
+                reads = _format_reads_attr(spec, depth + 1, numbering) or reads
+    except TypeError:
         return True  # str.format's own error, from string.Formatter's
-    return False
+    except ValueError as e:
+        return not str(e).startswith('cannot switch')
+    return reads
 
 
 def _check(tree):

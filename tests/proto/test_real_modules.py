@@ -231,6 +231,37 @@ class D:
                             '{"a": 1}', "x", "module"], res
 
 
+def test_c_code_behind_an_attribute_reads_its_own_module(host):
+    """numpy's dtype.name getter reads numpy.core._dtype._name_get: the C code's own
+    read, whether the snippet's instruction, getattr or a format field asked."""
+    res = run(host, "import numpy as np\nd = np.dtype('f8')\n"
+                    "[d.name, getattr(np.False_.dtype, 'name'), '{0.dtype.name}'.format(np.arange(2)),"
+                    " '{a.dtype.name}'.format_map({'a': np.arange(2.0)}), hasattr(d, 'name')]",
+              policy="data")
+    assert res["ok"], res
+    assert res["value"] == ["float64", "bool", "int64", "float64", True], res
+
+
+def test_format_with_attribute_fields_as_before(host):
+    res = run(host, """
+class P:
+    x = 3
+    y = [1, 2]
+['{0.x}-{1}'.format(P(), 4), '{p.y[1]:>3}'.format(p=P()), '{0.x!r:{w}}'.format(P(), w=4),
+ '{x.real}'.format_map({'x': 5}), '{}{}'.format(1, 2), '{0.imag}'.format(2j)]
+""")
+    assert res["ok"], res
+    assert res["value"] == ["3-4", "  2", "3   ", "5", "12", "2.0"], res
+    for code, msg in (("'{0.x}{}'.format(1)", "'int' object has no attribute 'x'"),
+                      ("'{}{0.real}'.format(1)",
+                       "cannot switch from automatic field numbering to manual field specification"),
+                      ("'{0.real}{}'.format(1)",
+                       "cannot switch from manual field specification to automatic field numbering")):
+        res = run(host, code)
+        assert res["error"]["kind"] == "runtime_error", res
+        assert res["error"]["message"] == msg, res
+
+
 def test_data_still_works(host):
     res = run(host, """
 import numpy as np, pandas as pd, operator
