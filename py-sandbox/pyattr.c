@@ -46,10 +46,13 @@ static PyObject **g_real; /* sorted namespaces of the modules loaded in the zygo
 static size_t g_nreal;
 static PyCFunction g_subclasses;
 static PyObject *g_zygote_types;    /* set of the ids of every type the zygote made */
-static PyTypeObject *g_modtypes[8]; /* the types of the modules loaded in the zygote */
+static PyTypeObject *g_modtypes[8]; /* the types of the modules loaded in the zygote, */
+/* but the module type itself (six._MovedItems under the data preset) */
 static int g_nmodtypes;
-static PyFrameObject *g_acting; /* the frame whose attrgetter/methodcaller reads now */
-static int g_acting_slot;       /* ... or whose attribute slot wrapper does */
+/* The interpreter frame (tstate->cframe->current_frame: no frame object is made for it)
+ * whose attrgetter/methodcaller reads now. */
+static const void *g_acting;
+static int g_acting_slot; /* ... or whose attribute slot wrapper does */
 
 static PyObject *guarded(PyObject *obj, PyObject *name, getattrofunc orig);
 
@@ -109,7 +112,7 @@ static int collect_namespaces(void)
 			g_real[g_nreal++] = d;
 		while (k < g_nmodtypes && g_modtypes[k] != Py_TYPE(v))
 			k++;
-		if (k == g_nmodtypes) {
+		if (k == g_nmodtypes && Py_TYPE(v) != &PyModule_Type) { /* module_type() knows it */
 			if (k == (int)(sizeof g_modtypes / sizeof g_modtypes[0])) {
 				PyErr_SetString(PyExc_RuntimeError,
 						"attribute guard: too many module types");
@@ -161,14 +164,19 @@ static int object_exempt(PyObject *obj)
 
 /* A module the zygote loaded (the standard library's, a data package's): its
  * namespace is a real one. Never a facade, nor a module the snippet made. */
+static inline int module_type(PyTypeObject *t)
+{
+	if (__builtin_expect(t == &PyModule_Type, 0))
+		return 1;
+	for (int i = 0; __builtin_expect(i < g_nmodtypes, 0); i++)
+		if (t == g_modtypes[i])
+			return 1;
+	return 0;
+}
+
 int tp_py_real_module(PyObject *o)
 {
-	PyTypeObject *t = Py_TYPE(o);
-
-	for (int i = 0; i < g_nmodtypes; i++)
-		if (t == g_modtypes[i])
-			return tp_py_real_namespace(PyModule_GetDict(o));
-	return 0;
+	return module_type(Py_TYPE(o)) && tp_py_real_namespace(PyModule_GetDict(o));
 }
 
 /* The frame that called an operator.attrgetter or methodcaller now reading: the
@@ -177,9 +185,14 @@ int tp_py_real_module(PyObject *o)
  * of the frame's. False when none runs. Not an attribute slot wrapper
  * (object.__setattr__ ...), which the stdlib itself calls for denied names: those
  * count for the real-module rule only (g_acting_slot). */
-int tp_py_acting_frame(PyFrameObject *f)
+static const void *current_frame(void)
 {
-	return f != NULL && f == g_acting && !g_acting_slot;
+	return PyThreadState_Get()->cframe->current_frame;
+}
+
+int tp_py_acting_now(void)
+{
+	return g_acting != NULL && g_acting == current_frame() && !g_acting_slot;
 }
 
 /* The instruction f runs now reads, sets or deletes the attribute name itself
@@ -236,7 +249,7 @@ static int module_ok(PyObject *name)
 
 	if (!g_armed || !tp_py_running)
 		return 1; /* no snippet runs: the zygote, a worker's start (and C tests) */
-	if (f == NULL || f == g_acting)
+	if (f == NULL || (g_acting != NULL && g_acting == current_frame()))
 		return 0;
 	code = PyFrame_GetCode(f);
 	ok = tp_py_caller_shim() || tp_py_frame_exempt(!tp_py_running) ||
@@ -267,15 +280,16 @@ static PyObject *refuse_module(PyObject *mod, PyObject *name, const char *what)
 
 /* Every read the guard sees: of a real module's attribute, or whose value is a
  * real module (catch_warnings()._module, a facade object's sys), refused unless
- * module_ok(). Cheap when neither object is a module: g_nmodtypes compares. */
-static PyObject *module_checked(PyObject *obj, PyObject *name, getattrofunc orig)
+ * module_ok(). Cheap when neither object is a module: a compare or two. */
+static inline PyObject *module_checked(PyObject *obj, PyObject *name, getattrofunc orig)
 {
 	PyObject *r;
 
-	if (g_armed && tp_py_real_module(obj) && !module_ok(name))
+	if (module_type(Py_TYPE(obj)) && g_armed && tp_py_real_module(obj) && !module_ok(name))
 		return refuse_module(obj, name, "read");
 	r = orig(obj, name);
-	if (r != NULL && g_armed && tp_py_real_module(r) && !module_ok(name)) {
+	if (r != NULL && module_type(Py_TYPE(r)) && g_armed && tp_py_real_module(r) &&
+	    !module_ok(name)) {
 		Py_DECREF(r);
 		return refuse_module(r, name, NULL);
 	}
@@ -685,32 +699,37 @@ int tp_py_zygote_type(PyTypeObject *t)
 
 /* ---- a real module's attributes are not set by the snippet ---------------------------------- */
 
-static setattrofunc g_modset[8]; /* each module type's tp_setattro, as g_modtypes */
+static PyTypeObject *g_settypes[9]; /* the module type and g_modtypes */
+static setattrofunc g_modset[9];    /* each one's tp_setattro */
+static int g_nsettypes;
 
 static int module_setattro(PyObject *obj, PyObject *name, PyObject *v)
 {
 	PyTypeObject *t = Py_TYPE(obj);
-	int k = g_nmodtypes;
+	int k = g_nsettypes;
 
 	/* A module type, or one made later that inherited this function. */
-	while (t != NULL && k == g_nmodtypes) {
-		for (k = 0; k < g_nmodtypes && g_modtypes[k] != t; k++)
+	while (t != NULL && k == g_nsettypes) {
+		for (k = 0; k < g_nsettypes && g_settypes[k] != t; k++)
 			;
 		t = t->tp_base;
 	}
-	if (k == g_nmodtypes || g_modset[k] == NULL)
-		return PyObject_GenericSetAttr(obj, name, v);
 	if (g_armed && tp_py_real_module(obj) && !module_ok(name)) {
 		refuse_module(obj, name, v ? "set" : "delete");
 		return -1;
 	}
+	if (k == g_nsettypes || g_modset[k] == NULL)
+		return PyObject_GenericSetAttr(obj, name, v);
 	return g_modset[k](obj, name, v);
 }
 
 static int guard_module_setattr(void)
 {
-	for (int k = 0; k < g_nmodtypes; k++) {
-		PyTypeObject *t = g_modtypes[k];
+	g_settypes[g_nsettypes++] = &PyModule_Type;
+	for (int i = 0; i < g_nmodtypes; i++)
+		g_settypes[g_nsettypes++] = g_modtypes[i];
+	for (int k = 0; k < g_nsettypes; k++) {
+		PyTypeObject *t = g_settypes[k];
 		if (t->tp_setattro == NULL || t->tp_setattro == module_setattro)
 			continue;
 		g_modset[k] = t->tp_setattro;
@@ -761,7 +780,7 @@ static int reads_attr(PyObject *self, int k)
 static PyObject *acting_call(PyObject *self, PyObject *args, PyObject *kw)
 {
 	PyTypeObject *t = Py_TYPE(self);
-	PyFrameObject *prev = g_acting;
+	const void *prev = g_acting;
 	PyObject *r;
 	int k = 4, prev_slot;
 
@@ -777,7 +796,7 @@ static PyObject *acting_call(PyObject *self, PyObject *args, PyObject *kw)
 	if (!reads_attr(self, k))
 		return g_actcall[k](self, args, kw);
 	prev_slot = g_acting_slot;
-	g_acting = PyEval_GetFrame();
+	g_acting = current_frame();
 	g_acting_slot = k < 2;
 	r = g_actcall[k](self, args, kw);
 	g_acting = prev;

@@ -286,7 +286,7 @@ int tp_py_frame_exempt(int no_frame)
 		return 1; /* the file shim's own call: plain str and int arguments (shim.py) */
 	if (f == NULL)
 		return no_frame;
-	if (tp_py_acting_frame(f))
+	if (tp_py_acting_now())
 		return 0; /* a callable the snippet may have handed it reads (pyattr.c) */
 	code = PyFrame_GetCode(f);
 	r = starts(code->co_filename, STDLIB "/") || starts(code->co_filename, "<frozen ");
