@@ -763,6 +763,11 @@ typedef struct { /* descrobject.c's wrapperobject (a method-wrapper) */
 	PyObject *self;
 } tp_method_wrapper;
 
+/* 0: not a read the caller names; 1: one whose reads are the caller's to every rule
+ * (attrgetter, methodcaller, object.__getattribute__ and the like as the snippet can
+ * hold them); 2: to the real-module rule only (__setattr__ and __delattr__, which
+ * enum and dataclasses call themselves; a bound __getattribute__ nobody else holds:
+ * the one slot_tp_getattr_hook makes for a class with __getattr__, at every read). */
 static int reads_attr(PyObject *self, int k)
 {
 	const void *base;
@@ -773,7 +778,7 @@ static int reads_attr(PyObject *self, int k)
 		      : (const void *)((tp_method_wrapper *)self)->descr->d_base;
 	for (int i = 0; i < g_nslotbase; i++)
 		if (base == g_slotbase[i])
-			return 1;
+			return i == 0 && (k == 0 || Py_REFCNT(self) > 1) ? 1 : 2;
 	return 0;
 }
 
@@ -782,7 +787,7 @@ static PyObject *acting_call(PyObject *self, PyObject *args, PyObject *kw)
 	PyTypeObject *t = Py_TYPE(self);
 	const void *prev = g_acting;
 	PyObject *r;
-	int k = 4, prev_slot;
+	int k = 4, prev_slot, how;
 
 	while (t != NULL && k == 4) {
 		for (k = 0; k < 4 && g_acttypes[k] != t; k++)
@@ -793,11 +798,12 @@ static PyObject *acting_call(PyObject *self, PyObject *args, PyObject *kw)
 		PyErr_SetString(PyExc_SystemError, "attribute guard: unknown callable");
 		return NULL;
 	}
-	if (!reads_attr(self, k))
+	how = reads_attr(self, k);
+	if (!how)
 		return g_actcall[k](self, args, kw);
 	prev_slot = g_acting_slot;
 	g_acting = current_frame();
-	g_acting_slot = k < 2;
+	g_acting_slot = how == 2;
 	r = g_actcall[k](self, args, kw);
 	g_acting = prev;
 	g_acting_slot = prev_slot;
@@ -828,6 +834,11 @@ static int guard_callables(void)
 		w = i == 1 ? NULL : d; /* object has no __getattr__: a class that defines one */
 		if (w != NULL && Py_IS_TYPE(w, &PyWrapperDescr_Type))
 			g_slotbase[g_nslotbase++] = ((PyWrapperDescrObject *)w)->d_base;
+		else if (i == 0) {
+			PyErr_SetString(PyExc_RuntimeError,
+					"object.__getattribute__ is not a slot wrapper");
+			return -1;
+		}
 	}
 	for (int k = 0; k < 4; k++) {
 		PyTypeObject *t = g_acttypes[k];
@@ -861,7 +872,11 @@ PyObject *tp_py_snippet_getattr(PyObject *const *args, Py_ssize_t n)
 	PyObject *r;
 	int armed = g_armed && tp_py_running;
 
-	if (n < 2 || n > 3) {
+	if (n > 3) { /* the shim's getattr(obj, name, *default) */
+		PyErr_Format(PyExc_TypeError, "getattr expected at most 3 arguments, got %zd", n);
+		return NULL;
+	}
+	if (n < 2) {
 		PyErr_SetString(PyExc_TypeError, "_sgetattr(obj, name[, default])");
 		return NULL;
 	}

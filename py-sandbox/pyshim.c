@@ -248,8 +248,6 @@ const char tp_py_shim_source[] =
 	"\n"
 	"\n"
 	"def getattr(obj, name, *default):\n"
-	"    if len(default) > 1:\n"
-	"        raise TypeError('getattr expected at most 3 arguments, got %d' % (2 + len(default)))\n"
 	"    return _sgetattr(obj, _plain(name), *default)\n"
 	"\n"
 	"\n"

@@ -242,8 +242,6 @@ _NOATTR = object()
 
 
 def getattr(obj, name, *default):
-    if len(default) > 1:
-        raise TypeError('getattr expected at most 3 arguments, got %d' % (2 + len(default)))
     return _sgetattr(obj, _plain(name), *default)
 
 

@@ -187,6 +187,20 @@ def test_denied_name_through_a_getter_a_stdlib_frame_calls(host):
     assert res["error"]["kind"] == PV and res["error"]["message"] == "attribute '__code__' is not allowed", res
 
 
+@pytest.mark.parametrize("getter", [
+    "AG(D('getattribute'))(object)",                 # object.__getattribute__, unbound
+    "AG(D('getattribute'))(typing.get_type_hints)",  # bound to the function
+])
+def test_denied_name_through_a_slot_wrapper_a_stdlib_frame_calls(host, getter):
+    """object.__getattribute__ handed to functools.singledispatch: its read is the
+    snippet's too."""
+    args = "(typing.get_type_hints, D('code'))" if "(object)" in getter else "(D('code'))"
+    res = run(host, PRE + "import typing\nD = lambda s: '_' + '_' + s + '_' + '_'\n"
+                          "g = %s\nreached(functools.singledispatch(g)%s)" % (getter, args))
+    assert CANARY not in res.get("stdout", "") + json.dumps(res.get("value")), res
+    assert res["error"]["kind"] == PV and res["error"]["message"] == "attribute '__code__' is not allowed", res
+
+
 def test_cython_function_globals_refused(host):
     """pandas' compiled functions answer func_globals (and func_code ...) with their
     module's real namespace: denied like __globals__."""
