@@ -26,6 +26,14 @@
  * an exact, compact ASCII str whose length is outside the denied names' range or
  * whose first two characters begin no denied name ("__", "f_", "gi", "co", ...)
  * goes straight to the original; the others take one set lookup.
+ *
+ * Real modules (module_checked): every read the trampolines see, any name, is
+ * refused when its object or its value is a module the zygote loaded and the
+ * read is the snippet's (its own instruction, an attrgetter/methodcaller/
+ * __getattribute__ it may have handed the stdlib, "<string>" code); so is setting
+ * or deleting such a module's attribute (module_setattro). The snippet reaches
+ * modules only through import (facades). Cached instance-attribute loads skip
+ * the value check; the module a snippet gets that way is inert.
  */
 #include "pyint.h"
 
