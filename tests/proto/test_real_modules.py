@@ -107,6 +107,20 @@ match warnings.catch_warnings():
     case warnings.catch_warnings(_module=m):
         reached(m)
 """, ATTR("_module", "warnings")),
+    ("__match_args__ of a subclass", PRE + """
+class W(warnings.catch_warnings):
+    __match_args__ = ('_module',)
+match W():
+    case W(m):
+        reached(m)
+""", ATTR("_module", "warnings")),
+    ("json default", PRE + "import json\nreached(json.dumps(warnings.catch_warnings(), default=AG('_module')))",
+     ATTR("_module", "warnings")),
+    ("a copy's attribute", PRE + "import copy\nreached(copy.copy(warnings.catch_warnings())._module)",
+     ATTR("_module", "warnings")),
+    ("object.__getattribute__", PRE +
+     "reached(AG('_' + '_getattribute_' + '_')(object)(warnings.catch_warnings(), '_module'))",
+     ATTR("_module", "warnings")),
     ("vars of a stdlib instance", PRE + "reached(vars(warnings.catch_warnings())['_module'])", VARS),
     ("vars of a subclass instance", PRE + """
 class W(warnings.catch_warnings):
