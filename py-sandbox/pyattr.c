@@ -26,11 +26,18 @@
  * an exact, compact ASCII str whose length is outside the denied names' range or
  * whose first two characters begin no denied name ("__", "f_", "gi", "co", ...)
  * goes straight to the original; the others take one set lookup.
+ *
+ * Real modules (module_checked): every read the trampolines see, any name, is
+ * refused when its object or its value is a module the zygote loaded and the
+ * read is the snippet's (its own instruction, an attrgetter/methodcaller/
+ * __getattribute__ it may have handed the stdlib, "<string>" code); so is setting
+ * or deleting such a module's attribute (module_setattro). The snippet reaches
+ * modules only through import (facades). Cached instance-attribute loads skip
+ * the value check; the module a snippet gets that way is inert.
  */
 #include "pyint.h"
 
 #include <opcode.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,8 +57,16 @@ static PyTypeObject **g_ztypes; /* sorted: every type that existed when the guar
 static size_t g_nztypes, g_cap_ztypes;
 /* subtype_dict: the __dict__ getter of a class CPython adds a dict to */
 static getter g_subtype_dict;
-static PyObject *g_dict_name; /* "__dict__" */
-static PyObject *g_dir_name;  /* "__dir__" */
+static PyObject *g_dict_name;       /* "__dict__" */
+static PyObject *g_dir_name;        /* "__dir__" */
+static PyObject *g_zygote_types;    /* set of the ids of every type the zygote made */
+static PyTypeObject *g_modtypes[8]; /* the types of the modules loaded in the zygote, */
+/* but the module type itself (six._MovedItems under the data preset) */
+static int g_nmodtypes;
+/* The interpreter frame (tstate->cframe->current_frame: no frame object is made for it)
+ * whose attrgetter/methodcaller reads now. */
+static const void *g_acting;
+static int g_acting_slot; /* ... or whose attribute slot wrapper does */
 
 static PyObject *guarded(PyObject *obj, PyObject *name, getattrofunc orig);
 
@@ -93,7 +108,7 @@ int tp_py_real_namespace(PyObject *d)
 
 static int collect_namespaces(void)
 {
-	PyObject *mods = PyImport_GetModuleDict(), *k, *v;
+	PyObject *mods = PyImport_GetModuleDict(), *key, *v;
 	Py_ssize_t pos = 0, n = PyDict_Size(mods);
 
 	g_real = calloc((size_t)n + 1, sizeof *g_real);
@@ -101,13 +116,24 @@ static int collect_namespaces(void)
 		PyErr_NoMemory();
 		return -1;
 	}
-	while (PyDict_Next(mods, &pos, &k, &v)) {
-		if (!PyModule_Check(v) || !PyUnicode_Check(k) ||
-		    PyUnicode_CompareWithASCIIString(k, "__main__") == 0)
+	while (PyDict_Next(mods, &pos, &key, &v)) {
+		if (!PyModule_Check(v) || !PyUnicode_Check(key) ||
+		    PyUnicode_CompareWithASCIIString(key, "__main__") == 0)
 			continue;
 		PyObject *d = PyModule_GetDict(v); /* borrowed; modules stay loaded */
+		int k = 0;
 		if (d != NULL && (size_t)n > g_nreal)
 			g_real[g_nreal++] = d;
+		while (k < g_nmodtypes && g_modtypes[k] != Py_TYPE(v))
+			k++;
+		if (k == g_nmodtypes && Py_TYPE(v) != &PyModule_Type) { /* module_type() knows it */
+			if (k == (int)(sizeof g_modtypes / sizeof g_modtypes[0])) {
+				PyErr_SetString(PyExc_RuntimeError,
+						"attribute guard: too many module types");
+				return -1;
+			}
+			g_modtypes[g_nmodtypes++] = Py_TYPE(v);
+		}
 	}
 	qsort(g_real, g_nreal, sizeof *g_real, cmp_ptr);
 	return 0;
@@ -171,6 +197,142 @@ static int object_exempt(PyObject *obj, PyObject *name)
 {
 	return PyModule_Check(obj) && !tp_py_real_namespace(PyModule_GetDict(obj)) &&
 	       (!is_dict_name(name) || importing_star());
+}
+
+/* ---- real modules -------------------------------------------------------------------------- */
+
+/* A module the zygote loaded (the standard library's, a data package's): its
+ * namespace is a real one. Never a facade, nor a module the snippet made. */
+static inline int module_type(PyTypeObject *t)
+{
+	if (__builtin_expect(t == &PyModule_Type, 0))
+		return 1;
+	for (int i = 0; __builtin_expect(i < g_nmodtypes, 0); i++)
+		if (t == g_modtypes[i])
+			return 1;
+	return 0;
+}
+
+int tp_py_real_module(PyObject *o)
+{
+	return module_type(Py_TYPE(o)) && tp_py_real_namespace(PyModule_GetDict(o));
+}
+
+/* The frame that called an operator.attrgetter or methodcaller now reading: the
+ * read is that callable's (a snippet may hand one to the stdlib, functools.
+ * singledispatch(attrgetter(name)) calls it from functools' frame), not the code
+ * of the frame's. False when none runs. Not an attribute slot wrapper
+ * (object.__setattr__ ...), which the stdlib itself calls for denied names: those
+ * count for the real-module rule only (g_acting_slot). */
+static const void *current_frame(void)
+{
+	return PyThreadState_Get()->cframe->current_frame;
+}
+
+int tp_py_acting_now(void)
+{
+	return g_acting != NULL && g_acting == current_frame() && !g_acting_slot;
+}
+
+/* The instruction f runs now reads, sets or deletes the attribute name itself
+ * (x.name, from m import name, a match class pattern): the read is that code's,
+ * not that of C code it called (time.strptime calling _strptime._strptime_time,
+ * numpy's dtype.name calling numpy.core._dtype._name_get: the C code's own fixed
+ * names, another name than the instruction's). */
+static int own_attr_op(PyFrameObject *f, PyCodeObject *code, PyObject *name)
+{
+	PyObject *b = PyCode_GetCode(code); /* deoptimised: the base opcodes */
+	int lasti = PyFrame_GetLasti(f), op = -1, arg = 0, r;
+	const unsigned char *c;
+
+	if (b == NULL) {
+		PyErr_Clear();
+		return 1;
+	}
+	c = (const unsigned char *)PyBytes_AS_STRING(b);
+	if (lasti >= 0 && lasti + 1 < PyBytes_GET_SIZE(b)) {
+		op = c[lasti];
+		arg = c[lasti + 1];
+		for (int k = lasti - 2, sh = 8; k >= 0 && c[k] == EXTENDED_ARG && sh <= 24;
+		     k -= 2, sh += 8)
+			arg |= c[k + 1] << sh;
+	}
+	Py_DECREF(b);
+	if (op < 0 || op == MATCH_CLASS)
+		return 1;
+	if (op != LOAD_ATTR && op != LOAD_METHOD && op != IMPORT_FROM && op != STORE_ATTR &&
+	    op != DELETE_ATTR)
+		return 0;
+	if (name == NULL || !PyTuple_Check(code->co_names) ||
+	    arg >= PyTuple_GET_SIZE(code->co_names))
+		return 1;
+	r = PyUnicode_Compare(PyTuple_GET_ITEM(code->co_names, arg), name);
+	if (r == -1 && PyErr_Occurred())
+		PyErr_Clear();
+	return r == 0;
+}
+
+/* May the code running now touch a real module (read one of its attributes,
+ * set one, get one as an attribute's value)? The own code of a module the
+ * zygote loaded (the standard library, a data package and its dependencies)
+ * may, and so may the shim (its getattr, hasattr, setattr, delattr and format
+ * fields read for the snippet through _sgetattr/_ssetattr, which check); an
+ * attrgetter, methodcaller or attribute slot wrapper may not, whoever calls it.
+ * The snippet's own instructions and "<string>" code may not; C code they call
+ * may, for names of its own (own_attr_op). Only while a snippet runs. */
+static int module_ok(PyObject *name)
+{
+	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+	PyCodeObject *code;
+	int ok;
+
+	if (!g_armed || !tp_py_running)
+		return 1; /* no snippet runs: the zygote, a worker's start (and C tests) */
+	if (f == NULL || (g_acting != NULL && g_acting == current_frame()))
+		return 0;
+	code = PyFrame_GetCode(f);
+	ok = tp_py_caller_shim() || tp_py_frame_exempt(!tp_py_running) ||
+	     tp_py_caller_zygote_code() || !own_attr_op(f, code, name);
+	Py_DECREF(code);
+	return ok;
+}
+
+static PyObject *refuse_module(PyObject *mod, PyObject *name, const char *what)
+{
+	char msg[256];
+	const char *m = PyModule_Check(mod) ? PyModule_GetName(mod) : NULL;
+	const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+
+	PyErr_Clear();
+	if (what == NULL)
+		snprintf(msg, sizeof msg,
+			 "attribute '%.80s' is a module ('%.60s'), which is not available in the "
+			 "sandbox: a snippet reaches modules only through import",
+			 s ? s : "?", m ? m : "?");
+	else
+		snprintf(msg, sizeof msg,
+			 "module '%.60s' is not available in the sandbox: a snippet may not %s "
+			 "its attributes (attribute '%.60s')",
+			 m ? m : "?", what, s ? s : "?");
+	return tp_py_refuse(msg, -1);
+}
+
+/* Every read the guard sees: of a real module's attribute, or whose value is a
+ * real module (catch_warnings()._module, a facade object's sys), refused unless
+ * module_ok(). Cheap when neither object is a module: a compare or two. */
+static inline PyObject *module_checked(PyObject *obj, PyObject *name, getattrofunc orig)
+{
+	PyObject *r;
+
+	if (module_type(Py_TYPE(obj)) && g_armed && tp_py_real_module(obj) && !module_ok(name))
+		return refuse_module(obj, name, "read");
+	r = orig(obj, name);
+	if (r != NULL && module_type(Py_TYPE(r)) && g_armed && tp_py_real_module(r) &&
+	    !module_ok(name)) {
+		Py_DECREF(r);
+		return refuse_module(r, name, NULL);
+	}
+	return r;
 }
 
 static PyObject *refuse_attr(PyObject *name)
@@ -294,8 +456,12 @@ PyObject *tp_py_own_dict(PyObject *obj)
 		Py_DECREF(d);
 		Py_RETURN_FALSE;
 	}
+	/* No denied key, and no real module as a value: a stdlib __init__ of a
+	 * snippet's subclass (catch_warnings' _module) or functools.update_wrapper
+	 * (which copies another object's dict) can put one there. */
 	while (PyDict_Next(d, &pos, &k, &v))
-		if (PyUnicode_Check(k) && tp_py_attr_denied(k)) {
+		if ((PyUnicode_Check(k) && tp_py_attr_denied(k)) ||
+		    (module_type(Py_TYPE(v)) && tp_py_real_module(v))) {
 			Py_DECREF(d);
 			Py_RETURN_FALSE;
 		}
@@ -328,7 +494,7 @@ static PyObject *guarded_slow(PyObject *obj, PyObject *name, getattrofunc orig)
 			Py_RETURN_NONE;
 		return is_dict_name(name) ? own_dict_attr(obj, name) : refuse_attr(name);
 	}
-	return orig(obj, name);
+	return module_checked(obj, name, orig);
 }
 
 static PyObject *guarded(PyObject *obj, PyObject *name, getattrofunc orig)
@@ -338,7 +504,7 @@ static PyObject *guarded(PyObject *obj, PyObject *name, getattrofunc orig)
 		const char *s = (const char *)PyUnicode_DATA(name);
 		if (n < g_minlen || n > g_maxlen ||
 		    !g_prefix[(unsigned char)s[0]][(unsigned char)s[1]])
-			return orig(obj, name);
+			return module_checked(obj, name, orig);
 		return guarded_slow(obj, name, orig);
 	}
 	if (PyUnicode_Check(name) && !PyUnicode_CheckExact(name)) {
@@ -396,11 +562,31 @@ static PyTypeObject *generic_behind_guard(PyObject *owner, PyObject *name)
 	return t;
 }
 
+/* A load of a real module's attribute in code that may not touch one (the snippet's) is never
+ * specialised: LOAD_ATTR_MODULE and LOAD_METHOD_MODULE read the module's dict without its
+ * tp_getattro, so every such read must stay the generic one the guard sees. As CPython's own
+ * failure path (specialize.c): the instruction stays adaptive and backs off (pycore_code.h's
+ * adaptive_counter_backoff; the counter is the first cache entry of both instructions). */
+static int module_load_unspecialised(PyObject *owner, _Py_CODEUNIT *instr, PyObject *name)
+{
+	unsigned int backoff;
+
+	if (!g_armed || !tp_py_real_module(owner) || module_ok(name))
+		return 0;
+	backoff = (instr[1] & 15u) + 1;
+	backoff = backoff > 12 ? 12 : backoff;
+	instr[1] = (_Py_CODEUNIT)((((1u << backoff) - 1) << 4) | backoff);
+	return 1;
+}
+
 #define SPECIALISE(real, owner, instr, name)                                                       \
 	do {                                                                                       \
-		PyTypeObject *t = generic_behind_guard(owner, name);                               \
+		PyTypeObject *t;                                                                   \
 		getattrofunc tramp;                                                                \
 		int rc;                                                                            \
+		if (module_load_unspecialised(owner, instr, name))                                 \
+			return 0;                                                                  \
+		t = generic_behind_guard(owner, name);                                             \
 		if (t == NULL)                                                                     \
 			return real(owner, instr, name);                                           \
 		tramp = t->tp_getattro;                                                            \
@@ -724,10 +910,241 @@ static int guard_all_types(void)
 		Py_XDECREF(subs);
 	}
 	rc = 0;
+	g_zygote_types = seen; /* every type there is now: the zygote's */
+	seen = NULL;
 out:
 	Py_XDECREF(todo);
 	Py_XDECREF(seen);
 	return rc;
+}
+
+/* t existed when the guard was installed: a type of the standard library, a data
+ * package or the interpreter, not one the snippet made. */
+int tp_py_zygote_type(PyTypeObject *t)
+{
+	PyObject *id;
+	int r;
+
+	if (g_zygote_types == NULL)
+		return 0;
+	id = PyLong_FromVoidPtr(t);
+	r = id ? PySet_Contains(g_zygote_types, id) : -1;
+	Py_XDECREF(id);
+	if (r < 0)
+		PyErr_Clear();
+	return r != 0; /* an error counts as the zygote's: refused */
+}
+
+/* ---- a real module's attributes are not set by the snippet ---------------------------------- */
+
+static PyTypeObject *g_settypes[9]; /* the module type and g_modtypes */
+static setattrofunc g_modset[9];    /* each one's tp_setattro */
+static int g_nsettypes;
+
+static int module_setattro(PyObject *obj, PyObject *name, PyObject *v)
+{
+	PyTypeObject *t = Py_TYPE(obj);
+	int k = g_nsettypes;
+
+	/* A module type, or one made later that inherited this function. */
+	while (t != NULL && k == g_nsettypes) {
+		for (k = 0; k < g_nsettypes && g_settypes[k] != t; k++)
+			;
+		t = t->tp_base;
+	}
+	if (g_armed && tp_py_real_module(obj) && !module_ok(name)) {
+		refuse_module(obj, name, v ? "set" : "delete");
+		return -1;
+	}
+	if (k == g_nsettypes || g_modset[k] == NULL)
+		return PyObject_GenericSetAttr(obj, name, v);
+	return g_modset[k](obj, name, v);
+}
+
+static int guard_module_setattr(void)
+{
+	g_settypes[g_nsettypes++] = &PyModule_Type;
+	for (int i = 0; i < g_nmodtypes; i++)
+		g_settypes[g_nsettypes++] = g_modtypes[i];
+	for (int k = 0; k < g_nsettypes; k++) {
+		PyTypeObject *t = g_settypes[k];
+		if (t->tp_setattro == NULL || t->tp_setattro == module_setattro)
+			continue;
+		g_modset[k] = t->tp_setattro;
+		for (int i = 0; i < 2 && t->tp_dict != NULL; i++) {
+			PyObject *w =
+			    PyDict_GetItemString(t->tp_dict, i ? "__delattr__" : "__setattr__");
+			if (w != NULL && Py_IS_TYPE(w, &PyWrapperDescr_Type) &&
+			    ((PyWrapperDescrObject *)w)->d_wrapped == (void *)g_modset[k])
+				((PyWrapperDescrObject *)w)->d_wrapped = (void *)module_setattro;
+		}
+		t->tp_setattro = module_setattro;
+		PyType_Modified(t);
+	}
+	return 0;
+}
+
+/* ---- C callables that read an attribute the caller names ------------------------------------ */
+
+/* operator.attrgetter and methodcaller objects, object.__getattribute__ and the
+ * other attribute slot wrappers (bound or not): a snippet can hand one to stdlib
+ * code that calls it (functools.singledispatch(attrgetter('__code__')), pandas'
+ * Series.map), and the read it makes would be checked as that code's own. While
+ * one runs, the frame that called it is no standard library frame (g_acting). */
+static PyTypeObject *g_acttypes[4];
+static ternaryfunc g_actcall[4];
+static const void *g_slotbase[4]; /* the wrapperbase of __getattribute__, __getattr__ ... */
+static int g_nslotbase;
+
+typedef struct { /* descrobject.c's wrapperobject (a method-wrapper) */
+	PyObject_HEAD PyWrapperDescrObject *descr;
+	PyObject *self;
+} tp_method_wrapper;
+
+/* 0: not a read the caller names; 1: one whose reads are the caller's to every rule
+ * (attrgetter, methodcaller, object.__getattribute__ and the like as the snippet can
+ * hold them); 2: to the real-module rule only (__setattr__ and __delattr__, which
+ * enum and dataclasses call themselves; a bound __getattribute__ nobody else holds:
+ * the one slot_tp_getattr_hook makes for a class with __getattr__, at every read). */
+static int reads_attr(PyObject *self, int k)
+{
+	const void *base;
+
+	if (k > 1)
+		return 1; /* attrgetter, methodcaller */
+	base = k == 0 ? (const void *)((PyWrapperDescrObject *)self)->d_base
+		      : (const void *)((tp_method_wrapper *)self)->descr->d_base;
+	for (int i = 0; i < g_nslotbase; i++)
+		if (base == g_slotbase[i])
+			return i == 0 && (k == 0 || Py_REFCNT(self) > 1) ? 1 : 2;
+	return 0;
+}
+
+static PyObject *acting_call(PyObject *self, PyObject *args, PyObject *kw)
+{
+	PyTypeObject *t = Py_TYPE(self);
+	const void *prev = g_acting;
+	PyObject *r;
+	int k = 4, prev_slot, how;
+
+	while (t != NULL && k == 4) {
+		for (k = 0; k < 4 && g_acttypes[k] != t; k++)
+			;
+		t = t->tp_base;
+	}
+	if (k == 4) {
+		PyErr_SetString(PyExc_SystemError, "attribute guard: unknown callable");
+		return NULL;
+	}
+	how = reads_attr(self, k);
+	if (!how)
+		return g_actcall[k](self, args, kw);
+	prev_slot = g_acting_slot;
+	g_acting = current_frame();
+	g_acting_slot = how == 2;
+	r = g_actcall[k](self, args, kw);
+	g_acting = prev;
+	g_acting_slot = prev_slot;
+	return r;
+}
+
+static int guard_callables(void)
+{
+	PyObject *op = PyImport_ImportModule("_operator"), *w;
+	const char *slots[] = { "__getattribute__", "__getattr__", "__setattr__", "__delattr__" };
+
+	if (op == NULL)
+		return -1;
+	g_acttypes[0] = &PyWrapperDescr_Type;
+	g_acttypes[1] = &_PyMethodWrapper_Type;
+	g_acttypes[2] = (PyTypeObject *)PyObject_GetAttrString(op, "attrgetter");
+	g_acttypes[3] = (PyTypeObject *)PyObject_GetAttrString(op, "methodcaller");
+	Py_DECREF(op);
+	if (g_acttypes[2] == NULL || g_acttypes[3] == NULL)
+		return -1;
+	/* Kept alive by _operator; the pointers only identify the types. */
+	Py_DECREF(g_acttypes[2]);
+	Py_DECREF(g_acttypes[3]);
+	for (int i = 0; i < 4; i++) {
+		PyObject *d = PyDict_GetItemString(PyBaseObject_Type.tp_dict, slots[i]);
+		if (d == NULL)
+			d = PyDict_GetItemString(PyType_Type.tp_dict, slots[i]);
+		w = i == 1 ? NULL : d; /* object has no __getattr__: a class that defines one */
+		if (w != NULL && Py_IS_TYPE(w, &PyWrapperDescr_Type))
+			g_slotbase[g_nslotbase++] = ((PyWrapperDescrObject *)w)->d_base;
+		else if (i == 0) {
+			PyErr_SetString(PyExc_RuntimeError,
+					"object.__getattribute__ is not a slot wrapper");
+			return -1;
+		}
+	}
+	for (int k = 0; k < 4; k++) {
+		PyTypeObject *t = g_acttypes[k];
+		/* A call takes tp_call once the type no longer says it has a vectorcall:
+		 * its own tp_call (PyVectorcall_Call) still finds the instance's. */
+		if (k > 1)
+			t->tp_flags &= ~Py_TPFLAGS_HAVE_VECTORCALL;
+		if (!PyType_Check(t) || t->tp_call == NULL ||
+		    (t->tp_flags & Py_TPFLAGS_HAVE_VECTORCALL)) {
+			PyErr_Format(PyExc_RuntimeError,
+				     "attribute guard: %s is called in a way it cannot see",
+				     PyType_Check(t) ? t->tp_name : "?");
+			return -1;
+		}
+		if (t->tp_call != acting_call) {
+			g_actcall[k] = t->tp_call;
+			t->tp_call = acting_call;
+		}
+	}
+	return 0;
+}
+
+/* ---- the shim's getattr, hasattr, setattr, delattr and format fields ---------------------- */
+
+/* _sgetattr(obj, name[, default]): getattr for the snippet. The read is the snippet's,
+ * though the shim's frame runs it: a real module's attribute, or a real module as the
+ * value, is refused as in the snippet's own code. Reads the C code behind obj's
+ * attribute makes for itself (numpy's dtype.name) are not this read. */
+PyObject *tp_py_snippet_getattr(PyObject *const *args, Py_ssize_t n)
+{
+	PyObject *r;
+	int armed = g_armed && tp_py_running;
+
+	if (n > 3) { /* the shim's getattr(obj, name, *default) */
+		PyErr_Format(PyExc_TypeError, "getattr expected at most 3 arguments, got %zd", n);
+		return NULL;
+	}
+	if (n < 2) {
+		PyErr_SetString(PyExc_TypeError, "_sgetattr(obj, name[, default])");
+		return NULL;
+	}
+	if (armed && tp_py_real_module(args[0]))
+		return refuse_module(args[0], args[1], "read");
+	r = PyObject_GetAttr(args[0], args[1]);
+	if (r == NULL && n == 3 && PyErr_ExceptionMatches(PyExc_AttributeError) &&
+	    !tp_py_verdict()) {
+		PyErr_Clear();
+		r = Py_NewRef(args[2]);
+	}
+	if (r != NULL && armed && tp_py_real_module(r)) {
+		Py_DECREF(r);
+		return refuse_module(r, args[1], NULL);
+	}
+	return r;
+}
+
+/* _ssetattr(obj, name[, value]): setattr (delattr without a value) for the snippet. */
+PyObject *tp_py_snippet_setattr(PyObject *const *args, Py_ssize_t n)
+{
+	if (n < 2 || n > 3) {
+		PyErr_SetString(PyExc_TypeError, "_ssetattr(obj, name[, value])");
+		return NULL;
+	}
+	if (g_armed && tp_py_running && tp_py_real_module(args[0]))
+		return refuse_module(args[0], args[1], n == 3 ? "set" : "delete");
+	if (PyObject_SetAttr(args[0], args[1], n == 3 ? args[2] : NULL) != 0)
+		return NULL;
+	Py_RETURN_NONE;
 }
 
 /* Zygote, once, after every import and the shim's own changes to the types. */
@@ -767,7 +1184,8 @@ int tp_py_guard_install(PyObject *deny)
 	    find_subtype_dict() != 0 || collect_namespaces() != 0 || guard_all_types() != 0 ||
 	    gate_subclasses() != 0 || set_method(&PyBaseObject_Type, &g_dir_object) != 0 ||
 	    set_method(&PyType_Type, &g_dir_type) != 0 ||
-	    set_method(&PyModule_Type, &g_dir_module) != 0)
+	    set_method(&PyModule_Type, &g_dir_module) != 0 || guard_module_setattr() != 0 ||
+	    guard_callables() != 0)
 		return -1;
 	qsort(g_ztypes, g_nztypes, sizeof *g_ztypes, cmp_type);
 	g_armed = 1;

@@ -286,6 +286,8 @@ int tp_py_frame_exempt(int no_frame)
 		return 1; /* the file shim's own call: plain str and int arguments (shim.py) */
 	if (f == NULL)
 		return no_frame;
+	if (tp_py_acting_now())
+		return 0; /* a callable the snippet may have handed it reads (pyattr.c) */
 	code = PyFrame_GetCode(f);
 	r = starts(code->co_filename, STDLIB "/") || starts(code->co_filename, "<frozen ");
 	Py_DECREF(code);
@@ -321,6 +323,30 @@ int tp_py_caller_data_package(void)
 		snprintf(prefix, sizeof prefix, "%s/%s/", DIST_PACKAGES, *d);
 		r = starts(code->co_filename, prefix);
 	}
+	Py_DECREF(code);
+	if (!r)
+		return 0;
+	g = PyFrame_GetGlobals(f);
+	r = tp_py_real_namespace(g);
+	Py_XDECREF(g);
+	return r;
+}
+
+/* The innermost Python frame is the code of a module the zygote loaded, any
+ * of them (the standard library, numpy, pandas, matplotlib and what they import:
+ * PIL, dateutil ...): its file is under /usr/lib/python3 and it runs in that
+ * module's namespace. Used by the real-module rule only (pyattr.c, module_ok). */
+int tp_py_caller_zygote_code(void)
+{
+	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+	PyCodeObject *code;
+	PyObject *g;
+	int r;
+
+	if (f == NULL)
+		return 0;
+	code = PyFrame_GetCode(f);
+	r = starts(code->co_filename, "/usr/lib/python3") || starts(code->co_filename, "<frozen ");
 	Py_DECREF(code);
 	if (!r)
 		return 0;

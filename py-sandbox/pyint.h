@@ -70,7 +70,14 @@ int tp_py_guard_install(PyObject *deny);
 int tp_py_guard_locked(PyTypeObject *t);
 int tp_py_attr_denied(PyObject *name);
 int tp_py_real_namespace(PyObject *dict);
+int tp_py_real_module(PyObject *obj); /* a module the zygote loaded (not a facade) */
+PyObject *tp_py_snippet_getattr(PyObject *const *args, Py_ssize_t n); /* _sgetattr */
+PyObject *tp_py_snippet_setattr(PyObject *const *args, Py_ssize_t n); /* _ssetattr */
+int tp_py_zygote_type(PyTypeObject *t); /* existed when the guard was installed */
+/* The innermost frame called an attrgetter or methodcaller now reading. */
+int tp_py_acting_now(void);
 int tp_py_caller_data_package(void);
+int tp_py_caller_zygote_code(void); /* any module's own code the zygote loaded */
 int tp_py_data_dict_ok(PyObject *obj, PyObject *name);
 
 /* pyshimfns.c: the shim's C functions, put in its globals by the zygote. */

@@ -313,6 +313,19 @@ static PyObject *py_guard(PyObject *self, PyObject *names)
 	Py_RETURN_NONE;
 }
 
+/* _sgetattr(obj, name[, default]), _ssetattr(obj, name[, value]): pyattr.c. */
+static PyObject *py_sgetattr(PyObject *self, PyObject *const *args, Py_ssize_t n)
+{
+	(void)self;
+	return tp_py_snippet_getattr(args, n);
+}
+
+static PyObject *py_ssetattr(PyObject *self, PyObject *const *args, Py_ssize_t n)
+{
+	(void)self;
+	return tp_py_snippet_setattr(args, n);
+}
+
 /* _within(path, write): is the normalized absolute path inside the policy's
  * grants? Reads: a read or a write grant; writes: a write grant. */
 static PyObject *py_within(PyObject *self, PyObject *args)
@@ -494,6 +507,8 @@ PyMethodDef tp_py_shim_fns[] = {
 	{ "_fileop", py_fileop, METH_VARARGS, NULL },
 	{ "_eval_builtins", py_eval_builtins, METH_O, NULL },
 	{ "_guard", py_guard, METH_O, NULL },
+	{ "_sgetattr", (PyCFunction)(void (*)(void))py_sgetattr, METH_FASTCALL, NULL },
+	{ "_ssetattr", (PyCFunction)(void (*)(void))py_ssetattr, METH_FASTCALL, NULL },
 	{ "_write", py_write, METH_VARARGS, NULL },
 	{ "_refuse", py_refuse, METH_VARARGS, NULL },
 	{ "_settype", py_settype, METH_VARARGS, NULL },

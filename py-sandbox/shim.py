@@ -4,7 +4,7 @@
 # reach is decided here: the module allowlist, the facades, the AST check, the
 # guarded builtins. None of this is the security boundary (docs/python.md).
 # The C layer injects before running this: _write, _refuse, _settype, _gate,
-# _print, _eval_builtins, _guard, _within, _workspace, _fileop, _errno_call, _errno_check,
+# _print, _eval_builtins, _guard, _sgetattr, _ssetattr, _within, _workspace, _fileop, _errno_call, _errno_check,
 # PolicyViolation, LimitExceeded. init() gets the zygote's policy.
 import ast
 import builtins
@@ -98,11 +98,13 @@ __name__ __qualname__ __doc__ __module__ __class__ __slots__ __post_init__
 __annotations__ __members__ __match_args__ __dataclass_fields__ __set_name__
 __init_subclass__ __class_getitem__ __cause__ __context__ __version__ __all__
 '''.split())
-# Plain names that are frames, code and tracebacks: the routes to f_globals.
+# Plain names that are frames, code and tracebacks: the routes to f_globals; and
+# Cython's spellings of a function's __globals__, __code__ ... (pandas' compiled
+# functions answer func_globals with their module's real namespace).
 ATTR_DENY = frozenset('''
 f_back f_globals f_locals f_builtins f_code f_trace gi_frame gi_code gi_yieldfrom
 cr_frame cr_code cr_await cr_origin ag_frame ag_code ag_await tb_frame tb_next
-co_code co_consts co_names
+co_code co_consts co_names func_globals func_code func_closure func_defaults func_dict
 '''.split())
 NAME_DUNDER_OK = frozenset(('__name__', '__doc__', '__class__', '__debug__', '__annotations__'))
 # What the attribute guard (pyattr.c) refuses in C, on every path: from snippet
@@ -170,6 +172,31 @@ def _format_bad(s, depth=0):
     return None
 
 
+def _format_reads_attr(s, depth=0, numbering=None):
+    """Does a field of the format string s (or of a nested spec) read an attribute?
+    False for mixed field numbering, which string.Formatter misses when the manual
+    field reads on ('{}{0.x}'): str's own format raises it, after the fields before
+    it (their errors first, as ever; what they read it hands nobody)."""
+    numbering = [None] if numbering is None else numbering
+    reads = False
+    try:
+        for _lit, field, spec, _conv in _string.formatter_parser(s):
+            if field is not None:
+                first, rest = _string.formatter_field_name_split(field)
+                kind = 'auto' if first == '' else 'manual' if type(first) is int else None
+                if kind and numbering[0] and kind != numbering[0]:
+                    raise ValueError('cannot switch')
+                numbering[0] = numbering[0] or kind
+                reads = reads or any(is_attr for is_attr, _k in rest)
+            if spec and '{' in spec and depth < 2:
+                reads = _format_reads_attr(spec, depth + 1, numbering) or reads
+    except TypeError:
+        return True  # str.format's own error, from string.Formatter's
+    except ValueError as e:
+        return not str(e).startswith('cannot switch')
+    return reads
+
+
 def _check(tree):
     for node in ast.walk(tree):
         line = getattr(node, 'lineno', -1)
@@ -221,20 +248,25 @@ def _plain(name, bad=_attr_bad):
     return name
 
 
+# _sgetattr/_ssetattr (pyattr.c) read and write for the snippet: a real module's
+# attribute, or a real module as the value, is refused as in the snippet's own code.
+_NOATTR = object()
+
+
 def getattr(obj, name, *default):
-    return _getattr(obj, _plain(name, _read_bad), *default)
+    return _sgetattr(obj, _plain(name, _read_bad), *default)
 
 
 def hasattr(obj, name):
-    return _hasattr(obj, _plain(name, _read_bad))
+    return _sgetattr(obj, _plain(name, _read_bad), _NOATTR) is not _NOATTR
 
 
 def setattr(obj, name, value):
-    return _setattr(obj, _plain(name), value)
+    _ssetattr(obj, _plain(name), value)
 
 
 def delattr(obj, name):
-    return _delattr(obj, _plain(name))
+    _ssetattr(obj, _plain(name))
 
 
 FACADES = {}
@@ -270,16 +302,25 @@ def _facade(name, real):
     return f
 
 
+_field_split = _string.formatter_field_name_split
+
+
 def _patch_string(f, real):
     # In the real class, so super(string.Formatter, x).get_field and subclasses of
     # string.Formatter meet it too; the original stays in this closure only.
+    # string.py's own body, here: the reads are the snippet's (_sgetattr: a real
+    # module's attributes are not its to read), not string.py's.
     orig = real.Formatter.get_field
 
     def get_field(self, field_name, args, kwargs):
         bad = _field_bad(str.__str__(field_name)) if isinstance(field_name, str) else None
         if bad:
             _refuse("format string reads attribute '%s', which is not allowed" % bad)
-        return orig(self, field_name, args, kwargs)
+        first, rest = _field_split(field_name)
+        obj = self.get_value(first, args, kwargs)
+        for is_attr, i in rest:
+            obj = _sgetattr(obj, i) if is_attr else obj[i]
+        return obj, first
     get_field.__qualname__ = 'Formatter.get_field'
     get_field.__doc__ = orig.__doc__
     real.Formatter.get_field = get_field
@@ -1526,17 +1567,26 @@ def _lock_types():
             _settype(t, n)
     c.close()
     _fmt, _fmt_map = str.format, str.format_map
+    # A format string that reads an attribute is formatted by string.Formatter,
+    # whose get_field (the shim's) reads through _sgetattr; the rest by str's own.
+    fmt = sys.modules['string'].Formatter()
 
     def format(self, /, *args, **kwargs):
-        bad = _format_bad(str.__str__(self))
+        s = str.__str__(self)
+        bad = _format_bad(s)
         if bad:
             _refuse("format string reads attribute '%s', which is not allowed" % bad)
+        if '.' in s and _format_reads_attr(s):
+            return fmt.vformat(s, args, kwargs)
         return _fmt(self, *args, **kwargs)
 
     def format_map(self, mapping, /):
-        bad = _format_bad(str.__str__(self))
+        s = str.__str__(self)
+        bad = _format_bad(s)
         if bad:
             _refuse("format string reads attribute '%s', which is not allowed" % bad)
+        if '.' in s and _format_reads_attr(s):
+            return fmt.vformat(s, (), mapping)
         return _fmt_map(self, mapping)
     _settype(str, 'format', format)
     _settype(str, 'format_map', format_map)
