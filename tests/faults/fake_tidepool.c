@@ -43,24 +43,28 @@ static void make_ok_reply(void)
 		_exit(9);
 }
 
-/* An ok reply whose value is the text given, which need not be JSON. */
+/* An ok reply whose value is the text given, which need not be JSON. After the
+ * value, version 6 has TAIL bytes: an absent text (a length word), its cut flag
+ * and the image count, kept as the encoder wrote them. */
+#define TAIL 9u
 static char *reply_with_value_text(const char *text, size_t n, size_t *len)
 {
 	struct tp_reply r = { .seq = g_seq, .ok = 1, .value = json_null() };
-	size_t k;
-	char *head = tp_msg_reply_encode(&r, &k), *out;
+	size_t k, all;
+	char *head = tp_msg_reply_encode(&r, &all), *out;
 	uint32_t n32 = (uint32_t)n;
 
-	k -= 8; /* the value's length word and "null" */
-	out = head ? malloc(k + 4 + n) : NULL;
+	k = all - TAIL - 8; /* the value's length word and "null" */
+	out = head ? malloc(k + 4 + n + TAIL) : NULL;
 	if (out == NULL)
 		_exit(9);
 	memcpy(out, head, k);
 	for (int i = 0; i < 4; i++)
 		out[k + (size_t)i] = (char)(n32 >> (8 * i));
 	memcpy(out + k + 4, text, n);
+	memcpy(out + k + 4 + n, head + all - TAIL, TAIL);
 	free(head);
-	*len = k + 4 + n;
+	*len = k + 4 + n + TAIL;
 	return out;
 }
 
@@ -224,6 +228,33 @@ static void w_deep(int fd, struct tp_shm *shm)
 	frame(fd, r, len);
 }
 
+/* Version 6's images: one that is not a PNG file, and a text beside a repr value. */
+static void w_bad_image(int fd, struct tp_shm *shm)
+{
+	struct tp_reply r = { .seq = g_seq, .ok = 1, .value = json_integer(1), .nimages = 1 };
+	size_t len;
+	char *buf;
+	(void)shm;
+	tp_text_set(&r.images[0], "GIF89a-not-a-png", 16, 64);
+	buf = tp_msg_reply_encode(&r, &len);
+	if (buf == NULL)
+		_exit(9);
+	frame(fd, buf, len);
+}
+
+static void w_repr_text(int fd, struct tp_shm *shm)
+{
+	struct tp_reply r = { .seq = g_seq, .ok = 1, .value_repr = 1, .value = json_string("{1}") };
+	size_t len;
+	char *buf;
+	(void)shm;
+	tp_text_set(&r.text, "{2}", 3, 64);
+	buf = tp_msg_reply_encode(&r, &len);
+	if (buf == NULL)
+		_exit(9);
+	frame(fd, buf, len);
+}
+
 static void w_silent_exit(int fd, struct tp_shm *shm)
 {
 	(void)fd;
@@ -359,6 +390,8 @@ static const struct scenario {
 	{ "wrong_seq", w_wrong_seq },
 	{ "bad_utf8", w_bad_utf8 },
 	{ "deep", w_deep },
+	{ "bad_image", w_bad_image },
+	{ "repr_text", w_repr_text },
 	{ "silent_exit", w_silent_exit },
 	{ "exit3", w_exit3 },
 	{ "segv", w_segv },

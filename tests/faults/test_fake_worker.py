@@ -66,6 +66,8 @@ SCENARIOS = {
     "wrong_seq": (None, internal("worker reply refused: it answers another request")),
     "bad_utf8": (None, internal("a value is not JSON")),
     "deep": (None, internal("a value is not JSON")),
+    "bad_image": (None, internal("worker reply refused: an image that is not a PNG file")),
+    "repr_text": (None, internal("worker reply refused: a text beside a repr value")),
     "silent_exit": (None, internal("before replying", layer="process")),
     "exit3": (None, internal("status 3", layer="process")),
     "segv": (None, crashed("SIGSEGV")),
