@@ -696,7 +696,10 @@ static void take_reply(struct tp_host *h, struct worker *w, const char *buf, siz
 			   "worker reply refused: it answers another request");
 		tp_pool_kill_worker(w);
 		tp_host_finish(h, w, &err);
-	} else if (!r->ok && r->error.kind == TP_KIND_CANCELLED && w->exec->stop_deadline == 0) {
+	} else if (!r->ok && r->error.kind == TP_KIND_CANCELLED && w->exec->stop_deadline == 0 &&
+		   !w->stop_pending) {
+		/* (A stop asked before the zygote told the worker's pid is one: the
+		 * page's flag was set, and the worker may answer before the pid is read.) */
 		tp_reply_free(r);
 		free(r);
 		tp_err_set(&err, TP_KIND_INTERNAL, TP_LAYER_HOST, 0,

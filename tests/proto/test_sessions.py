@@ -356,6 +356,22 @@ def test_cancel_of_a_queued_exec_never_runs_it(h):
     h.call("sandbox/session/close", {"session_id": sid})
 
 
+def test_a_cancel_of_a_fresh_sessions_first_exec_keeps_it(h):
+    # The stop may be asked before the zygote has told the host the new worker's
+    # pid (the page's flag is set; the signal waits for the pid), and the worker
+    # may answer "cancelled" before that pid is read: a stop the host asked for,
+    # not a broken worker (it lost the session in ~1 round of 20).
+    for i in range(40):
+        sid = open_session(h, "lua")
+        rid = start(h, {"session_id": sid, "code": "return 7"})
+        cancel(h, rid)
+        r = h.reply(rid)["result"]
+        assert (r["ok"] is True and r["value"] == 7) or r["error"]["kind"] == "cancelled", r
+        assert r["session_lost"] is False, (i, r)
+        ok(sx(h, sid, "return 1"), 1)
+        h.call("sandbox/session/close", {"session_id": sid})
+
+
 def test_cancel_racing_completion_gets_one_answer(h):
     sid = open_session(h, "lua")
     for i in range(20):
