@@ -37,7 +37,9 @@
 #define TP_MSG_MAX_TEXT (64u << 10)
 /* An ok reply's images (version 6): at most this many, each a PNG, all of them
  * together within output_bytes. */
-#define TP_MSG_MAX_IMAGES 16u
+#define TP_MSG_MAX_IMAGES 16
+#define TP_STR_(x) #x
+#define TP_STR(x) TP_STR_(x) /* a macro's value as a string literal */
 /* Largest request a worker reads (the host caps lines far lower). */
 #define TP_MSG_MAX_REQUEST (64u << 20)
 

@@ -275,21 +275,16 @@ static int caller_file_is(const char *prefix)
  * with other globals (types.FunctionType(code, snippet_globals)). no_frame is
  * the answer when only C code is running. The file shim's checked call
  * (_fileop) is the standard library's own io.open or os.listdir. */
-int tp_py_frame_exempt(int no_frame)
+/* The innermost Python frame (f) runs code from a file under one of prefixes
+ * (NULL-terminated) in the namespace of a module the zygote loaded. */
+static int frame_in(PyFrameObject *f, const char *const *prefixes)
 {
-	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
-	PyCodeObject *code;
+	PyCodeObject *code = PyFrame_GetCode(f);
 	PyObject *g;
-	int r;
+	int r = 0;
 
-	if (tp_py_fileop)
-		return 1; /* the file shim's own call: plain str and int arguments (shim.py) */
-	if (f == NULL)
-		return no_frame;
-	if (tp_py_acting_now())
-		return 0; /* a callable the snippet may have handed it reads (pyattr.c) */
-	code = PyFrame_GetCode(f);
-	r = starts(code->co_filename, STDLIB "/") || starts(code->co_filename, "<frozen ");
+	for (const char *const *p = prefixes; *p != NULL && !r; p++)
+		r = starts(code->co_filename, *p);
 	Py_DECREF(code);
 	if (!r)
 		return 0;
@@ -297,6 +292,20 @@ int tp_py_frame_exempt(int no_frame)
 	r = tp_py_real_namespace(g);
 	Py_XDECREF(g);
 	return r;
+}
+
+int tp_py_frame_exempt(int no_frame)
+{
+	static const char *const stdlib[] = { STDLIB "/", "<frozen ", NULL };
+	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+
+	if (tp_py_fileop)
+		return 1; /* the file shim's own call: plain str and int arguments (shim.py) */
+	if (f == NULL)
+		return no_frame;
+	if (tp_py_acting_now())
+		return 0; /* a callable the snippet may have handed it reads (pyattr.c) */
+	return frame_in(f, stdlib);
 }
 
 /* The innermost Python frame is a data package's own code (numpy, pandas,
@@ -310,26 +319,17 @@ int tp_py_frame_exempt(int no_frame)
  * (the shim puts the real memoryview type in the data modules' own globals). */
 int tp_py_caller_data_package(void)
 {
+	static char dirs[8][96]; /* DIST_PACKAGES/<module>/, made at the first call */
+	static const char *data[8];
 	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
-	PyCodeObject *code;
-	PyObject *g;
-	int r = 0;
 
-	if (f == NULL)
-		return 0;
-	code = PyFrame_GetCode(f);
-	for (const char *const *d = tp_py_data_modules; *d != NULL && !r; d++) {
-		char prefix[96];
-		snprintf(prefix, sizeof prefix, "%s/%s/", DIST_PACKAGES, *d);
-		r = starts(code->co_filename, prefix);
-	}
-	Py_DECREF(code);
-	if (!r)
-		return 0;
-	g = PyFrame_GetGlobals(f);
-	r = tp_py_real_namespace(g);
-	Py_XDECREF(g);
-	return r;
+	if (data[0] == NULL)
+		for (int i = 0; i < 7 && tp_py_data_modules[i] != NULL; i++) {
+			snprintf(dirs[i], sizeof dirs[i], "%s/%s/", DIST_PACKAGES,
+				 tp_py_data_modules[i]);
+			data[i] = dirs[i];
+		}
+	return f != NULL && frame_in(f, data);
 }
 
 /* The innermost Python frame is the code of a module the zygote loaded, any
@@ -338,22 +338,10 @@ int tp_py_caller_data_package(void)
  * module's namespace. Used by the real-module rule only (pyattr.c, module_ok). */
 int tp_py_caller_zygote_code(void)
 {
+	static const char *const zygote[] = { "/usr/lib/python3", "<frozen ", NULL };
 	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
-	PyCodeObject *code;
-	PyObject *g;
-	int r;
 
-	if (f == NULL)
-		return 0;
-	code = PyFrame_GetCode(f);
-	r = starts(code->co_filename, "/usr/lib/python3") || starts(code->co_filename, "<frozen ");
-	Py_DECREF(code);
-	if (!r)
-		return 0;
-	g = PyFrame_GetGlobals(f);
-	r = tp_py_real_namespace(g);
-	Py_XDECREF(g);
-	return r;
+	return f != NULL && frame_in(f, zygote);
 }
 
 /* The one denied name a data package's own code may read or write: __dict__
@@ -377,7 +365,7 @@ int tp_py_caller_shim(void)
  * compile and __import__. */
 int tp_py_caller_trusted(void)
 {
-	return tp_py_frame_exempt(1) || caller_file_is(SHIM) == 1;
+	return tp_py_frame_exempt(1) || tp_py_caller_shim();
 }
 
 /* ---- audit tripwire --------------------------------------------------------------- */

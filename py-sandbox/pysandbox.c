@@ -352,8 +352,9 @@ static void figures(struct result *res, const struct tp_request *req)
 			tp_py_trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_OUTPUT_BYTES,
 				   tp_py_lim.output_bytes, used);
 		else
-			res->fail = "more than 16 figures: close some (plt.close) or draw them "
-				    "as subplots of one";
+			res->fail = "more than " TP_STR(
+			    TP_MSG_MAX_IMAGES) " figures: close some "
+					       "(plt.close) or draw them as subplots of one";
 		return;
 	}
 	for (Py_ssize_t i = 0; i < n; i++) {

@@ -32,6 +32,25 @@ def _landlock_abi():
 LANDLOCK_ABI = _landlock_abi()
 needs_landlock = pytest.mark.skipif(
     LANDLOCK_ABI < 1, reason="this kernel has no Landlock: tidepool refuses kernel-only and file grants here")
+PV = "policy_violation"
+
+
+def ok(res, value):
+    """An exec result that succeeded with exactly this value."""
+    assert res["ok"] is True, res
+    assert res["value"] == value, res
+    return res
+
+
+def refused(res, message):
+    """An exec the language layer refused, with exactly this message."""
+    assert res["ok"] is False, res
+    e = res["error"]
+    assert (e["kind"], e["layer"], e["type"], e["message"]) == (
+        PV, "language", "PolicyViolation", message), res
+    return e
+
+
 # The data preset's packages (Debian's python3-numpy, -pandas, -matplotlib).
 DATA_MISSING = [m for m in ("numpy", "pandas", "matplotlib")
                 if importlib.util.find_spec(m) is None]

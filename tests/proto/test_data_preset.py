@@ -4,15 +4,12 @@ raw-memory entry points with policy_violation; numpy's array data counted agains
 memory_bytes; the kernel still refuses a file read that gets past the language layer;
 standard still refuses numpy. Skipped, with the reason printed, where Debian's
 python3-numpy / python3-pandas / python3-matplotlib are not installed."""
-import os
 
 import pytest
 
-from conftest import Host, needs_data, needs_landlock
+from conftest import PV, Host, needs_data, needs_landlock, ok, refused
 
 pytestmark = needs_data
-
-PV = "policy_violation"
 
 
 @pytest.fixture(scope="module")
@@ -27,20 +24,6 @@ def run(host, code, policy="data", **params):
     r = host.call("sandbox/exec", p, timeout=90)
     assert "result" in r, r
     return r["result"]
-
-
-def ok(res, value):
-    assert res["ok"] is True, res
-    assert res["value"] == value, res
-    return res
-
-
-def refused(res, message):
-    assert res["ok"] is False, res
-    e = res["error"]
-    assert (e["kind"], e["layer"], e["type"], e["message"]) == (
-        PV, "language", "PolicyViolation", message), res
-    return e
 
 
 def test_zygote_starts_and_serves_repeatedly(host):

@@ -7,9 +7,7 @@ vars(obj) and obj.__dict__ on the snippet's own objects only, refused on everyth
 else. Exact kinds, types and messages."""
 import pytest
 
-from conftest import Host
-
-PV = "policy_violation"
+from conftest import PV, Host, ok, refused
 
 
 @pytest.fixture(scope="module")
@@ -26,20 +24,6 @@ def run(host, code, policy=None, **params):
     r = host.call("sandbox/exec", p, timeout=60)
     assert "result" in r, r
     return r["result"]
-
-
-def ok(res, value):
-    assert res["ok"] is True, res
-    assert res["value"] == value, res
-    return res
-
-
-def refused(res, message):
-    assert res["ok"] is False, res
-    e = res["error"]
-    assert (e["kind"], e["layer"], e["type"], e["message"]) == (
-        PV, "language", "PolicyViolation", message), res
-    return e
 
 
 def failed(res, type_, message):
