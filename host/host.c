@@ -211,18 +211,35 @@ static void cancel(struct tp_host *h, const json_t *params)
 		cancel_exec(h, e, w, "cancelled by the client (notifications/cancelled)");
 }
 
-/* EOF from an MCP client: it has gone (MCP's stdio shutdown), so every exec in
- * flight is stopped as a cancel stops it, and the host exits at once. */
-static void cancel_all(struct tp_host *h)
+/* SIGTERM, SIGINT, or a client that is gone: every exec in flight stops now.
+ * A queued one is answered cancelled at once; a running one's worker is killed
+ * and its exec answered from what the host knows (the output so far), without
+ * waiting for the reap, so the host can exit at once. A tools/call gets no
+ * reply, as under a cancel; every exec gets its audit line. Returns how many
+ * stopped. */
+static int stop_all(struct tp_host *h, const char *why)
 {
-	const char *why = "cancelled: the client closed stdin";
-	for (struct exec *e = h->qhead, *next; e != NULL; e = next) {
+	int n = 0;
+	for (struct exec *e = h->qhead, *next; e != NULL; e = next, n++) {
 		next = e->next;
 		cancel_exec(h, e, NULL, why);
 	}
-	for (struct worker *w = h->workers; w != NULL; w = w->next)
-		if (w->exec != NULL && !w->answered)
-			cancel_exec(h, w->exec, w, why);
+	for (struct worker *w = h->workers; w != NULL; w = w->next) {
+		struct exec *e = w->exec;
+		if (e == NULL || w->answered)
+			continue;
+		if (e->p.tool_call && !e->cancelled) {
+			e->cancelled = 1;
+			tp_host_batch_drop(h, e->id);
+		}
+		if (!tp_err_failed(&e->verdict))
+			tp_err_set(&e->verdict, TP_KIND_CANCELLED, TP_LAYER_HOST, 0, "%s", why);
+		if (w->pid > 0 && !w->exited)
+			kill(w->pid, SIGKILL);
+		tp_host_finish(h, w, NULL);
+		n++;
+	}
+	return n;
 }
 
 /* An exec over its policy's rate is answered at once, as a result the model
@@ -504,8 +521,6 @@ static void handle(struct tp_host *h, struct tp_rpc *rpc)
 	char msg[200];
 	json_t *data;
 	int code = tp_mcp_era(rpc->params, msg, sizeof msg, &data);
-	if (tp_mcp_modern(rpc->params) || strcmp(m, "initialize") == 0)
-		h->mcp = 1; /* an MCP client: its EOF ends the execs (read_stdin) */
 	/* An id names one request until it is answered: any request reusing it, an
 	 * exec or not, is refused, and the first keeps its one answer. */
 	if (rpc->id != NULL && find_exec(h, rpc->id, &w) != NULL) {
@@ -721,11 +736,12 @@ static void read_stdin(struct tp_host *h)
 			 h->cfg.max_line);
 		tp_out_error(h, NULL, TP_RPC_INVALID_REQUEST, msg);
 	}
-	/* An MCP client closes stdin to end the server (MCP's stdio shutdown): its
-	 * execs are stopped and the host exits at once. A JSON-RPC client's are
-	 * finished and answered first. */
-	if (!h->stdin_open && h->mcp)
-		cancel_all(h);
+	/* EOF: the client sends no more requests. What is in flight is finished
+	 * and answered (each exec is bounded by its own limits), but a tool call
+	 * can no longer be answered: the code waiting on one gets an error now. */
+	if (!h->stdin_open)
+		for (struct worker *w = h->workers; w != NULL; w = w->next)
+			tp_tools_abort(h, w, TP_MSG_NO_TOOL_CLIENT);
 }
 
 /* ---- the loop ------------------------------------------------------------------ */
@@ -741,8 +757,15 @@ static void handle_signals(struct tp_host *h)
 	while (read(h->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
 		if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
 			h->terminated = (int)si.ssi_signo;
+		else if (si.ssi_signo == SIGHUP)
+			h->hup = 1;
 	}
 	tp_pool_reap(h); /* SIGCHLD coalesces: always reap everything */
+}
+
+static int watch_stdout(const struct tp_host *h)
+{
+	return h->out_len > 0 || (h->cfg.use_stdin && h->cfg.emit == NULL && !h->gone);
 }
 
 static void poll_once(struct tp_host *h)
@@ -759,7 +782,11 @@ static void poll_once(struct tp_host *h)
 	int reading = h->stdin_open && h->out_len < MAX_OUT_PENDING;
 	fds[P_SIG] = (struct pollfd){ h->sigfd, POLLIN, 0 };
 	fds[P_STDIN] = (struct pollfd){ reading ? 0 : -1, POLLIN, 0 };
-	fds[P_STDOUT] = (struct pollfd){ h->out_len > 0 ? 1 : -1, POLLOUT, 0 };
+	/* stdout is watched even with nothing to write: POLLERR (a pipe whose
+	 * reader closed) or POLLHUP (a socket or terminal hung up) says the client
+	 * is gone. A file or /dev/null never reports either. */
+	fds[P_STDOUT] = (struct pollfd){ watch_stdout(h) ? 1 : -1,
+					 (short)(h->out_len > 0 ? POLLOUT : 0), 0 };
 	int i;
 	for (i = 0; i < nw; i++)
 		fds[P_FIXED + i] =
@@ -777,8 +804,10 @@ static void poll_once(struct tp_host *h)
 			    fds[P_FIXED + i].revents & (POLLIN | POLLHUP | POLLERR))
 				tp_pool_read_chan(h, ws[i]);
 		}
-		if (fds[P_STDOUT].revents)
+		if (fds[P_STDOUT].revents & POLLOUT || (h->out_len > 0 && fds[P_STDOUT].revents))
 			tp_out_flush(h);
+		else if (fds[P_STDOUT].revents & (POLLERR | POLLHUP))
+			h->gone = 1;
 		for (int z = 0; z < h->nzyg; z++)
 			if (zfds[z].revents)
 				tp_pool_read_zygote(h, &h->zyg[z]);
@@ -793,14 +822,65 @@ static void poll_once(struct tp_host *h)
 	tp_stream_tick(h, tp_host_now_ms());
 }
 
+/* SIGHUP: the audit log is reopened by its name (logrotate moved it), and
+ * nothing else changes. When the name cannot be opened, the old file stays. */
+static void reopen_audit(struct tp_host *h)
+{
+	struct tp_err err = { 0 };
+	h->hup = 0;
+	if (h->cfg.audit_path == NULL)
+		return;
+	int fd = tp_audit_open(h->cfg.audit_path, &err);
+	if (fd < 0) {
+		tp_out_log("SIGHUP: the audit log stays open as it was: %s", err.msg);
+		return;
+	}
+	close(h->audit_fd);
+	h->audit_fd = fd;
+	tp_out_log("SIGHUP: reopened the audit log %s", h->cfg.audit_path);
+}
+
+/* SIGTERM or SIGINT: everything in flight is cancelled, the replies written
+ * (up to SHUTDOWN_FLUSH_MS for a client that reads), and the host exits with
+ * 128 + the signal. A client that is gone cannot be answered: exit 0. */
+#define SHUTDOWN_FLUSH_MS 300.0
+static int shut_down(struct tp_host *h)
+{
+	char why[80], n[16];
+	if (h->terminated)
+		snprintf(why, sizeof why, "cancelled: tidepool received %s",
+			 h->terminated == SIGINT ? "SIGINT" : "SIGTERM");
+	else
+		snprintf(why, sizeof why, "cancelled: the client is gone (its stdout closed)");
+	int stopped = stop_all(h, why);
+	if (stopped > 0) {
+		snprintf(n, sizeof n, "%d", stopped);
+		tp_out_log(h->terminated ? "%s execs in flight cancelled" :
+					   "the client is gone: %s execs in flight cancelled",
+			   n);
+	}
+	if (h->gone)
+		return 0;
+	double end = tp_host_now_ms() + SHUTDOWN_FLUSH_MS;
+	for (;;) { /* a terminal or a file is written blocking, at once */
+		tp_out_flush(h);
+		double left = end - tp_host_now_ms();
+		if (h->out_len == 0 || h->gone || left <= 0)
+			break;
+		poll(&(struct pollfd){ 1, POLLOUT, 0 }, 1, (int)left + 1);
+	}
+	tp_out_finish_open_line(h);
+	return 128 + h->terminated;
+}
+
 int tp_host_run(struct tp_host *h)
 {
 	tp_pool_dispatch_queue(h); /* warm the pool before the first request */
 	for (;;) {
-		if (h->terminated) {
-			tp_out_finish_open_line(h);
-			return 128 + h->terminated;
-		}
+		if (h->hup)
+			reopen_audit(h);
+		if (h->terminated || h->gone)
+			return shut_down(h);
 		int more_input = h->cfg.use_stdin && h->stdin_open;
 		if (!more_input && !busy(h) && h->out_len == 0)
 			return 0;
@@ -843,6 +923,7 @@ static int setup_signals(struct tp_host *h, struct tp_err *err)
 	sigaddset(&set, SIGCHLD);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
 	/* Writes to a vanished client or worker must fail with EPIPE, not kill us. */
 	signal(SIGPIPE, SIG_IGN);
 	if (sigprocmask(SIG_BLOCK, &set, NULL) != 0 ||

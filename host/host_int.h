@@ -165,7 +165,9 @@ struct tp_host {
 	size_t out_len, out_cap;
 	int out_blocking;
 	int sigfd;
-	int terminated;
+	int terminated; /* SIGTERM or SIGINT: its number */
+	int gone;       /* the client's end of stdout closed: nothing more can be said */
+	int hup;        /* SIGHUP: reopen the audit log */
 	int open_line;       /* a partial write left a reply line unfinished on stdout */
 	struct pollfd *pfds; /* P_FIXED + poll_cap + nzyg entries */
 	struct worker **pws; /* poll_cap entries */
@@ -180,10 +182,7 @@ struct tp_host {
 	int poll_cap;                /* workers pfds and pws hold: max_workers + sessions */
 	struct ended_session ended[ENDED_KEPT];
 	unsigned nended;
-	/* MCP: the client spoke it (initialize, or a request of the stateless
-	 * revision), so EOF on stdin stops the execs in flight instead of
-	 * draining them; mcp_version is what initialize picked, or "". */
-	int mcp;
+	/* MCP: what initialize picked, or "". */
 	char mcp_version[16];
 	struct batch *batches; /* open batches, their replies held */
 	const json_t *line_id; /* the id of the single request being handled: its
@@ -225,6 +224,8 @@ void tp_tools_from_worker(struct tp_host *h, struct worker *w, const char *buf, 
 void tp_tools_response(struct tp_host *h, const struct tp_rpc *rpc);
 /* Answers w's pending tool call (if any) as refused: its exec is being stopped. */
 void tp_tools_abort(struct tp_host *h, struct worker *w, const char *why);
+/* What a tool call gets once the client has closed stdin. */
+#define TP_MSG_NO_TOOL_CLIENT "the client closed stdin: its tools cannot answer"
 
 /* How long an exec asked to stop may take to return before it is killed. */
 #define STOP_GRACE_MS 250.0

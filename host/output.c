@@ -61,6 +61,7 @@ void tp_out_flush(struct tp_host *h)
 		if (n <= 0) { /* the client is gone: nothing more can be said */
 			h->out_len = off = 0;
 			h->stdin_open = 0;
+			h->gone = 1;
 			break;
 		}
 		off += (size_t)n;

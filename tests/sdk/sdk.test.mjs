@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, test, before, after } from 'node:test';
 import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
@@ -154,20 +155,57 @@ for (const c of CLIENTS) {
   });
 }
 
-describe('close() with a snippet running', () => {
+// How a client ends tidepool (README "Ending a session"): the SDKs' close()
+// ends stdin, waits 2 s for the exit, then sends SIGTERM (and SIGKILL 2 s
+// later). EOF finishes what is in flight, so with nothing running close() is
+// over at once; with a snippet running, SIGTERM cancels it and tidepool exits
+// within 0.5 s of the signal, before the SIGKILL.
+const linuxChildren = (pid) => {
+  try {
+    return execFileSync('cat', [`/proc/${pid}/task/${pid}/children`]).toString().trim().split(/\s+/).filter(Boolean);
+  } catch {
+    return [];
+  }
+};
+const goneAll = async (pids) => {
+  for (let i = 0; i < 300; i++) {
+    if (pids.every((p) => { try { process.kill(Number(p), 0); return false; } catch { return true; } })) return true;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return false;
+};
+describe('close()', () => {
   for (const c of [CLIENTS[0], CLIENTS[1], CLIENTS[CLIENTS.length - 1]]) {
-    test(`${c.name}: ends fast, without SIGTERM`, async () => {
+    test(`${c.name}: with nothing running, at once (no SIGTERM)`, async () => {
       const { client, transport } = await connect(c);
       const pid = transport.pid;
-      const running = client.callTool({ name: 'run_python', arguments: { code: 'while True: pass' } });
-      running.catch(() => {});
-      await new Promise((r) => setTimeout(r, 500));
+      await client.listTools();
       const t = Date.now();
       await client.close();
       const took = Date.now() - t;
-      // the SDKs wait 2 s for the exit before they send SIGTERM
       assert.ok(took < 1500, `close() took ${took} ms`);
       assert.throws(() => process.kill(pid, 0), { code: 'ESRCH' });
+    });
+    test(`${c.name}: with a snippet running, SIGTERM stops it within the grace period`, async () => {
+      const { client, transport } = await connect(c);
+      const pid = transport.pid;
+      let exit = null;
+      transport._process.once('exit', (code, signal) => { exit = { code, signal }; });
+      const running = client.callTool({ name: 'run_python', arguments: { code: 'while True: pass' } });
+      running.catch(() => {});
+      await new Promise((r) => setTimeout(r, 500));
+      const kids = linuxChildren(pid);
+      // the zygote and the running worker (where the kernel lists children)
+      if (existsSync(`/proc/${pid}/task/${pid}/children`)) assert.ok(kids.length >= 2, `children: ${kids}`);
+      const t = Date.now();
+      await client.close();
+      const took = Date.now() - t;
+      // 2 s of grace after EOF (the snippet runs on, as EOF finishes what is in
+      // flight), then SIGTERM: tidepool's own exit status, not SIGKILL's
+      assert.ok(took >= 1900 && took < 2500, `close() took ${took} ms`);
+      assert.deepEqual(exit, { code: 143, signal: null });
+      assert.throws(() => process.kill(pid, 0), { code: 'ESRCH' });
+      assert.ok(await goneAll(kids), `left alive: ${kids}`);
       await assert.rejects(running);
     });
   }
