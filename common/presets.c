@@ -47,7 +47,7 @@ const char *const tp_preset_texts[] = {
 	"  },\n"
 	"  \"filesystem\": { \"read\": [], \"write\": [], \"file_bytes\": 0 },\n"
 	"  \"tools\": [],\n"
-	"  \"session\": { \"max_sessions\": 16, \"idle_ms\": 600000, \"max_execs\": 1000, \"memory_bytes\": 67108864, \"lifetime_ms\": 3600000 },\n"
+	"  \"session\": { \"max_sessions\": 16, \"idle_ms\": 600000, \"max_execs\": 1000, \"memory_bytes\": 67108864, \"lifetime_ms\": 3600000, \"workspace_bytes\": 16777216 },\n"
 	"  \"isolation\": \"process\",\n"
 	"  \"rate\": { \"per_minute\": 0, \"session_per_minute\": 0 },\n"
 	"  \"redact\": { \"strings\": [], \"patterns\": [], \"env\": [] }\n"
@@ -73,7 +73,7 @@ const char *const tp_preset_texts[] = {
 	"    \"modules\": [\"math\", \"json\", \"re\", \"random\", \"collections\", \"itertools\", \"functools\",\n"
 	"                \"statistics\", \"fractions\", \"string\", \"heapq\", \"bisect\", \"operator\", \"copy\"]\n"
 	"  },\n"
-	"  \"session\": { \"max_sessions\": 4, \"idle_ms\": 120000, \"max_execs\": 200, \"memory_bytes\": 33554432, \"lifetime_ms\": 900000 },\n"
+	"  \"session\": { \"max_sessions\": 4, \"idle_ms\": 120000, \"max_execs\": 200, \"memory_bytes\": 33554432, \"lifetime_ms\": 900000, \"workspace_bytes\": 0 },\n"
 	"  \"rate\": { \"per_minute\": 600, \"session_per_minute\": 60 }\n"
 	"}\n",
 	"{\n"
@@ -99,7 +99,7 @@ const char *const tp_preset_texts[] = {
 	"                \"contextlib\", \"traceback\", \"logging\", \"warnings\", \"uuid\", \"urllib.parse\",\n"
 	"                \"zoneinfo\"]\n"
 	"  },\n"
-	"  \"session\": { \"max_sessions\": 64, \"idle_ms\": 3600000, \"max_execs\": 100000, \"memory_bytes\": 536870912, \"lifetime_ms\": 86400000 }\n"
+	"  \"session\": { \"max_sessions\": 64, \"idle_ms\": 3600000, \"max_execs\": 100000, \"memory_bytes\": 536870912, \"lifetime_ms\": 86400000, \"workspace_bytes\": 67108864 }\n"
 	"}\n",
 	"{\n"
 	"  \"name\": \"kernel-only\",\n"
@@ -128,7 +128,7 @@ const char *const tp_preset_texts[] = {
 	"                \"calendar\", \"cmath\", \"numbers\", \"difflib\", \"html\", \"urllib.parse\",\n"
 	"                \"unicodedata\", \"zoneinfo\", \"numpy\", \"pandas\", \"matplotlib\"]\n"
 	"  },\n"
-	"  \"session\": { \"memory_bytes\": 536870912 }\n"
+	"  \"session\": { \"memory_bytes\": 536870912, \"workspace_bytes\": 134217728 }\n"
 	"}\n",
 	NULL,
 };

@@ -760,6 +760,13 @@ static int file_shim(lua_State *L)
 	char norm[4096], joined[4096], msg[600];
 	const char *ws = tp_sandbox_workspace();
 
+	if (ws == NULL && p->fs_read.n == 0 && p->fs_write.n == 0) {
+		snprintf(msg, sizeof msg,
+			 "%s('%.200s') is refused: files are in a session's workspace, and this "
+			 "exec has none (policy %s: open a session)",
+			 what, path, p->name);
+		return tp_lua_guard_refuse(L, TP_KIND_POLICY_VIOLATION, msg);
+	}
 	/* In a session's workspace (its working directory), a relative path is in it. */
 	if (ws != NULL && path[0] != '/' && path[0] != '\0') {
 		snprintf(joined, sizeof joined, "%s/%s", ws, path);

@@ -826,7 +826,7 @@ static PyObject *call_init(PyObject *init)
 	if (mods && blt && cat)
 		r = PyObject_CallFunction(
 		    init, "OOOsii", mods, blt, cat, p->name, tp_py_kernel_only,
-		    p->fs_read.n > 0 || p->fs_write.n > 0 || p->session.workspace_bytes > 0);
+		    p->fs_read.n > 0 || p->fs_write.n > 0 ? 2 : p->session.workspace_bytes > 0);
 	Py_XDECREF(mods), Py_XDECREF(blt), Py_XDECREF(cat);
 	/* With file grants, a path the shim let through can still meet the kernel
 	 * (a symlink out of the grant): that refusal is the kernel's too. */

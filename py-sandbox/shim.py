@@ -1327,6 +1327,7 @@ _VARS_REFUSED = 'vars is not available in the sandbox (policy %s: no introspecti
 # beneath a grant: reads under a read or write grant, writes (w, a, x, +) under a
 # write grant. The kernel (Landlock) is the wall; this says early and clearly.
 FILES = False
+GRANTS = False  # set by init(): the policy grants paths (not only a session's workspace)
 _real_open = open
 import os as _os
 import posixpath as _pp
@@ -1349,6 +1350,9 @@ def _granted(p, write, call, rest=''):
     if '\0' in path:
         raise ValueError('%s: embedded null byte' % call)
     ws = _workspace()
+    if ws is None and not GRANTS:
+        _refuse('%s is refused: files are in a session\'s workspace, and this exec has none '
+                '(policy %s: open a session)' % (shown, POLICY))
     if ws is not None and path and not path.startswith('/'):
         path = ws + '/' + path  # a session's workspace is the working directory
     if not path.startswith('/'):
@@ -1650,10 +1654,11 @@ def _kernel_init():
 def init(modules, allowed_builtins, catalog_builtins, policy, kernel_only, files):
     """Called once by the zygote with its policy's lists; returns the builtins
     dict every snippet gets."""
-    global _seed, ALLOWED, POLICY, KERNEL_ONLY, CATALOG_BUILTINS, FILES
+    global _seed, ALLOWED, POLICY, KERNEL_ONLY, CATALOG_BUILTINS, FILES, GRANTS
     import importlib
     ALLOWED, POLICY, KERNEL_ONLY = tuple(modules), policy, bool(kernel_only)
     CATALOG_BUILTINS, FILES = frozenset(catalog_builtins), bool(files)
+    GRANTS = files == 2  # 1: a session's workspace only
     if KERNEL_ONLY:
         for name in PRELOAD + ALLOWED:
             importlib.import_module(name)
