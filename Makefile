@@ -2,7 +2,7 @@
 # the test stages, the tools.
 #
 #   make            build/tidepool, build/tidepool-python and build/tidepool-lua
-#   make demo       an example session, printing the replies
+#   make demo       an example session in both languages, one line per step
 #   make test       every test stage, in the order of TEST_STAGES (~6 min)
 #   make bench      latency and cost figures, as ratios measured in one run
 #   make install    PREFIX=/usr/local DESTDIR= (binaries and the man page); make uninstall
@@ -89,7 +89,7 @@ deps:
 	fi
 
 demo: all
-	@sh tests/demo.sh $(BUILD)/tidepool
+	@$(PYTHON) examples/demo.py $(BUILD)/tidepool
 
 # The stages `make test` runs, in order; QUICK=1 keeps the first six (sdk,
 # ~40 s with its npm ci, is in the full list only). The checks of the sources
