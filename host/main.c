@@ -36,7 +36,16 @@ static int usage(FILE *f)
 	    "       tidepool --version | --help\n"
 	    "`tidepool run --help` lists run's options. A policy is a JSON file "
 	    "(policies/README.md);\n"
-	    "the presets are strict, standard (the default), permissive and kernel-only.\n");
+	    "the presets are strict, standard (the default), permissive and kernel-only.\n"
+	    "\n"
+	    "Ending: end of file on stdin means no more requests. tidepool finishes every\n"
+	    "request in flight (each exec within its own limits), writes every reply, then\n"
+	    "exits 0; a tool call made after it gets an error, since no client can answer\n"
+	    "it. A client that is gone (its end of stdout closed) gets every exec cancelled,\n"
+	    "and tidepool exits 0 at once. SIGTERM or SIGINT cancels every exec (a\n"
+	    "sandbox/exec is answered with kind cancelled, a tools/call is not answered) and\n"
+	    "tidepool exits with 128 + the signal within half a second. SIGHUP reopens the\n"
+	    "--audit file and changes nothing else.\n");
 	return f == stdout ? 0 : 2;
 }
 
