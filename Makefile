@@ -71,7 +71,7 @@ FORMAT_SRCS = $(filter-out py-sandbox/pyshim.c common/presets.c,$(CORE_SRCS)) ho
 
 .PHONY: all deps demo test bench install uninstall clean unit proto sdk faults failalloc soak \
         soak-ci test-sanitize fuzz fuzz-build fuzz-regress format format-check shim-check \
-        pyclient man-check
+        pyclient man-check doc-check
 
 # ---- entry points ------------------------------------------------------------
 all: deps
@@ -95,7 +95,7 @@ demo: all
 # ~40 s with its npm ci, is in the full list only). The checks of the sources
 # come before anything is built (a build would regenerate a stale pyshim.c and
 # hide it).
-TEST_STAGES := format-check shim-check unit proto pyclient man-check \
+TEST_STAGES := format-check shim-check unit proto pyclient man-check doc-check \
                $(if $(QUICK),,sdk faults soak-ci test-sanitize fuzz)
 test: deps
 	@set -e; for s in $(TEST_STAGES); do echo "==== make $$s"; \
@@ -198,6 +198,11 @@ pyclient: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
 # renders without warnings (when groff is installed).
 man-check: $(BUILD)/tidepool
 	$(PYTHON) tests/man/check_man.py $(BUILD)/tidepool man/tidepool.1
+
+# The documentation, executed (tests/docs): its links resolve, its commands run and
+# print what it shows, and how a client ends tidepool reads the same everywhere.
+doc-check: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
+	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) -m pytest -q -rs -p no:cacheprovider tests/docs < /dev/null
 
 # The official MCP SDKs against the real binary (tests/sdk: node --test), in
 # every revision tidepool offers. Their packages come from the committed
