@@ -91,7 +91,7 @@ deps:
 demo: all
 	@$(PYTHON) examples/demo.py $(BUILD)/tidepool
 
-# The stages `make test` runs, in order; QUICK=1 keeps the first six (sdk,
+# The stages `make test` runs, in order; QUICK=1 keeps the first seven (sdk,
 # ~40 s with its npm ci, is in the full list only). The checks of the sources
 # come before anything is built (a build would regenerate a stale pyshim.c and
 # hide it).

@@ -6,7 +6,7 @@ Prints figures; asserts only that replies are correct, never a timing.
 
 Sections, in order (BENCH_ONLY=a,b picks some; docs/performance.md describes
 every row): machine, paced, b2b, cpu, compute, sessions, data; then the goal
-table. data (issue 16) is the `data` policy preset's numpy + pandas group-by
+table. data is the `data` policy preset's numpy + pandas group-by
 against a cold `python3.11 -c` doing the same, and the data zygote's start and
 memory; it is skipped, with the reason, where python3.11 cannot import them.
 BENCH_QUICK=1 (make bench QUICK=1) is a short run; BENCH_N (back-to-back and
@@ -182,7 +182,7 @@ def sessions(n_paced=200, n_b2b=1000, n_open=100, n_pipelined=2000):
         print(f"  {lang:<6} back to back         median {statistics.median(b):8.1f} us   spawning {sp:9.1f} us"
               f"   {sp / statistics.median(b):6.1f}x faster (goal >= {goal}x);"
               f" {statistics.median(b) / statistics.median(ping_b2b):4.2f}x a ping")
-        print(f"  {lang:<6} ten execs in one session: {ten:8.1f} us in all (Monty's anchor: 400 us)")
+        print(f"  {lang:<6} ten execs in one session: {ten:8.1f} us in all")
         c.rpc("sandbox/session/close", {"session_id": sid})
     for lang, goal in (("lua", 1024), ("python", 4096)):
         ids = [c.rpc("sandbox/session/open", {"lang": lang})["session_id"] for _ in range(n_open)]
@@ -514,7 +514,7 @@ def compute_section(c):
              py + [PY_OBJECTS + "print(s)"], py + ["pass"], [("cpu_ms only", {"cpu_ms": 5000}, "")])
 
 
-# ---- data (issue 16) -------------------------------------------------------------
+# ---- data -------------------------------------------------------------------
 # The same numpy + pandas work through the `data` preset and through a cold
 # python3.11: deterministic data, so the reply is checked.
 DATA_WORK = ("import numpy as np\nimport pandas as pd\nx = np.arange(1000)\n"
@@ -638,7 +638,7 @@ def zygote_start(params, data, check):
 
 def data_section():
     why = data_missing()
-    print(f"Data (issue 16): the `data` preset's numpy + pandas group-by of 1,000 rows, against a cold"
+    print(f"Data: the `data` preset's numpy + pandas group-by of 1,000 rows, against a cold"
           f" `python3.11 -I -c` doing the same:")
     if why:
         print(f"  — skipped: {why}")
@@ -743,7 +743,7 @@ SUMMARY = [("paced/lua-process", "Lua paced exec / paced ping, process", "≤ 2�
 
 
 def summary():
-    print("Goals (issues 14 and 16), measured in this run (— : not measured: section skipped, or"
+    print("Goals (docs/performance.md says why each), measured in this run (— : not measured: section skipped, or"
           " isolation 'state' not in this binary):")
     rows = []
     for key, label, goal, ok in SUMMARY:
