@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from conftest import Host
+from conftest import Host, needs_landlock
 
 CASES = json.load(open(os.path.join(os.path.dirname(__file__), "..", "cases",
                                     "compat_python.json")))["cases"]
@@ -79,11 +79,26 @@ def test_compat(host, case):
             assert {k: res["error"][k] for k in expect["error"]} == expect["error"], res
 
 
+@needs_landlock
+def test_write_file_in_a_session_is_cpythons(host):
+    # The case is refused in a one-shot exec (no workspace); in a session of its preset
+    # the file is in the workspace and the snippet behaves as in CPython.
+    case = next(c for c in CASES if c["name"] == "write_file")
+    r = host.call("sandbox/session/open", {"lang": "python", "policy": case["preset"]})["result"]
+    try:
+        res = host.call("sandbox/exec", {"session_id": r["session_id"], "code": case["code"]},
+                        timeout=60)["result"]
+        assert same_as_cpython(res, case["cpython"]), (res, case["cpython"])
+    finally:
+        host.call("sandbox/session/close", {"session_id": r["session_id"]})
+
+
 ALLOWED = ("math, json, re, random, datetime, collections, collections.abc, itertools, "
            "functools, statistics, decimal, fractions, string, textwrap, heapq, bisect, "
            "dataclasses, typing, enum, operator, copy, pprint, sys, io, csv, time, abc, "
            "contextlib, traceback, logging, warnings, hashlib, base64, uuid, struct, "
-           "calendar, cmath, numbers, difflib, html, urllib.parse, unicodedata, zoneinfo")
+           "calendar, cmath, numbers, difflib, html, urllib.parse, unicodedata, zoneinfo, "
+           "os, os.path, pathlib")  # the file facades: standard's sessions have a workspace
 
 
 def test_compat_summary(host):

@@ -163,7 +163,9 @@ def test_sessions_never_see_each_other(h):
     assert os.listdir(wa) == []
     # a one-shot exec of the same policy has no workspace
     r = h.call("sandbox/exec", {"lang": "python", "code": "open('secret').read()"})["result"]
-    assert r["error"]["kind"] == "policy_violation", r
+    assert (r["error"]["kind"], r["error"]["layer"], r["error"]["message"]) == (
+        "policy_violation", "language", "open('secret') is refused: files are in a session's "
+        "workspace, and this exec has none (policy ws: open a session)"), r
     for s in (a, b):
         h.call("sandbox/session/close", {"session_id": s})
 
@@ -208,12 +210,16 @@ def test_the_workspace_goes_when_the_session_ends(h):
 
 
 def test_no_workspace_without_the_policy_or_landlock(pol_dir):
-    h = Host(args=("--policy-dir", pol_dir))  # standard: workspace_bytes 0
+    h = Host(args=("--policy-dir", pol_dir, "--policy", "strict"))  # strict: workspace_bytes 0
     try:
         r = h.call("sandbox/session/open", {"lang": "lua"})["result"]
         assert "workspace" not in r
         assert err(files(h, "list", session_id=r["session_id"])) == \
-            f"session '{r['session_id']}' has no workspace (policy 'standard' has session.workspace_bytes 0)"
+            f"session '{r['session_id']}' has no workspace (policy 'strict' has session.workspace_bytes 0)"
+        # the default's sessions have one (standard: 16 MiB a file)
+        r = h.call("sandbox/session/open", {"lang": "lua", "policy": "standard"})["result"]
+        assert r["workspace"]["file_bytes"] == 16 << 20, r
+        assert files(h, "list", session_id=r["session_id"])["result"] == {"files": [], "complete": True}
     finally:
         h.close()
     h = Host(env={"PATH": "/usr/bin:/bin", "TIDEPOOL_TEST_NO_LANDLOCK": "1"},
@@ -275,7 +281,7 @@ def test_mcp_moves_files_as_text(pol_dir):
         assert bad["content"][0]["text"] == 'write_file takes {"session_id", "path", "text"}'
     finally:
         h.close()
-    h = Host()  # standard: no workspaces, no file tools
+    h = Host(args=("--policy", "strict"))  # strict: no workspaces, no file tools
     try:
         assert "write_file" not in [t["name"] for t in h.call("tools/list")["result"]["tools"]]
         r = h.call("tools/call", {"name": "write_file", "arguments": {}})

@@ -11,26 +11,39 @@ NIL_INDEX = "attempt to index a nil value"
 PV = "policy_violation"
 
 
-def refused(name, why):
+def refused(name, why, policy="standard"):
     """A name stock Lua has and the policy leaves out: the read itself is refused."""
-    msg = "%s is not available in the sandbox (policy standard%s)" % (name, ": " + why if why else "")
+    msg = "%s is not available in the sandbox (policy %s%s)" % (name, policy, ": " + why if why else "")
+    return lambda r: r["error"]["message"] == msg and r["error"]["type"] == "PolicyViolation"
+
+
+def no_workspace(call):
+    """The default (standard) gives each session a workspace, so every exec has io.open and
+    io.lines: a one-shot exec's call refuses each path and says where files are."""
+    msg = ("%s('/etc/passwd') is refused: files are in a session's workspace, and this exec has "
+           "none (policy standard: open a session)" % call)
     return lambda r: r["error"]["message"] == msg and r["error"]["type"] == "PolicyViolation"
 
 REQ = ("require('%s') is not available in the sandbox (policy standard: no modules; its libraries are "
        "globals: string, table, math, utf8, coroutine, os, io, json)")
 
-# (id, code, limits, expected kind or "ok", check on the result)
+# (id, code, limits, expected kind or "ok", check on the result[, policy])
+# Without a policy the case runs under the default (standard); what a policy without
+# files leaves out (io.open, io.lines) is tested under strict, which has no workspace.
 CASES = [
     # -- removed globals and libraries (CVE-2022-0543 class) --------------------
     ("require", "return require('lpeg')", {}, PV, lambda r: r["error"]["message"] == REQ % "lpeg"),
     ("require the stock io", "return require('tidepool.io')", {}, PV, lambda r: r["error"]["message"] == REQ % "tidepool.io"),
-    ("require what the snippet has", "return require('io') == io and require('json') == json and rawget(io, 'open') == nil", {}, "ok", lambda r: r["value"] is True),
+    ("require what the snippet has", "return require('io') == io and require('json') == json and rawget(io, 'open') == nil", {}, "ok", lambda r: r["value"] is True, "strict"),
+    ("require what the snippet has, files", "return require('io') == io and require('json') == json and type(rawget(io, 'open')) == 'function' and rawget(io, 'popen') == nil", {}, "ok", lambda r: r["value"] is True),
     ("package.loadlib", "return package.loadlib('liblua5.4.so', 'luaopen_io')", {}, PV, refused("package", "no modules")),
     ("dofile", "return dofile('/etc/passwd')", {}, PV, refused("dofile", "no files")),
     ("loadfile", "return loadfile('/etc/passwd')", {}, PV, refused("loadfile", "no files")),
-    ("io.open", "return io.open('/etc/passwd'):read('a')", {}, PV, refused("io.open", "no files")),
+    ("io.open", "return io.open('/etc/passwd'):read('a')", {}, PV, refused("io.open", "no files", "strict"), "strict"),
+    ("io.open without a workspace", "return io.open('/etc/passwd'):read('a')", {}, PV, no_workspace("io.open")),
     ("io.popen", "return io.popen('id'):read('a')", {}, PV, refused("io.popen", "no processes")),
-    ("io.lines", "for l in io.lines('/etc/passwd') do print(l) end", {}, PV, lambda r: r["stdout"] == "" and refused("io.lines", "no files")(r)),
+    ("io.lines", "for l in io.lines('/etc/passwd') do print(l) end", {}, PV, lambda r: r["stdout"] == "" and refused("io.lines", "no files", "strict")(r), "strict"),
+    ("io.lines without a workspace", "for l in io.lines('/etc/passwd') do print(l) end", {}, PV, lambda r: r["stdout"] == "" and no_workspace("io.lines")(r)),
     ("io.stdout", "return io.stdout:write('escape')", {}, PV, refused("io.stdout", "no files")),
     ("os.execute", "return os.execute('id')", {}, PV, refused("os.execute", "no processes")),
     ("os.getenv", "return os.getenv('PATH')", {}, PV, refused("os.getenv", "no environment")),
@@ -42,7 +55,8 @@ CASES = [
     ("collectgarbage.collect", "collectgarbage('collect')", {}, "runtime_error", None),
     ("collectgarbage.stop", "collectgarbage('stop') local t = {} for i=1,1e7 do t = {} end", {}, "runtime_error", None),
     ("globals via _G lookup", "return _G['pack'..'age'] == nil", {}, PV, refused("package", "no modules")),
-    ("globals via rawget", "return rawget(_G, 'pack'..'age') == nil and rawget(_G['i'..'o'], 'open') == nil", {}, "ok", lambda r: r["value"] is True),
+    ("globals via rawget", "return rawget(_G, 'pack'..'age') == nil and rawget(_G['i'..'o'], 'open') == nil", {}, "ok", lambda r: r["value"] is True, "strict"),
+    ("globals via rawget, files", "return rawget(_G, 'pack'..'age') == nil and rawget(_G['i'..'o'], 'po'..'pen') == nil", {}, "ok", lambda r: r["value"] is True),
     # -- bytecode (CVE-2015-4335 class) -----------------------------------------
     ("string.dump", "return string.dump(print)", {}, PV, refused("string.dump", "no bytecode")),
     ("binary chunk", "local f, e = load('\\27Lua\\84\\0\\25\\147') return {f == nil, e}", {}, "ok",
@@ -91,9 +105,13 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("name,code,limits,kind,check", CASES, ids=[c[0] for c in CASES])
-def test_hostile(shared_host, name, code, limits, kind, check):
-    r = shared_host.exec(code, limits=limits) if limits else shared_host.exec(code)
+@pytest.mark.parametrize("name,code,limits,kind,check,policy", [(*c, None)[:6] for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_hostile(shared_host, name, code, limits, kind, check, policy):
+    params = {"policy": policy} if policy else {}
+    if limits:
+        params["limits"] = limits
+    r = shared_host.exec(code, **params)
     if kind == "ok":
         assert r["ok"] is True, r
     elif kind is not None:

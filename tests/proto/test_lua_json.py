@@ -184,10 +184,13 @@ def test_kernel_only_gives_json_and_require(shared_host):
 def gated_host():
     d = tempfile.mkdtemp(prefix="tp-json-", dir="/tmp")
     os.makedirs(os.path.join(d, "pol"))
-    for name, lua in [("nojson", {"libraries": ["base", "string"], "functions": []}),
-                      ("encodeonly", {"libraries": ["base"], "functions": ["json.encode"]})]:
+    # nojson: no workspace either (standard's sessions have one, and with it io.open and
+    # io.lines are in every exec), so io is a table of refused names only
+    for name, lua, extra in [("nojson", {"libraries": ["base", "string"], "functions": []},
+                              {"session": {"workspace_bytes": 0}}),
+                             ("encodeonly", {"libraries": ["base"], "functions": ["json.encode"]}, {})]:
         with open(os.path.join(d, "pol", name + ".json"), "w") as f:
-            json.dump({"name": name, "extends": "standard", "lua": lua}, f)
+            json.dump({"name": name, "extends": "standard", "lua": lua, **extra}, f)
     h = Host(args=("--policy-dir", os.path.join(d, "pol")))
     yield h
     h.close()
@@ -232,6 +235,11 @@ def test_a_policy_without_io_still_names_io_refusals(gated_host):
     r = gated_host.exec("return io.open('/etc/passwd')", policy="nojson")
     assert (r["error"]["kind"], r["error"]["message"]) == \
         ("policy_violation", "io.open is not available in the sandbox (policy nojson: no files)")
+    # standard gives sessions a workspace: a one-shot exec has io.open, which refuses the path
+    r = gated_host.exec("return io.open('/etc/passwd')", policy="standard")
+    assert (r["error"]["kind"], r["error"]["message"]) == \
+        ("policy_violation", "io.open('/etc/passwd') is refused: files are in a session's workspace, "
+                             "and this exec has none (policy standard: open a session)")
 
 
 def test_the_json_libraries_llm_code_names_find_json(shared_host):

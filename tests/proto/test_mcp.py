@@ -158,7 +158,9 @@ def test_tools_list_has_one_page(mcp):
     res = mcp.result("tools/list")
     assert "nextCursor" not in res
     names = [t["name"] for t in res["tools"]]
-    assert names == ["run_lua", "run_python", "list_sessions", "close_session"], names
+    # standard gives each session a workspace: its file tools are listed too
+    assert names == ["run_lua", "run_python", "list_sessions", "close_session",
+                     "write_file", "read_file", "list_files"], names
     if mcp.rev == MODERN:  # 2026-07-28's CacheableResult
         assert (res.pop("ttlMs"), res.pop("cacheScope")) == (3600000, "private")
     assert set(res) == {"tools"}, res
@@ -357,8 +359,13 @@ def test_annotations_say_what_each_tool_does(mcp):
         "run_python": (False, False, False, False),
         "list_sessions": (True, False, True, False),
         "close_session": (False, True, True, False),
+        "write_file": (False, True, True, False),
+        "read_file": (True, False, True, False),
+        "list_files": (True, False, True, False),
     }
-    for name, t in tools_by_name(mcp).items():
+    tools = tools_by_name(mcp)
+    assert sorted(tools) == sorted(want), sorted(tools)
+    for name, t in tools.items():
         a = t["annotations"]
         got = (a["readOnlyHint"], a["destructiveHint"], a["idempotentHint"], a["openWorldHint"])
         assert got == want[name], (name, a)
@@ -379,8 +386,9 @@ def test_descriptions_state_the_policys_real_limits_and_imports(mcp):
     assert "Libraries: base, string, table, math, utf8, coroutine and json; functions: os.clock, os.date, " \
            "os.difftime, os.time and io.write (anything else is nil). json.encode(value) gives JSON " \
            "text, json.decode(text) a value; json.null stands for null." in tools["run_lua"]["description"]
-    # what a description says is what happens
-    res = mcp.tool("run_python", {"code": "import os"})
+    # what a description says is what happens: a module it leaves out is refused (not os:
+    # standard's sessions have a workspace, so os is the file shims' facade in every exec)
+    res = mcp.tool("run_python", {"code": "import socket"})
     assert res["structuredContent"]["error"]["kind"] == "policy_violation"
 
 

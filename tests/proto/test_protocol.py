@@ -49,7 +49,8 @@ def test_initialized_notification_gets_no_reply_and_ping_works(host):
 
 def test_tools_list_and_call(host):
     tools = host.call("tools/list")["result"]["tools"]
-    assert [t["name"] for t in tools] == ["run_lua", "run_python", "list_sessions", "close_session"]
+    assert [t["name"] for t in tools] == ["run_lua", "run_python", "list_sessions", "close_session",
+                                          "write_file", "read_file", "list_files"]
     assert tools[0]["inputSchema"]["required"] == ["code"]
     assert tools[0]["outputSchema"]["type"] == "object"
     r = host.call("tools/call", {"name": "run_lua", "arguments": {"code": "return x * 2", "inputs": {"x": 21}}})["result"]

@@ -10,8 +10,16 @@ from conftest import Host, proc_read
 
 PV = "policy_violation"
 RT = "runtime_error"
+STRICT_MODULES = ("math, json, re, random, collections, itertools, functools, statistics, "
+                  "fractions, string, heapq, bisect, operator, copy")
+# The default (standard) gives each session a workspace, so every exec has the file shims:
+# a one-shot exec's open() refuses each path and says where files are.
+NO_WORKSPACE = ("open('/etc/passwd') is refused: files are in a session's workspace, and this exec "
+                "has none (policy standard: open a session)")
 
-# (id, code, limits, expected kind or "ok", check on the result)
+# (id, code, limits, expected kind or "ok", check on the result[, policy])
+# Without a policy the case runs under the default (standard); what a policy without
+# files refuses (no open, no os) runs under strict, which has no workspace.
 CASES = [
     # -- object-graph walks ------------------------------------------------------
     ("subclasses", "().__class__.__base__.__subclasses__()", {}, PV, None),
@@ -30,7 +38,8 @@ CASES = [
     ("builtins name", "__builtins__['open']", {}, PV, None),
     ("import name", "__import__('os')", {}, PV, None),
     # Builtins the policy never offers: a policy violation that names itself.
-    ("open", "open('/etc/passwd').read()", {}, PV, lambda r: r["error"]["message"] == "open is not available in the sandbox (policy standard: no files)"),
+    ("open", "open('/etc/passwd').read()", {}, PV, lambda r: r["error"]["message"] == "open is not available in the sandbox (policy strict: no files)", "strict"),
+    ("open without a workspace", "open('/etc/passwd').read()", {}, PV, lambda r: r["error"]["message"] == NO_WORKSPACE),
     ("exec", "exec('import os')", {}, PV, lambda r: r["error"]["message"] == "exec is not available in the sandbox (policy standard: no dynamic code)"),
     ("eval", "eval('1')", {}, PV, lambda r: r["error"]["message"] == "eval is not available in the sandbox (policy standard: no dynamic code)"),
     ("compile", "compile('1', 'x', 'eval')", {}, PV, lambda r: r["error"]["message"] == "compile is not available in the sandbox (policy standard: no dynamic code)"),
@@ -40,7 +49,10 @@ CASES = [
     ("breakpoint", "breakpoint()", {}, PV, lambda r: r["error"]["message"] == "breakpoint is not available in the sandbox (policy standard: no interactive interpreter)"),
     ("input", "input()", {}, PV, lambda r: r["error"]["message"] == "input is not available in the sandbox (policy standard: no terminal)"),
     # -- import bypasses -------------------------------------------------------------
-    ("import os", "import os", {}, PV, lambda r: "'os'" in r["error"]["message"]),
+    ("import os", "import os", {}, PV, lambda r: r["error"]["message"] == "import of module 'os' is not allowed in the sandbox (policy strict: no processes or files); allowed: " + STRICT_MODULES, "strict"),
+    # under standard, os is the file shims' facade: listdir, path and sep, nothing else
+    ("os facade", "import os\nsorted(n for n in dir(os) if not n.startswith('_'))", {}, "ok", lambda r: r["value"] == ["listdir", "path", "sep"]),
+    ("os.system", "import os\nos.system('id')", {}, RT, lambda r: r["error"]["message"] == "module 'os' has no attribute 'system'"),
     ("import sys", "import sys\nsys.modules", {}, RT,  # a facade: the streams only
      lambda r: r["error"]["message"] == "module 'sys' has no attribute 'modules'"),
     ("sys._getframe", "import sys\nsys._getframe(0)", {}, RT,
@@ -54,7 +66,8 @@ CASES = [
     ("import posix", "import posix", {}, PV, None),
     ("import _posixsubprocess", "import _posixsubprocess", {}, PV, None),
     ("relative import", "from . import x", {}, PV, None),
-    ("caught import", "try:\n import os\nexcept ImportError:\n os = None\n1", {}, PV, None),
+    ("caught import", "try:\n import os\nexcept ImportError:\n os = None\n1", {}, PV, None, "strict"),
+    ("caught import socket", "try:\n import socket\nexcept ImportError:\n socket = None\n1", {}, PV, None),
     ("json.codecs", "import json\njson.codecs.open('/etc/passwd')", {}, RT, lambda r: r["error"]["type"] == "AttributeError"),
     ("random._os", "import random\nrandom._os.system('id')", {}, RT, lambda r: r["error"]["type"] == "AttributeError"),
     ("collections._sys", "import collections\ncollections._sys.modules", {}, RT, None),
@@ -76,7 +89,8 @@ CASES = [
     ("code object", "(lambda: 0).__code__.replace(co_consts=())", {}, PV, None),
     ("bytearray uaf", "class X:\n def __index__(self):\n  ba.clear()\n  return 0\nba = bytearray(2 ** 22)\nba.count(X())", {}, "crashed", None),
     # -- NFKC identifiers --------------------------------------------------------------------
-    ("nfkc open", "\uff4f\uff50\uff45\uff4e('/etc/passwd')", {}, PV, lambda r: r["error"]["message"] == "open is not available in the sandbox (policy standard: no files)"),
+    ("nfkc open", "\uff4f\uff50\uff45\uff4e('/etc/passwd')", {}, PV, lambda r: r["error"]["message"] == "open is not available in the sandbox (policy strict: no files)", "strict"),
+    ("nfkc open without a workspace", "\uff4f\uff50\uff45\uff4e('/etc/passwd')", {}, PV, lambda r: r["error"]["message"] == NO_WORKSPACE),
     ("nfkc dunder", "()._\uff3fclass\uff3f\uff3f._\uff3fbase\uff3f\uff3f", {}, PV, None),
     # -- memory and CPU bombs in C ------------------------------------------------------------
     ("str bomb", "'a' * 10 ** 10", {"memory_bytes": 16 << 20}, "memory_limit", None),
@@ -110,7 +124,8 @@ CASES = [
     ("os via typing", "import typing\nclass A:\n x: 'sys'\ntyping.get_type_hints(A)", {}, RT, None),
     ("threads", "import threading", {}, PV, None),
     ("signal", "import signal", {}, PV, None),
-    ("environ", "import os\nos.environ", {}, PV, None),
+    ("environ", "import os\nos.environ", {}, PV, None, "strict"),
+    ("environ of the os facade", "import os\nos.environ", {}, RT, lambda r: r["error"]["message"] == "module 'os' has no attribute 'environ'"),
     ("strptime lazy import", "import datetime\ndatetime.datetime.strptime('2020', '%Y').year", {}, "ok", lambda r: r["value"] == 2020),
     ("system random", "import random\nrandom.SystemRandom().random() < 1", {}, "ok", lambda r: r["value"] is True),
     # -- state leaking into the next request ------------------------------------------------------
@@ -132,12 +147,15 @@ def healthy(h):
     assert r["result"]["value"] == 42
 
 
-@pytest.mark.parametrize("name,code,limits,kind,check", CASES, ids=[c[0] for c in CASES])
-def test_hostile(shared_host, name, code, limits, kind, check):
+@pytest.mark.parametrize("name,code,limits,kind,check,policy", [(*c, None)[:6] for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_hostile(shared_host, name, code, limits, kind, check, policy):
     host = shared_host  # one host for every case: each must leave it serving
     params = {"lang": "python", "code": code}
     if limits:
         params["limits"] = limits
+    if policy:
+        params["policy"] = policy
     r = host.call("sandbox/exec", params, timeout=30)
     assert "result" in r, r
     res = r["result"]

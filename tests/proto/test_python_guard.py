@@ -11,6 +11,9 @@ value. The regression half runs the code an LLM ordinarily writes (dataclasses,
 typing with string annotations, namedtuple, match on its own classes,
 string.Formatter, collections, json, re, math, dir()) and checks it still works."""
 import json
+import os
+import shutil
+import tempfile
 
 import pytest
 
@@ -37,9 +40,15 @@ def reached(x):
 
 @pytest.fixture(scope="module")
 def host():
-    h = Host()
+    # nofiles: standard without a session workspace, so no exec has the file shims (open)
+    d = tempfile.mkdtemp(prefix="tp-guard-", dir="/tmp")
+    os.chmod(d, 0o755)
+    with open(os.path.join(d, "nofiles.json"), "w") as f:
+        json.dump({"name": "nofiles", "extends": "standard", "session": {"workspace_bytes": 0}}, f)
+    h = Host(args=("--policy-dir", d))
     yield h
     h.close()
+    shutil.rmtree(d, ignore_errors=True)
 
 
 def run(h, code, **params):
@@ -310,18 +319,27 @@ reached(1)
     refused(res, "__subclasses__")
 
 
-def test_stdlib_eval_gets_the_snippet_builtins(host):
-    """eval() in typing puts builtins into the globals it is given: the snippet's
-    (a guarded dict), never the real builtins module with its __loader__."""
-    res = run(host, """
+STDLIB_EVAL = """
 import typing
 g = {}
 typing.ForwardRef('1')._evaluate(g, None, frozenset())
 b = g['__builtins__']
 [type(b).__name__, '__loader__' in b, 'open' in b, 'eval' in b]
-""")
+"""
+
+
+def test_stdlib_eval_gets_the_snippet_builtins(host):
+    """eval() in typing puts builtins into the globals it is given: the snippet's
+    (a guarded dict), never the real builtins module with its __loader__. Under a
+    policy without files, the snippet's have no open (the real ones do)."""
+    res = run(host, STDLIB_EVAL, policy="nofiles")
     assert res["ok"] is True, res
     assert res["value"] == ["dict", False, False, False], res
+    # standard gives sessions a workspace: the snippet's builtins have the file shim's open,
+    # and the dict typing got holds that very one
+    res = run(host, STDLIB_EVAL.replace("'open' in b", "b['open'] is open"))
+    assert res["ok"] is True, res
+    assert res["value"] == ["dict", False, True, False], res
 
 
 def test_forwardref_loader_never_reached(host):

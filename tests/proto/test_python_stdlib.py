@@ -216,7 +216,8 @@ ALLOWED_STANDARD = ("math, json, re, random, datetime, collections, collections.
                     "functools, statistics, decimal, fractions, string, textwrap, heapq, bisect, "
                     "dataclasses, typing, enum, operator, copy, pprint, sys, io, csv, time, abc, "
                     "contextlib, traceback, logging, warnings, hashlib, base64, uuid, struct, "
-                    "calendar, cmath, numbers, difflib, html, urllib.parse, unicodedata, zoneinfo")
+                    "calendar, cmath, numbers, difflib, html, urllib.parse, unicodedata, zoneinfo, "
+                    "os, os.path, pathlib")  # the file facades: standard's sessions have a workspace
 
 
 def test_bytesio_getbuffer_is_a_raw_buffer(host):

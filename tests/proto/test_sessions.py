@@ -150,13 +150,18 @@ SOFT = [
     ("python", "while True: pass", {"cpu_ms": 200}, "cpu_limit"),
     ("python", "x = [0] * (1 << 40)", {}, "memory_limit"),
     ("python", "1/0", {}, "runtime_error"),
-    ("python", "import os", {}, "policy_violation"),
+    ("python", "import socket", {}, "policy_violation"),
+    # standard's sessions have a workspace: a path outside it is refused
+    ("python", "open('/etc/passwd')", {}, "policy_violation"),
+    ("lua", "return io.open('/etc/passwd')", {}, "policy_violation"),
+    # a policy without files (strict: no workspace) refuses os itself
+    ("python", "import os", {}, "policy_violation", "strict"),
 ]
 
 
-@pytest.mark.parametrize("lang,code,limits,kind", SOFT)
-def test_soft_stops_keep_the_session(h, lang, code, limits, kind):
-    sid = open_session(h, lang)
+@pytest.mark.parametrize("lang,code,limits,kind,policy", [(*s, "standard")[:5] for s in SOFT])
+def test_soft_stops_keep_the_session(h, lang, code, limits, kind, policy):
+    sid = open_session(h, lang, policy=policy)
     sx(h, sid, "kept = 5" if lang == "python" else "kept = 5")
     r = sx(h, sid, code, limits=limits)
     assert r["ok"] is False and r["error"]["kind"] == kind, r

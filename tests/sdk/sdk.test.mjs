@@ -68,7 +68,8 @@ for (const c of CLIENTS) {
 
     test('lists the tools, with annotations and output schemas', async () => {
       const { tools } = await client.listTools();
-      assert.deepEqual(tools.map((t) => t.name), ['run_lua', 'run_python', 'list_sessions', 'close_session']);
+      assert.deepEqual(tools.map((t) => t.name), ['run_lua', 'run_python', 'list_sessions', 'close_session',
+        'write_file', 'read_file', 'list_files']);
       const lua = tools[0];
       assert.deepEqual(lua.annotations, {
         readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false,

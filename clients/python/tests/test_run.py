@@ -90,10 +90,16 @@ def test_limit_error(tp):
 
 
 def test_policy_violation(tp):
+    e = tp.run("open('/etc/passwd')", policy="strict").error
+    assert (e.name, e.kind, e.layer, e.value) == (
+        "PolicyViolation", "policy_violation", "language",
+        "open is not available in the sandbox (policy strict: no files)")
+    # standard gives sessions a workspace: a one-shot run has open, which refuses the path
     e = tp.run("open('/etc/passwd')", policy="standard").error
     assert (e.name, e.kind, e.layer, e.value) == (
         "PolicyViolation", "policy_violation", "language",
-        "open is not available in the sandbox (policy standard: no files)")
+        "open('/etc/passwd') is refused: files are in a session's workspace, and this exec "
+        "has none (policy standard: open a session)")
 
 
 @pytest.mark.parametrize("kw, message", [
