@@ -27,8 +27,7 @@ const struct tp_lang_info tp_langs[TP_NLANGS] = {
 	    .tool = "run_lua",
 	    .tool_title = "Run Lua 5.4",
 	    .tool_desc = "Run a Lua 5.4 snippet in a sandbox. The chunk's return value comes "
-			 "back as JSON in `value`; print() and io.write() go to `stdout`. No "
-			 "files, network or processes.",
+			 "back as JSON in `value`; print() and io.write() go to `stdout`.",
 	    .zygote_bin = "tidepool-lua",
 	    .exts = { ".lua", NULL },
 	    .prewarm = 1, /* a Lua zygote is small: warm from the start */
@@ -42,8 +41,7 @@ const struct tp_lang_info tp_langs[TP_NLANGS] = {
 	    .tool_title = "Run Python 3.11",
 	    .tool_desc = "Run a Python 3.11 snippet in a sandbox. The value of the last "
 			 "expression comes back as JSON in `value` (its repr when it is not "
-			 "JSON, with `value_repr: true`); print() goes to `stdout`. No files, "
-			 "network or processes.",
+			 "JSON, with `value_repr: true`); print() goes to `stdout`.",
 	    /* CPython linked statically and not PIE, ~25 % faster (see the Makefile). */
 	    .zygote_bin = "tidepool-python",
 	    .exts = { ".py", NULL },

@@ -286,12 +286,18 @@ static void tool_description(char *desc, size_t cap, const struct tp_lang_info *
 	bytes_text(res, sizeof res, (unsigned long long)lim->result_bytes);
 	ms_text(cpu, sizeof cpu, (unsigned long long)lim->cpu_ms);
 	ms_text(wall, sizeof wall, (unsigned long long)lim->wall_ms);
+	int grants = p->fs_read.n > 0 || p->fs_write.n > 0;
+	int files = grants || p->session.workspace_bytes > 0;
 	snprintf(desc, cap,
-		 "%s Limits of each call (policy '%s'; the limits argument may only lower "
+		 "%s %s Limits of each call (policy '%s'; the limits argument may only lower "
 		 "them): memory %s, CPU time %s, wall clock %s, stdout+stderr %s, value %s of "
 		 "JSON nested at most %llu deep, ",
-		 l->tool_desc, p->name, mem, cpu, wall, out, res,
-		 (unsigned long long)lim->result_depth);
+		 l->tool_desc,
+		 grants ? "No network or processes; files only where the policy grants them."
+		 : files ? "No network or processes. Files live in a session's workspace, its "
+			   "working directory (relative paths); a call without a session has none."
+			 : "No files, network or processes.",
+		 p->name, mem, cpu, wall, out, res, (unsigned long long)lim->result_depth);
 	if (lim->instructions == 0)
 		append(desc, cap, "no instruction limit.");
 	else
@@ -299,7 +305,9 @@ static void tool_description(char *desc, size_t cap, const struct tp_lang_info *
 		       l->id == TP_LANG_LUA ? "VM instructions" : "lines run");
 	if (p->language_layer && l->id == TP_LANG_PYTHON && p->py_modules.n > 0) {
 		append(desc, cap, " Only these modules can be imported: ");
-		strv_text(desc, cap, &p->py_modules, " and ");
+		strv_text(desc, cap, &p->py_modules, files ? ", " : " and ");
+		if (files) /* the file shims' facades (py-sandbox/shim.py) */
+			append(desc, cap, ", and os, os.path and pathlib for files");
 		append(desc, cap, " (any other import is a policy_violation).");
 		for (size_t i = 0; i < p->py_modules.n; i++) {
 			if (strcmp(p->py_modules.v[i], "pandas") == 0)
@@ -319,8 +327,11 @@ static void tool_description(char *desc, size_t cap, const struct tp_lang_info *
 		strv_text(desc, cap, &p->lua_libraries, " and ");
 		if (p->lua_functions.n > 0) {
 			append(desc, cap, "; functions: ");
-			strv_text(desc, cap, &p->lua_functions, " and ");
+			strv_text(desc, cap, &p->lua_functions, files ? ", " : " and ");
 		}
+		if (files) /* the file shims (lua-sandbox/lenv.c) */
+			append(desc, cap, "%s io.open and io.lines for files",
+			       p->lua_functions.n > 0 ? ", and" : "; functions:");
 		append(desc, cap, " (anything else is nil).");
 		for (size_t i = 0; i < p->lua_libraries.n; i++)
 			if (strcmp(p->lua_libraries.v[i], "json") == 0)

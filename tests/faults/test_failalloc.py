@@ -39,11 +39,12 @@ def ex(id, code, **params):
     return rq(id, "sandbox/exec", {"lang": "lua", "code": code, **params})
 
 
-TOOLS = ["run_lua", "run_python", "list_sessions", "close_session"]
+TOOLS = ["run_lua", "run_python", "list_sessions", "close_session", "write_file", "read_file",
+         "list_files"]
 MODERN = {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
                     "io.modelcontextprotocol/clientCapabilities": {}}}
 
-# The MCP session: no exec (its EOF would stop them), both eras.
+# The MCP session: both eras.
 MCP_SESSION = [
     (rq(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}}),
      lambda m: m["result"]["protocolVersion"] == "2025-06-18"),

@@ -380,16 +380,45 @@ def test_descriptions_state_the_policys_real_limits_and_imports(mcp):
     for name in ("run_lua", "run_python"):
         assert limits in tools[name]["description"], tools[name]["description"]
     mods = pol["python"]["modules"]
-    imports = "Only these modules can be imported: " + ", ".join(mods[:-1]) + " and " + mods[-1] + \
-        " (any other import is a policy_violation)."
+    imports = "Only these modules can be imported: " + ", ".join(mods) + \
+        ", and os, os.path and pathlib for files (any other import is a policy_violation)."
     assert imports in tools["run_python"]["description"]
     assert "Libraries: base, string, table, math, utf8, coroutine and json; functions: os.clock, os.date, " \
-           "os.difftime, os.time and io.write (anything else is nil). json.encode(value) gives JSON " \
-           "text, json.decode(text) a value; json.null stands for null." in tools["run_lua"]["description"]
-    # what a description says is what happens: a module it leaves out is refused (not os:
-    # standard's sessions have a workspace, so os is the file shims' facade in every exec)
+           "os.difftime, os.time, io.write, and io.open and io.lines for files (anything else is nil). " \
+           "json.encode(value) gives JSON text, json.decode(text) a value; json.null stands for " \
+           "null." in tools["run_lua"]["description"]
+    files = ("No network or processes. Files live in a session's workspace, its working directory "
+             "(relative paths); a call without a session has none.")
+    for name in ("run_lua", "run_python"):
+        assert files in tools[name]["description"], tools[name]["description"]
+    # what a description says is what happens: a module it leaves out is refused, a file
+    # module it names works in a session and refuses without one
     res = mcp.tool("run_python", {"code": "import socket"})
     assert res["structuredContent"]["error"]["kind"] == "policy_violation"
+    res = mcp.tool("run_python", {"code": "import pathlib\npathlib.Path('a.txt').write_text('hi')",
+                                  "session": "new"})
+    assert res["structuredContent"]["value"] == 2, res
+    res = mcp.tool("run_python", {"code": "open('a.txt')"})
+    assert res["structuredContent"]["error"]["message"] == (
+        "open('a.txt') is refused: files are in a session's workspace, and this exec has none "
+        "(policy standard: open a session)"), res
+
+
+def test_a_policy_without_files_says_so(tmp_path):
+    (tmp_path / "nofiles.json").write_text(json.dumps(
+        {"name": "nofiles", "extends": "standard", "session": {"workspace_bytes": 0}}))
+    os.chmod(tmp_path, 0o755)
+    m = Mcp("2025-11-25", args=("--policy-dir", str(tmp_path), "--policy", "nofiles"))
+    try:
+        tools = tools_by_name(m)
+        assert [t for t in tools if t.endswith("_file") or t == "list_files"] == []
+        for name in ("run_lua", "run_python"):
+            d = tools[name]["description"]
+            assert "`stdout`. No files, network or processes. Limits of each call" in d, d
+        assert "unicodedata and zoneinfo (any other import" in tools["run_python"]["description"]
+        assert "os.time and io.write (anything else is nil)" in tools["run_lua"]["description"]
+    finally:
+        m.h.close()
 
 
 def test_input_schema_offers_limits_and_seed(mcp):

@@ -66,8 +66,11 @@ static void test_presets(void)
 	CHECK_EQ_INT(sd->session.lifetime_ms, 3600000);
 	CHECK_EQ_INT(pe->session.lifetime_ms, 86400000);
 	CHECK_EQ_INT(ko->session.lifetime_ms, 3600000);
-	CHECK_EQ_INT(pe->session.workspace_bytes, 0);
-	CHECK_EQ_INT(sd->session.workspace_bytes, 0);
+	/* Workspaces by default (issue 23): strict has none. */
+	CHECK_EQ_INT(pe->session.workspace_bytes, 67108864);
+	CHECK_EQ_INT(sd->session.workspace_bytes, 16777216);
+	CHECK_EQ_INT(st->session.workspace_bytes, 0);
+	CHECK_EQ_INT(ko->session.workspace_bytes, 16777216);
 	CHECK_EQ_INT(pe->limits.memory_bytes, 536870912);
 	CHECK_EQ_INT(pe->limits.cpu_ms, 60000);
 	CHECK_EQ_INT(pe->limits.wall_ms, 120000);

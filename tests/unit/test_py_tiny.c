@@ -41,7 +41,8 @@ static int set_policy(void)
 	if (f == NULL)
 		return -1;
 	fputs("{\"name\": \"tiny\", \"extends\": \"standard\", \"python\": "
-	      "{\"modules\": [\"math\"], \"builtins\": [\"len\"]}}",
+	      "{\"modules\": [\"math\"], \"builtins\": [\"len\"]}, "
+	      "\"session\": {\"workspace_bytes\": 0}}",
 	      f);
 	fclose(f);
 	p = tp_policy_set_load_file(set, path, &err);
