@@ -785,8 +785,8 @@ static void poll_once(struct tp_host *h)
 	/* stdout is watched even with nothing to write: POLLERR (a pipe whose
 	 * reader closed) or POLLHUP (a socket or terminal hung up) says the client
 	 * is gone. A file or /dev/null never reports either. */
-	fds[P_STDOUT] = (struct pollfd){ watch_stdout(h) ? 1 : -1,
-					 (short)(h->out_len > 0 ? POLLOUT : 0), 0 };
+	fds[P_STDOUT] =
+	    (struct pollfd){ watch_stdout(h) ? 1 : -1, (short)(h->out_len > 0 ? POLLOUT : 0), 0 };
 	int i;
 	for (i = 0; i < nw; i++)
 		fds[P_FIXED + i] =
@@ -855,8 +855,8 @@ static int shut_down(struct tp_host *h)
 	int stopped = stop_all(h, why);
 	if (stopped > 0) {
 		snprintf(n, sizeof n, "%d", stopped);
-		tp_out_log(h->terminated ? "%s execs in flight cancelled" :
-					   "the client is gone: %s execs in flight cancelled",
+		tp_out_log(h->terminated ? "%s execs in flight cancelled"
+					 : "the client is gone: %s execs in flight cancelled",
 			   n);
 	}
 	if (h->gone)

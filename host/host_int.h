@@ -165,9 +165,9 @@ struct tp_host {
 	size_t out_len, out_cap;
 	int out_blocking;
 	int sigfd;
-	int terminated; /* SIGTERM or SIGINT: its number */
-	int gone;       /* the client's end of stdout closed: nothing more can be said */
-	int hup;        /* SIGHUP: reopen the audit log */
+	int terminated;      /* SIGTERM or SIGINT: its number */
+	int gone;            /* the client's end of stdout closed: nothing more can be said */
+	int hup;             /* SIGHUP: reopen the audit log */
 	int open_line;       /* a partial write left a reply line unfinished on stdout */
 	struct pollfd *pfds; /* P_FIXED + poll_cap + nzyg entries */
 	struct worker **pws; /* poll_cap entries */

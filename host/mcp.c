@@ -293,7 +293,7 @@ static void tool_description(char *desc, size_t cap, const struct tp_lang_info *
 		 "them): memory %s, CPU time %s, wall clock %s, stdout+stderr %s, value %s of "
 		 "JSON nested at most %llu deep, ",
 		 l->tool_desc,
-		 grants ? "No network or processes; files only where the policy grants them."
+		 grants  ? "No network or processes; files only where the policy grants them."
 		 : files ? "No network or processes. Files live in a session's workspace, its "
 			   "working directory (relative paths); a call without a session has none."
 			 : "No files, network or processes.",

@@ -117,7 +117,8 @@ void tp_tools_from_worker(struct tp_host *h, struct worker *w, const char *buf, 
 		/* No client can answer: it closed stdin, or there is none (run). */
 		log_call(e, c.name, "refused: no client");
 		answer_text(h, w, TP_TOOL_REFUSED,
-			    h->cfg.use_stdin ? TP_MSG_NO_TOOL_CLIENT : "no client answers tools here");
+			    h->cfg.use_stdin ? TP_MSG_NO_TOOL_CLIENT
+					     : "no client answers tools here");
 	} else if (tp_err_failed(&e->verdict) || e->stop_deadline > 0) {
 		log_call(e, c.name, "refused: stopping");
 		answer_text(h, w, TP_TOOL_REFUSED, "the exec is being stopped");

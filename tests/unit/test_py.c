@@ -148,7 +148,9 @@ static void test_policy(void)
 	 * workspace; this exec has none), which refuses the path and names it. */
 	run("ｏｐｅｎ('/etc/passwd')");
 	CHECK_EQ_STR(err_s("kind"), "policy_violation");
-	CHECK_EQ_STR(err_s("message"), "open('/etc/passwd') is refused: files are in a session's workspace, and this exec has none (policy standard: open a session)");
+	CHECK_EQ_STR(err_s("message"),
+		     "open('/etc/passwd') is refused: files are in a session's workspace, and this "
+		     "exec has none (policy standard: open a session)");
 	run("exec('1')");
 	CHECK_EQ_STR(err_s("message"),
 		     "exec is not available in the sandbox (policy standard: no dynamic code)");
@@ -191,7 +193,9 @@ static void test_fast_path(void)
 	run("(lambda: 0).f_globals");
 	CHECK_EQ_STR(err_s("kind"), "policy_violation");
 	run("open('/etc/passwd')");
-	CHECK_EQ_STR(err_s("message"), "open('/etc/passwd') is refused: files are in a session's workspace, and this exec has none (policy standard: open a session)");
+	CHECK_EQ_STR(err_s("message"),
+		     "open('/etc/passwd') is refused: files are in a session's workspace, and this "
+		     "exec has none (policy standard: open a session)");
 	l.instructions = 1;
 	run_lim("1 + 1", l);
 	CHECK_EQ_INT(json_integer_value(value()), 2);
