@@ -13,7 +13,7 @@ const char *const tp_preset_names[] = {
 const char *const tp_preset_texts[] = {
 	"{\n"
 	"  \"name\": \"standard\",\n"
-	"  \"description\": \"The default: an agent's snippets, untrusted. Pure computation in Lua and Python with the common modules; no files, no processes, no network, no tools.\",\n"
+	"  \"description\": \"The default: an agent's snippets, untrusted. Lua and Python with the common modules; each session gets a workspace for files (16 MiB a file), a one-shot exec none; no processes, no network, no tools.\",\n"
 	"  \"languages\": [\"lua\", \"python\"],\n"
 	"  \"limits\": {\n"
 	"    \"memory_bytes\": 67108864,\n"
@@ -78,7 +78,7 @@ const char *const tp_preset_texts[] = {
 	"}\n",
 	"{\n"
 	"  \"name\": \"permissive\",\n"
-	"  \"description\": \"A developer's own agent: generous limits and more modules. Still no files, processes or network unless a policy that extends this one grants files.\",\n"
+	"  \"description\": \"A developer's own agent: generous limits and more modules. Each session gets a workspace (64 MiB a file); no processes or network.\",\n"
 	"  \"extends\": \"standard\",\n"
 	"  \"limits\": {\n"
 	"    \"memory_bytes\": 536870912,\n"
@@ -110,7 +110,7 @@ const char *const tp_preset_texts[] = {
 	"{\n"
 	"  \"name\": \"data\",\n"
 	"  \"extends\": \"standard\",\n"
-	"  \"description\": \"standard plus numpy, pandas and matplotlib (Agg only): data work on inputs the request carries. No files, processes or network; bigger memory and CPU ceilings.\",\n"
+	"  \"description\": \"standard plus numpy, pandas and matplotlib (Agg only): data work on inputs the request carries or files in a session's workspace (128 MiB a file). No processes or network; bigger memory and CPU ceilings.\",\n"
 	"  \"languages\": [\"python\"],\n"
 	"  \"limits\": {\n"
 	"    \"memory_bytes\": 536870912,\n"
