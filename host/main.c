@@ -4,10 +4,12 @@
  * everything else is testable.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "failalloc.h"
@@ -132,10 +134,27 @@ static int serve(int argc, char **argv)
 	return rc;
 }
 
+/* 0, 1 and 2 are the client's and the log's: a descriptor opened later (the
+ * audit log, a socket) must never land on one of them, where replies would be
+ * written into it. One that is closed becomes /dev/null. */
+static void std_fds_open(void)
+{
+	for (int fd = 0; fd < 3; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		int n = open("/dev/null", O_RDWR | O_NOCTTY);
+		if (n >= 0 && n != fd) {
+			dup2(n, fd);
+			close(n);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && strcmp(argv[1], "--zygote") == 0)
 		return tp_zygote_main(argv[2], argc >= 4 ? argv[3] : NULL);
+	std_fds_open();
 	tp_failalloc_arm(); /* test builds only; before the host allocates anything */
 	if (argc >= 2 && strcmp(argv[1], "run") == 0)
 		return tp_cli_run(argc - 1, argv + 1);

@@ -263,3 +263,20 @@ def test_sighup_without_audit_changes_nothing():
         assert h.exec("return 2")["value"] == 2
     finally:
         h.close()
+
+
+# -- descriptors 0, 1 and 2: a closed one is /dev/null, never a file opened later -----------
+
+def test_a_closed_stdout_never_receives_the_audit_log_or_a_reply(tmp_path):
+    log = tmp_path / "audit.jsonl"
+    p = subprocess.run(["bash", "-c", f"exec {BINARY} --audit {log} 1>&-"],
+                       input=lines(exec_req(1, "return 1")), capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    rows = [json.loads(l) for l in log.read_text().splitlines()]
+    assert [(r["id"], r["ok"]) for r in rows] == [(1, True)], rows
+    assert all("jsonrpc" not in r for r in rows), rows
+
+
+def test_a_closed_stdin_is_end_of_file():
+    p = subprocess.run(["bash", "-c", f"exec {BINARY} 0<&-"], capture_output=True, timeout=60)
+    assert (p.returncode, p.stdout) == (0, b""), p
