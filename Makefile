@@ -24,7 +24,7 @@ SRC_DIRS  := common host sandbox lua-sandbox py-sandbox
 DEB_PKGS  := gcc make pkg-config liblua5.4-dev lua5.4 libseccomp-dev libjansson-dev \
              libpython3.11-dev python3.11 python3 python3-pytest clang libclang-rt-14-dev \
              clang-format groff-base python3-numpy python3-pandas python3-matplotlib \
-             python3-tabulate tzdata
+             python3-tabulate tzdata python3-venv python3-wheel-whl logrotate
 PKGS      := lua5.4 libseccomp jansson python3-embed
 WARN      := -std=c17 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wformat=2 -Wno-format-nonliteral -Werror
@@ -71,7 +71,7 @@ FORMAT_SRCS = $(filter-out py-sandbox/pyshim.c common/presets.c,$(CORE_SRCS)) ho
 
 .PHONY: all deps demo test bench install uninstall clean unit proto sdk faults failalloc soak \
         soak-ci test-sanitize fuzz fuzz-build fuzz-regress format format-check shim-check \
-        pyclient man-check doc-check
+        pyclient man-check doc-check pyclient-install contrib-check
 
 # ---- entry points ------------------------------------------------------------
 all: deps
@@ -96,7 +96,7 @@ demo: all
 # come before anything is built (a build would regenerate a stale pyshim.c and
 # hide it).
 TEST_STAGES := format-check shim-check unit proto pyclient man-check doc-check \
-               $(if $(QUICK),,sdk faults soak-ci test-sanitize fuzz)
+               $(if $(QUICK),,pyclient-install contrib-check sdk faults soak-ci test-sanitize fuzz)
 test: deps
 	@set -e; for s in $(TEST_STAGES); do echo "==== make $$s"; \
 	  $(MAKE) --no-print-directory $$s; done
@@ -193,6 +193,28 @@ proto: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
 pyclient: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
 	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) -m pytest -q -p no:cacheprovider \
 	  clients/python/tests < /dev/null
+
+# The client as a package (clients/python/pyproject.toml), pip-installed offline
+# into a fresh venv; then its README's example and examples/agent_tool.py, run
+# from the checkout with no $TIDEPOOL and no tidepool on PATH, must find
+# build/tidepool and print what they document (tests/pyclient/check_install.py).
+# The venv has setuptools but not wheel, which setuptools < 70.1 needs to build
+# a wheel: from Debian's python3-wheel-whl. (pip builds in clients/python/build.)
+PYVENV := $(BUILD)/pyclient-venv
+pyclient-install: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
+	rm -rf $(PYVENV) clients/python/build clients/python/tidepool.egg-info
+	/usr/bin/python3.11 -m venv $(PYVENV)
+	$(PYVENV)/bin/python -m pip install -q --no-index --find-links /usr/share/python-wheels wheel
+	$(PYVENV)/bin/python -m pip install -q --no-build-isolation --no-index ./clients/python
+	rm -rf clients/python/build clients/python/tidepool.egg-info
+	$(PYTHON) tests/pyclient/check_install.py $(PYVENV)/bin/python
+
+# The operator's files (contrib/): systemd-analyze verify on the units and
+# logrotate -d on the snippet (each skipped, saying why, when the tool is missing),
+# and the host under the units' hardening, emulated (tests/contrib).
+contrib-check: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
+	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) -m pytest -q -p no:cacheprovider \
+	  tests/contrib < /dev/null
 
 # The man page: its options are the binary's (--help, run --help), and it
 # renders without warnings (when groff is installed).

@@ -1,18 +1,33 @@
 #!/usr/bin/python3
-"""tidepool as a tool of an agent framework: one function and its description.
+r"""tidepool as a tool of an agent framework: one function and its description.
 
 OpenAI- and Anthropic-style function calling take a name, a description and a
 JSON schema of the arguments; the framework calls the function with the model's
-arguments and gives the model back the string it returns. Standard library only:
+arguments and gives the model back the string it returns. Standard library only.
+From a checkout, after `make`, with no environment needed (the client finds
+build/tidepool; $TIDEPOOL or a tidepool on PATH would come first):
 
-    python3 examples/agent_tool.py        # $TIDEPOOL, or tidepool on PATH
+    python3 examples/agent_tool.py
+
+It uses the installed client (pip install ./clients/python) if there is one,
+else the checkout's clients/python. It prints (checked by make pyclient-install):
+
+    tools: run_code(code, language)
+    {"ok": true, "value": "5", "stdout": "", "stderr": ""}
+    {"ok": true, "value": "{'a': [1, 2]}", "stdout": "hi\n", "stderr": ""}
+    {"ok": true, "value": "8", "stdout": "", "stderr": ""}
+    {"ok": false, "value": null, "stdout": "", "stderr": "", "error": "ValueError: invalid literal for int() with base 10: 'x'", "traceback": "Traceback (most recent call last):\n  File \"<snippet>\", line 1, in <module>\n    int('x')\nValueError: invalid literal for int() with base 10: 'x'"}
 """
 import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients", "python"))
-from tidepool import Client, RunTimeout  # noqa: E402
+try:
+    from tidepool import Client, RunTimeout
+except ImportError:  # not installed: the checkout's copy, beside this file
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients",
+                                    "python"))
+    from tidepool import Client, RunTimeout
 
 RUN_CODE = {
     "name": "run_code",

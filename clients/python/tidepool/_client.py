@@ -236,20 +236,93 @@ def _describe_status(rc):
     return f"exited with status {rc}"
 
 
+# ---- finding the binary ----------------------------------------------------------------
+
+# What marks a tidepool checkout: the directory holding build/tidepool also holds this.
+_CHECKOUT_MARK = os.path.join("clients", "python", "pyproject.toml")
+_BUILT = os.path.join("build", "tidepool")
+
+
+def _runnable(p):
+    return os.path.isfile(p) and os.access(p, os.X_OK)
+
+
+def _candidates():
+    """The checkouts' build/tidepool, in the order find_binary tries them, as
+    (path, where it comes from, the checkout's root or None when it is no checkout)."""
+    out = []
+    # The checkout this package's own source sits in (clients/python/tidepool/):
+    # only when imported from the source tree, not from an installed copy.
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(here)))
+    if os.path.isfile(os.path.join(root, _CHECKOUT_MARK)):
+        out.append((os.path.join(root, _BUILT), "the checkout this package was imported from",
+                    root))
+    # The current directory and its parents: a checkout's root holds both.
+    try:
+        d = os.getcwd()
+    except OSError:  # the current directory was removed
+        return out
+    while True:
+        mark = os.path.isfile(os.path.join(d, _CHECKOUT_MARK))
+        p = os.path.join(d, _BUILT)
+        if not any(c[0] == p for c in out):
+            out.append((p, "the current directory or a parent", d if mark else None))
+        parent = os.path.dirname(d)
+        if parent == d:
+            return out
+        d = parent
+
+
+def find_binary(path=None):
+    """The tidepool binary Client starts: path, else $TIDEPOOL, else `tidepool` on
+    PATH, else a checkout's build/tidepool (`make` builds it): first the checkout
+    this package's source sits in (when imported from clients/python), then the
+    current directory or the nearest parent that holds both build/tidepool and
+    clients/python/pyproject.toml. path and $TIDEPOOL are taken as given (a wrong
+    one fails when it is started). FileNotFoundError, naming every place looked
+    at and how to fix it, when none has one."""
+    if path:
+        return os.fspath(path)
+    env = os.environ.get("TIDEPOOL")
+    if env:
+        return env
+    exe = shutil.which("tidepool")
+    if exe:
+        return exe
+    looked = ["  path=: not given", "  $TIDEPOOL: not set",
+              f"  `tidepool` on PATH: not in {os.environ.get('PATH') or '(PATH is empty)'}"]
+    unbuilt = []
+    for p, why, root in _candidates():
+        if root is not None and _runnable(p):
+            return p
+        if root is not None:
+            unbuilt.append(root)
+            looked.append(f"  {p}: {why}, not built")
+        else:
+            looked.append(f"  {p}: {os.path.dirname(os.path.dirname(p))} ({why}) is no "
+                          f"tidepool checkout (no {_CHECKOUT_MARK})")
+    fix = ("Fix: build it with `make` in a tidepool checkout and run from inside the checkout, "
+           "or `make install` it (puts tidepool on PATH, in /usr/local/bin), or set $TIDEPOOL "
+           "to the binary, or pass Client(path=...).")
+    if unbuilt:
+        fix = f"Fix: run `make` in {unbuilt[0]}; or {fix[5].lower()}{fix[6:]}"
+    raise FileNotFoundError("no tidepool binary found; looked at:\n" + "\n".join(looked) +
+                            "\n" + fix)
+
+
 # ---- the client ----------------------------------------------------------------------
 
 class Client:
     """Starts and owns one tidepool process.
 
-    path: the binary (else $TIDEPOOL, else `tidepool` on PATH); args: its options
+    path: the binary (else $TIDEPOOL, else `tidepool` on PATH, else a checkout's
+    build/tidepool: see find_binary); args: its options
     (["--policy", "strict"], ["--policy-dir", DIR]); tools: {name: function} every
     run may call. Use it as a context manager, or call close()."""
 
     def __init__(self, path=None, args=(), *, tools=None, env=None, start_timeout=30.0):
-        exe = path or os.environ.get("TIDEPOOL") or shutil.which("tidepool")
-        if not exe:
-            raise FileNotFoundError("no tidepool binary: pass path=, set $TIDEPOOL, or put "
-                                    "tidepool on PATH")
+        exe = find_binary(path)
         self._lock = threading.Lock()  # _pending, _dead
         self._wlock = threading.Lock()  # stdin
         self._ids = itertools.count(1)
