@@ -209,11 +209,12 @@ pyclient-install: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-l
 	rm -rf clients/python/build clients/python/tidepool.egg-info
 	$(PYTHON) tests/pyclient/check_install.py $(PYVENV)/bin/python
 
-# The operator's files (contrib/): systemd-analyze verify on the units and
-# logrotate -d on the snippet (each skipped, saying why, when the tool is missing),
-# and the host under the units' hardening, emulated (tests/contrib).
+# The operator's files (contrib/): systemd-analyze verify and security on the
+# units, logrotate on the snippet (each skipped, saying why, when the tool is
+# missing), and the host under the service's hardening, emulated as root by
+# tests/contrib/harden.py (namespaces, mounts, seccomp, capabilities).
 contrib-check: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
-	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) -m pytest -q -p no:cacheprovider \
+	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(PYTHON) -m pytest -q -rfEs -p no:cacheprovider \
 	  tests/contrib < /dev/null
 
 # The man page: its options are the binary's (--help, run --help), and it

@@ -2,6 +2,8 @@
 (the checkout the package's source sits in, then the current directory and its parents).
 No tidepool is started here but in the last test."""
 import os
+import pathlib
+import tempfile
 
 import pytest
 
@@ -30,8 +32,14 @@ def fake_checkout(d, built=True):
 
 
 @pytest.fixture
-def bare(tmp_path, monkeypatch):
-    """No $TIDEPOOL, a PATH with no tidepool, the current directory outside any checkout."""
+def bare(monkeypatch):
+    """No $TIDEPOOL, a PATH with no tidepool, the current directory outside any checkout
+    (in /tmp: pytest's own tmp_path may be under one, with --basetemp)."""
+    with tempfile.TemporaryDirectory(prefix="tp-discovery-", dir="/tmp") as d:
+        yield _bare(pathlib.Path(d), monkeypatch)
+
+
+def _bare(tmp_path, monkeypatch):
     monkeypatch.delenv("TIDEPOOL", raising=False)
     empty = tmp_path / "emptybin"
     empty.mkdir()
