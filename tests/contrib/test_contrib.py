@@ -274,6 +274,94 @@ def test_the_host_serves_under_the_hardening(hardened):
     assert len(lines) >= 8 and all(x["code_sha256"] for x in lines)
 
 
+@needs_root
+@pytest.mark.skipif(shutil.which("systemd-socket-activate") is None,
+                    reason="systemd-socket-activate is not installed (Debian: systemd)")
+def test_socket_activation_one_tidepool_per_connection(hardened, tmp_path):
+    """What tidepool.socket (Accept=yes) and StandardInput/StandardOutput=socket do,
+    with systemd's own tool for it: two connections at once, each its own tidepool
+    under the hardening, each answering and exiting 0 when its client half-closes."""
+    import socket
+    wrapper, _ = hardened
+    path = str(tmp_path / "tidepool.sock")
+    sa = subprocess.Popen(["systemd-socket-activate", "--inetd", "-a", "-l", path, wrapper,
+                           *service_args()], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.exists(path) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        conns = []
+        for i in range(2):
+            c = socket.socket(socket.AF_UNIX)
+            c.connect(path)
+            conns.append(c)
+        for i, c in enumerate(conns):
+            for rid, code in ((1, "import os\nos.getpid()"), (2, f"{i} + 40")):
+                c.sendall(json.dumps({"jsonrpc": "2.0", "id": rid, "method": "sandbox/exec",
+                                      "params": {"lang": "python", "code": code}}).encode() + b"\n")
+            c.shutdown(socket.SHUT_WR)  # end of file: answer what is in flight, then exit
+        answers = []
+        for c in conns:
+            c.settimeout(30)
+            with c.makefile("rb") as f:
+                answers.append({m["id"]: m["result"]["value"] for m in map(json.loads, f)})
+            c.close()
+        assert [a[2] for a in answers] == [40, 41]
+    finally:
+        time.sleep(0.5)
+        sa.terminate()
+        log = sa.communicate(timeout=10)[0]
+    assert log.count("Spawned ") == 2, log
+    assert log.count("died with code 0") == 2, log
+
+
+def readme_install_block():
+    text = open(os.path.join(ROOT, "contrib", "README.md"), encoding="utf-8").read()
+    m = re.search(r"^## Install\n.*?^```text\n(.*?)^```$", text, re.S | re.M)
+    return [line.split("  #")[0].strip() for line in m.group(1).splitlines()
+            if line.split("  #")[0].strip()]
+
+
+@needs_root
+def test_readme_install_commands(tmp_path):
+    """contrib/README.md's install commands, run as written from the checkout in a
+    throwaway mount namespace: /etc/systemd/system, /etc/logrotate.d and /usr/local are
+    empty tmpfs there, and systemctl, groupadd and usermod are stubs that log."""
+    cmds = readme_install_block()
+    assert cmds[0] == "make install" and "systemctl enable --now tidepool.socket" in cmds
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    calls = tmp_path / "calls"
+    for name in ("systemctl", "groupadd", "usermod"):
+        (stubs / name).write_text(f'#!/bin/sh\necho "{name} $*" >> {calls}\n')
+        (stubs / name).chmod(0o755)
+    script = "\n".join([
+        "set -e",
+        "mount --make-rprivate /",
+        "for d in /etc/systemd/system /etc/logrotate.d /usr/local; do mkdir -p $d; "
+        "mount -t tmpfs tmpfs $d; done",
+        f"export PATH={stubs}:$PATH",
+        *cmds,
+        "ls -l /usr/local/bin /etc/systemd/system /etc/logrotate.d /usr/local/share/man/man1",
+        "cmp contrib/systemd/tidepool@.service '/etc/systemd/system/tidepool@.service'",
+        "cmp contrib/systemd/tidepool.socket /etc/systemd/system/tidepool.socket",
+        "cmp contrib/logrotate/tidepool /etc/logrotate.d/tidepool",
+        # ExecStart's binary is where make install put it, and runs
+        "/usr/local/bin/tidepool --version",
+    ])
+    r = subprocess.run(["unshare", "-m", "bash", "-c", script], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    for name in ("tidepool", "tidepool-python", "tidepool-lua"):
+        assert re.search(rf"^-rwxr-xr-x .* {name}$", r.stdout, re.M), r.stdout
+    assert re.search(r"^-rw-r--r-- .* tidepool@\.service$", r.stdout, re.M), r.stdout
+    assert INSTALLED == "/usr/local/bin/tidepool"
+    assert open(calls).read().splitlines() == [
+        "groupadd --system tidepool", "systemctl daemon-reload",
+        "systemctl enable --now tidepool.socket", "usermod -a -G tidepool alice"]
+
+
 # ---- logrotate --------------------------------------------------------------------------
 
 @needs_logrotate

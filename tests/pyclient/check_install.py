@@ -6,8 +6,8 @@ Usage: check_install.py VENV_PYTHON
 VENV_PYTHON's environment has `pip install ./clients/python` done. From the
 checkout's root (and from a directory inside it), with no $TIDEPOOL, no
 PYTHONPATH and no tidepool on PATH, the example of clients/python/README.md
-(the fenced python block after its `<!-- example` marker, written to a temporary
-file) must print exactly the text block after `<!-- example output -->`, and
+(its first fenced python block that a text block follows, written to a temporary
+file) must print exactly that text block, and
 examples/agent_tool.py exactly the block its docstring says it prints; outside
 the checkout the example must fail, naming the places looked at. Prints one line
 per check and 'N passed, N failed'; exits 1 on any failure.
@@ -24,14 +24,14 @@ AGENT = os.path.join(ROOT, "examples", "agent_tool.py")
 
 
 def readme_example():
-    """(the example's code, its documented output) from the client's README."""
+    """(the example's code, its output) from the client's README: the first ```python
+    block followed directly by a ```text block (make doc-check's rule too)."""
     with open(README, encoding="utf-8") as f:
         text = f.read()
-    code = re.search(r"^<!-- example\b.*?-->\n```python\n(.*?)^```$", text, re.S | re.M)
-    out = re.search(r"^<!-- example output -->\n```text\n(.*?)^```$", text, re.S | re.M)
-    if not code or not out or out.start() < code.end():
-        sys.exit(f"{README}: no example block and output block after it")
-    return code.group(1), out.group(1)
+    m = re.search(r"^```python\n(.*?)^```\n\s*^```text\n(.*?)^```$", text, re.S | re.M)
+    if not m:
+        sys.exit(f"{README}: no ```python block followed by its ```text output")
+    return m.group(1), m.group(2)
 
 
 def agent_output():

@@ -1,4 +1,4 @@
-"""The README's example and examples/agent_tool.py run, and print what they say."""
+"""The client README's example and examples/agent_tool.py run, and print what they say."""
 import json
 import os
 import re
@@ -10,21 +10,21 @@ ENV = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "clients", "python"))
 
 
 def readme_example():
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+    """clients/python/README.md's example: its first python block that a text block
+    follows (what it prints), as make doc-check and make pyclient-install read it."""
+    with open(os.path.join(ROOT, "clients", "python", "README.md"), encoding="utf-8") as f:
         text = f.read()
-    section = text.split("\n## Python client\n", 1)[1]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    m = re.search(r"^```python\n(.*?)^```\n\s*^```text\n(.*?)^```$", text, re.S | re.M)
+    return m.group(1), m.group(2)
 
 
-def test_readme_example_prints_what_its_comments_say():
-    code = readme_example()
-    assert len(code.strip().splitlines()) <= 10
-    want = [c.strip() for c in re.findall(r"print\(.*#(.*)$", code, re.M)]
+def test_readme_example_prints_what_it_shows():
+    code, want = readme_example()
+    assert len(code.strip().splitlines()) <= 15
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=ENV,
                        stdin=subprocess.DEVNULL, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == want == [
-        "285 True None", "ZeroDivisionError: division by zero", "42"]
+    assert r.stdout == want
 
 
 def test_agent_tool_example():
