@@ -7,10 +7,10 @@ that can be done without systemd as PID 1 (this project's machines run none).
         (writes PATH: a script that runs COMMAND "$@" so; for a test suite's $TIDEPOOL)
 
 Root only. Each directive in EMULATED is done with the kernel interface systemd
-uses for it (namespaces, mounts, prctl, a seccomp filter made with libseccomp),
-in the order systemd does (mounts, then no_new_privs and seccomp, then the
-capability bounding set), then COMMAND is exec'd. It is an emulation: the rules
-below follow systemd 252's documentation and source, not systemd itself.
+uses for it (namespaces, mounts, prctl, a seccomp filter made with libseccomp,
+the capability bounding set), then COMMAND is exec'd as root, as the service's
+ExecStart is. It is an emulation: the rules below follow systemd 252's
+documentation, not systemd itself (the differences are said where they are).
 --logs-dir DIR: LogsDirectory= is DIR, seen as /var/log/NAME (a tmpfs hides the
 real /var/log inside the namespace), so a test writes nothing outside DIR.
 Every directive of the unit's [Service] section must be in EMULATED, NOT_EMULATED
@@ -20,6 +20,7 @@ import ctypes
 import errno
 import os
 import re
+import shutil
 import sys
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -56,7 +57,7 @@ def yes(unit, name):
 
 # Not restrictions: how the service is started, logged and stopped.
 SETTINGS = {"Type", "ExecStart", "StandardInput", "StandardOutput", "StandardError",
-            "SuccessExitStatus", "TimeoutStopSec", "LogsDirectoryMode"}
+            "SuccessExitStatus", "TimeoutStopSec", "LogsDirectoryMode", "KillMode"}
 
 # Directives this cannot do, and why (contrib/README.md repeats them).
 NOT_EMULATED = {
@@ -183,7 +184,9 @@ def filesystem(unit, logs_dir):
                 inaccessible(d)
     if value(unit, "ProtectProc", "default") != "default" or \
             value(unit, "ProcSubset", "all") != "all":
-        opts = [f"hidepid={value(unit, 'ProtectProc', 'default')}"]
+        opts = []
+        if value(unit, "ProtectProc", "default") != "default":
+            opts.append(f"hidepid={value(unit, 'ProtectProc')}")
         if value(unit, "ProcSubset", "all") == "pid":
             opts.append("subset=pid")
         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, ",".join(opts))
@@ -265,8 +268,13 @@ def expand_syscalls(names, seen=None):
             out.append(n)
         elif n not in seen:
             seen.add(n)
-            r = subprocess.run(["systemd-analyze", "syscall-filter", n], capture_output=True,
-                               text=True, check=True)
+            exe = shutil.which("systemd-analyze") or shutil.which("systemd-analyze",
+                                                                   path="/usr/bin:/bin")
+            if exe is None:
+                raise SystemExit(f"harden.py: SystemCallFilter={n} needs systemd-analyze to "
+                                 "list the group's calls (Debian: systemd)")
+            r = subprocess.run([exe, "syscall-filter", n], capture_output=True, text=True,
+                               check=True)
             members = [x.strip() for x in r.stdout.splitlines()[1:]
                        if x.strip() and not x.strip().startswith("#")]
             out += expand_syscalls(members, seen)
@@ -379,7 +387,8 @@ EMULATED = {
     "PrivateNetwork": "a network namespace, its loopback up",
     "PrivateIPC": "an IPC namespace",
     "RestrictAddressFamilies": "seccomp: socket() of another family is EAFNOSUPPORT",
-    "RestrictNamespaces": "seccomp: unshare/clone with a CLONE_NEW* flag and setns EPERM, clone3 ENOSYS",
+    "RestrictNamespaces": "seccomp: unshare/clone with a CLONE_NEW* flag and setns EPERM, "
+                          "clone3 ENOSYS",
     "ProtectKernelTunables": "/proc/sys, /sys and others read-only",
     "ProtectKernelModules": "/usr/lib/modules hidden; init/finit/delete_module EPERM",
     "ProtectKernelLogs": "/proc/kmsg hidden; syslog(2) EPERM",
