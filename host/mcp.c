@@ -416,28 +416,49 @@ static json_t *session_tools(void)
 	    "required", "session_id", "closed", "execs", "annotations", annotations(0, 1, 1, 0));
 }
 
-/* write_file, read_file, list_files: a session's workspace, in text. */
+/* write_file, read_file, list_files: a session's workspace, in text. Each
+ * returns structuredContent (files.c), so each has its outputSchema. */
+static json_t *file_schema(const char *name)
+{
+	json_t *entry = json_pack("{s:s, s:{s:{s:s}, s:{s:s, s:i}}, s:[s,s]}", "type", "object",
+				  "properties", "path", "type", "string", "bytes", "type",
+				  "integer", "minimum", 0, "required", "path", "bytes");
+	if (entry == NULL || strcmp(name, "write_file") == 0)
+		return entry;
+	if (strcmp(name, "read_file") == 0) { /* text, or base64 in data */
+		json_t *props = json_object_get(entry, "properties");
+		json_object_set_new(props, "text", json_pack("{s:s}", "type", "string"));
+		json_object_set_new(props, "data", json_pack("{s:s}", "type", "string"));
+		return entry;
+	}
+	return json_pack("{s:s, s:{s:{s:s, s:o}, s:{s:s}}, s:[s,s]}", "type", "object",
+			 "properties", "files", "type", "array", "items", entry, "complete", "type",
+			 "boolean", "required", "files", "complete");
+}
+
 static json_t *file_tools(void)
 {
 	return json_pack(
-	    "[{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}, s:[s,s,s], s:b}, s:o}, "
-	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}}, s:[s,s], s:b}, s:o}, "
-	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}}, s:[s], s:b}, s:o}]",
+	    "[{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}, s:[s,s,s], s:b}, s:o, s:o}, "
+	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}}, s:[s,s], s:b}, s:o, s:o}, "
+	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}}, s:[s], s:b}, s:o, s:o}]",
 	    "name", "write_file", "title", "Write a file", "description",
 	    "Writes text to a file in a session's workspace (its working directory), for the "
 	    "session's code to read with a relative path. Open the session with session: \"new\".",
 	    "inputSchema", "type", "object", "properties", "session_id", "type", "string", "path",
 	    "type", "string", "text", "type", "string", "required", "session_id", "path", "text",
-	    "additionalProperties", 0, "annotations", annotations(0, 1, 1, 0), "name", "read_file",
-	    "title", "Read a file", "description",
+	    "additionalProperties", 0, "outputSchema", file_schema("write_file"), "annotations",
+	    annotations(0, 1, 1, 0), "name", "read_file", "title", "Read a file", "description",
 	    "Reads a file the session's code wrote in its workspace: text, or base64 in data when "
 	    "it is not UTF-8.",
 	    "inputSchema", "type", "object", "properties", "session_id", "type", "string", "path",
 	    "type", "string", "required", "session_id", "path", "additionalProperties", 0,
-	    "annotations", annotations(1, 0, 1, 0), "name", "list_files", "title", "List files",
-	    "description", "The files in a session's workspace, with their sizes.", "inputSchema",
-	    "type", "object", "properties", "session_id", "type", "string", "required",
-	    "session_id", "additionalProperties", 0, "annotations", annotations(1, 0, 1, 0));
+	    "outputSchema", file_schema("read_file"), "annotations", annotations(1, 0, 1, 0),
+	    "name", "list_files", "title", "List files", "description",
+	    "The files in a session's workspace, with their sizes.", "inputSchema", "type",
+	    "object", "properties", "session_id", "type", "string", "required", "session_id",
+	    "additionalProperties", 0, "outputSchema", file_schema("list_files"), "annotations",
+	    annotations(1, 0, 1, 0));
 }
 
 json_t *tp_mcp_tools_list(const struct tp_policy *deflt, int modern)

@@ -114,8 +114,10 @@ def test_the_ending_rule_is_one_text_everywhere():
 def env_for(tmp):
     env = {"PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "HOME": tmp, "LANG": "C.UTF-8",
            "TIDEPOOL": BINARY,
-           # the README's `pip install` works offline: no index, the venv's own setuptools
-           "PIP_NO_INDEX": "1", "PIP_NO_BUILD_ISOLATION": "0", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+           # the README's `pip install` runs offline: its build environment's setuptools and
+           # wheel come from Debian's wheels (python3-setuptools-whl, python3-wheel-whl)
+           "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": "/usr/share/python-wheels",
+           "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     return env
 
 

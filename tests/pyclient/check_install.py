@@ -19,18 +19,19 @@ import sys
 import tempfile
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-README = os.path.join(ROOT, "clients", "python", "README.md")
+# The top README's snippet and the client README's example, each as written.
+READMES = [os.path.join(ROOT, "README.md"), os.path.join(ROOT, "clients", "python", "README.md")]
 AGENT = os.path.join(ROOT, "examples", "agent_tool.py")
 
 
-def readme_example():
-    """(the example's code, its output) from the client's README: the first ```python
-    block followed directly by a ```text block (make doc-check's rule too)."""
-    with open(README, encoding="utf-8") as f:
+def readme_example(readme):
+    """(the example's code, its output) from a README: the first ```python block
+    followed directly by a ```text block (make doc-check's rule too)."""
+    with open(readme, encoding="utf-8") as f:
         text = f.read()
     m = re.search(r"^```python\n(.*?)^```\n\s*^```text\n(.*?)^```$", text, re.S | re.M)
     if not m:
-        sys.exit(f"{README}: no ```python block followed by its ```text output")
+        sys.exit(f"{readme}: no ```python block followed by its ```text output")
     return m.group(1), m.group(2)
 
 
@@ -65,39 +66,40 @@ def main():
     python = os.path.abspath(sys.argv[1])
     venv = os.path.dirname(os.path.dirname(python))
     env = clean_env()
-    code, want = readme_example()
     results = []
 
     def check(name, ok, detail=""):
         results.append(ok)
         print(f"{'ok  ' if ok else 'FAIL'} {name}" + ("" if ok else f"\n{detail}"))
 
-    with tempfile.TemporaryDirectory(prefix="tidepool-install-") as tmp:
-        snippet = os.path.join(tmp, "example.py")
-        with open(snippet, "w", encoding="utf-8") as f:
-            f.write(code)
+    # The package imported is the installed one, not the checkout's source.
+    r = run(python, ["-c", "import tidepool; print(tidepool.__file__)"], ROOT, env)
+    where = r.stdout.strip()
+    check("the venv imports the installed tidepool",
+          r.returncode == 0 and where.startswith(venv + os.sep) and "site-packages" in where,
+          f"  tidepool imported from {where!r} (want under {venv}); stderr:\n{r.stderr}")
 
-        # The package imported is the installed one, not the checkout's source.
-        r = run(python, ["-c", "import tidepool; print(tidepool.__file__)"], ROOT, env)
-        where = r.stdout.strip()
-        check("the venv imports the installed tidepool",
-              r.returncode == 0 and where.startswith(venv + os.sep) and "site-packages" in where,
-              f"  tidepool imported from {where!r} (want under {venv}); stderr:\n{r.stderr}")
+    for readme in READMES:
+        code, want = readme_example(readme)
+        name = os.path.relpath(readme, ROOT)
+        with tempfile.TemporaryDirectory(prefix="tidepool-install-") as tmp:
+            snippet = os.path.join(tmp, "example.py")
+            with open(snippet, "w", encoding="utf-8") as f:
+                f.write(code)
+            for cwd in (ROOT, os.path.join(ROOT, "docs")):
+                r = run(python, [snippet], cwd, env)
+                check(f"{name}'s example, from {os.path.relpath(cwd, ROOT)}/ of the checkout",
+                      r.returncode == 0 and r.stdout == want,
+                      f"  exit {r.returncode}\n  stdout: {r.stdout!r}\n  want:   {want!r}\n"
+                      f"  stderr: {r.stderr[-2000:]}")
 
-        for cwd in (ROOT, os.path.join(ROOT, "docs")):
-            r = run(python, [snippet], cwd, env)
-            check(f"the README's example, from {os.path.relpath(cwd, ROOT)}/ of the checkout",
-                  r.returncode == 0 and r.stdout == want,
-                  f"  exit {r.returncode}\n  stdout: {r.stdout!r}\n  want:   {want!r}\n"
-                  f"  stderr: {r.stderr[-2000:]}")
-
-        # Outside a checkout nothing is found: the error names the places looked at.
-        r = run(python, [snippet], tmp, env)
-        check("outside the checkout the example fails, listing where it looked",
-              r.returncode != 0 and "FileNotFoundError: no tidepool binary found" in r.stderr
-              and os.path.join(tmp, "build", "tidepool") in r.stderr and "$TIDEPOOL" in r.stderr
-              and "make install" in r.stderr,
-              f"  exit {r.returncode}\n  stdout: {r.stdout!r}\n  stderr: {r.stderr[-2000:]}")
+            # Outside a checkout nothing is found: the error names the places looked at.
+            r = run(python, [snippet], tmp, env)
+            check(f"{name}'s example outside the checkout fails, listing where it looked",
+                  r.returncode != 0 and "FileNotFoundError: no tidepool binary found" in r.stderr
+                  and os.path.join(tmp, "build", "tidepool") in r.stderr and "$TIDEPOOL" in r.stderr
+                  and "make install" in r.stderr,
+                  f"  exit {r.returncode}\n  stdout: {r.stdout!r}\n  stderr: {r.stderr[-2000:]}")
 
     r = run(python, [os.path.relpath(AGENT, ROOT)], ROOT, env)
     want = agent_output()

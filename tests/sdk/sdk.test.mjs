@@ -212,6 +212,32 @@ describe('close()', () => {
   }
 });
 
+// Files in and out under the default policy (its sessions have a workspace): the
+// SDK checks each file tool's structuredContent against its outputSchema.
+describe('a session\'s files through MCP', () => {
+  for (const c of [CLIENTS[0], CLIENTS[1], CLIENTS[CLIENTS.length - 1]]) {
+    test(`${c.name}: write_file, code reads and writes, read_file, list_files`, async () => {
+      const { client } = await connect(c);
+      try {
+        await client.listTools();
+        const open = await call(c, client, { name: 'run_python', arguments: { code: 'n = 0', session: 'new' } });
+        const session_id = open.structuredContent.session_id;
+        const w = await call(c, client, { name: 'write_file', arguments: { session_id, path: 'in.csv', text: 'a,b\n1,2\n' } });
+        assert.deepEqual(w.structuredContent, { path: 'in.csv', bytes: 8 });
+        const code = "rows = open('in.csv').read().split()\nopen('out.txt', 'w').write(str(len(rows)))\nlen(rows)";
+        const r = await call(c, client, { name: 'run_python', arguments: { code, session: session_id } });
+        assert.equal(r.structuredContent.value, 2);
+        const got = await call(c, client, { name: 'read_file', arguments: { session_id, path: 'out.txt' } });
+        assert.deepEqual(got.structuredContent, { path: 'out.txt', bytes: 1, text: '2' });
+        const ls = await call(c, client, { name: 'list_files', arguments: { session_id } });
+        assert.deepEqual(ls.structuredContent, { files: [{ path: 'in.csv', bytes: 8 }, { path: 'out.txt', bytes: 1 }], complete: true });
+      } finally {
+        await client.close();
+      }
+    });
+  }
+});
+
 // The data preset's done-when (issue 16): a pandas group-by and a matplotlib chart
 // come back through MCP as a table (records and text) and an image content item.
 let hasData = true;
