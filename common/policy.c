@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "jsonio.h"
+#include "regex_cost.h"
 
 #define MAX_FILE (1u << 20)
 #define MAX_STR 4096
@@ -177,6 +178,7 @@ struct ctx {
 	int depth;
 	int trim; /* the last step places the message but is not named in it */
 	struct tp_err *err;
+	size_t re_cost; /* redact.patterns' tp_regex_cost() so far */
 };
 
 static void push_key(struct ctx *c, const char *key)
@@ -444,10 +446,27 @@ static int check_secret(struct ctx *c, const char *s, const void *arg)
 	return 0;
 }
 
+/* What compiling one pattern may cost, and all of a policy's together (each is
+ * compiled again, and kept, by the host): tp_regex_cost() nodes. a{1,999} is
+ * 1000, and glibc's compiled form of it some 8 MB. */
+#define RE_MAX_COST 1000
+#define RE_MAX_TOTAL 2000
+
 static int check_pattern(struct ctx *c, const char *s, const void *arg)
 {
 	(void)arg;
 	regex_t re;
+	size_t cost = tp_regex_cost(s, RE_MAX_COST);
+	if (cost > RE_MAX_COST)
+		return bad(c,
+			   "'%.64s' is too costly to compile: its repetitions copy what they "
+			   "repeat ('a+' twice, 'a{1,50}' fifty times, a repetition of one "
+			   "multiplies), past %d",
+			   s, RE_MAX_COST);
+	if ((c->re_cost += cost) > RE_MAX_TOTAL)
+		return bad(
+		    c, "the patterns up to this one are too costly to compile together: past %d",
+		    RE_MAX_TOTAL);
 	int rc = regcomp(&re, s, REG_EXTENDED);
 	if (rc != 0) {
 		char why[128];

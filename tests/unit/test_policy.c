@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "policy.h"
+#include "regex_cost.h"
 #include "tap.h"
 
 static char msg[TP_ERR_MSG_MAX];
@@ -281,6 +282,41 @@ static void test_extends(void)
 	rmdir(dir);
 }
 
+/* Patterns are measured before they are compiled: glibc copies what a
+ * repetition repeats, and a few bytes could take gigabytes. */
+static void test_regex_cost(void)
+{
+	CHECK_EQ_INT(tp_regex_cost("abc", 1000), 3);
+	CHECK_EQ_INT(tp_regex_cost("a+", 1000), 3);
+	CHECK_EQ_INT(tp_regex_cost("a{1,50}", 1000), 51);
+	CHECK_EQ_INT(tp_regex_cost("(ab){3}", 1000), 10);
+	CHECK_EQ_INT(tp_regex_cost("a|b*", 1000), 4);
+	CHECK_EQ_INT(tp_regex_cost("[]{}+*]x", 1000), 2); /* a bracket is one atom */
+	CHECK_EQ_INT(tp_regex_cost("[[:alpha:]]{2}", 1000), 3);
+	CHECK_EQ_INT(tp_regex_cost("a\\{9}", 1000), 4); /* an escaped brace is itself */
+	CHECK_EQ_INT(tp_regex_cost("a{x}", 1000), 4);   /* not a bound: four atoms */
+	CHECK_EQ_INT(tp_regex_cost("a{1,999}", 1000), 1000);
+	CHECK_EQ_INT(tp_regex_cost("a{1,1000}", 1000), 1001);
+	CHECK_EQ_INT(tp_regex_cost("s++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++"
+				   "++++k",
+				   1000),
+		     1001);
+	CHECK_EQ_INT(tp_regex_cost("((a{1,16}){1,16}){1,16}", 1000), 1001);
+	CHECK_EQ_INT(tp_regex_cost("a{99999999999999999999}", 1000), 1001);
+	CHECK_EQ_INT(tp_regex_cost("((((((((((((((((((((((((((((((((((a", 1000), 1001); /* deep */
+	CHECK_EQ_INT(tp_regex_cost("sk-[A-Za-z0-9]{20,64}", 1000), 68);
+	refused(
+	    "{\"name\": \"x\", \"redact\": {\"patterns\": [\"(a{1,100}){1,100}\"]}}",
+	    "p.json:1:39: redact.patterns[0]: '(a{1,100}){1,100}' is too costly to compile: its "
+	    "repetitions copy what they repeat ('a+' twice, 'a{1,50}' fifty times, a "
+	    "repetition of one multiplies), past 1000");
+	accepted("{\"name\": \"x\", \"redact\": {\"patterns\": [\"a{1,900}\", \"b{1,900}\"]}}");
+	refused("{\"name\": \"x\", \"redact\": {\"patterns\": [\"a{1,900}\", \"b{1,900}\", "
+		"\"c{1,900}\"]}}",
+		"p.json:1:63: redact.patterns[2]: the patterns up to this one are too costly to "
+		"compile together: past 2000");
+}
+
 static void test_within(void)
 {
 	char a[] = "/data", b[] = "/";
@@ -298,6 +334,7 @@ int main(void)
 	test_presets();
 	test_messages();
 	test_extends();
+	test_regex_cost();
 	test_within();
 	return tp_test_done("test_policy");
 }
