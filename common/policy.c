@@ -1075,6 +1075,14 @@ fail:
 
 /* ---- the set ---------------------------------------------------------------- */
 
+const char *tp_policy_preset(size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (tp_preset_names[j] == NULL)
+			return NULL;
+	return tp_preset_names[i];
+}
+
 static int add(struct tp_policy_set *s, struct tp_policy *p, struct tp_err *err)
 {
 	if (tp_policy_set_find(s, p->name) != NULL) {

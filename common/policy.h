@@ -87,6 +87,13 @@ struct tp_policy {
 #define TP_POLICY_MAX_WALL_MS 3600000ull
 #define TP_POLICY_MAX_INSTRUCTIONS 1000000000000ull
 
+/* The name a server's default policy has unless --policy names another. */
+#define TP_POLICY_DEFAULT "standard"
+
+/* The compiled-in presets' names (common/presets.c, from policies/NAME.json), in
+ * their order: i from 0 until NULL. */
+const char *tp_policy_preset(size_t i);
+
 struct tp_policy_set;
 
 struct tp_policy_set *tp_policy_set_new(struct tp_err *err);

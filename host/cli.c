@@ -25,6 +25,27 @@
 
 /* ---- policies from flags ------------------------------------------------------ */
 
+/* Between the i-th of n names of a list for people: "a, b and c". */
+static const char *list_sep(size_t i, size_t n)
+{
+	return i == 0 ? "" : i + 1 < n ? ", " : " and ";
+}
+
+const char *tp_cli_preset_names(char *buf, size_t len)
+{
+	size_t off = 0, n = 0;
+	while (tp_policy_preset(n) != NULL)
+		n++;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && off < len; i++) {
+		const char *name = tp_policy_preset(i);
+		int k = snprintf(buf + off, len - off, "%s%s%s", list_sep(i, n), name,
+				 strcmp(name, TP_POLICY_DEFAULT) == 0 ? " (the default)" : "");
+		off += k > 0 ? (size_t)k : 0;
+	}
+	return buf;
+}
+
 int tp_cli_policies(struct tp_cli_policies *cp, const char *policy, const char *dir)
 {
 	struct tp_err err = { 0 };
@@ -38,7 +59,7 @@ int tp_cli_policies(struct tp_cli_policies *cp, const char *policy, const char *
 	if (dir != NULL && tp_policy_set_load_dir(cp->set, dir, &err) != 0)
 		goto bad;
 	if (policy == NULL) {
-		cp->deflt = tp_policy_set_find(cp->set, "standard");
+		cp->deflt = tp_policy_set_find(cp->set, TP_POLICY_DEFAULT);
 	} else if (strchr(policy, '/') != NULL ||
 		   (strlen(policy) > 5 && strcmp(policy + strlen(policy) - 5, ".json") == 0)) {
 		/* A file already loaded from the directory is the same policy. */
@@ -327,7 +348,8 @@ static int run_usage(FILE *f)
 		"stderr.\n"
 		"The language comes from FILE's name (*.lua is Lua, *.py is Python) or --lang.\n\n"
 		"  --lang LANG          %s\n"
-		"  --policy NAME|FILE   the policy (default: standard; tidepool policy list)\n"
+		"  --policy NAME|FILE   the policy (default: " TP_POLICY_DEFAULT
+		"; tidepool policy list)\n"
 		"  --policy-dir DIR     load every DIR/*.json policy first\n"
 		"  --memory-bytes N     lower a limit of the policy (never raise one):\n"
 		"  --instructions N       each limit has its flag\n"

@@ -23,6 +23,9 @@ struct tp_cli_policies {
  * 0, or -1 after printing why on stderr. */
 int tp_cli_policies(struct tp_cli_policies *cp, const char *policy, const char *dir);
 void tp_cli_policies_free(struct tp_cli_policies *cp);
+/* The presets' names for a help text, from the compiled-in catalog:
+ * "standard (the default), strict, ... and data". Returns buf. */
+const char *tp_cli_preset_names(char *buf, size_t len);
 /* What each layer allows and refuses under p, for people. */
 void tp_cli_explain(FILE *f, const struct tp_policy *p);
 

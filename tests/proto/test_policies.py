@@ -145,6 +145,19 @@ def test_bad_policy_at_start_exits_2_with_the_place(world_dir):
     assert p.stderr.startswith("tidepool: %s:1:17: unknown key 'colour' (known: name, " % path), p.stderr
 
 
+PRESET_NAMES = ["standard", "strict", "permissive", "kernel-only", "data"]
+
+
+def test_help_names_every_preset():
+    """--help lists the presets from the compiled-in catalog (data was missing once)."""
+    p = run("--help")
+    assert p.returncode == 0
+    assert ("the presets are standard (the default), strict, permissive, kernel-only and data.\n"
+            in p.stdout), p.stdout
+    for name in PRESET_NAMES:
+        assert " %s" % name in p.stdout.split("the presets are")[1]
+
+
 def test_operator_policy_named_by_a_request(world_dir):
     write_policy(world_dir, "tiny", {"extends": "standard", "limits": {"output_bytes": 8},
                                      "languages": ["lua"]})

@@ -50,6 +50,13 @@ static void test_presets(void)
 		return;
 	tp_limits_default(&std);
 	CHECK_EQ_INT(tp_policy_set_count(s), 5);
+	/* The catalog the help texts list: every preset, in the set's order. */
+	size_t n = 0;
+	for (; tp_policy_preset(n) != NULL; n++)
+		CHECK(tp_policy_set_at(s, n) == tp_policy_set_find(s, tp_policy_preset(n)));
+	CHECK_EQ_INT(n, 5);
+	CHECK(tp_policy_preset(n + 1) == NULL);
+	CHECK_EQ_STR(tp_policy_preset(0), TP_POLICY_DEFAULT);
 	const struct tp_policy *st = tp_policy_set_find(s, "strict");
 	const struct tp_policy *pe = tp_policy_set_find(s, "permissive");
 	const struct tp_policy *ko = tp_policy_set_find(s, "kernel-only");
