@@ -546,8 +546,8 @@ static int check_secret(struct ctx *c, const char *s, const void *arg)
 }
 
 /* What compiling one pattern may cost, and all of a policy's together (each is
- * compiled again, and kept, by the host): tp_regex_cost() nodes. a{1,999} is
- * 1000, and glibc's compiled form of it some 8 MB. */
+ * compiled again, and kept, by the host): tp_regex_measure()'s nodes. a{1,999}
+ * is 1000, and glibc's compiled form of it some 8 MB. */
 #define RE_MAX_COST 1000
 #define RE_MAX_TOTAL 2000
 
@@ -555,14 +555,21 @@ static int check_pattern(struct ctx *c, const char *s, const void *arg)
 {
 	(void)arg;
 	regex_t re;
-	size_t cost = tp_regex_cost(s, RE_MAX_COST);
-	if (cost > RE_MAX_COST)
+	struct tp_regex_measure m;
+	tp_regex_measure(s, RE_MAX_COST, &m);
+	if (m.cost > RE_MAX_COST)
 		return bad(c,
 			   "'%.64s' is too costly to compile: its repetitions copy what they "
 			   "repeat ('a+' twice, 'a{1,50}' fifty times, a repetition of one "
 			   "multiplies), past %d",
 			   s, RE_MAX_COST);
-	if ((c->re_cost += cost) > RE_MAX_TOTAL)
+	if (m.repeats_empty)
+		return bad(c,
+			   "'%.64s' repeats what can match the empty string ('a**', '(a?)+', "
+			   "'(|a){2}', '(^)*'): it means the same without that repetition, and "
+			   "compiling it can take exponential time",
+			   s);
+	if ((c->re_cost += m.cost) > RE_MAX_TOTAL)
 		return bad(
 		    c, "the patterns up to this one are too costly to compile together: past %d",
 		    RE_MAX_TOTAL);

@@ -468,34 +468,64 @@ static void test_dir_all(void)
 	rmdir(dir);
 }
 
+/* A pattern's measure: its cost, and whether it repeats what can match empty. */
+static size_t re_cost(const char *ere)
+{
+	struct tp_regex_measure m;
+	tp_regex_measure(ere, 1000, &m);
+	return m.cost;
+}
+
+static int re_repeats_empty(const char *ere)
+{
+	struct tp_regex_measure m;
+	tp_regex_measure(ere, 1000, &m);
+	return m.repeats_empty;
+}
+
 /* Patterns are measured before they are compiled: glibc copies what a
- * repetition repeats, and a few bytes could take gigabytes. */
+ * repetition repeats, and a few bytes could take gigabytes or minutes. */
 static void test_regex_cost(void)
 {
-	CHECK_EQ_INT(tp_regex_cost("abc", 1000), 3);
-	CHECK_EQ_INT(tp_regex_cost("a+", 1000), 3);
-	CHECK_EQ_INT(tp_regex_cost("a{1,50}", 1000), 51);
-	CHECK_EQ_INT(tp_regex_cost("(ab){3}", 1000), 10);
-	CHECK_EQ_INT(tp_regex_cost("a|b*", 1000), 4);
-	CHECK_EQ_INT(tp_regex_cost("[]{}+*]x", 1000), 2); /* a bracket is one atom */
-	CHECK_EQ_INT(tp_regex_cost("[[:alpha:]]{2}", 1000), 3);
-	CHECK_EQ_INT(tp_regex_cost("a\\{9}", 1000), 4); /* an escaped brace is itself */
-	CHECK_EQ_INT(tp_regex_cost("a{x}", 1000), 4);   /* not a bound: four atoms */
-	CHECK_EQ_INT(tp_regex_cost("a{1,999}", 1000), 1000);
-	CHECK_EQ_INT(tp_regex_cost("a{1,1000}", 1000), 1001);
-	CHECK_EQ_INT(tp_regex_cost("s++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++"
-				   "++++k",
-				   1000),
+	CHECK_EQ_INT(re_cost("abc"), 3);
+	CHECK_EQ_INT(re_cost("a+"), 3);
+	CHECK_EQ_INT(re_cost("a{1,50}"), 51);
+	CHECK_EQ_INT(re_cost("a{,50}"), 51);
+	CHECK_EQ_INT(re_cost("(ab){3}"), 10);
+	CHECK_EQ_INT(re_cost("a|b*"), 4);
+	CHECK_EQ_INT(re_cost("[]{}+*]x"), 2); /* a bracket is one atom */
+	CHECK_EQ_INT(re_cost("[[:alpha:]]{2}"), 3);
+	CHECK_EQ_INT(re_cost("a\\{9}"), 4); /* an escaped brace is itself */
+	CHECK_EQ_INT(re_cost("a{x}"), 4);   /* not a bound: four atoms */
+	CHECK_EQ_INT(re_cost("a{1,999}"), 1000);
+	CHECK_EQ_INT(re_cost("a{1,1000}"), 1001);
+	CHECK_EQ_INT(re_cost("s+++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++k"),
 		     1001);
-	CHECK_EQ_INT(tp_regex_cost("((a{1,16}){1,16}){1,16}", 1000), 1001);
-	CHECK_EQ_INT(tp_regex_cost("a{99999999999999999999}", 1000), 1001);
-	CHECK_EQ_INT(tp_regex_cost("((((((((((((((((((((((((((((((((((a", 1000), 1001); /* deep */
-	CHECK_EQ_INT(tp_regex_cost("sk-[A-Za-z0-9]{20,64}", 1000), 68);
+	CHECK_EQ_INT(re_cost("((a{1,16}){1,16}){1,16}"), 1001);
+	CHECK_EQ_INT(re_cost("a{99999999999999999999}"), 1001);
+	CHECK_EQ_INT(re_cost("((((((((((((((((((((((((((((((((((a"), 1001); /* deep */
+	CHECK_EQ_INT(re_cost("sk-[A-Za-z0-9]{20,64}"), 68);
+	/* What can match empty, repeated: each of these took seconds to minutes. */
+	const char *empty[] = { "a**",       "a*+",     "a?{2}",      "(a?)+",
+				"(|a)+",     "(a|)*",   "()*",        "(^)*",
+				"($a|\\b)+", "(a*b*)+", "(()|){1,3}", "a{0,2}{2}",
+				"$a+*+",     "(a+)*+",  "(a{,3})+",   NULL };
+	for (int i = 0; empty[i] != NULL; i++)
+		CHECK(re_repeats_empty(empty[i]));
+	const char *fine[] = { "a+*",      "a++",     "(ab?)+",  "(a|b)*",
+			       "(^a|b$)+", "($a)+",   "a*b*",    "([a-z]+\\.)*[a-z]+",
+			       "(a|b?c)+", "x{0,3}y", "(a+|b)*", NULL };
+	for (int i = 0; fine[i] != NULL; i++)
+		CHECK(!re_repeats_empty(fine[i]));
 	refused(
 	    "{\"name\": \"x\", \"redact\": {\"patterns\": [\"(a{1,100}){1,100}\"]}}",
 	    "p.json:1:39: redact.patterns[0]: '(a{1,100}){1,100}' is too costly to compile: its "
 	    "repetitions copy what they repeat ('a+' twice, 'a{1,50}' fifty times, a "
 	    "repetition of one multiplies), past 1000");
+	refused("{\"name\": \"x\", \"redact\": {\"patterns\": [\"(|$)+\"]}}",
+		"p.json:1:39: redact.patterns[0]: '(|$)+' repeats what can match the empty string "
+		"('a**', '(a?)+', '(|a){2}', '(^)*'): it means the same without that repetition, "
+		"and compiling it can take exponential time");
 	accepted("{\"name\": \"x\", \"redact\": {\"patterns\": [\"a{1,900}\", \"b{1,900}\"]}}");
 	refused("{\"name\": \"x\", \"redact\": {\"patterns\": [\"a{1,900}\", \"b{1,900}\", "
 		"\"c{1,900}\"]}}",
