@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "jsonio.h"
+#include "regex_cost.h"
 
 #define MAX_FILE (1u << 20)
 #define MAX_STR 4096
@@ -27,6 +28,7 @@ extern const char *const tp_preset_texts[];
 struct tp_policy_set {
 	struct tp_policy *p[TP_POLICY_MAX];
 	size_t n;
+	struct tp_policy_report *report; /* the caller's, or NULL: where loads tell every error */
 };
 
 /* ---- positions: where a key or an element sits in the text ---------------- */
@@ -65,10 +67,15 @@ static int skip_string(struct scan *c)
 
 static int scan_value(struct scan *c, const struct step *path, int n, int depth);
 
-/* Does the key token [a, b) decode to key? */
+/* Does the key token [a, b) (quotes included) decode to key? Without an escape
+ * the bytes are the key: compared directly, since a report places up to
+ * TP_POLICY_MAX_ERRORS keys, each by a scan of the whole text. */
 static int key_is(const char *a, const char *b, const char *key)
 {
-	json_t *k = json_loadb(a, (size_t)(b - a), JSON_DECODE_ANY, NULL);
+	size_t n = (size_t)(b - a);
+	if (n >= 2 && memchr(a, '\\', n) == NULL)
+		return n - 2 == strlen(key) && memcmp(a + 1, key, n - 2) == 0;
+	json_t *k = json_loadb(a, n, JSON_DECODE_ANY, NULL);
 	int eq = json_is_string(k) && strcmp(json_string_value(k), key) == 0;
 	json_decref(k);
 	return eq;
@@ -146,15 +153,19 @@ static int scan_value(struct scan *c, const struct step *path, int n, int depth)
 	return 0;
 }
 
-/* Line and column (both from 1, columns in bytes) of path in text; 1:1 if not found. */
+/* Line and column (both from 1, columns in bytes) of path in text, or of its
+ * longest prefix there (a key a parent wrote is not in the child's text); 1:1
+ * if none is. */
 static void position(const char *text, size_t len, const struct step *path, int n, int *line,
 		     int *col)
 {
-	struct scan c = { .s = text, .end = text + len, .hit = NULL };
 	const char *at = text;
 
-	if (n > 0 && scan_value(&c, path, n, 0) == 0 && c.hit != NULL)
-		at = c.hit;
+	for (; n > 0 && at == text; n--) {
+		struct scan c = { .s = text, .end = text + len, .hit = NULL };
+		if (scan_value(&c, path, n, 0) == 0 && c.hit != NULL)
+			at = c.hit;
+	}
 	*line = 1;
 	*col = 1;
 	for (const char *p = text; p < at; p++) {
@@ -167,16 +178,59 @@ static void position(const char *text, size_t len, const struct step *path, int 
 	}
 }
 
+/* ---- reports ---------------------------------------------------------------- */
+
+/* Adds one message: kept while there is room (an exact repeat, as when a file
+ * two others extend fails for both, is kept once), else counted. */
+static void report_add(struct tp_policy_report *r, int line, int col, const char *msg)
+{
+	if (r == NULL)
+		return;
+	for (size_t i = 0; i < r->n; i++)
+		if (strcmp(r->e[i].msg, msg) == 0)
+			return;
+	if (r->n >= TP_POLICY_MAX_ERRORS) {
+		r->more++;
+		return;
+	}
+	struct tp_policy_error *e = &r->e[r->n++];
+	e->line = line;
+	e->col = col;
+	snprintf(e->msg, sizeof e->msg, "%s", msg);
+}
+
+/* Orders e[from ..] (one file's errors) by place in the text, stably: an
+ * insertion sort over at most TP_POLICY_MAX_ERRORS. */
+static void report_sort(struct tp_policy_report *r, size_t from)
+{
+	for (size_t i = from + 1; r != NULL && i < r->n; i++) {
+		struct tp_policy_error e = r->e[i];
+		size_t j = i;
+		for (; j > from && (r->e[j - 1].line > e.line ||
+				    (r->e[j - 1].line == e.line && r->e[j - 1].col > e.col));
+		     j--)
+			r->e[j] = r->e[j - 1];
+		r->e[j] = e;
+	}
+}
+
 /* ---- validation context ------------------------------------------------------ */
 
+/* One text's validation. Invariant: nerr counts the errors found in it, and the
+ * text is bad exactly when nerr > 0; err holds the first error of all (first
+ * wins), rep (may be NULL) every one. */
 struct ctx {
 	const char *file; /* what messages call the text */
 	const char *text;
 	size_t len;
 	struct step path[8];
 	int depth;
-	int trim; /* the last step places the message but is not named in it */
+	int trim; /* the last steps place the message but are not named in it */
 	struct tp_err *err;
+	struct tp_policy_report *rep;
+	size_t nerr;
+	int stop;       /* out of memory: validate no further */
+	size_t re_cost; /* redact.patterns' tp_regex_cost() so far */
 };
 
 static void push_key(struct ctx *c, const char *key)
@@ -194,33 +248,69 @@ static void pop(struct ctx *c)
 	c->depth--;
 }
 
-/* "FILE:LINE:COL: a.b[2]: message" — always returns -1. */
-static int bad(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int bad(struct ctx *c, const char *fmt, ...)
+/* Records one error of the text, already formatted. Returns -1. */
+static int note(struct ctx *c, int line, int col, const char *msg)
 {
-	char where[160] = "", what[TP_ERR_MSG_MAX];
-	size_t w = 0;
-	int line, col;
-	va_list ap;
+	c->nerr++;
+	tp_err_set(c->err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0, "%s", msg);
+	report_add(c->rep, line, col, msg);
+	return -1;
+}
 
-	for (int i = 0; i < c->depth - c->trim && w < sizeof where - 1; i++) {
+/* Out of memory: recorded, and the validation stops. Returns -1. */
+static int oom(struct ctx *c)
+{
+	char msg[TP_ERR_MSG_MAX];
+	c->nerr++;
+	c->stop = 1;
+	tp_err_oom(c->err, TP_LAYER_HOST);
+	snprintf(msg, sizeof msg, "%s: out of memory", c->file);
+	report_add(c->rep, 0, 0, msg);
+	return -1;
+}
+
+/* The path as messages name it: "a.b[2]", without the trimmed steps. */
+static void path_name(const struct ctx *c, char *where, size_t size)
+{
+	size_t w = 0;
+	where[0] = '\0';
+	for (int i = 0; i < c->depth - c->trim && w < size - 1; i++) {
 		int k = c->path[i].key
-			    ? snprintf(where + w, sizeof where - w, "%s%s", i ? "." : "",
-				       c->path[i].key)
-			    : snprintf(where + w, sizeof where - w, "[%zu]", c->path[i].idx);
+			    ? snprintf(where + w, size - w, "%s%s", i ? "." : "", c->path[i].key)
+			    : snprintf(where + w, size - w, "[%zu]", c->path[i].idx);
 		if (k < 0)
 			break;
 		w += (size_t)k;
 	}
+}
+
+/* "FILE:LINE:COL: a.b[2]: message" — always returns -1. An error that neither
+ * err nor the report would keep is only counted: it costs no scan of the text. */
+static int bad(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int bad(struct ctx *c, const char *fmt, ...)
+{
+	char where[160], msg[TP_ERR_MSG_MAX];
+	int line, col, n;
+	va_list ap;
+
+	if (c->nerr > 0 && (c->rep == NULL || c->rep->n >= TP_POLICY_MAX_ERRORS)) {
+		c->nerr++;
+		if (c->rep != NULL)
+			c->rep->more++;
+		return -1;
+	}
+	path_name(c, where, sizeof where);
 	position(c->text, c->len, c->path, c->depth, &line, &col);
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof what, fmt, ap);
-	va_end(ap);
 	if (c->depth - c->trim > 0)
-		return tp_err_set(c->err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0, "%s:%d:%d: %s: %s",
-				  c->file, line, col, where, what);
-	return tp_err_set(c->err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0, "%s:%d:%d: %s", c->file,
-			  line, col, what);
+		n = snprintf(msg, sizeof msg, "%s:%d:%d: %s: ", c->file, line, col, where);
+	else
+		n = snprintf(msg, sizeof msg, "%s:%d:%d: ", c->file, line, col);
+	/* A message longer than msg is cut, as tp_err_set() would cut it. */
+	size_t off = n < 0 ? 0 : (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1;
+	va_start(ap, fmt);
+	vsnprintf(msg + off, sizeof msg - off, fmt, ap);
+	va_end(ap);
+	return note(c, line, col, msg);
 }
 
 static const char *type_name(const json_t *v)
@@ -237,10 +327,12 @@ static const char *type_name(const json_t *v)
 	}
 }
 
+/* Each key of obj that is not known is an error; the known ones stay to be read. */
 static int check_keys(struct ctx *c, const json_t *obj, const char *const *known)
 {
 	const char *key;
 	json_t *v;
+	int rc = 0;
 
 	json_object_foreach((json_t *)obj, key, v)
 	{
@@ -255,13 +347,12 @@ static int check_keys(struct ctx *c, const json_t *obj, const char *const *known
 						      i ? ", " : "", known[i]);
 			push_key(c, key);
 			c->trim = 1;
-			bad(c, "unknown key '%.64s' (known: %s)", key, list);
+			rc = bad(c, "unknown key '%.64s' (known: %s)", key, list);
 			c->trim = 0;
 			pop(c);
-			return -1;
 		}
 	}
-	return 0;
+	return rc;
 }
 
 static int want_type(struct ctx *c, const json_t *v, json_type t, const char *what)
@@ -297,7 +388,7 @@ static int get_str(struct ctx *c, const json_t *v, size_t max, char **out)
 	free(*out);
 	*out = strdup(json_string_value(v));
 	if (*out == NULL)
-		return tp_err_oom(c->err, TP_LAYER_HOST);
+		return oom(c);
 	return 0;
 }
 
@@ -336,10 +427,13 @@ static int strv_copy(struct tp_strv *dst, const struct tp_strv *src)
 /* A checker for one element: 0, or -1 after bad(). */
 typedef int (*elem_check)(struct ctx *c, const char *s, const void *arg);
 
+/* A list of strings, each element checked; every bad element is reported and
+ * then the list is not taken (out stays as it was). */
 static int get_strv(struct ctx *c, const json_t *v, elem_check check, const void *arg,
 		    struct tp_strv *out)
 {
 	struct tp_strv next = { 0 };
+	int bad_elems = 0;
 
 	if (!json_is_array(v))
 		return bad(c, "must be a list of strings, not %s", type_name(v));
@@ -348,8 +442,8 @@ static int get_strv(struct ctx *c, const json_t *v, elem_check check, const void
 			   TP_POLICY_MAX_ITEMS);
 	next.v = calloc(json_array_size(v) + 1, sizeof(char *));
 	if (next.v == NULL)
-		return tp_err_oom(c->err, TP_LAYER_HOST);
-	for (size_t i = 0; i < json_array_size(v); i++) {
+		return oom(c);
+	for (size_t i = 0; i < json_array_size(v) && !c->stop; i++) {
 		json_t *e = json_array_get(v, i);
 		char *s = NULL;
 		push_idx(c, i);
@@ -362,10 +456,14 @@ static int get_strv(struct ctx *c, const json_t *v, elem_check check, const void
 		pop(c);
 		if (rc != 0) {
 			free(s);
-			tp_strv_free(&next);
-			return -1;
+			bad_elems = 1;
+			continue;
 		}
 		next.v[next.n++] = s;
+	}
+	if (bad_elems || c->stop) {
+		tp_strv_free(&next);
+		return -1;
 	}
 	tp_strv_free(out);
 	*out = next;
@@ -385,11 +483,14 @@ static int check_catalog(struct ctx *c, const char *s, const void *arg)
 			   s);
 	if (cat == tp_catalog_py_builtins)
 		return bad(c, "builtin '%.64s' is not one a policy can grant", s);
-	if (cat == tp_catalog_lua_libraries)
-		return bad(c,
-			   "'%.64s' is not a Lua library tidepool offers (base, string, "
-			   "table, math, utf8, coroutine, os, io)",
-			   s);
+	if (cat == tp_catalog_lua_libraries) {
+		char all[200] = "";
+		size_t w = 0;
+		for (size_t i = 0; cat[i] != NULL && w < sizeof all; i++)
+			w += (size_t)snprintf(all + w, sizeof all - w, "%s%s", i ? ", " : "",
+					      cat[i]);
+		return bad(c, "'%.64s' is not a Lua library tidepool offers (%s)", s, all);
+	}
 	return bad(c, "'%.64s' is not a Lua function tidepool offers", s);
 }
 
@@ -444,10 +545,34 @@ static int check_secret(struct ctx *c, const char *s, const void *arg)
 	return 0;
 }
 
+/* What compiling one pattern may cost, and all of a policy's together (each is
+ * compiled again, and kept, by the host): tp_regex_measure()'s nodes. a{1,999}
+ * is 1000, and glibc's compiled form of it some 8 MB. */
+#define RE_MAX_COST 1000
+#define RE_MAX_TOTAL 2000
+
 static int check_pattern(struct ctx *c, const char *s, const void *arg)
 {
 	(void)arg;
 	regex_t re;
+	struct tp_regex_measure m;
+	tp_regex_measure(s, RE_MAX_COST, &m);
+	if (m.cost > RE_MAX_COST)
+		return bad(c,
+			   "'%.64s' is too costly to compile: its repetitions copy what they "
+			   "repeat ('a+' twice, 'a{1,50}' fifty times, a repetition of one "
+			   "multiplies), past %d",
+			   s, RE_MAX_COST);
+	if (m.repeats_empty)
+		return bad(c,
+			   "'%.64s' repeats what can match the empty string ('a**', '(a?)+', "
+			   "'(|a){2}', '(^)*'): it means the same without that repetition, and "
+			   "compiling it can take exponential time",
+			   s);
+	if ((c->re_cost += m.cost) > RE_MAX_TOTAL)
+		return bad(
+		    c, "the patterns up to this one are too costly to compile together: past %d",
+		    RE_MAX_TOTAL);
 	int rc = regcomp(&re, s, REG_EXTENDED);
 	if (rc != 0) {
 		char why[128];
@@ -536,11 +661,14 @@ struct parsed {
 	struct written w;
 };
 
+/* An object of known keys: -1 when v is no object (nothing of it can be read);
+ * an unknown key is reported and the known ones are read all the same. */
 static int sub_object(struct ctx *c, const json_t *v, const char *const *keys)
 {
 	if (want_type(c, v, JSON_OBJECT, "an object") < 0)
 		return -1;
-	return check_keys(c, v, keys);
+	check_keys(c, v, keys);
+	return 0;
 }
 
 static int parse_limits(struct ctx *c, const json_t *v, struct parsed *out)
@@ -566,7 +694,7 @@ static int parse_limits(struct ctx *c, const json_t *v, struct parsed *out)
 		int rc = get_uint(c, x, lo[i], hi[i], i == TP_LIMIT_INSTRUCTIONS, &val);
 		pop(c);
 		if (rc < 0)
-			return -1;
+			continue;
 		tp_limit_set(&out->p->limits, (enum tp_limit_id)i, val);
 		out->w.limits |= 1u << i;
 	}
@@ -580,7 +708,7 @@ static int parse_lists(struct ctx *c, const json_t *v, const char *const *keys,
 {
 	if (sub_object(c, v, keys) < 0)
 		return -1;
-	for (int i = 0; keys[i] != NULL; i++) {
+	for (int i = 0; keys[i] != NULL && !c->stop; i++) {
 		json_t *x = json_object_get(v, keys[i]);
 		if (x == NULL || lists[i] == NULL)
 			continue;
@@ -588,7 +716,7 @@ static int parse_lists(struct ctx *c, const json_t *v, const char *const *keys,
 		int rc = get_strv(c, x, checks[i], args[i], lists[i]);
 		pop(c);
 		if (rc < 0)
-			return -1;
+			continue;
 		*written |= 1u << i;
 	}
 	return 0;
@@ -608,7 +736,7 @@ static int parse_uints(struct ctx *c, const json_t *v, const char *const *keys,
 		int rc = get_uint(c, x, lo[i], hi[i], lo[i] == 0, fields[i]);
 		pop(c);
 		if (rc < 0)
-			return -1;
+			continue;
 		*written |= 1u << i;
 	}
 	return 0;
@@ -618,6 +746,36 @@ static int parse_uints(struct ctx *c, const json_t *v, const char *const *keys,
 #define cat_lua_fns ((const void *)tp_catalog_lua_functions)
 #define cat_py_mods ((const void *)tp_catalog_py_modules)
 #define cat_py_bi ((const void *)tp_catalog_py_builtins)
+
+/* "languages": every unknown name is reported; the bits are set only when all are known. */
+static int parse_langs(struct ctx *c, const json_t *v, struct tp_policy *p)
+{
+	struct tp_strv names = { 0 };
+	unsigned langs = 0;
+	size_t nerr = c->nerr;
+	char all[128];
+
+	if (get_strv(c, v, NULL, NULL, &names) < 0)
+		return -1;
+	for (size_t i = 0; i < names.n; i++) {
+		const struct tp_lang_info *l = tp_langs_by_name(names.v[i]);
+		if (l != NULL) {
+			langs |= 1u << l->id;
+			continue;
+		}
+		push_idx(c, i);
+		bad(c, "unknown language '%.64s' (%s)", names.v[i],
+		    tp_langs_names(all, sizeof all, "%s", ", ", " or "));
+		pop(c);
+	}
+	tp_strv_free(&names);
+	if (c->nerr > nerr)
+		return -1;
+	if (langs == 0)
+		return bad(c, "must name at least one language");
+	p->languages = langs;
+	return 0;
+}
 
 static int parse_section(struct ctx *c, int k, const json_t *v, struct parsed *o)
 {
@@ -633,29 +791,7 @@ static int parse_section(struct ctx *c, int k, const json_t *v, struct parsed *o
 		if (get_str(c, v, TP_POLICY_NAME_MAX, &p->extends) < 0)
 			return -1;
 		return check_name(c, p->extends, NULL);
-	case K_LANGS: {
-		struct tp_strv names = { 0 };
-		char all[128];
-		if (get_strv(c, v, NULL, NULL, &names) < 0)
-			return -1;
-		p->languages = 0;
-		for (size_t i = 0; i < names.n; i++) {
-			const struct tp_lang_info *l = tp_langs_by_name(names.v[i]);
-			if (l == NULL) {
-				push_idx(c, i);
-				bad(c, "unknown language '%.64s' (%s)", names.v[i],
-				    tp_langs_names(all, sizeof all, "%s", ", ", " or "));
-				pop(c);
-				tp_strv_free(&names);
-				return -1;
-			}
-			p->languages |= 1u << l->id;
-		}
-		tp_strv_free(&names);
-		if (p->languages == 0)
-			return bad(c, "must name at least one language");
-		return 0;
-	}
+	case K_LANGS: return parse_langs(c, v, p);
 	case K_LIMITS: return parse_limits(c, v, o);
 	case K_LAYER:
 		if (want_type(c, v, JSON_TRUE, "a boolean") < 0)
@@ -781,67 +917,84 @@ void tp_policy_free(struct tp_policy *p)
 	free(p);
 }
 
-static int parse_into(const char *text, size_t len, const char *file, struct parsed *o,
-		      struct tp_err *err)
+/* The JSON of text, or NULL after recording why (its place, or out of memory). */
+static json_t *load_json(struct ctx *c)
 {
-	struct ctx c = { .file = file, .text = text, .len = len, .err = err };
 	struct tp_err jerr = { 0 };
-	json_t *root;
-	int rc = 0;
+	json_error_t je;
+	char msg[TP_ERR_MSG_MAX];
+
+	/* Duplicate keys would make "which one counts" a guess: refused. */
+	json_t *root = tp_json_loadb(c->text, c->len, JSON_REJECT_DUPLICATES, &jerr);
+	if (root != NULL)
+		return root;
+	if (tp_err_is_oom(&jerr)) {
+		oom(c);
+		return NULL;
+	}
+	json_decref(json_loadb(c->text, c->len, JSON_REJECT_DUPLICATES, &je));
+	snprintf(msg, sizeof msg, "%s:%d:%d: not valid JSON: %s", c->file, je.line, je.column,
+		 je.text);
+	note(c, je.line, je.column, msg);
+	return NULL;
+}
+
+/* Every key of the text into o. Beyond a syntax error every error is found: a
+ * bad key or element is reported and skipped, the rest read on. 0, or -1 when
+ * any error was found (err: the first; rep: all, in the text's order). */
+static int parse_into(const char *text, size_t len, const char *file, struct parsed *o,
+		      struct tp_policy_report *rep, struct tp_err *err)
+{
+	struct ctx c = { .file = file, .text = text, .len = len, .err = err, .rep = rep };
+	size_t first = rep ? rep->n : 0;
+	json_t *root = NULL;
 
 	if (len > MAX_FILE)
-		return bad(&c, "larger than %u bytes", MAX_FILE);
-	/* Duplicate keys would make "which one counts" a guess: refused. */
-	root = tp_json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (root == NULL) {
-		json_error_t je;
-		json_t *again = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-		json_decref(again);
-		if (tp_err_is_oom(&jerr))
-			return tp_err_oom(err, TP_LAYER_HOST);
-		return tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0,
-				  "%s:%d:%d: not valid JSON: %s", file, je.line, je.column,
-				  je.text);
-	}
-	if (!json_is_object(root)) {
-		rc = bad(&c, "a policy must be a JSON object, not %s", type_name(root));
-		goto out;
-	}
-	if (check_keys(&c, root, top_keys) < 0) {
-		rc = -1;
-		goto out;
-	}
-	for (int k = 0; top_keys[k] != NULL && rc == 0; k++) {
+		bad(&c, "larger than %u bytes", MAX_FILE);
+	else
+		root = load_json(&c);
+	if (root != NULL && !json_is_object(root))
+		bad(&c, "a policy must be a JSON object, not %s", type_name(root));
+	else if (root != NULL)
+		check_keys(&c, root, top_keys);
+	for (int k = 0; json_is_object(root) && top_keys[k] != NULL && !c.stop; k++) {
 		json_t *v = json_object_get(root, top_keys[k]);
 		if (v == NULL)
 			continue;
 		push_key(&c, top_keys[k]);
-		rc = parse_section(&c, k, v, o);
+		parse_section(&c, k, v, o);
 		pop(&c);
 		o->w.top |= 1u << k;
 	}
-	if (rc == 0 && o->p->name == NULL)
-		rc = bad(&c, "a policy needs a \"name\"");
-	if (rc == 0 && o->p->extends != NULL && strcmp(o->p->extends, o->p->name) == 0)
-		rc = bad(&c, "policy '%s' extends itself", o->p->name);
-out:
+	if (json_is_object(root) && !c.stop && json_object_get(root, "name") == NULL)
+		bad(&c, "a policy needs a \"name\"");
+	if (o->p->name != NULL && o->p->extends != NULL && strcmp(o->p->extends, o->p->name) == 0)
+		bad(&c, "policy '%s' extends itself", o->p->name);
 	json_decref(root);
-	return rc;
+	report_sort(rep, first);
+	return c.nerr > 0 ? -1 : 0;
+}
+
+struct tp_policy *tp_policy_parse_report(const char *text, size_t len, const char *name,
+					 struct tp_policy_report *r, struct tp_err *err)
+{
+	struct parsed o = { .p = policy_new() };
+	if (o.p == NULL) {
+		struct ctx c = { .file = name, .err = err, .rep = r };
+		oom(&c);
+		return NULL;
+	}
+	if (parse_into(text, len, name, &o, r, err) < 0) {
+		tp_policy_free(o.p);
+		return NULL;
+	}
+	return o.p;
 }
 
 struct tp_policy *tp_policy_parse(const char *text, size_t len, const char *name,
 				  struct tp_err *err)
 {
-	struct parsed o = { .p = policy_new() };
-	if (o.p == NULL) {
-		tp_err_oom(err, TP_LAYER_HOST);
-		return NULL;
-	}
-	if (parse_into(text, len, name, &o, err) < 0) {
-		tp_policy_free(o.p);
-		return NULL;
-	}
-	return o.p;
+	return tp_policy_parse_report(text, len, name, NULL, err);
 }
 
 /* ---- extends ----------------------------------------------------------------- */
@@ -921,134 +1074,203 @@ static int preset_index(const char *name)
 	return -1;
 }
 
-static char *slurp(const char *path, size_t *len, struct tp_err *err)
+/* A file's text, or NULL after recording why (in c, with no place). */
+static char *slurp(struct ctx *c, const char *path, size_t *len)
 {
+	char msg[TP_ERR_MSG_MAX];
 	FILE *f = fopen(path, "rb");
 	if (f == NULL) {
-		tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, errno, "%s: %s", path,
-			   strerror(errno));
+		snprintf(msg, sizeof msg, "%s: %s", path, strerror(errno));
+		note(c, 0, 0, msg);
 		return NULL;
 	}
 	char *buf = malloc(MAX_FILE + 1);
 	size_t n = buf ? fread(buf, 1, MAX_FILE + 1, f) : 0;
 	int e = ferror(f);
 	fclose(f);
-	if (buf == NULL || e || n > MAX_FILE) {
+	if (buf == NULL) {
+		oom(c);
+		return NULL;
+	}
+	if (e || n > MAX_FILE) {
 		free(buf);
-		tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0, "%s: %s", path,
-			   buf == NULL ? "out of memory"
-			   : e         ? "read error"
-				       : "larger than 1 MiB: not a policy");
+		snprintf(msg, sizeof msg, "%s: %s", path,
+			 e ? "read error" : "larger than 1 MiB: not a policy");
+		note(c, 0, 0, msg);
 		return NULL;
 	}
 	*len = n;
 	return buf;
 }
 
-/* Rules about the policy as a whole, after extends. */
-static int check_effective(const struct tp_policy *p, const char *file, struct tp_err *err)
+#define ENV_UNSET "%s is not set, so its value could not be redacted"
+
+/* One rule of the whole policy broken: placed at path (the key that asks for
+ * it, or the nearest the file wrote), which the message does not name. */
+static void bad_whole(struct ctx *c, const char *k1, const char *k2, const char *why,
+		      const struct tp_policy *p)
 {
-	if (p->fs_write.n > 0 && p->file_bytes == 0)
-		return tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0,
-				  "%s: policy '%s': filesystem.file_bytes must be set (1 .. %llu) "
-				  "when filesystem.write grants paths",
-				  file, p->name, 1ull << 30);
+	int depth = c->depth;
+	push_key(c, k1);
+	if (k2 != NULL)
+		push_key(c, k2);
+	c->trim = c->depth - depth;
+	bad(c, "policy '%s': %s", p->name, why);
+	c->trim = 0;
+	c->depth = depth;
+}
+
+/* Rules about the policy as a whole, after extends, and what the host will need
+ * of its environment (tp_policy_check_env()): every one broken is reported. */
+static int check_effective(struct ctx *c, const struct tp_policy *p)
+{
+	size_t first = c->rep ? c->rep->n : 0, nerr = c->nerr;
+	char why[200];
+
+	if (p->fs_write.n > 0 && p->file_bytes == 0) {
+		snprintf(why, sizeof why,
+			 "filesystem.file_bytes must be set (1 .. %llu) when filesystem.write "
+			 "grants paths",
+			 1ull << 30);
+		bad_whole(c, "filesystem", "write", why, p);
+	}
 	if (strcmp(p->isolation, "state") == 0 && !p->language_layer)
-		return tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0,
-				  "%s: policy '%s': isolation \"state\" needs the language layer: "
-				  "without it, code can corrupt its worker's memory and reach the "
-				  "next exec in it",
-				  file, p->name);
-	if (p->fs_read.n + p->fs_write.n > 16)
-		return tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0,
-				  "%s: policy '%s': filesystem grants %zu paths; at most 16", file,
-				  p->name, p->fs_read.n + p->fs_write.n);
+		bad_whole(c, "isolation", NULL,
+			  "isolation \"state\" needs the language layer: without it, code can "
+			  "corrupt its worker's memory and reach the next exec in it",
+			  p);
+	if (p->fs_read.n + p->fs_write.n > 16) {
+		snprintf(why, sizeof why, "filesystem grants %zu paths; at most 16",
+			 p->fs_read.n + p->fs_write.n);
+		bad_whole(c, "filesystem", NULL, why, p);
+	}
+	for (size_t i = 0; i < p->redact_env.n; i++) {
+		if (getenv(p->redact_env.v[i]) != NULL)
+			continue;
+		push_key(c, "redact");
+		push_key(c, "env");
+		push_idx(c, i);
+		bad(c, ENV_UNSET, p->redact_env.v[i]);
+		pop(c);
+		pop(c);
+		pop(c);
+	}
+	report_sort(c->rep, first);
+	return c->nerr > nerr ? -1 : 0;
+}
+
+int tp_policy_check_env(const struct tp_policy *p, struct tp_err *err)
+{
+	for (size_t i = 0; i < p->redact_env.n; i++)
+		if (getenv(p->redact_env.v[i]) == NULL)
+			return tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0,
+					  "policy '%s': redact.env[%zu]: " ENV_UNSET, p->name, i,
+					  p->redact_env.v[i]);
 	return 0;
 }
 
-/* Parses text and resolves its chain: the parent is a policy of the set, or
- * NAME.json in dir, or a preset. chain[] holds the names being resolved. */
 static struct tp_policy *resolve(struct tp_policy_set *s, const char *text, size_t len,
 				 const char *file, const char *dir, const char **chain, int depth,
-				 struct tp_err *err)
-{
-	struct parsed o = { .p = policy_new() };
-	struct tp_policy *parent = NULL;
-	int own_parent = 0;
+				 struct tp_err *err);
 
-	if (o.p == NULL) {
-		tp_err_oom(err, TP_LAYER_HOST);
-		return NULL;
+/* The parent o's "extends" names: a policy of the set, or NAME.json in dir
+ * (resolved here: *own), or a preset (also *own). NULL after recording why. */
+static struct tp_policy *parent_of(struct tp_policy_set *s, struct ctx *c, const char *dir,
+				   const char *name, const char **chain, int depth, int *own)
+{
+	struct tp_policy *parent = (struct tp_policy *)tp_policy_set_find(s, name);
+	char ppath[PATH_MAX];
+	struct stat st;
+
+	*own = 0;
+	if (parent != NULL)
+		return parent;
+	if (dir != NULL &&
+	    (size_t)snprintf(ppath, sizeof ppath, "%s/%s.json", dir, name) < sizeof ppath &&
+	    stat(ppath, &st) == 0) {
+		size_t plen;
+		char *ptext = slurp(c, ppath, &plen);
+		if (ptext == NULL)
+			return NULL;
+		parent = resolve(s, ptext, plen, ppath, dir, chain, depth + 1, c->err);
+		free(ptext);
+		*own = parent != NULL;
+		return parent;
 	}
-	if (parse_into(text, len, file, &o, err) < 0)
-		goto fail;
-	if ((o.p->source = strdup(dir ? file : "built-in")) == NULL) {
-		tp_err_oom(err, TP_LAYER_HOST);
-		goto fail;
+	int pi = preset_index(name);
+	if (pi >= 0) {
+		char pfile[64];
+		snprintf(pfile, sizeof pfile, "policies/%s.json", tp_preset_names[pi]);
+		parent = resolve(s, tp_preset_texts[pi], strlen(tp_preset_texts[pi]), pfile, NULL,
+				 chain, depth + 1, c->err);
+		*own = parent != NULL;
+		return parent;
 	}
-	chain[depth] = o.p->name;
-	if (o.p->extends == NULL)
-		return check_effective(o.p, file, err) < 0 ? (tp_policy_free(o.p), NULL) : o.p;
-	struct ctx c = { .file = file, .text = text, .len = len, .err = err };
-	push_key(&c, "extends");
+	bad(c,
+	    "extends '%s', which is neither a loaded policy, a built-in preset nor a file %s.json "
+	    "beside this one",
+	    name, name);
+	return NULL;
+}
+
+/* Whether o's "extends" may be followed from chain[0 .. depth]: no cycle, not too deep. */
+static int may_extend(struct ctx *c, const char *name, const char **chain, int depth)
+{
 	for (int i = 0; i <= depth; i++)
-		if (strcmp(chain[i], o.p->extends) == 0) {
+		if (strcmp(chain[i], name) == 0) {
 			char cyc[400] = "";
 			size_t w = 0;
 			for (int j = i; j <= depth && w < sizeof cyc; j++)
 				w += (size_t)snprintf(cyc + w, sizeof cyc - w, "%s -> ", chain[j]);
-			bad(&c, "'extends' makes a cycle: %s%s", cyc, o.p->extends);
+			return bad(c, "'extends' makes a cycle: %s%s", cyc, name);
+		}
+	if (depth + 1 >= TP_POLICY_MAX_DEPTH)
+		return bad(c, "'extends' chains more than %d policies", TP_POLICY_MAX_DEPTH);
+	return 0;
+}
+
+/* Parses text and resolves its chain: the parent is a policy of the set, or
+ * NAME.json in dir, or a preset. chain[] holds the names being resolved. Every
+ * error goes to err (the first) and s's report; a text with errors of its own
+ * is not resolved further (its parent's and the whole's would mislead). */
+static struct tp_policy *resolve(struct tp_policy_set *s, const char *text, size_t len,
+				 const char *file, const char *dir, const char **chain, int depth,
+				 struct tp_err *err)
+{
+	struct ctx c = { .file = file, .text = text, .len = len, .err = err, .rep = s->report };
+	struct parsed o = { .p = policy_new() };
+	struct tp_policy *parent = NULL;
+	int own = 0;
+
+	if (o.p == NULL) {
+		oom(&c);
+		return NULL;
+	}
+	if (parse_into(text, len, file, &o, s->report, err) < 0)
+		goto fail;
+	if ((o.p->source = strdup(dir ? file : "built-in")) == NULL) {
+		oom(&c);
+		goto fail;
+	}
+	chain[depth] = o.p->name;
+	if (o.p->extends != NULL) {
+		push_key(&c, "extends");
+		if (may_extend(&c, o.p->extends, chain, depth) < 0 ||
+		    (parent = parent_of(s, &c, dir, o.p->extends, chain, depth, &own)) == NULL)
+			goto fail;
+		pop(&c);
+		if (merge(o.p, &o.w, parent) < 0) {
+			oom(&c);
 			goto fail;
 		}
-	if (depth + 1 >= TP_POLICY_MAX_DEPTH) {
-		bad(&c, "'extends' chains more than %d policies", TP_POLICY_MAX_DEPTH);
+	}
+	if (check_effective(&c, o.p) < 0)
 		goto fail;
-	}
-	parent = (struct tp_policy *)tp_policy_set_find(s, o.p->extends);
-	char ppath[PATH_MAX];
-	struct stat st;
-	if (parent == NULL && dir != NULL &&
-	    (size_t)snprintf(ppath, sizeof ppath, "%s/%s.json", dir, o.p->extends) < sizeof ppath &&
-	    stat(ppath, &st) == 0) {
-		size_t plen;
-		char *ptext = slurp(ppath, &plen, err);
-		if (ptext == NULL)
-			goto fail;
-		parent = resolve(s, ptext, plen, ppath, dir, chain, depth + 1, err);
-		free(ptext);
-		if (parent == NULL)
-			goto fail;
-		own_parent = 1;
-	}
-	int pi = parent == NULL ? preset_index(o.p->extends) : -1;
-	if (parent == NULL && pi >= 0) {
-		char pfile[64];
-		snprintf(pfile, sizeof pfile, "policies/%s.json", tp_preset_names[pi]);
-		parent = resolve(s, tp_preset_texts[pi], strlen(tp_preset_texts[pi]), pfile, NULL,
-				 chain, depth + 1, err);
-		if (parent == NULL)
-			goto fail;
-		own_parent = 1;
-	}
-	if (parent == NULL) {
-		bad(&c,
-		    "extends '%s', which is neither a loaded policy, a built-in preset nor "
-		    "a file %s.json beside this one",
-		    o.p->extends, o.p->extends);
-		goto fail;
-	}
-	if (merge(o.p, &o.w, parent) < 0) {
-		tp_err_oom(err, TP_LAYER_HOST);
-		goto fail;
-	}
-	if (own_parent)
+	if (own)
 		tp_policy_free(parent);
-	own_parent = 0;
-	if (check_effective(o.p, file, err) < 0)
-		goto fail;
 	return o.p;
 fail:
-	if (own_parent)
+	if (own)
 		tp_policy_free(parent);
 	tp_policy_free(o.p);
 	return NULL;
@@ -1056,20 +1278,61 @@ fail:
 
 /* ---- the set ---------------------------------------------------------------- */
 
+const char *tp_policy_preset(size_t i)
+{
+	for (size_t j = 0; j < i; j++)
+		if (tp_preset_names[j] == NULL)
+			return NULL;
+	return tp_preset_names[i];
+}
+
+int tp_policy_equal(const struct tp_policy *a, const struct tp_policy *b)
+{
+	json_t *x = tp_policy_to_json(a, 1), *y = tp_policy_to_json(b, 1);
+	int eq = x != NULL && y != NULL && json_equal(x, y);
+	json_decref(x);
+	json_decref(y);
+	return eq;
+}
+
+/* An error of the set, of no place in a text: to err and the report. Returns -1. */
+static int refuse(struct tp_policy_set *s, struct tp_err *err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int refuse(struct tp_policy_set *s, struct tp_err *err, const char *fmt, ...)
+{
+	char msg[TP_ERR_MSG_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0, "%s", msg);
+	report_add(s->report, 0, 0, msg);
+	return -1;
+}
+
+/* A name is one policy: a second of the same name is refused, a preset's copy
+ * too. A preset's name always means the compiled-in preset, so a copy that
+ * matches today would silently differ after an upgrade changes the preset. */
 static int add(struct tp_policy_set *s, struct tp_policy *p, struct tp_err *err)
 {
-	if (tp_policy_set_find(s, p->name) != NULL) {
-		const struct tp_policy *old = tp_policy_set_find(s, p->name);
-		tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0,
-			   "%s: a policy named '%s' is already loaded (from %s)", p->source,
-			   p->name, old->source);
-		return -1;
-	}
-	if (s->n >= TP_POLICY_MAX) {
-		tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0, "%s: more than %d policies",
-			   p->source, TP_POLICY_MAX);
-		return -1;
-	}
+	const struct tp_policy *old = tp_policy_set_find(s, p->name);
+	if (old != NULL && strcmp(old->source, "built-in") == 0 && tp_policy_equal(old, p))
+		return refuse(s, err,
+			      "%s: a policy named '%s' is already loaded (from built-in): this "
+			      "file is a copy of the preset, which is always there: leave the "
+			      "file out and name the preset",
+			      p->source, p->name);
+	if (old != NULL && strcmp(old->source, "built-in") == 0)
+		return refuse(s, err,
+			      "%s: a policy named '%s' is already loaded (from built-in): a "
+			      "preset's name always means the preset: rename this policy (it may "
+			      "extend '%s')",
+			      p->source, p->name, p->name);
+	if (old != NULL)
+		return refuse(s, err, "%s: a policy named '%s' is already loaded (from %s)",
+			      p->source, p->name, old->source);
+	if (s->n >= TP_POLICY_MAX)
+		return refuse(s, err, "%s: more than %d policies", p->source, TP_POLICY_MAX);
 	s->p[s->n++] = p;
 	return 0;
 }
@@ -1107,9 +1370,15 @@ void tp_policy_set_free(struct tp_policy_set *s)
 	free(s);
 }
 
-const struct tp_policy *tp_policy_set_load_file(struct tp_policy_set *s, const char *path,
-						struct tp_err *err)
+void tp_policy_set_report(struct tp_policy_set *s, struct tp_policy_report *r)
 {
+	s->report = r;
+}
+
+/* One file read and resolved against the set, not added. */
+static struct tp_policy *load(struct tp_policy_set *s, const char *path, struct tp_err *err)
+{
+	struct ctx c = { .file = path, .err = err, .rep = s->report };
 	const char *chain[TP_POLICY_MAX_DEPTH];
 	char dir[PATH_MAX];
 	size_t len;
@@ -1119,11 +1388,24 @@ const struct tp_policy *tp_policy_set_load_file(struct tp_policy_set *s, const c
 		snprintf(dir, sizeof dir, ".");
 	else
 		snprintf(dir, sizeof dir, "%.*s", (int)(slash == path ? 1 : slash - path), path);
-	char *text = slurp(path, &len, err);
+	char *text = slurp(&c, path, &len);
 	if (text == NULL)
 		return NULL;
 	struct tp_policy *p = resolve(s, text, len, path, dir, chain, 0, err);
 	free(text);
+	return p;
+}
+
+struct tp_policy *tp_policy_set_check_file(struct tp_policy_set *s, const char *path,
+					   struct tp_err *err)
+{
+	return load(s, path, err);
+}
+
+const struct tp_policy *tp_policy_set_load_file(struct tp_policy_set *s, const char *path,
+						struct tp_err *err)
+{
+	struct tp_policy *p = load(s, path, err);
 	if (p == NULL || add(s, p, err) < 0) {
 		tp_policy_free(p);
 		return NULL;
@@ -1148,8 +1430,7 @@ int tp_policy_set_load_dir(struct tp_policy_set *s, const char *dir, struct tp_e
 	int n = scandir(dir, &names, is_json, by_name), rc = 0;
 
 	if (n < 0)
-		return tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, errno, "%s: %s", dir,
-				  strerror(errno));
+		return refuse(s, err, "%s: %s", dir, strerror(errno));
 	for (int i = 0; i < n; i++) {
 		char path[PATH_MAX];
 		size_t nlen = strlen(names[i]->d_name) - 5;
@@ -1158,7 +1439,8 @@ int tp_policy_set_load_dir(struct tp_policy_set *s, const char *dir, struct tp_e
 		char name[TP_POLICY_NAME_MAX + 1];
 		snprintf(name, sizeof name, "%.*s", (int)nlen, names[i]->d_name);
 		const struct tp_policy *have = tp_policy_set_find(s, name);
-		if (rc == 0 && !(have && strcmp(have->source, path) == 0) &&
+		/* A bad file is reported, and the next loaded: one start shows them all. */
+		if (!(have && strcmp(have->source, path) == 0) &&
 		    tp_policy_set_load_file(s, path, err) == NULL)
 			rc = -1;
 		free(names[i]);

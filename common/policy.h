@@ -15,6 +15,11 @@
  *      tp_policy_from_wire().
  *   4. tp_policy_to_json() is the effective policy, for `policy show`/`check`
  *      and sandbox/policy/get.
+ * Errors: err holds the first one found. A validation goes on past an error
+ * where it safely can (the bad key or element is skipped), so a file has all its
+ * errors found at once: a set given a report (tp_policy_set_report()) keeps every
+ * message of every load in it, each file's in the order of its text, for
+ * `policy check` and the server's start.
  * A request never changes a policy: it may only lower limits (limits.h).
  */
 #ifndef TP_POLICY_H
@@ -87,6 +92,25 @@ struct tp_policy {
 #define TP_POLICY_MAX_WALL_MS 3600000ull
 #define TP_POLICY_MAX_INSTRUCTIONS 1000000000000ull
 
+/* The name a server's default policy has unless --policy names another. */
+#define TP_POLICY_DEFAULT "standard"
+
+/* The compiled-in presets' names (common/presets.c, from policies/NAME.json), in
+ * their order: i from 0 until NULL. */
+const char *tp_policy_preset(size_t i);
+
+#define TP_POLICY_MAX_ERRORS 100 /* messages a report keeps; the rest are counted */
+
+/* Every error of one or more loads, bounded: hostile input cannot make it grow. */
+struct tp_policy_report {
+	size_t n;    /* messages kept */
+	size_t more; /* errors beyond TP_POLICY_MAX_ERRORS, counted only */
+	struct tp_policy_error {
+		int line, col;            /* 0 for an error of no place (an unreadable file) */
+		char msg[TP_ERR_MSG_MAX]; /* as err's: "FILE:LINE:COL: KEY: what is wrong" */
+	} e[TP_POLICY_MAX_ERRORS];
+};
+
 struct tp_policy_set;
 
 struct tp_policy_set *tp_policy_set_new(struct tp_err *err);
@@ -95,8 +119,18 @@ void tp_policy_set_free(struct tp_policy_set *s);
  * NAME.json beside it. Returns the policy added, or NULL (err says why). */
 const struct tp_policy *tp_policy_set_load_file(struct tp_policy_set *s, const char *path,
 						struct tp_err *err);
-/* Every *.json file in dir, in name order. 0, or -1 at the first bad one. */
+/* Every *.json file in dir, in name order; a bad one is reported and the next
+ * loaded. 0, or -1 when any was bad (err: the first error). */
 int tp_policy_set_load_dir(struct tp_policy_set *s, const char *dir, struct tp_err *err);
+/* From now on (NULL: no longer) every load's messages go to r too; the caller
+ * owns r and keeps it until it is detached or the set freed. */
+void tp_policy_set_report(struct tp_policy_set *s, struct tp_policy_report *r);
+/* Validates and resolves one file as tp_policy_set_load_file() does, and the
+ * same checks of the host's environment, but leaves the set as it is: the file
+ * is judged on its own merits, whatever the set holds under its name
+ * (`policy check`). The caller frees the policy; NULL when it is bad. */
+struct tp_policy *tp_policy_set_check_file(struct tp_policy_set *s, const char *path,
+					   struct tp_err *err);
 const struct tp_policy *tp_policy_set_find(const struct tp_policy_set *s, const char *name);
 size_t tp_policy_set_count(const struct tp_policy_set *s);
 const struct tp_policy *tp_policy_set_at(const struct tp_policy_set *s, size_t i);
@@ -107,6 +141,16 @@ size_t tp_policy_set_index(const struct tp_policy_set *s, const struct tp_policy
  * resolution; name is what messages call the file. NULL on error. */
 struct tp_policy *tp_policy_parse(const char *text, size_t len, const char *name,
 				  struct tp_err *err);
+/* The same, with every error also in r (may be NULL). */
+struct tp_policy *tp_policy_parse_report(const char *text, size_t len, const char *name,
+					 struct tp_policy_report *r, struct tp_err *err);
+/* Whether a and b are the same effective policy (their source aside). */
+int tp_policy_equal(const struct tp_policy *a, const struct tp_policy *b);
+/* Every redact.env variable of p set in this process's environment: 0, or -1
+ * with err "policy 'NAME': redact.env[I]: VAR is not set, so its value could
+ * not be redacted" for the first that is not. A file's load makes the same check
+ * (its message placed at the element); the host makes it again at start. */
+int tp_policy_check_env(const struct tp_policy *p, struct tp_err *err);
 void tp_policy_free(struct tp_policy *p);
 
 /* The effective policy as JSON (new reference); with_redact 0 leaves redact out. */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "host.h"
 #include "jsonio.h"
@@ -25,9 +26,78 @@
 
 /* ---- policies from flags ------------------------------------------------------ */
 
+/* Between the i-th of n names of a list for people: "a, b and c". */
+static const char *list_sep(size_t i, size_t n)
+{
+	return i == 0 ? "" : i + 1 < n ? ", " : " and ";
+}
+
+const char *tp_cli_preset_names(char *buf, size_t len)
+{
+	size_t off = 0, n = 0;
+	while (tp_policy_preset(n) != NULL)
+		n++;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && off < len; i++) {
+		const char *name = tp_policy_preset(i);
+		int k = snprintf(buf + off, len - off, "%s%s%s", list_sep(i, n), name,
+				 strcmp(name, TP_POLICY_DEFAULT) == 0 ? " (the default)" : "");
+		off += k > 0 ? (size_t)k : 0;
+	}
+	return buf;
+}
+
+/* Every error a load found, one a line: "tidepool: FILE:LINE:COL: KEY: what". r
+ * may be NULL (it could not be allocated): err's first error then. */
+static void print_errors(const struct tp_policy_report *r, const struct tp_err *err)
+{
+	for (size_t i = 0; r != NULL && i < r->n; i++)
+		fprintf(stderr, "tidepool: %s\n", r->e[i].msg);
+	if (r == NULL || r->n == 0)
+		fprintf(stderr, "tidepool: %s\n", err->msg);
+	if (r != NULL && r->more > 0)
+		fprintf(stderr, "tidepool: ... %zu more errors\n", r->more);
+}
+
+/* The policy of the set read from the file at path (the same file, however
+ * named), or NULL. */
+static const struct tp_policy *loaded_from(const struct tp_policy_set *s, const char *path)
+{
+	struct stat a, b;
+	if (stat(path, &a) != 0)
+		return NULL;
+	for (size_t i = 0; i < tp_policy_set_count(s); i++) {
+		const struct tp_policy *p = tp_policy_set_at(s, i);
+		if (strcmp(p->source, "built-in") != 0 && stat(p->source, &b) == 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			return p;
+	}
+	return NULL;
+}
+
+/* The set's loads with every error reported; 0 or -1 (printed). */
+static int load_all(struct tp_cli_policies *cp, const char *policy, const char *dir,
+		    struct tp_policy_report *r)
+{
+	struct tp_err err = { 0 };
+	int rc = 0;
+
+	tp_policy_set_report(cp->set, r);
+	if (dir != NULL && tp_policy_set_load_dir(cp->set, dir, &err) != 0)
+		rc = -1;
+	else if (policy != NULL && (cp->deflt = loaded_from(cp->set, policy)) == NULL &&
+		 (cp->deflt = tp_policy_set_load_file(cp->set, policy, &err)) == NULL)
+		rc = -1;
+	tp_policy_set_report(cp->set, NULL);
+	if (rc != 0)
+		print_errors(r, &err);
+	return rc;
+}
+
 int tp_cli_policies(struct tp_cli_policies *cp, const char *policy, const char *dir)
 {
 	struct tp_err err = { 0 };
+	int is_file = policy != NULL && tp_cli_is_file(policy);
 
 	memset(cp, 0, sizeof *cp);
 	cp->set = tp_policy_set_new(&err);
@@ -35,32 +105,28 @@ int tp_cli_policies(struct tp_cli_policies *cp, const char *policy, const char *
 		fprintf(stderr, "tidepool: %s\n", err.msg);
 		return -1;
 	}
-	if (dir != NULL && tp_policy_set_load_dir(cp->set, dir, &err) != 0)
-		goto bad;
-	if (policy == NULL) {
-		cp->deflt = tp_policy_set_find(cp->set, "standard");
-	} else if (strchr(policy, '/') != NULL ||
-		   (strlen(policy) > 5 && strcmp(policy + strlen(policy) - 5, ".json") == 0)) {
-		/* A file already loaded from the directory is the same policy. */
-		cp->deflt = tp_policy_set_load_file(cp->set, policy, &err);
-		if (cp->deflt == NULL)
-			goto bad;
-	} else {
-		cp->deflt = tp_policy_set_find(cp->set, policy);
+	struct tp_policy_report *r = calloc(1, sizeof *r); /* NULL: the first error only */
+	int rc = load_all(cp, is_file ? policy : NULL, dir, r);
+	free(r);
+	if (rc == 0 && !is_file) {
+		cp->deflt = tp_policy_set_find(cp->set, policy ? policy : TP_POLICY_DEFAULT);
 		if (cp->deflt == NULL) {
 			fprintf(stderr,
 				"tidepool: unknown policy '%s': name a preset (tidepool policy "
 				"list) or a FILE.json\n",
 				policy);
-			tp_cli_policies_free(cp);
-			return -1;
+			rc = -1;
 		}
 	}
-	return 0;
-bad:
-	fprintf(stderr, "tidepool: %s\n", err.msg);
-	tp_cli_policies_free(cp);
-	return -1;
+	if (rc != 0)
+		tp_cli_policies_free(cp);
+	return rc;
+}
+
+int tp_cli_is_file(const char *arg)
+{
+	size_t n = strlen(arg);
+	return strchr(arg, '/') != NULL || (n > 5 && strcmp(arg + n - 5, ".json") == 0);
 }
 
 void tp_cli_policies_free(struct tp_cli_policies *cp)
@@ -253,6 +319,76 @@ static int policy_usage(FILE *f)
 	return f == stdout ? 0 : 2;
 }
 
+/* Prints p: its explanation, or its effective JSON. */
+static void print_policy(const struct tp_policy *p, int json)
+{
+	if (!json) {
+		tp_cli_explain(stdout, p);
+		return;
+	}
+	json_t *j = tp_policy_to_json(p, 0);
+	char *s = j ? tp_json_dumps(j, JSON_INDENT(2)) : NULL;
+	printf("%s\n", s ? s : "{}");
+	free(s);
+	json_decref(j);
+}
+
+/* What a policy of the set already named like p means for p, which is judged on
+ * its own merits: a note on stderr, nothing when it is the same file. */
+static void note_same_name(const struct tp_policy_set *s, const struct tp_policy *p,
+			   const char *path)
+{
+	const struct tp_policy *old = tp_policy_set_find(s, p->name);
+	if (old == NULL || old == loaded_from(s, path))
+		return;
+	int same = tp_policy_equal(old, p);
+	if (strcmp(old->source, "built-in") != 0)
+		fprintf(stderr,
+			"tidepool: %s: note: %s policy '%s' (from %s): a server refuses a second "
+			"policy of that name\n",
+			path, same ? "the same as" : "differs from", old->name, old->source);
+	else if (same)
+		fprintf(stderr,
+			"tidepool: %s: note: identical to the built-in preset '%s', which every "
+			"server has: name the preset, not this file\n",
+			path, p->name);
+	else
+		fprintf(stderr,
+			"tidepool: %s: note: differs from the built-in preset '%s': a server "
+			"refuses it under that name (rename it; it may extend '%s')\n",
+			path, p->name, p->name);
+}
+
+/* `policy check FILE`: every error of the file, or its explanation and verdict.
+ * The file is checked on its own, against the presets and DIR's policies it may
+ * extend, with what a server checks at start (the environment redact.env names). */
+static int check_file(const char *path, const char *dir, int json)
+{
+	struct tp_cli_policies cp;
+	struct tp_err err = { 0 };
+	char why[512];
+
+	if (tp_cli_policies(&cp, NULL, dir) != 0)
+		return 2;
+	struct tp_policy_report *r = calloc(1, sizeof *r); /* NULL: the first error only */
+	tp_policy_set_report(cp.set, r);
+	struct tp_policy *p = tp_policy_set_check_file(cp.set, path, &err);
+	tp_policy_set_report(cp.set, NULL);
+	if (p == NULL)
+		print_errors(r, &err);
+	free(r);
+	if (p == NULL) {
+		tp_cli_policies_free(&cp);
+		return 2;
+	}
+	note_same_name(cp.set, p, path);
+	print_policy(p, json);
+	int rc = tp_policy_kernel_check(p, why, sizeof why) != 0 ? 1 : 0;
+	tp_policy_free(p);
+	tp_cli_policies_free(&cp);
+	return rc;
+}
+
 int tp_cli_policy(int argc, char **argv)
 {
 	static const struct option opts[] = { { "policy-dir", required_argument, NULL, 'd' },
@@ -278,9 +414,9 @@ int tp_cli_policy(int argc, char **argv)
 	int list = strcmp(cmd, "list") == 0, check = strcmp(cmd, "check") == 0;
 	if ((!list && arg == NULL) || argc - optind > (list ? 1 : 2))
 		return policy_usage(stderr);
-	int is_file =
-	    arg != NULL && (strchr(arg, '/') != NULL ||
-			    (strlen(arg) > 5 && strcmp(arg + strlen(arg) - 5, ".json") == 0));
+	int is_file = arg != NULL && tp_cli_is_file(arg);
+	if (check && is_file)
+		return check_file(arg, dir, json);
 	struct tp_cli_policies cp;
 	if (tp_cli_policies(&cp, is_file ? arg : NULL, dir) != 0)
 		return 2;
@@ -299,15 +435,7 @@ int tp_cli_policy(int argc, char **argv)
 			tp_cli_policies_free(&cp);
 			return 2;
 		}
-		if (json) {
-			json_t *j = tp_policy_to_json(p, 0);
-			char *s = j ? tp_json_dumps(j, JSON_INDENT(2)) : NULL;
-			printf("%s\n", s ? s : "{}");
-			free(s);
-			json_decref(j);
-		} else {
-			tp_cli_explain(stdout, p);
-		}
+		print_policy(p, json);
 		char why[512];
 		if (check && tp_policy_kernel_check(p, why, sizeof why) != 0)
 			rc = 1;
@@ -327,7 +455,8 @@ static int run_usage(FILE *f)
 		"stderr.\n"
 		"The language comes from FILE's name (*.lua is Lua, *.py is Python) or --lang.\n\n"
 		"  --lang LANG          %s\n"
-		"  --policy NAME|FILE   the policy (default: standard; tidepool policy list)\n"
+		"  --policy NAME|FILE   the policy (default: " TP_POLICY_DEFAULT
+		"; tidepool policy list)\n"
 		"  --policy-dir DIR     load every DIR/*.json policy first\n"
 		"  --memory-bytes N     lower a limit of the policy (never raise one):\n"
 		"  --instructions N       each limit has its flag\n"

@@ -24,14 +24,13 @@ int tp_hpolicy_init(struct tp_hpolicy *hp, const struct tp_policy *p, struct tp_
 	for (size_t i = 0; i < p->redact_strings.n; i++)
 		if ((hp->secrets.v[hp->secrets.n++] = strdup(p->redact_strings.v[i])) == NULL)
 			return tp_err_oom(err, TP_LAYER_HOST);
+	/* Loading the policy made the same check, with the element's place; this
+	 * one holds for a policy made otherwise, and an environment since changed. */
+	if (tp_policy_check_env(p, err) != 0)
+		return -1;
 	for (size_t i = 0; i < p->redact_env.n; i++) {
 		const char *v = getenv(p->redact_env.v[i]);
-		if (v == NULL)
-			return tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0,
-					  "policy '%s': redact.env: %s is not set, so its value "
-					  "could not be redacted",
-					  p->name, p->redact_env.v[i]);
-		if (*v == '\0')
+		if (v == NULL || *v == '\0')
 			continue;
 		if ((hp->secrets.v[hp->secrets.n++] = strdup(v)) == NULL)
 			return tp_err_oom(err, TP_LAYER_HOST);

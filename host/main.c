@@ -21,6 +21,7 @@
 
 static int usage(FILE *f)
 {
+	char presets[256];
 	fprintf(
 	    f,
 	    "usage: tidepool [--policy NAME|FILE] [--policy-dir DIR] [--audit FILE]\n"
@@ -38,7 +39,7 @@ static int usage(FILE *f)
 	    "       tidepool --version | --help\n"
 	    "`tidepool run --help` lists run's options. A policy is a JSON file "
 	    "(policies/README.md);\n"
-	    "the presets are strict, standard (the default), permissive and kernel-only.\n"
+	    "the presets are %s.\n"
 	    "\n"
 	    "Ending: end of file on stdin means no more requests. tidepool finishes every\n"
 	    "request in flight (each exec within its own limits), writes every reply, then\n"
@@ -47,7 +48,8 @@ static int usage(FILE *f)
 	    "and tidepool exits 0 at once. SIGTERM or SIGINT cancels every exec (a\n"
 	    "sandbox/exec is answered with kind cancelled, a tools/call is not answered) and\n"
 	    "tidepool exits with 128 + the signal within half a second. SIGHUP reopens the\n"
-	    "--audit file and changes nothing else.\n");
+	    "--audit file and changes nothing else.\n",
+	    tp_cli_preset_names(presets, sizeof presets));
 	return f == stdout ? 0 : 2;
 }
 

@@ -1,8 +1,9 @@
 /*
  * fuzz_policy.c — a policy file is an operator's, but treated as hostile: any
- * bytes make a policy or a "FILE:LINE:COL: ..." message, never a crash, a leak
- * or a read out of bounds; what parses writes back out (tp_policy_wire) and
- * parses again to the same policy.
+ * bytes make a policy or "FILE:LINE:COL: ..." messages, never a crash, a leak
+ * or a read out of bounds; the report of every error stays bounded, in the
+ * text's order, and holds err's first error; what parses writes back out
+ * (tp_policy_wire) and parses again to the same policy.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -21,16 +22,38 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 		}                                                                                  \
 	} while (0)
 
+/* The report of a bad text: bounded, each message placed, in order, err among them. */
+static void check_report(const struct tp_policy_report *r, const struct tp_err *err)
+{
+	int found = 0;
+	CHECK(r->n >= 1 && r->n <= TP_POLICY_MAX_ERRORS);
+	CHECK(r->more == 0 || r->n == TP_POLICY_MAX_ERRORS);
+	for (size_t i = 0; i < r->n; i++) {
+		const struct tp_policy_error *e = &r->e[i];
+		CHECK(strncmp(e->msg, "fuzz.json:", 10) == 0 || strstr(e->msg, "out of memory"));
+		CHECK(memchr(e->msg, '\0', sizeof e->msg) != NULL);
+		CHECK(i == 0 || e->line > e[-1].line ||
+		      (e->line == e[-1].line && e->col >= e[-1].col));
+		found |= strcmp(e->msg, err->msg) == 0;
+	}
+	CHECK(found || tp_err_is_oom(err) || r->more > 0);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	static struct tp_policy_report report;
 	struct tp_err err = { 0 };
-	struct tp_policy *p = tp_policy_parse((const char *)data, size, "fuzz.json", &err);
+	memset(&report, 0, sizeof report);
+	struct tp_policy *p =
+	    tp_policy_parse_report((const char *)data, size, "fuzz.json", &report, &err);
 
 	if (p == NULL) {
 		CHECK(tp_err_failed(&err));
 		CHECK(strncmp(err.msg, "fuzz.json:", 10) == 0 || tp_err_is_oom(&err));
+		check_report(&report, &err);
 		return 0;
 	}
+	CHECK(report.n == 0 && report.more == 0);
 	size_t len;
 	char *wire = tp_policy_wire(p, &len);
 	CHECK(wire != NULL);

@@ -251,6 +251,11 @@ put("policy", "paths", b'{"name": "x", "filesystem": {"read": ["/tmp", "rel", "/
 put("policy", "redact", b'{"name": "x", "redact": {"strings": ["abcd"], "patterns": ["sk-[a-z]+", "("], "env": ["HOME"]}}')
 put("policy", "lists", b'{"name": "x", "lua": {"libraries": ["base"], "functions": ["os.time"]}, "python": {"modules": ["math"], "builtins": ["len"]}, "tools": ["t"]}')
 put("policy", "escapes", b'{"name": "x", "description": "\\u0000\\ud800", "\\u006eame": "y"}')
+put("policy", "many_errors", b'{"python": {"modules": ["os", "math", "os"]}, "name": 7, "limits": {"cpu_ms": 0, "cpu": 1}, "colour": 1, "languages": ["cobol"], "filesystem": {"write": ["/tmp"]}}')
+# glibc's regcomp copies what a repetition repeats: this took 24 GB before its cost was bounded.
+put("policy", "regex_cost", b'{"name": "x", "redact": {"patterns": ["bytearray", "s' + b'+' * 64 + b'k", "(a{1,100}){1,100}"]}}')
+# A repetition of what can match empty: seconds (the first) to minutes (the rest) in regcomp.
+put("policy", "regex_empty", b'{"name": "x", "redact": {"patterns": ["byt+r++e$a+++*+*+++0,|||||||0}", "' + b'(|$)+' * 20 + b'", "(()|){1,3}+{1,3}(()|){1,3}+{1,3}"]}}')
 
 
 

@@ -145,6 +145,140 @@ def test_bad_policy_at_start_exits_2_with_the_place(world_dir):
     assert p.stderr.startswith("tidepool: %s:1:17: unknown key 'colour' (known: name, " % path), p.stderr
 
 
+THREE_ERRORS = """{
+  "python": {"modules": ["math", "os"]},
+  "name": "three",
+  "limits": {"cpu_ms": 900000},
+  "colour": "blue"
+}
+"""
+
+
+def test_check_reports_every_error_in_order(world_dir):
+    """Three independent errors: three lines, in the file's order (found in another:
+    unknown keys first), exit 2; the server prints the same lines."""
+    path = os.path.join(world_dir, "three.json")
+    with open(path, "w") as f:
+        f.write(THREE_ERRORS)
+    want = ("tidepool: {0}:2:34: python.modules[1]: module 'os' cannot be preloaded: it is not "
+            "one tidepool can offer inside its language layer (`tidepool policy show "
+            "permissive` lists them all)\n"
+            "tidepool: {0}:4:14: limits.cpu_ms: 900000 is out of range (1 .. 600000)\n"
+            "tidepool: {0}:5:3: unknown key 'colour' (known: name, description, extends, "
+            "languages, limits, language_layer, lua, python, filesystem, tools, session, "
+            "isolation, rate, redact)\n").format(path)
+    p = run("policy", "check", path)
+    assert (p.returncode, p.stdout, p.stderr) == (2, "", want)
+    p = run("--policy", path, stdin="")
+    assert (p.returncode, p.stdout, p.stderr) == (2, "", want)
+    # A directory: every bad file's errors, in name order; a good one between does not hide them.
+    d = os.path.join(world_dir, "dir")
+    os.makedirs(d)
+    shutil.copy(path, os.path.join(d, "a.json"))
+    write_policy(d, "b", {"extends": "standard"})
+    with open(os.path.join(d, "c.json"), "w") as f:
+        f.write('{"name": "c", "tools": ["a b"]}')
+    p = run("--policy-dir", d, stdin="")
+    a = os.path.join(d, "a.json")
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr == want.replace(path, a) + (
+        "tidepool: %s/c.json:1:25: tools[0]: 'a b' is not a tool name: 1 to 64 of A-Z, a-z, "
+        "0-9, '_', '-', '.'\n" % d)
+
+
+def test_check_error_list_is_bounded(world_dir):
+    path = os.path.join(world_dir, "many.json")
+    with open(path, "w") as f:
+        json.dump({"name": "many", **{"k%03d" % i: i for i in range(150)}}, f, indent=1)
+    p = run("policy", "check", path)
+    lines = p.stderr.splitlines()
+    assert p.returncode == 2 and p.stdout == ""
+    assert len(lines) == 101, lines[-3:]
+    assert all(l.startswith("tidepool: %s:%d:2: unknown key 'k%03d' " % (path, i + 3, i))
+               for i, l in enumerate(lines[:100])), lines[:3]
+    assert lines[100] == "tidepool: ... 50 more errors"
+
+
+PRESET_NAMES = ["standard", "strict", "permissive", "kernel-only", "data"]
+POLICIES = os.path.join(os.path.dirname(__file__), "..", "..", "policies")
+
+
+@needs_landlock
+@pytest.mark.parametrize("name", PRESET_NAMES)
+def test_shipped_preset_files_pass_check(name):
+    """Each policies/*.json passes on its own merits (exit 0), and is the built-in preset."""
+    path = os.path.join(POLICIES, name + ".json")
+    p = run("policy", "check", path)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == ("tidepool: %s: note: identical to the built-in preset '%s', which every "
+                        "server has: name the preset, not this file\n" % (path, name))
+    out = p.stdout.splitlines()
+    assert out[0].startswith("policy %s (%s" % (name, path)), out[0]
+    assert out[-1] == "verdict: this kernel can enforce policy '%s'" % name
+
+
+def test_shipped_policies_are_the_presets():
+    """Every policies/*.json is a preset, and every preset has its file."""
+    files = sorted(f[:-5] for f in os.listdir(POLICIES) if f.endswith(".json"))
+    assert files == sorted(PRESET_NAMES)
+    p = run("policy", "list")
+    assert [l.split()[0] for l in p.stdout.splitlines()] == PRESET_NAMES
+
+
+def test_a_file_named_like_a_preset(world_dir):
+    """check judges it alone and says how it stands to the preset; a server refuses it
+    (a copy as much as another policy: the preset's name means the preset)."""
+    d = os.path.join(world_dir, "dir")
+    os.makedirs(d)
+    path = os.path.join(d, "strict.json")
+    shutil.copy(os.path.join(POLICIES, "strict.json"), path)
+    p = run("--policy-dir", d, stdin="")
+    copy = ("tidepool: %s: a policy named 'strict' is already loaded (from built-in): this file "
+            "is a copy of the preset, which is always there: leave the file out and name the "
+            "preset\n" % path)
+    assert (p.returncode, p.stdout, p.stderr) == (2, "", copy)
+    p = run("--policy", path, stdin="")
+    assert (p.returncode, p.stdout, p.stderr) == (2, "", copy)
+    with open(path, "w") as f:
+        f.write('{"name": "strict", "extends": "strict", "limits": {"cpu_ms": 100}}')
+    p = run("policy", "check", path)
+    assert (p.returncode, p.stdout, p.stderr) == (
+        2, "", "tidepool: %s:1:1: policy 'strict' extends itself\n" % path)
+    with open(path, "w") as f:
+        f.write('{"name": "strict", "extends": "standard", "limits": {"cpu_ms": 100}}')
+    p = run("policy", "check", path)
+    assert p.returncode in (0, 1) and "  cpu_ms          100" in p.stdout.splitlines()
+    assert p.stderr == ("tidepool: %s: note: differs from the built-in preset 'strict': a server "
+                        "refuses it under that name (rename it; it may extend 'strict')\n" % path)
+    p = run("--policy-dir", d, stdin="")
+    assert (p.returncode, p.stdout, p.stderr) == (
+        2, "", "tidepool: %s: a policy named 'strict' is already loaded (from built-in): a "
+        "preset's name always means the preset: rename this policy (it may extend 'strict')\n"
+        % path)
+
+
+def test_policy_file_in_the_policy_dir(world_dir):
+    """--policy naming a file --policy-dir already loaded is that policy, not a second one;
+    `policy check` of a file in the directory checks it without a note."""
+    path = write_policy(world_dir, "tiny", {"extends": "standard", "limits": {"output_bytes": 8}})
+    d = os.path.dirname(path)
+    p = run("run", "--policy-dir", d, "--policy", os.path.join(d, ".", "tiny.json"),
+            "--lang", "lua", "-", stdin="print('0123456789')")
+    assert p.returncode == 1 and p.stderr.startswith("error: output_limit"), p.stderr
+    p = run("policy", "check", path, "--policy-dir", d)
+    assert p.returncode in (0, 1) and p.stderr == "", p.stderr
+
+
+def test_help_names_every_preset():
+    """--help lists the presets from the compiled-in catalog (data was missing once)."""
+    p = run("--help")
+    assert p.returncode == 0
+    assert ("the presets are standard (the default), strict, permissive, kernel-only and data.\n"
+            in p.stdout), p.stdout
+    for name in PRESET_NAMES:
+        assert " %s" % name in p.stdout.split("the presets are")[1]
+
+
 def test_operator_policy_named_by_a_request(world_dir):
     write_policy(world_dir, "tiny", {"extends": "standard", "limits": {"output_bytes": 8},
                                      "languages": ["lua"]})
@@ -292,7 +426,7 @@ def test_grant_validation(world_dir):
     nofb = write_policy(world_dir, "nofb", {"filesystem": {"write": [world_dir]}})
     p = run("policy", "check", nofb)
     assert p.returncode == 2
-    assert p.stderr == ("tidepool: %s: policy 'nofb': filesystem.file_bytes must be set "
+    assert p.stderr == ("tidepool: %s:4:5: policy 'nofb': filesystem.file_bytes must be set "
                         "(1 .. 1073741824) when filesystem.write grants paths\n" % nofb)
 
 
@@ -370,11 +504,27 @@ def test_redaction_everywhere_and_the_audit_log(world_dir):
 
 
 def test_redact_env_must_be_set(world_dir):
-    path = write_policy(world_dir, "needs", {"redact": {"env": ["TP_TEST_UNSET_VAR"]}})
-    p = run("--policy", path, stdin="")
-    assert p.returncode == 2
-    assert p.stderr.endswith("tidepool: policy 'needs': redact.env: TP_TEST_UNSET_VAR is not "
-                             "set, so its value could not be redacted\n"), p.stderr
+    """An unset redact.env variable: `policy check` reports it at the list element,
+    and the server refuses the same file with the same line (one check, in the load)."""
+    path = write_policy(world_dir, "needs", {"redact": {"env": ["HOME", "TP_TEST_UNSET_VAR"]}})
+    line = ("tidepool: %s:6:7: redact.env[1]: TP_TEST_UNSET_VAR is not set, so its value could "
+            "not be redacted\n" % path)
+    env = dict(ENV, HOME="/nonexistent")
+    p = run("policy", "check", path, env=env)
+    assert (p.returncode, p.stdout, p.stderr) == (2, "", line)
+    p = run("--policy", path, stdin="", env=env)
+    assert (p.returncode, p.stdout, p.stderr) == (2, "", line)
+    p = run("--policy-dir", os.path.dirname(path), stdin="", env=env)
+    assert (p.returncode, p.stdout, p.stderr) == (2, "", line)
+    p = run("run", "--policy", path, "--lang", "lua", "-", stdin="return 1", env=env)
+    assert (p.returncode, p.stdout, p.stderr) == (2, "", line)
+    # Set (even empty), the file is good for both.
+    env["TP_TEST_UNSET_VAR"] = ""
+    p = run("policy", "check", path, env=env)
+    assert p.returncode in (0, 1) and p.stderr == "", p.stderr
+    assert "  redact          0 strings, 0 patterns, 2 environment variables" in p.stdout.splitlines()
+    p = run("run", "--policy", path, "--lang", "lua", "-", stdin="return 1", env=env)
+    assert p.returncode == 0, p.stderr
 
 
 # -- the commands for people ----------------------------------------------------------

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "policy.h"
+#include "regex_cost.h"
 #include "tap.h"
 
 static char msg[TP_ERR_MSG_MAX];
@@ -49,6 +50,13 @@ static void test_presets(void)
 		return;
 	tp_limits_default(&std);
 	CHECK_EQ_INT(tp_policy_set_count(s), 5);
+	/* The catalog the help texts list: every preset, in the set's order. */
+	size_t n = 0;
+	for (; tp_policy_preset(n) != NULL; n++)
+		CHECK(tp_policy_set_at(s, n) == tp_policy_set_find(s, tp_policy_preset(n)));
+	CHECK_EQ_INT(n, 5);
+	CHECK(tp_policy_preset(n + 1) == NULL);
+	CHECK_EQ_STR(tp_policy_preset(0), TP_POLICY_DEFAULT);
 	const struct tp_policy *st = tp_policy_set_find(s, "strict");
 	const struct tp_policy *pe = tp_policy_set_find(s, "permissive");
 	const struct tp_policy *ko = tp_policy_set_find(s, "kernel-only");
@@ -281,6 +289,250 @@ static void test_extends(void)
 	rmdir(dir);
 }
 
+/* Every error of a text, in its order; err keeps the first found. */
+static void test_report(void)
+{
+	static struct tp_policy_report r;
+	struct tp_err err = { 0 };
+	const char *text = "{\"python\": {\"modules\": [\"os\", \"math\", \"sys\", \"os\"]},\n"
+			   " \"name\": \"x\",\n"
+			   " \"limits\": {\"cpu_ms\": 0, \"cpu\": 1, \"wall_ms\": 5},\n"
+			   " \"colour\": 1, \"languages\": [\"lua\", \"cobol\"]}";
+	struct tp_policy *p = tp_policy_parse_report(text, strlen(text), "p.json", &r, &err);
+	CHECK(p == NULL);
+	CHECK_EQ_INT(r.n, 6);
+	CHECK_EQ_INT(r.more, 0);
+	CHECK_EQ_STR(r.e[0].msg, "p.json:1:25: python.modules[0]: module 'os' cannot be preloaded: "
+				 "it is not one tidepool can offer inside its language layer "
+				 "(`tidepool policy show permissive` lists them all)");
+	CHECK_EQ_STR(r.e[1].msg, "p.json:1:46: python.modules[3]: module 'os' cannot be preloaded: "
+				 "it is not one tidepool can offer inside its language layer "
+				 "(`tidepool policy show permissive` lists them all)");
+	CHECK_EQ_STR(r.e[2].msg, "p.json:3:13: limits.cpu_ms: 0 is out of range (1 .. 600000)");
+	CHECK(strncmp(r.e[3].msg, "p.json:3:26: limits: unknown key 'cpu' (known: ", 47) == 0);
+	CHECK(strncmp(r.e[4].msg, "p.json:4:2: unknown key 'colour' (known: ", 41) == 0);
+	CHECK_EQ_STR(r.e[5].msg,
+		     "p.json:4:36: languages[1]: unknown language 'cobol' (lua or python)");
+	CHECK_EQ_INT(r.e[2].line, 3);
+	CHECK_EQ_INT(r.e[2].col, 13);
+	/* err: the first found, as a caller that wants one error always had it. */
+	CHECK(strncmp(err.msg, "p.json:4:2: unknown key 'colour'", 32) == 0);
+	tp_policy_free(p);
+}
+
+static void test_report_cap(void)
+{
+	static struct tp_policy_report r;
+	struct tp_err err = { 0 };
+	char text[8192] = "{\"name\": \"x\"";
+	size_t w = strlen(text);
+	for (int i = 0; i < 150; i++)
+		w += (size_t)snprintf(text + w, sizeof text - w, ", \"k%d\": 1", i);
+	snprintf(text + w, sizeof text - w, "}");
+	CHECK(tp_policy_parse_report(text, strlen(text), "p.json", &r, &err) == NULL);
+	CHECK_EQ_INT(r.n, TP_POLICY_MAX_ERRORS);
+	CHECK_EQ_INT(r.more, 50);
+	CHECK(strncmp(r.e[0].msg, "p.json:1:15: unknown key 'k0' ", 30) == 0);
+	CHECK(strncmp(r.e[99].msg, "p.json:1:", 9) == 0 && strstr(r.e[99].msg, "'k99'") != NULL);
+	/* A report already full only counts; a message it holds is not a new error. */
+	CHECK(tp_policy_parse_report(text, strlen(text), "p.json", &r, &err) == NULL);
+	CHECK_EQ_INT(r.n, TP_POLICY_MAX_ERRORS);
+	CHECK_EQ_INT(r.more, 50 + 149);
+	/* The rest of a file is read past its errors: a good key still counts. */
+	struct tp_policy_report r2 = { 0 };
+	const char *t2 = "{\"name\": \"x\", \"limits\": {\"cpu_ms\": \"a\", \"wall_ms\": -1}}";
+	CHECK(tp_policy_parse_report(t2, strlen(t2), "p.json", &r2, NULL) == NULL);
+	CHECK_EQ_INT(r2.n, 2);
+	CHECK_EQ_STR(r2.e[0].msg, "p.json:1:26: limits.cpu_ms: must be an integer, not a string");
+	CHECK_EQ_STR(r2.e[1].msg, "p.json:1:41: limits.wall_ms: -1 is out of range (1 .. 3600000)");
+}
+
+/* A file named like a preset: checked on its own, refused beside the preset. */
+static void test_preset_files(void)
+{
+	char dir[] = "/tmp/tp-test-policy-XXXXXX", path[256], want[1024];
+	static struct tp_policy_report r;
+	struct tp_err err = { 0 };
+	CHECK(mkdtemp(dir) != NULL);
+	struct tp_policy_set *s = tp_policy_set_new(NULL);
+	extern const char *const tp_preset_texts[];
+	write_file(dir, "strict.json", tp_preset_texts[1]);
+	snprintf(path, sizeof path, "%s/strict.json", dir);
+	struct tp_policy *p = tp_policy_set_check_file(s, path, &err);
+	CHECK(p != NULL);
+	CHECK(p && tp_policy_equal(p, tp_policy_set_find(s, "strict")));
+	CHECK(p && !tp_policy_equal(p, tp_policy_set_find(s, "standard")));
+	CHECK_EQ_INT(tp_policy_set_count(s), 5);
+	tp_policy_free(p);
+	tp_policy_set_report(s, &r);
+	CHECK(tp_policy_set_load_file(s, path, &err) == NULL);
+	snprintf(want, sizeof want,
+		 "%s: a policy named 'strict' is already loaded (from built-in): this file is a "
+		 "copy of the preset, which is always there: leave the file out and name the "
+		 "preset",
+		 path);
+	CHECK_EQ_STR(err.msg, want);
+	CHECK_EQ_INT(r.n, 1);
+	CHECK_EQ_STR(r.e[0].msg, want);
+	/* Another policy under the preset's name: valid on its own, refused beside it. */
+	write_file(
+	    dir, "strict.json",
+	    "{\"name\": \"strict\", \"extends\": \"standard\", \"limits\": {\"cpu_ms\": 100}}");
+	p = tp_policy_set_check_file(s, path, &err);
+	CHECK(p != NULL && p->limits.cpu_ms == 100);
+	CHECK(p && !tp_policy_equal(p, tp_policy_set_find(s, "strict")));
+	tp_policy_free(p);
+	tp_err_clear(&err);
+	CHECK(tp_policy_set_load_file(s, path, &err) == NULL);
+	snprintf(want, sizeof want,
+		 "%s: a policy named 'strict' is already loaded (from built-in): a preset's name "
+		 "always means the preset: rename this policy (it may extend 'strict')",
+		 path);
+	CHECK_EQ_STR(err.msg, want);
+	CHECK_EQ_INT(r.n, 2);
+	tp_policy_set_report(s, NULL);
+	tp_policy_set_free(s);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* redact.env: the load places an unset variable; tp_policy_check_env(), the
+ * host's check at start, says the same of it. */
+static void test_env(void)
+{
+	char dir[] = "/tmp/tp-test-policy-XXXXXX", path[256], want[512];
+	struct tp_err err = { 0 };
+	CHECK(mkdtemp(dir) != NULL);
+	unsetenv("TP_TEST_UNSET_VAR");
+	setenv("TP_TEST_SET_VAR", "s3cret-value", 1);
+	write_file(dir, "e.json",
+		   "{\"name\": \"e\",\n \"redact\": {\"env\": [\"TP_TEST_SET_VAR\", "
+		   "\"TP_TEST_UNSET_VAR\"]}}");
+	snprintf(path, sizeof path, "%s/e.json", dir);
+	struct tp_policy_set *s = tp_policy_set_new(NULL);
+	CHECK(tp_policy_set_load_file(s, path, &err) == NULL);
+	snprintf(want, sizeof want,
+		 "%s:2:40: redact.env[1]: TP_TEST_UNSET_VAR is not set, so its value could not be "
+		 "redacted",
+		 path);
+	CHECK_EQ_STR(err.msg, want);
+	setenv("TP_TEST_UNSET_VAR", "", 1); /* set, if empty: nothing to redact, no error */
+	tp_err_clear(&err);
+	const struct tp_policy *p = tp_policy_set_load_file(s, path, &err);
+	CHECK(p != NULL);
+	CHECK(p && tp_policy_check_env(p, &err) == 0);
+	unsetenv("TP_TEST_UNSET_VAR");
+	CHECK(p && tp_policy_check_env(p, &err) == -1);
+	CHECK_EQ_STR(err.msg, "policy 'e': redact.env[1]: TP_TEST_UNSET_VAR is not set, so its "
+			      "value could not be redacted");
+	tp_policy_set_free(s);
+	unsetenv("TP_TEST_SET_VAR");
+	unlink(path);
+	rmdir(dir);
+}
+
+/* A directory: every bad file's errors, the good ones loaded; err the first. */
+static void test_dir_all(void)
+{
+	char dir[] = "/tmp/tp-test-policy-XXXXXX", want[1024];
+	static struct tp_policy_report r;
+	struct tp_err err = { 0 };
+	CHECK(mkdtemp(dir) != NULL);
+	write_file(dir, "a.json", "{\"name\": \"a\", \"rate\": {\"per_minute\": -1}}");
+	write_file(dir, "b.json", "{\"name\": \"b\", \"extends\": \"a\"}");
+	write_file(dir, "c.json", "{\"name\": \"c\"}");
+	write_file(dir, "d.json", "{\"name\": \"d\", \"tools\": [\"a b\", \"ok\", \"c d\"]}");
+	struct tp_policy_set *s = tp_policy_set_new(NULL);
+	tp_policy_set_report(s, &r);
+	CHECK_EQ_INT(tp_policy_set_load_dir(s, dir, &err), -1);
+	CHECK(tp_policy_set_find(s, "c") != NULL);
+	CHECK(tp_policy_set_find(s, "a") == NULL && tp_policy_set_find(s, "b") == NULL);
+	/* b's load fails on a's error, which is told once. */
+	CHECK_EQ_INT(r.n, 3);
+	snprintf(want, sizeof want,
+		 "%s/a.json:1:24: rate.per_minute: -1 is out of range (0 .. 1000000)", dir);
+	CHECK_EQ_STR(r.e[0].msg, want);
+	CHECK_EQ_STR(err.msg, want);
+	snprintf(want, sizeof want,
+		 "%s/d.json:1:25: tools[0]: 'a b' is not a tool name: 1 to 64 of A-Z, a-z, 0-9, "
+		 "'_', '-', '.'",
+		 dir);
+	CHECK_EQ_STR(r.e[1].msg, want);
+	CHECK(strncmp(r.e[2].msg, want, strlen(dir) + 10) == 0 && strstr(r.e[2].msg, "'c d'"));
+	tp_policy_set_free(s);
+	for (const char *n = "a\0b\0c\0d\0"; *n; n += 2) {
+		char path[256];
+		snprintf(path, sizeof path, "%s/%s.json", dir, n);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+/* A pattern's measure: its cost, and whether it repeats what can match empty. */
+static size_t re_cost(const char *ere)
+{
+	struct tp_regex_measure m;
+	tp_regex_measure(ere, 1000, &m);
+	return m.cost;
+}
+
+static int re_repeats_empty(const char *ere)
+{
+	struct tp_regex_measure m;
+	tp_regex_measure(ere, 1000, &m);
+	return m.repeats_empty;
+}
+
+/* Patterns are measured before they are compiled: glibc copies what a
+ * repetition repeats, and a few bytes could take gigabytes or minutes. */
+static void test_regex_cost(void)
+{
+	CHECK_EQ_INT(re_cost("abc"), 3);
+	CHECK_EQ_INT(re_cost("a+"), 3);
+	CHECK_EQ_INT(re_cost("a{1,50}"), 51);
+	CHECK_EQ_INT(re_cost("a{,50}"), 51);
+	CHECK_EQ_INT(re_cost("(ab){3}"), 10);
+	CHECK_EQ_INT(re_cost("a|b*"), 4);
+	CHECK_EQ_INT(re_cost("[]{}+*]x"), 2); /* a bracket is one atom */
+	CHECK_EQ_INT(re_cost("[[:alpha:]]{2}"), 3);
+	CHECK_EQ_INT(re_cost("a\\{9}"), 4); /* an escaped brace is itself */
+	CHECK_EQ_INT(re_cost("a{x}"), 4);   /* not a bound: four atoms */
+	CHECK_EQ_INT(re_cost("a{1,999}"), 1000);
+	CHECK_EQ_INT(re_cost("a{1,1000}"), 1001);
+	CHECK_EQ_INT(re_cost("s+++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++++k"),
+		     1001);
+	CHECK_EQ_INT(re_cost("((a{1,16}){1,16}){1,16}"), 1001);
+	CHECK_EQ_INT(re_cost("a{99999999999999999999}"), 1001);
+	CHECK_EQ_INT(re_cost("((((((((((((((((((((((((((((((((((a"), 1001); /* deep */
+	CHECK_EQ_INT(re_cost("sk-[A-Za-z0-9]{20,64}"), 68);
+	/* What can match empty, repeated: each of these took seconds to minutes. */
+	const char *empty[] = { "a**",       "a*+",     "a?{2}",      "(a?)+",
+				"(|a)+",     "(a|)*",   "()*",        "(^)*",
+				"($a|\\b)+", "(a*b*)+", "(()|){1,3}", "a{0,2}{2}",
+				"$a+*+",     "(a+)*+",  "(a{,3})+",   NULL };
+	for (int i = 0; empty[i] != NULL; i++)
+		CHECK(re_repeats_empty(empty[i]));
+	const char *fine[] = { "a+*",      "a++",     "(ab?)+",  "(a|b)*",
+			       "(^a|b$)+", "($a)+",   "a*b*",    "([a-z]+\\.)*[a-z]+",
+			       "(a|b?c)+", "x{0,3}y", "(a+|b)*", NULL };
+	for (int i = 0; fine[i] != NULL; i++)
+		CHECK(!re_repeats_empty(fine[i]));
+	refused(
+	    "{\"name\": \"x\", \"redact\": {\"patterns\": [\"(a{1,100}){1,100}\"]}}",
+	    "p.json:1:39: redact.patterns[0]: '(a{1,100}){1,100}' is too costly to compile: its "
+	    "repetitions copy what they repeat ('a+' twice, 'a{1,50}' fifty times, a "
+	    "repetition of one multiplies), past 1000");
+	refused("{\"name\": \"x\", \"redact\": {\"patterns\": [\"(|$)+\"]}}",
+		"p.json:1:39: redact.patterns[0]: '(|$)+' repeats what can match the empty string "
+		"('a**', '(a?)+', '(|a){2}', '(^)*'): it means the same without that repetition, "
+		"and compiling it can take exponential time");
+	accepted("{\"name\": \"x\", \"redact\": {\"patterns\": [\"a{1,900}\", \"b{1,900}\"]}}");
+	refused("{\"name\": \"x\", \"redact\": {\"patterns\": [\"a{1,900}\", \"b{1,900}\", "
+		"\"c{1,900}\"]}}",
+		"p.json:1:63: redact.patterns[2]: the patterns up to this one are too costly to "
+		"compile together: past 2000");
+}
+
 static void test_within(void)
 {
 	char a[] = "/data", b[] = "/";
@@ -298,6 +550,12 @@ int main(void)
 	test_presets();
 	test_messages();
 	test_extends();
+	test_report();
+	test_report_cap();
+	test_preset_files();
+	test_env();
+	test_dir_all();
+	test_regex_cost();
 	test_within();
 	return tp_test_done("test_policy");
 }
