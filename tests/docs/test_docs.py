@@ -175,9 +175,11 @@ def test_console_blocks_run_as_shown(doc, body, tmp_path):
         if why:
             print(f"# not run: {cmd}: {why}")
             continue
+        # stdout and stderr as a terminal shows them: one stream, in order
         p = subprocess.run(["bash", "-c", cmd], cwd=ROOT, env=env_for(str(tmp_path)),
-                           stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=300)
-        got = p.stdout + p.stderr
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=300)
+        got = p.stdout
         want = "\n".join(out).rstrip("\n")
         assert matches(want, got), f"$ {cmd}\n--- shown:\n{want}\n--- got:\n{got}"
 
