@@ -221,3 +221,32 @@ def test_json_blocks_parse(doc):
                 json.loads(body)
             except ValueError as e:
                 pytest.fail(f"{rel(doc)}:{line}: {e}")
+
+
+def test_the_mcp_configurations_name_make_installs_path(tmp_path):
+    # make install, into a scratch root: the path every shown configuration starts
+    p = subprocess.run(["make", "--no-print-directory", "install", f"DESTDIR={tmp_path}"],
+                       cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    exe = tmp_path / "usr" / "local" / "bin" / "tidepool"
+    v = subprocess.run([str(exe), "--version"], capture_output=True, text=True)
+    assert v.returncode == 0 and v.stdout.startswith("tidepool "), v
+    for name in ("tidepool-python", "tidepool-lua"):
+        assert (exe.parent / name).exists(), name
+    # an MCP client started from that path answers initialize and a tool call
+    reqs = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+            '"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
+            '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_lua",'
+            '"arguments":{"code":"return 6*7"}}}\n')
+    r = subprocess.run([str(exe)], input=reqs, capture_output=True, text=True, timeout=60)
+    replies = [json.loads(l) for l in r.stdout.splitlines()]
+    assert [m["id"] for m in replies] == [1, 2] and replies[1]["result"]["structuredContent"]["value"] == 42
+    seen = 0
+    for doc in (os.path.join(ROOT, "README.md"), os.path.join(ROOT, "docs", "mcp-hosts.md")):
+        text = open(doc, encoding="utf-8").read()
+        for cmd in re.findall(r'"command": "([^"]+)"|cmd: (\S+)|"command": \{"path": "([^"]+)"', text):
+            path = next(c for c in cmd if c)
+            assert path == "/usr/local/bin/tidepool", (doc, path)
+            seen += 1
+    assert seen >= 5, seen
