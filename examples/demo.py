@@ -90,15 +90,20 @@ def main():
             code = "statistics.pstdev(xs)"
             d.step("python", "a session keeps state", "xs = [...] | " + code, s.run(code),
                    lambda r: r.value == 2.0)
-            s.put_file("data.csv", b"city,temp\nOslo,4\nLima,19\nCairo,28\n")
-            code = ("import csv\nrows = list(csv.DictReader(open('data.csv')))\n"
-                    "hot = [r['city'] for r in rows if int(r['temp']) > 15]\n"
-                    "open('hot.txt', 'w').write(', '.join(hot))\nlen(rows)")
-            r = s.run(code)
-            got = s.get_file("hot.txt") if r.ok else b""
-            d.step("python", "a file in and out", "put data.csv | read it, write hot.txt | get",
-                   r, lambda r: r.value == 3 and got == b"Lima, Cairo")
-            print(f"{'':32}hot.txt holds {got.decode()!r}")
+            what = "put data.csv | read it, write hot.txt | get"
+            if s.workspace is None:  # the kernel holds workspaces: Landlock
+                d.skip("python", "a file in and out", what,
+                       "this kernel has no Landlock, so sessions get no workspace")
+            else:
+                s.put_file("data.csv", b"city,temp\nOslo,4\nLima,19\nCairo,28\n")
+                code = ("import csv\nrows = list(csv.DictReader(open('data.csv')))\n"
+                        "hot = [r['city'] for r in rows if int(r['temp']) > 15]\n"
+                        "open('hot.txt', 'w').write(', '.join(hot))\nlen(rows)")
+                r = s.run(code)
+                got = s.get_file("hot.txt") if r.ok else b""
+                d.step("python", "a file in and out", what, r,
+                       lambda r: r.value == 3 and got == b"Lima, Cairo")
+                print(f"{'':32}hot.txt holds {got.decode()!r}")
         with tp.session("lua") as s:
             s.run("count = 0")
             s.run("count = count + 1")

@@ -15,7 +15,8 @@ WANT = [
     ("python", "a value, an input", "285"),
     ("lua", "output and a table", "prints 'hi Lua 5.4', [1,2,3]"),
     ("python", "a session keeps state", "2.0"),
-    ("python", "a file in and out", "3"),
+    ("python", "a file in and out",
+     "3" if LANDLOCK_ABI > 0 else "skipped: this kernel has no Landlock, so sessions get no workspace"),
     ("lua", "a session keeps state", "2"),
     ("lua", "a limit", "cpu_limit (language layer): CPU time limit exceeded: cpu_ms 300 (used "),
     ("python", "a limit", "memory_limit (language layer): memory limit exceeded: memory_bytes 67108864"),
@@ -40,6 +41,6 @@ def test_the_demo_shows_every_step_working():
         assert head.split()[1] == lang and what in head, line
         assert got.startswith(result), line
         assert "NOT AS EXPECTED" not in line, line
-    assert "hot.txt holds 'Lima, Cairo'" in p.stdout
+    assert ("hot.txt holds 'Lima, Cairo'" in p.stdout) == (LANDLOCK_ABI > 0), p.stdout
     assert p.stdout.rstrip().endswith("13 steps, each as shown. The protocol under them: "
                                       "docs/protocol.md; plugging tidepool into an MCP host: README.md.")
