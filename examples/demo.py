@@ -15,7 +15,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "clients", "python"))
-from tidepool import Client  # noqa: E402
+from tidepool import Client, TidepoolError  # noqa: E402
 
 # A policy for the tool-callback step: standard, plus one tool the client answers.
 DEMO_POLICY = {"name": "demo-tools", "extends": "standard", "tools": ["add"]}
@@ -124,10 +124,13 @@ def main():
         d.step("lua", "a refusal", code, tp.run(code, "lua"),
                err("policy_violation", "language", "os.execute is not available"))
         code = "print(open('/etc/passwd').read())"
-        r = tp.run(code, policy="kernel-only")
-        if r.raw["error"] and "Landlock" in r.raw["error"]["message"] and r.raw["error"]["layer"] == "host":
-            d.skip("python", "the kernel's refusal", code, "this kernel has no Landlock")
-        else:
+        try:
+            r = tp.run(code, policy="kernel-only")
+        except TidepoolError as e:  # refused where it cannot be enforced: no Landlock
+            r = None
+            d.skip("python", "the kernel's refusal", "open('/etc/passwd')   (kernel-only)",
+                   f"kernel-only is refused here: {e.message.split(':')[0]}")
+        if r is not None:
             d.step("python", "the kernel's refusal", "open('/etc/passwd')   (kernel-only)", r,
                    err("sandbox_violation", "kernel", "the kernel refused open('/etc/passwd')"))
         code = "tools.add(a=2, b=40)"
