@@ -70,6 +70,10 @@ static void instructions(char *how, size_t cap, const struct tp_policy *deflt)
 	       "it passes session: \"new\" (a session keeps its variables; the result's "
 	       "session_id, passed back as session, continues it; list_sessions and "
 	       "close_session manage them).");
+	if (deflt->session.workspace_bytes > 0)
+		append(how, cap,
+		       " A session's working directory is its workspace: write_file puts a file "
+		       "there for its code, read_file and list_files get what the code wrote.");
 }
 
 static json_t *server_info(void)

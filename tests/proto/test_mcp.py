@@ -176,6 +176,10 @@ def test_server_discover_names_every_revision(host):
     assert r["_meta"][SERVER_INFO]["name"] == "tidepool"
     assert (r["ttlMs"], r["cacheScope"]) == (3600000, "private")
     assert r["instructions"].startswith("Call run_lua with Lua 5.4 code")
+    # the default's sessions have a workspace, and the instructions say how files move
+    assert r["instructions"].endswith(
+        " A session's working directory is its workspace: write_file puts a file there for its "
+        "code, read_file and list_files get what the code wrote."), r["instructions"]
 
 
 def test_a_modern_request_needs_no_initialize(host):
