@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -153,9 +154,19 @@ def hardened(tmp_path_factory):
     logs = d / "logs"
     logs.mkdir()
     wrapper = str(d / "tidepool")
+    # The three binaries as `make install` leaves them, side by side, where the unit's
+    # hardening hides nothing: a checkout under /tmp (PrivateTmp), /root or /home
+    # (ProtectHome) would be out of the service's sight, as it would be under systemd.
+    inst = tempfile.mkdtemp(prefix="tidepool-contrib-", dir="/run")
+    os.chmod(inst, 0o755)
+    for name in ("tidepool", "tidepool-python", "tidepool-lua"):
+        src = os.path.join(os.path.dirname(BINARY), name)
+        if os.path.exists(src):
+            shutil.copy2(src, inst)
     subprocess.run([sys.executable, HARDEN, SERVICE, "--logs-dir", str(logs), "--wrapper",
-                    wrapper, "--", BINARY], check=True)
-    return wrapper, logs
+                    wrapper, "--", os.path.join(inst, "tidepool")], check=True)
+    yield wrapper, logs
+    shutil.rmtree(inst, ignore_errors=True)
 
 
 PROBE = r"""
