@@ -28,6 +28,7 @@ static const char *const kind_names[TP_KIND__COUNT] = {
 	[TP_KIND_INTERNAL] = "internal_error",
 	[TP_KIND_RATE_LIMIT] = "rate_limit",
 	[TP_KIND_TOOL_LIMIT] = "tool_limit",
+	[TP_KIND_QUEUE_TIMEOUT] = "queue_timeout",
 };
 
 static const char *const layer_names[TP_LAYER__COUNT] = {

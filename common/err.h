@@ -44,6 +44,7 @@ enum tp_kind {
 			       */
 	TP_KIND_RATE_LIMIT,   /* the policy's execs per minute were used up: not run */
 	TP_KIND_TOOL_LIMIT,   /* the code called the client's tools more than tool_calls allows */
+	TP_KIND_QUEUE_TIMEOUT, /* it waited its wall_ms in the queue and never started */
 	TP_KIND__COUNT
 };
 

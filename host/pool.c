@@ -146,8 +146,9 @@ static int assign(struct tp_host *h, struct exec *e, struct worker *w)
 	__atomic_store_n(&w->shm->handed, 1, __ATOMIC_RELEASE);
 	syscall(SYS_futex, &w->shm->handed, FUTEX_WAKE, 1, NULL, NULL, 0);
 	e->next_tick = e->t_start + STREAM_TICK_MS;
-	/* wall_ms is the request's: its time in the queue counts. */
-	e->deadline = e->t_arrival + (double)e->p.limits.wall_ms;
+	/* wall_ms is the snippet's: it runs from here. Its wait in the queue
+	 * had its own bound (expire_queue). */
+	e->deadline = e->t_start + (double)e->p.limits.wall_ms;
 	tp_frame_rx_free(&w->rx);
 	tp_frame_rx_init(&w->rx, tp_msg_reply_max(&e->p.limits));
 	tp_pool_flush_tx(w);
@@ -550,8 +551,9 @@ static double *flow_last_start(struct tp_host *h, const struct exec *e)
 	return e->sess != NULL ? &e->sess->last_start : &h->zyg[e->zi].last_start;
 }
 
-/* Queued execs whose wall clock ran out before they started are answered
- * (timeout, never run). */
+/* An exec waits at most its wall_ms to start: one still queued then is
+ * answered queue_timeout and never runs (waiting is not running: a timeout is
+ * the snippet's own wall clock, counted from its start). */
 static void expire_queue(struct tp_host *h, double now)
 {
 	struct exec *e = h->qhead;
@@ -559,8 +561,10 @@ static void expire_queue(struct tp_host *h, double now)
 		struct exec *next = e->next;
 		if (now >= e->t_arrival + (double)e->p.limits.wall_ms) {
 			tp_pool_unqueue(h, e);
-			tp_err_set(&e->verdict, TP_KIND_TIMEOUT, TP_LAYER_HOST, 0, "%s",
-				   tp_limit_message(TP_LIMIT_WALL_MS));
+			tp_err_set(&e->verdict, TP_KIND_QUEUE_TIMEOUT, TP_LAYER_HOST, 0,
+				   "it waited %.0f ms in the queue and never started (an exec waits "
+				   "at most its wall_ms to start): every job was busy; retry later",
+				   now - e->t_arrival);
 			if (e->id != NULL && !e->cancelled)
 				tp_host_answer_unrun(h, e);
 			tp_host_exec_free(e);
@@ -941,7 +945,7 @@ int tp_pool_next_timeout(const struct tp_host *h, double now)
 			best = left;
 		any = 1;
 	}
-	/* A queued exec's wall clock runs while it waits. */
+	/* A queued exec waits at most its wall_ms (expire_queue). */
 	for (const struct exec *e = h->qhead; e != NULL; e = e->next) {
 		double left = e->t_arrival + (double)e->p.limits.wall_ms - now;
 		if (!any || left < best)

@@ -205,9 +205,12 @@ static json_t *verdict(const struct tp_outcome *o, int *ok)
 	if (tp_err_failed(o->host) && o->host->kind == TP_KIND_TIMEOUT) {
 		json_t *e =
 		    new_error(TP_KIND_TIMEOUT, o->host->layer, tp_limit_message(TP_LIMIT_WALL_MS));
-		put(&e, "limit",
-		    limit_json("wall_ms", o->limits->wall_ms,
-			       (uint64_t)(o->queue_ms + o->wall_ms)));
+		put(&e, "limit", limit_json("wall_ms", o->limits->wall_ms, (uint64_t)o->wall_ms));
+		return e;
+	}
+	if (tp_err_failed(o->host) && o->host->kind == TP_KIND_QUEUE_TIMEOUT) {
+		json_t *e = new_error(TP_KIND_QUEUE_TIMEOUT, o->host->layer, o->host->msg);
+		put(&e, "limit", limit_json("wall_ms", o->limits->wall_ms, (uint64_t)o->queue_ms));
 		return e;
 	}
 	if (tp_err_failed(o->host) && o->host->kind == TP_KIND_TOOL_LIMIT) {

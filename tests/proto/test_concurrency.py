@@ -1,6 +1,8 @@
 """Concurrency: --jobs bounds the execs running at once, --queue the execs
-waiting (past it: a busy error at once, and the host reads on), a request's
-wall_ms covers its time queued (usage.queue_ms shows it), and the next exec to
+waiting (past it: a busy error at once, and the host reads on), waiting and
+running are separate verdicts (an exec waits at most its wall_ms to start, then
+is answered queue_timeout; its wall_ms is its own running time, and
+usage.queue_ms shows the wait), and the next exec to
 start is from the flow with the fewest running, so a burst cannot starve a
 session. Timing is asserted only as order and completeness; figures are for
 `make bench`."""
@@ -40,7 +42,7 @@ def test_jobs_and_queue_bound():
         h.close()
 
 
-def test_wall_clock_covers_the_queue():
+def test_an_exec_that_waited_too_long_never_runs_and_says_so():
     h = Host(args=("--jobs", "1"))
     try:
         start(h, "first", {"lang": "lua", "code": SPIN.format(s=0.6, v=1)})
@@ -48,8 +50,13 @@ def test_wall_clock_covers_the_queue():
         start(h, "short", {"lang": "lua", "code": "print('ran') return 2", "limits": {"wall_ms": 200}})
         start(h, "long", {"lang": "lua", "code": "return 3", "limits": {"wall_ms": 10000}})
         short = h.reply("short")["result"]
-        assert short["ok"] is False and short["error"]["kind"] == "timeout", short
-        assert short["error"]["limit"]["name"] == "wall_ms" and short["error"]["limit"]["limit"] == 200
+        err = short["error"]
+        assert short["ok"] is False and (err["kind"], err["layer"]) == ("queue_timeout", "host"), short
+        assert err["message"].startswith("it waited ") and err["message"].endswith(
+            " ms in the queue and never started (an exec waits at most its wall_ms to start): "
+            "every job was busy; retry later"), err
+        assert err["limit"]["name"] == "wall_ms" and err["limit"]["limit"] == 200
+        assert err["limit"]["used"] >= 200
         assert short["stdout"] == "" and short["usage"]["wall_ms"] == 0  # never ran
         assert short["usage"]["queue_ms"] >= 200
         first = h.reply("first")["result"]
@@ -57,6 +64,27 @@ def test_wall_clock_covers_the_queue():
         long = h.reply("long")["result"]
         assert long["ok"] is True and long["value"] == 3
         assert long["usage"]["queue_ms"] > 0
+    finally:
+        h.close()
+
+
+def test_wall_ms_is_the_snippets_own_time_not_its_wait():
+    # 0.5 s waiting behind another exec, then 0.5 s running, under wall_ms 900: it ran
+    # for less than its wall clock, so it succeeds (the wait counted against it before)
+    h = Host(args=("--jobs", "1"))
+    try:
+        start(h, "first", {"lang": "lua", "code": SPIN.format(s=0.5, v=1)})
+        time.sleep(0.05)
+        start(h, "second", {"lang": "lua", "code": SPIN.format(s=0.5, v=2), "limits": {"wall_ms": 900}})
+        second = h.reply("second")["result"]
+        assert second["ok"] is True and second["value"] == 2, second
+        assert second["usage"]["queue_ms"] >= 300, second["usage"]
+        assert second["usage"]["queue_ms"] + second["usage"]["wall_ms"] > 900, second["usage"]
+        # a snippet that overruns its own wall clock is still a timeout, counted from its start
+        start(h, "spin", {"lang": "lua", "code": "while true do end", "limits": {"wall_ms": 300}})
+        spin = h.reply("spin")["result"]
+        assert spin["error"]["kind"] == "timeout", spin
+        assert spin["error"]["limit"]["used"] == int(spin["usage"]["wall_ms"]), spin
     finally:
         h.close()
 

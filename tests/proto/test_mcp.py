@@ -441,7 +441,8 @@ def test_input_schema_offers_limits_and_seed(mcp):
 
 ALL_KINDS = ["syntax_error", "runtime_error", "input_error", "result_error", "memory_limit",
              "instruction_limit", "cpu_limit", "timeout", "output_limit", "policy_violation",
-             "sandbox_violation", "crashed", "rate_limit", "tool_limit", "cancelled", "internal_error"]
+             "sandbox_violation", "crashed", "rate_limit", "tool_limit", "queue_timeout", "cancelled",
+             "internal_error"]
 
 
 def test_output_schema_is_precise(mcp):
