@@ -38,12 +38,12 @@ enum tp_kind {
 	TP_KIND_SANDBOX_VIOLATION,
 	TP_KIND_CRASHED,
 	TP_KIND_CANCELLED,
-	TP_KIND_INTERNAL,     /* our own failure (zygote down, out of fds) */
-	TP_KIND_INPUT_ERROR,  /* inputs could not become the language's values */
-	TP_KIND_RESULT_ERROR, /* the value could not become JSON (a cycle, an unconvertible value)
-			       */
-	TP_KIND_RATE_LIMIT,   /* the policy's execs per minute were used up: not run */
-	TP_KIND_TOOL_LIMIT,   /* the code called the client's tools more than tool_calls allows */
+	TP_KIND_INTERNAL,      /* our own failure (zygote down, out of fds) */
+	TP_KIND_INPUT_ERROR,   /* inputs could not become the language's values */
+	TP_KIND_RESULT_ERROR,  /* the value could not become JSON (a cycle, an unconvertible value)
+				*/
+	TP_KIND_RATE_LIMIT,    /* the policy's execs per minute were used up: not run */
+	TP_KIND_TOOL_LIMIT,    /* the code called the client's tools more than tool_calls allows */
 	TP_KIND_QUEUE_TIMEOUT, /* it waited its wall_ms in the queue and never started */
 	TP_KIND__COUNT
 };

@@ -76,6 +76,22 @@ void tp_shm_note(struct tp_shm *shm, const char *text)
 	shm->note[n] = '\0';
 }
 
+int tp_shm_view_cap(struct tp_shm_view *v, uint64_t output_bytes)
+{
+	uint64_t room = output_bytes;
+	int cut = 0;
+	v->out_claimed = (uint64_t)v->len[0] + v->len[1];
+	for (int s = 0; s < 2; s++) {
+		if (v->len[s] > room) {
+			v->len[s] = (size_t)room;
+			v->truncated[s] = 1;
+			cut = 1;
+		}
+		room -= v->len[s];
+	}
+	return cut;
+}
+
 void tp_shm_snapshot(const struct tp_shm *shm, uint32_t area_bytes, struct tp_shm_view *v)
 {
 	memset(v, 0, sizeof *v);

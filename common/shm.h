@@ -65,8 +65,9 @@ struct tp_shm_view {
 	const char *out[2]; /* point into the mapping; use at once */
 	size_t len[2];
 	int truncated[2];
-	int tripped;       /* enum tp_kind or 0 */
-	int tripped_limit; /* enum tp_limit_id or -1 */
+	uint64_t out_claimed; /* tp_shm_view_cap: stdout + stderr as the page claimed */
+	int tripped;          /* enum tp_kind or 0 */
+	int tripped_limit;    /* enum tp_limit_id or -1 */
 	uint64_t limit_value, limit_used;
 	int syscall_nr;
 	uint64_t instructions, mem_peak;
@@ -88,5 +89,10 @@ void tp_shm_trip(struct tp_shm *shm, enum tp_kind kind, int limit_id, uint64_t l
 void tp_shm_note(struct tp_shm *shm, const char *text);
 /* Host: reads the page of a mapping of area_bytes (the host's own value). */
 void tp_shm_snapshot(const struct tp_shm *shm, uint32_t area_bytes, struct tp_shm_view *v);
+/* Holds v to the exec's output_bytes, whatever lengths the page claims (the
+ * worker keeps to it; a worker running native code need not): stdout first,
+ * then stderr, each stream cut marked truncated. Returns 1 when it cut, with
+ * what the page claimed in v->out_claimed. */
+int tp_shm_view_cap(struct tp_shm_view *v, uint64_t output_bytes);
 
 #endif

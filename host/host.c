@@ -97,6 +97,13 @@ void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *er
 	}
 	tp_err_copy(&e->verdict, err); /* a timeout recorded before stays the verdict */
 	tp_shm_snapshot(w->shm, w->area, &view);
+	/* The host holds output_bytes itself: a page that claims more was not
+	 * written by the language layer, which trips output_limit first. */
+	if (tp_shm_view_cap(&view, e->p.limits.output_bytes) && !view.tripped)
+		tp_err_set(&e->verdict, TP_KIND_OUTPUT_LIMIT, TP_LAYER_HOST, 0,
+			   "output limit exceeded: the worker's page held %llu bytes of output; "
+			   "the host kept output_bytes",
+			   (unsigned long long)view.out_claimed);
 	tp_stream_flush(h, e, &view); /* the notifications end as the reply's output */
 	struct tp_outcome o = {
 		.reply = w->reply,

@@ -561,10 +561,11 @@ static void expire_queue(struct tp_host *h, double now)
 		struct exec *next = e->next;
 		if (now >= e->t_arrival + (double)e->p.limits.wall_ms) {
 			tp_pool_unqueue(h, e);
-			tp_err_set(&e->verdict, TP_KIND_QUEUE_TIMEOUT, TP_LAYER_HOST, 0,
-				   "it waited %.0f ms in the queue and never started (an exec waits "
-				   "at most its wall_ms to start): every job was busy; retry later",
-				   now - e->t_arrival);
+			tp_err_set(
+			    &e->verdict, TP_KIND_QUEUE_TIMEOUT, TP_LAYER_HOST, 0,
+			    "it waited %.0f ms in the queue and never started (an exec waits "
+			    "at most its wall_ms to start): every job was busy; retry later",
+			    now - e->t_arrival);
 			if (e->id != NULL && !e->cancelled)
 				tp_host_answer_unrun(h, e);
 			tp_host_exec_free(e);

@@ -213,6 +213,13 @@ static json_t *verdict(const struct tp_outcome *o, int *ok)
 		put(&e, "limit", limit_json("wall_ms", o->limits->wall_ms, (uint64_t)o->queue_ms));
 		return e;
 	}
+	if (tp_err_failed(o->host) && o->host->kind == TP_KIND_OUTPUT_LIMIT) {
+		json_t *e = new_error(TP_KIND_OUTPUT_LIMIT, o->host->layer, o->host->msg);
+		put(&e, "limit",
+		    limit_json("output_bytes", o->limits->output_bytes,
+			       o->shm ? o->shm->out_claimed : o->limits->output_bytes));
+		return e;
+	}
 	if (tp_err_failed(o->host) && o->host->kind == TP_KIND_TOOL_LIMIT) {
 		json_t *e = new_error(TP_KIND_TOOL_LIMIT, o->host->layer, o->host->msg);
 		put(&e, "limit", limit_json("tool_calls", o->limits->tool_calls, o->tool_attempts));

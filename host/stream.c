@@ -102,6 +102,7 @@ void tp_stream_tick(struct tp_host *h, double now)
 		if (streaming(e) && now >= e->next_tick) {
 			struct tp_shm_view v;
 			tp_shm_snapshot(w->shm, w->area, &v);
+			tp_shm_view_cap(&v, e->p.limits.output_bytes); /* finish says why */
 			send_page(h, e, &v, 0);
 			e->next_tick = now + STREAM_TICK_MS;
 		}

@@ -276,6 +276,17 @@ static void w_segv(int fd, struct tp_shm *shm)
 }
 
 /* Every field of the page lies; the host must clamp and range-check. */
+/* A page that claims a full area of stdout and of stderr, whatever the exec's
+ * output_bytes, and no limit tripped (native code under kernel-only could). */
+static void w_page_overrun(int fd, struct tp_shm *shm)
+{
+	memset(shm->data, 'o', (size_t)shm->area_bytes * 2);
+	__atomic_store_n(&shm->len[0], shm->area_bytes, __ATOMIC_RELEASE);
+	__atomic_store_n(&shm->len[1], shm->area_bytes, __ATOMIC_RELEASE);
+	shm->truncated[0] = shm->truncated[1] = 0;
+	reply_ok(fd);
+}
+
 static void w_scribble(int fd, struct tp_shm *shm)
 {
 	shm->magic = 0xdeadbeef;
@@ -396,6 +407,7 @@ static const struct scenario {
 	{ "exit3", w_exit3 },
 	{ "segv", w_segv },
 	{ "scribble", w_scribble },
+	{ "page_overrun", w_page_overrun },
 	{ "slow", w_slow },
 	{ "close_then_live", w_close_then_live },
 	{ "kill_siblings", w_kill_siblings },
