@@ -592,6 +592,11 @@ void tp_pool_dispatch_queue(struct tp_host *h)
 {
 	int running = waiting_over_cap(h);
 	expire_queue(h, tp_host_now_ms());
+	/* A client that does not read its replies: while MAX_OUT_PENDING of them
+	 * wait, no exec starts, so what waits is that plus the replies of the execs
+	 * running now, not one reply per queued exec. */
+	if (h->out_len >= MAX_OUT_PENDING)
+		return;
 	for (const struct worker *w = h->workers; w != NULL; w = w->next)
 		running += computing(w);
 	while (running < h->cfg.jobs && h->qhead != NULL) {

@@ -170,3 +170,34 @@ def test_fd_count_is_flat_across_faults(host):
         host.exec("error('x')")
     wait_quiescent(host)
     assert fd_count(host.proc.pid) <= base + 2
+
+
+def test_unread_replies_stay_bounded_when_each_is_big():
+    """A client that stops reading while execs already queued each print 1 MiB:
+    the host starts no exec while 16 MiB of replies wait unread, so its memory is
+    those 16 MiB plus the replies of the execs running then (--jobs), not one
+    reply per queued exec (issue 24: 146 MB). Every reply still arrives when the
+    client reads."""
+    h = Host(args=("--jobs", "2", "--queue", "200"))
+    n = 120
+    code = "io.write(string.rep('p', 1048000)) return {i}"
+    lines = b"".join(
+        json.dumps({"jsonrpc": "2.0", "id": f"m{i}", "method": "sandbox/exec",
+                    "params": {"lang": "lua", "code": code.replace("{i}", str(i))}}).encode() + b"\n"
+        for i in range(n))
+    h.send_raw(lines)
+    base = rss_kb(h.proc.pid)
+    max_rss = 0
+    for _ in range(40):
+        time.sleep(0.1)
+        assert h.proc.poll() is None
+        max_rss = max(max_rss, rss_kb(h.proc.pid))
+    # 16 MiB waiting, two running replies of 1 MiB (JSON: ~1 MiB each), the buffer's
+    # doubling: well under 64 MiB above where it started; 120 MiB without the bound.
+    assert max_rss - base < 64 * 1024, f"host RSS grew by {max_rss - base} KB (from {base} KB)"
+    for i in range(n):
+        r = h.reply(f"m{i}", timeout=120)
+        assert r["result"]["ok"] and r["result"]["value"] == i, r
+        assert len(r["result"]["stdout"]) == 1048000
+    assert_healthy(h)
+    h.close()
