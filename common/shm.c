@@ -112,7 +112,7 @@ void tp_shm_snapshot(const struct tp_shm *shm, uint32_t area_bytes, struct tp_sh
 	v->limit_value = shm->limit_value;
 	v->limit_used = shm->limit_used;
 	int nr = shm->syscall_nr;
-	v->syscall_nr = nr >= 0 && nr < 4096 ? nr : -1;
+	v->syscall_nr = nr >= 0 ? nr : -1; /* any number the trap saw: 4096 and above too */
 	v->instructions = shm->instructions;
 	v->mem_peak = shm->mem_peak;
 	v->cpu_begin_us = shm->cpu_begin_us;

@@ -158,14 +158,17 @@ static int violated(const struct tp_outcome *o)
  * blocked and the kernel killed the worker without one. */
 static json_t *violation_error(const struct tp_outcome *o)
 {
-	char name[64] = "unknown", msg[200];
+	char name[64] = "unknown", msg[256];
 	if (o->shm && o->shm->syscall_nr >= 0) {
 		tp_syscall_name(o->shm->syscall_nr, name, sizeof name);
 		snprintf(msg, sizeof msg, "seccomp refused the system call '%s'", name);
 	} else {
+		/* No report: the filter's bad-ABI action kills outright, and a trap
+		 * while SIGSYS is blocked becomes a kill too. */
 		snprintf(msg, sizeof msg,
-			 "seccomp refused a system call (the worker blocked SIGSYS, so which one "
-			 "is unknown)");
+			 "seccomp killed the worker for a system call it does not name: one of "
+			 "another ABI (x32, or i386's int $0x80), which the filter ends outright, "
+			 "or one trapped while SIGSYS was blocked");
 	}
 	json_t *e = new_error(TP_KIND_SANDBOX_VIOLATION, TP_LAYER_KERNEL, msg);
 	put(&e, "syscall", json_string(name));
