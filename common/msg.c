@@ -515,7 +515,8 @@ int tp_msg_reply_decode(const char *buf, size_t len, const struct tp_limits *lim
 		return 0;
 fail:
 	/* A worker that breaks the protocol is the host's internal error, never the snippet's. */
-	tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_HOST, 0, "worker reply refused: %s", why);
+	/* The worker runs the snippet: a reply the host refuses is the process's doing. */
+	tp_err_set(err, TP_KIND_CRASHED, TP_LAYER_PROCESS, 0, "worker reply refused: %s", why);
 	tp_reply_free(out);
 	return -1;
 }

@@ -574,6 +574,16 @@ static void expire_queue(struct tp_host *h, double now)
 	}
 }
 
+/* A worker that broke the channel's protocol: its process runs the snippet, so
+ * that is the snippet's doing (native code under kernel-only can), never the
+ * host's failure: crashed, at the process layer. */
+static void broke_protocol(struct tp_host *h, struct worker *w, const char *msg)
+{
+	struct tp_err err = { 0 };
+	tp_err_set(&err, TP_KIND_CRASHED, TP_LAYER_PROCESS, 0, "%s", msg);
+	tp_host_finish(h, w, &err);
+}
+
 /* The host's own failure answers the worker's exec: TP_KIND_INTERNAL at TP_LAYER_HOST. */
 static void fail_exec(struct tp_host *h, struct worker *w, int sys_errno, const char *msg)
 {
@@ -685,7 +695,7 @@ static void take_reply(struct tp_host *h, struct worker *w, const char *buf, siz
 	if (w->exec->tool_pending[0] != '\0' || w->tx != NULL) {
 		/* It answers before reading all the host sent it (a request, a tool's
 		 * answer): those bytes would reach its next exec. */
-		tp_err_set(&err, TP_KIND_INTERNAL, TP_LAYER_HOST, 0, "worker reply refused: %s",
+		tp_err_set(&err, TP_KIND_CRASHED, TP_LAYER_PROCESS, 0, "worker reply refused: %s",
 			   w->exec->tool_pending[0] != '\0'
 			       ? "sent while its tool call was unanswered"
 			       : "sent before it read what the host sent");
@@ -702,7 +712,7 @@ static void take_reply(struct tp_host *h, struct worker *w, const char *buf, siz
 	} else if (r->seq != w->exec->seq) {
 		tp_reply_free(r);
 		free(r);
-		tp_err_set(&err, TP_KIND_INTERNAL, TP_LAYER_HOST, 0,
+		tp_err_set(&err, TP_KIND_CRASHED, TP_LAYER_PROCESS, 0,
 			   "worker reply refused: it answers another request");
 		tp_pool_kill_worker(w);
 		tp_host_finish(h, w, &err);
@@ -712,7 +722,7 @@ static void take_reply(struct tp_host *h, struct worker *w, const char *buf, siz
 		 * page's flag was set, and the worker may answer before the pid is read.) */
 		tp_reply_free(r);
 		free(r);
-		tp_err_set(&err, TP_KIND_INTERNAL, TP_LAYER_HOST, 0,
+		tp_err_set(&err, TP_KIND_CRASHED, TP_LAYER_PROCESS, 0,
 			   "worker reply refused: a stop the host did not ask for");
 		tp_pool_kill_worker(w); /* before finish: a session's reply says it is lost */
 		tp_host_finish(h, w, &err);
@@ -745,7 +755,7 @@ void tp_pool_read_chan(struct tp_host *h, struct worker *w)
 		if (sys_errno == EINTR)
 			continue;
 		if (sys_errno == EMSGSIZE) {
-			fail_exec(h, w, sys_errno, "worker reply larger than the frame cap");
+			broke_protocol(h, w, "worker reply larger than the frame cap");
 			tp_pool_kill_worker(w);
 		}
 		if (sys_errno == ENOMEM) { /* our failure, not the snippet's */
@@ -764,7 +774,7 @@ void tp_pool_read_chan(struct tp_host *h, struct worker *w)
 			free(buf);
 		}
 		if (r < 0) {
-			fail_exec(h, w, 0, "worker broke the channel framing");
+			broke_protocol(h, w, "worker broke the channel framing");
 			tp_pool_kill_worker(w);
 			break;
 		}

@@ -29,6 +29,17 @@ def timeout(r):
     assert r["error"]["layer"] == "host"
 
 
+def broke(msg_part):
+    """A reply or frame the host refuses: the worker's process runs the snippet, so it is
+    the process's doing (crashed at layer process), never an internal error of the host."""
+    def check(r):
+        assert r["ok"] is False, r
+        assert (r["error"]["kind"], r["error"]["layer"]) == ("crashed", "process"), r
+        assert msg_part in r["error"]["message"], r
+        assert "signal" not in r["error"], r
+    return check
+
+
 def timeout_or_never_ran(r):
     """Pipelined behind hanging workers, an exec of wall_ms 700 may wait that long
     in the queue: then it never ran and says so (queue_timeout), else timeout."""
@@ -75,21 +86,21 @@ def overrun(r):
 
 SCENARIOS = {
     "ok": (None, ok),
-    "garbage": (None, internal("not a reply of this version")),
-    "raw_bytes": (None, internal("framing")),
+    "garbage": (None, broke("not a reply of this version")),
+    "raw_bytes": (None, broke("framing")),
     "truncated": (None, internal("before replying", layer="process")),
     "truncated_hang": (SHORT, timeout),
     "header_only_hang": (SHORT, timeout),
-    "oversize": (None, internal("framing")),
-    "big_value": (None, internal("larger than result_bytes")),
+    "oversize": (None, broke("framing")),
+    "big_value": (None, broke("larger than result_bytes")),
     "twice": (None, ok),
     "reply_then_hang": (None, ok),
-    "bad_kind": (None, internal("a kind the language layer may not claim")),
-    "wrong_seq": (None, internal("worker reply refused: it answers another request")),
-    "bad_utf8": (None, internal("a value is not JSON")),
-    "deep": (None, internal("a value is not JSON")),
-    "bad_image": (None, internal("worker reply refused: an image that is not a PNG file")),
-    "repr_text": (None, internal("worker reply refused: a text beside a repr value")),
+    "bad_kind": (None, broke("a kind the language layer may not claim")),
+    "wrong_seq": (None, broke("worker reply refused: it answers another request")),
+    "bad_utf8": (None, broke("a value is not JSON")),
+    "deep": (None, broke("a value is not JSON")),
+    "bad_image": (None, broke("worker reply refused: an image that is not a PNG file")),
+    "repr_text": (None, broke("worker reply refused: a text beside a repr value")),
     "silent_exit": (None, internal("before replying", layer="process")),
     "exit3": (None, internal("status 3", layer="process")),
     "segv": (None, crashed("SIGSEGV")),

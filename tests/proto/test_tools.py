@@ -266,7 +266,8 @@ def test_a_forged_call_is_refused_by_the_host(h):
     # and a frame that is not even a call ends the worker, nothing else
     code2 = code.replace("os.write(fd, forged)", "os.write(fd, b'\\x05\\x00\\x00\\x00junk!')")
     r, calls = run(h, {"lang": "python", "code": code2, "policy": "tooly-ko"})
-    assert calls == [] and r["error"]["kind"] == "internal_error", r
+    assert calls == [] and (r["error"]["kind"], r["error"]["layer"]) == ("crashed", "process"), r
+    assert r["error"]["message"] == "worker reply refused: not a reply of this version", r
 
 
 def test_execs_waiting_on_tools_do_not_hold_the_jobs(pol_dir):
@@ -348,5 +349,5 @@ def test_a_reply_while_a_call_waits_is_refused(h):
     r, calls = run(h, {"lang": "python", "code": code, "policy": "tooly-ko"},
                    handler=lambda n, a: (time.sleep(0.5), {"result": 3})[1])
     assert [c["name"] for c in calls] == ["add"]
-    assert r["ok"] is False and r["error"]["kind"] == "internal_error", r
+    assert r["ok"] is False and (r["error"]["kind"], r["error"]["layer"]) == ("crashed", "process"), r
     assert r["error"]["message"] == "worker reply refused: sent while its tool call was unanswered", r

@@ -118,15 +118,16 @@ static void test_sources(void)
 	CHECK_EQ_STR(e.msg, "unknown limit 'cpu'");
 	tp_err_clear(&e);
 	CHECK_EQ_INT(tp_msg_reply_decode("", 0, &l, &r, &e), -1);
-	CHECK(e.kind == TP_KIND_INTERNAL && e.layer == TP_LAYER_HOST);
+	/* the worker's doing (its process runs the snippet), never the host's failure */
+	CHECK(e.kind == TP_KIND_CRASHED && e.layer == TP_LAYER_PROCESS);
 	CHECK_EQ_STR(e.msg, "worker reply refused: not a reply of this version");
 
 	/* The exec's verdict is the error as recorded. */
 	struct tp_outcome o = { .limits = &l, .cpu_ms = -1, .host = &e };
 	json_t *res = tp_result_build(&o);
 	json_t *err = json_object_get(res, "error");
-	CHECK_EQ_STR(json_string_value(json_object_get(err, "kind")), "internal_error");
-	CHECK_EQ_STR(json_string_value(json_object_get(err, "layer")), "host");
+	CHECK_EQ_STR(json_string_value(json_object_get(err, "kind")), "crashed");
+	CHECK_EQ_STR(json_string_value(json_object_get(err, "layer")), "process");
 	CHECK_EQ_STR(json_string_value(json_object_get(err, "message")), e.msg);
 	json_decref(res);
 }
