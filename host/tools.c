@@ -90,7 +90,8 @@ void tp_tools_from_worker(struct tp_host *h, struct worker *w, const char *buf, 
 
 	if (e->tool_pending[0] != '\0' || w->tx != NULL ||
 	    tp_msg_tool_call_decode(buf, len, &e->p.limits, &c) != 0) {
-		tp_err_set(&err, TP_KIND_CRASHED, TP_LAYER_PROCESS, 0, "worker tool call refused: %s",
+		tp_err_set(&err, TP_KIND_CRASHED, TP_LAYER_PROCESS, 0,
+			   "worker tool call refused: %s",
 			   e->tool_pending[0] ? "a second call while one waits" : "malformed");
 		tp_pool_kill_worker(w);
 		tp_host_finish(h, w, &err);
