@@ -28,6 +28,7 @@ struct tp_hpolicy {
 	int kernel_ok;
 	char why[512];          /* when !kernel_ok */
 	struct tp_strv secrets; /* redact.strings and the values of redact.env */
+	struct tp_strv forms;   /* each secret as the host's outputs may encode it */
 	regex_t *re;
 	size_t nre;
 	double *starts; /* ring of the last rate.per_minute exec starts, ms */

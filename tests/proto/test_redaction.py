@@ -1,0 +1,106 @@
+"""Redaction (docs/policies.md "Rate, redaction, audit"): a secret is replaced
+by [REDACTED] in every encoding the host itself produces (raw, JSON-escaped,
+JSON-escaped twice, Python repr/ascii/bytes-repr escaping), in workspace file
+names and contents, and two keys that redact alike never merge."""
+import base64
+import json
+import os
+import shutil
+import tempfile
+
+import pytest
+
+from conftest import Host, needs_landlock
+
+# Each has what an encoding changes: a backslash, quotes, a newline, a tab,
+# non-ASCII (printable, and one Python's repr escapes).
+SECRETS = ["bk\\slash-7q", "q'uo\"te-7q", "nl\nline-7q", "tab\tsec-7q", "pässwörd-7q",
+           "nb\u00a0sp-7q"]
+
+
+def forms(s):
+    """Every encoding of s the host could let out, unredacted."""
+    one = [s, json.dumps(s)[1:-1], json.dumps(s, ensure_ascii=False)[1:-1], repr(s)[1:-1],
+           ascii(s)[1:-1], repr(s.encode())[2:-1], repr(s + "'")[1:-2]]
+    two = [json.dumps(f)[1:-1] for f in one] + [json.dumps(f, ensure_ascii=False)[1:-1] for f in one]
+    return set(one + two)
+
+
+def assert_clean(obj):
+    blob = json.dumps(obj) + json.dumps(obj, ensure_ascii=False)
+    strings = []
+
+    def walk(v):
+        if isinstance(v, str):
+            strings.append(v)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                strings.append(k)
+                walk(x)
+    walk(obj)
+    for s in SECRETS:
+        for f in forms(s):
+            assert f not in blob, (s, f, blob)
+            for t in strings:
+                assert f not in t, (s, f, t)
+
+
+@pytest.fixture
+def pol_dir():
+    d = tempfile.mkdtemp(prefix="tp-redact-", dir="/tmp")
+    os.chmod(d, 0o755)
+    for name, body in {
+        "secret": {"extends": "standard", "redact": {"strings": SECRETS + ["tok-file-42"]}},
+        "secret-ws": {"extends": "standard", "redact": {"strings": SECRETS + ["tok-file-42"]},
+                      "session": {"workspace_bytes": 65536, "idle_ms": 5000}},
+    }.items():
+        with open(os.path.join(d, name + ".json"), "w") as f:
+            json.dump({"name": name, **body}, f)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def py_str(s):
+    return json.dumps(s)  # a JSON string literal is a Python one
+
+
+def test_every_encoding_the_host_produces_is_redacted(pol_dir):
+    audit = os.path.join(pol_dir, "audit.log")
+    h = Host(args=("--policy-dir", pol_dir, "--policy", "secret", "--audit", audit))
+    try:
+        for s in SECRETS:
+            lit = py_str(s)
+            # value (JSON) and text (repr)
+            r = h.exec("s = %s\ns" % lit, lang="python")
+            assert r["value"] == "[REDACTED]" and r["text"] == "'[REDACTED]'", r
+            assert_clean(r)
+            # in a container: repr of a list, of bytes, ascii()
+            r = h.exec("s = %s\n[s, s.encode(), ascii(s), {s: 1}]" % lit, lang="python")
+            assert r["ok"] is True, r
+            assert_clean(r)
+            # stdout / stderr: repr, json.dumps, raw
+            r = h.exec("import json, sys\ns = %s\nprint(repr(s), json.dumps(s), s)\n"
+                       "print(repr(s), file=sys.stderr)" % lit, lang="python")
+            assert r["ok"] is True and "[REDACTED]" in r["stdout"] and "[REDACTED]" in r["stderr"], r
+            assert_clean(r)
+            # error message and traceback: KeyError's message is a repr
+            r = h.exec("d = {}\nd[%s]" % lit, lang="python")
+            assert r["ok"] is False and "[REDACTED]" in r["error"]["message"], r
+            assert_clean(r)
+            # the MCP content text: the result JSON as a string (escaped twice)
+            t = h.call("tools/call", {"name": "run_python",
+                                      "arguments": {"code": "s = %s\nprint(repr(s))\n[s]" % lit}})
+            assert "result" in t, t
+            assert_clean(t)
+            assert "[REDACTED]" in t["result"]["content"][0]["text"], t
+            # Lua: value, text, stdout, error
+            r = h.exec("local s = %s print(s) return s, {s}" % json.dumps(s))
+            assert_clean(r)
+    finally:
+        h.close()
+    with open(audit) as f:
+        for line in f:
+            assert_clean(json.loads(line))
