@@ -384,27 +384,47 @@ json_t *tp_hpolicy_redact(const struct tp_hpolicy *hp, json_t *v)
 	}
 	if (!json_is_object(v))
 		return v;
-	/* Keys: rebuild the object when one changes. */
+	/* Keys: rebuild the object, the keys that stay first, then each that
+	 * changed; one that would land on a taken key gets #2, #3, ... so two
+	 * keys that redact alike never merge. */
 	json_t *out = json_object();
 	const char *key;
 	size_t klen;
 	json_t *val;
 	if (out == NULL)
 		return NULL;
-	json_object_keylen_foreach(v, key, klen, val)
-	{
-		size_t n;
-		char *k = tp_hpolicy_redact_text(hp, key, klen, &n);
-		if (k == NULL || tp_hpolicy_redact(hp, val) == NULL ||
-		    json_object_setn(out, k, n, val) != 0) {
+	for (int changed = 0; changed < 2; changed++) {
+		json_object_keylen_foreach(v, key, klen, val)
+		{
+			size_t n = 0;
+			char *k = tp_hpolicy_redact_text(hp, key, klen, &n);
+			int same = k != NULL && n == klen && memcmp(k, key, n) == 0;
+			if (k != NULL && same == changed) {
+				free(k);
+				continue;
+			}
+			size_t base = n;
+			for (unsigned dup = 2; k != NULL && json_object_getn(out, k, n) != NULL;
+			     dup++) {
+				char *t = realloc(k, base + 16);
+				if (t != NULL)
+					n = base + (size_t)snprintf(t + base, 16, "#%u", dup);
+				else
+					free(k);
+				k = t;
+			}
+			if (k == NULL || tp_hpolicy_redact(hp, val) == NULL ||
+			    json_object_setn(out, k, n, val) != 0) {
+				free(k);
+				json_decref(out);
+				return NULL;
+			}
 			free(k);
-			json_decref(out);
-			return NULL;
 		}
-		free(k);
 	}
 	json_object_clear(v);
 	json_object_update(v, out);
 	json_decref(out);
 	return v;
 }
+

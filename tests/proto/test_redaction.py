@@ -104,3 +104,23 @@ def test_every_encoding_the_host_produces_is_redacted(pol_dir):
     with open(audit) as f:
         for line in f:
             assert_clean(json.loads(line))
+
+
+@pytest.mark.parametrize("lang,code", [
+    ("python", "{'k-tok-file-42': 1, 'k-%s': 2, 'k-[REDACTED]#2': 3, 'other': 4}"
+     % json.dumps(SECRETS[0])[1:-1]),
+    ("lua", "return {['k-tok-file-42'] = 1, ['k-%s'] = 2, ['k-[REDACTED]#2'] = 3, other = 4}"
+     % json.dumps(SECRETS[0])[1:-1]),
+])
+def test_keys_that_redact_alike_are_all_kept(pol_dir, lang, code):
+    h = Host(args=("--policy-dir", pol_dir, "--policy", "secret"))
+    try:
+        r = h.exec(code, lang=lang)
+        assert r["ok"] is True, r
+        v = r["value"]
+        assert len(v) == 4, v
+        assert sorted(v.values()) == [1, 2, 3, 4], v
+        assert v["other"] == 4 and v["k-[REDACTED]#2"] == 3, v
+        assert {v["k-[REDACTED]"], v["k-[REDACTED]#3"]} == {1, 2}, v
+    finally:
+        h.close()
