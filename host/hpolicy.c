@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "kprobe.h"
 #include "utf8.h"
 
@@ -428,3 +429,50 @@ json_t *tp_hpolicy_redact(const struct tp_hpolicy *hp, json_t *v)
 	return v;
 }
 
+/* The bytes of a file in base64: decoded, redacted as a text, encoded again. */
+static json_t *redact_base64(const struct tp_hpolicy *hp, const json_t *data, size_t *out_n)
+{
+	size_t n = json_string_length(data), rn;
+	unsigned char *bytes = malloc(n / 4 * 3 + 1);
+	long got = bytes ? tp_base64_decode(json_string_value(data), n, bytes) : -1;
+	char *r =
+	    got >= 0 ? tp_hpolicy_redact_text(hp, (const char *)bytes, (size_t)got, &rn) : NULL;
+	char *b64 = r ? malloc(tp_base64_encoded_len(rn) + 1) : NULL;
+	json_t *out = NULL;
+	if (b64 != NULL) {
+		tp_base64_encode((const unsigned char *)r, rn, b64);
+		out = json_string(b64);
+		*out_n = rn;
+	}
+	free(bytes);
+	free(r);
+	free(b64);
+	return out;
+}
+
+json_t *tp_hpolicy_redact_file(const struct tp_hpolicy *hp, json_t *r)
+{
+	if (r == NULL || !json_is_object(r) || (hp->secrets.n == 0 && hp->nre == 0))
+		return r;
+	json_t *data = json_object_get(r, "data"), *text = json_object_get(r, "text");
+	size_t n = 0;
+	json_t *d = json_is_string(data) ? redact_base64(hp, data, &n) : NULL;
+	if (json_is_string(data) && d == NULL) {
+		json_decref(r);
+		return NULL;
+	}
+	if (d != NULL)
+		json_object_del(r, "data"); /* a pattern must not see base64 */
+	if (tp_hpolicy_redact(hp, r) == NULL) {
+		json_decref(d);
+		json_decref(r);
+		return NULL;
+	}
+	text = json_object_get(r, "text");
+	if (d != NULL)
+		json_object_set_new(r, "data", d);
+	if ((d != NULL || json_is_string(text)) && json_is_integer(json_object_get(r, "bytes")))
+		json_object_set_new(r, "bytes",
+				    json_integer((json_int_t)(d ? n : json_string_length(text))));
+	return r;
+}

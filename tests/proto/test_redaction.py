@@ -106,6 +106,45 @@ def test_every_encoding_the_host_produces_is_redacted(pol_dir):
             assert_clean(json.loads(line))
 
 
+@needs_landlock
+def test_workspace_names_and_contents_are_redacted(pol_dir):
+    h = Host(args=("--policy-dir", pol_dir, "--policy", "secret-ws"))
+    try:
+        r = h.call("sandbox/session/open", {"lang": "python"})["result"]
+        sid = r["session_id"]
+        code = ("open('tok-file-42.txt', 'w').write('a tok-file-42 b %s c')\n"
+                "open('raw.bin', 'wb').write(b'\\xff tok-file-42 \\x00')\n"
+                "open('plain.txt', 'w').write('nothing')\n" % json.dumps(SECRETS[0])[1:-1])
+        r = h.call("sandbox/exec", {"session_id": sid, "code": code})["result"]
+        assert r["ok"] is True, r
+        ls = h.call("sandbox/session/files/list", {"session_id": sid})["result"]
+        assert_clean(ls)
+        assert "tok-file-42" not in json.dumps(ls), ls
+        assert sorted(f["path"] for f in ls["files"]) == ["[REDACTED].txt", "plain.txt", "raw.bin"], ls
+        got = h.call("sandbox/session/files/get", {"session_id": sid, "path": "tok-file-42.txt"})["result"]
+        assert got["path"] == "[REDACTED].txt", got
+        assert base64.b64decode(got["data"]) == b"a [REDACTED] b [REDACTED] c", got
+        assert got["bytes"] == len(b"a [REDACTED] b [REDACTED] c"), got
+        got = h.call("sandbox/session/files/get", {"session_id": sid, "path": "raw.bin"})["result"]
+        assert base64.b64decode(got["data"]) == b"\xff [REDACTED] \x00", got
+        got = h.call("sandbox/session/files/get", {"session_id": sid, "path": "plain.txt"})["result"]
+        assert got == {"path": "plain.txt", "bytes": 7, "data": base64.b64encode(b"nothing").decode()}
+
+        def tool(name, args):
+            return h.call("tools/call", {"name": name, "arguments": args})["result"]
+        t = tool("list_files", {"session_id": sid})
+        assert_clean(t)
+        assert "tok-file-42" not in json.dumps(t), t
+        t = tool("read_file", {"session_id": sid, "path": "tok-file-42.txt"})
+        assert t["structuredContent"]["text"] == "a [REDACTED] b [REDACTED] c", t
+        assert "tok-file-42" not in json.dumps(t), t
+        assert_clean(t)
+        t = tool("read_file", {"session_id": sid, "path": "raw.bin"})
+        assert base64.b64decode(t["structuredContent"]["data"]) == b"\xff [REDACTED] \x00", t
+    finally:
+        h.close()
+
+
 @pytest.mark.parametrize("lang,code", [
     ("python", "{'k-tok-file-42': 1, 'k-%s': 2, 'k-[REDACTED]#2': 3, 'other': 4}"
      % json.dumps(SECRETS[0])[1:-1]),
