@@ -210,6 +210,8 @@ static int build_forms(struct tp_hpolicy *hp)
 	}
 	if (hp->forms.n > 1)
 		qsort(hp->forms.v, hp->forms.n, sizeof(char *), longest_first);
+	for (size_t i = 0; i < hp->forms.n; i++)
+		hp->first[(unsigned char)hp->forms.v[i][0]] = 1;
 	return 0;
 }
 
@@ -283,12 +285,21 @@ static void literal_pass(const struct tp_hpolicy *hp, const char *s, size_t n, s
 	size_t i = 0;
 	while (i < n) {
 		size_t hit = 0;
+		if (!hp->first[(unsigned char)s[i]]) {
+			put(out, s + i, 1);
+			i++;
+			continue;
+		}
 		for (size_t k = 0; k < hp->forms.n && !hit; k++) {
+			if (hp->forms.v[k][0] != s[i])
+				continue;
 			size_t sl = strlen(hp->forms.v[k]);
 			if (sl <= n - i && memcmp(s + i, hp->forms.v[k], sl) == 0)
 				hit = sl;
 		}
-		for (size_t k = 0; k < hp->forms.n && !hit; k++) {
+		for (size_t k = 0; k < hp->forms.n && !hit && n - i >= 4; k++) {
+			if (hp->forms.v[k][0] != s[i])
+				continue;
 			size_t sl = strlen(hp->forms.v[k]);
 			if (sl > n - i && n - i >= 4 && memcmp(s + i, hp->forms.v[k], n - i) == 0)
 				hit = n - i; /* the output ends inside a secret */

@@ -26,9 +26,10 @@
 struct tp_hpolicy {
 	const struct tp_policy *p;
 	int kernel_ok;
-	char why[512];          /* when !kernel_ok */
-	struct tp_strv secrets; /* redact.strings and the values of redact.env */
-	struct tp_strv forms;   /* each secret as the host's outputs may encode it */
+	char why[512];            /* when !kernel_ok */
+	struct tp_strv secrets;   /* redact.strings and the values of redact.env */
+	struct tp_strv forms;     /* each secret as the host's outputs may encode it */
+	unsigned char first[256]; /* 1: some form begins with this byte */
 	regex_t *re;
 	size_t nre;
 	double *starts; /* ring of the last rate.per_minute exec starts, ms */
