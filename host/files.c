@@ -238,8 +238,9 @@ static int walk(int root, const char *path, int create, const char **leaf)
 
 /* ---- the methods -------------------------------------------------------------------- */
 
-static void answer(struct tp_host *h, const struct tp_rpc *rpc, json_t *r)
+static void answer(struct tp_host *h, const struct tp_rpc *rpc, const struct session *s, json_t *r)
 {
+	r = tp_hpolicy_redact_file(&h->hp[s->zi / TP_NLANGS], r); /* names and contents */
 	if (r == NULL)
 		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
 	else
@@ -498,7 +499,7 @@ void tp_files_method(struct tp_host *h, const struct tp_rpc *rpc, const char *wh
 		return;
 	}
 	if (keys == keys_list) {
-		answer(h, rpc, do_list(s));
+		answer(h, rpc, s, do_list(s));
 		return;
 	}
 	json_t *p = json_object_get(rpc->params, "path");
@@ -536,7 +537,7 @@ void tp_files_method(struct tp_host *h, const struct tp_rpc *rpc, const char *wh
 	if (r == NULL && msg[0] != '\0')
 		refuse(h, rpc, "%s", msg);
 	else
-		answer(h, rpc, r);
+		answer(h, rpc, s, r);
 }
 
 /* ---- MCP: write_file, read_file, list_files ------------------------------------------- */
@@ -573,6 +574,8 @@ void tp_files_mcp_tool(struct tp_host *h, const struct tp_rpc *rpc, const char *
 			   msg, sizeof msg);
 	else
 		r = do_get(h, s, json_string_value(p), 1, msg, sizeof msg);
+	if (r != NULL) /* names and contents */
+		r = tp_hpolicy_redact_file(&h->hp[s->zi / TP_NLANGS], r);
 	json_t *res = r != NULL ? tp_mcp_tool_value(r, 0) : msg[0] ? tp_mcp_tool_text(msg) : NULL;
 	tp_host_tool_reply(h, rpc->id, rpc->params, res);
 }

@@ -26,8 +26,10 @@
 struct tp_hpolicy {
 	const struct tp_policy *p;
 	int kernel_ok;
-	char why[512];          /* when !kernel_ok */
-	struct tp_strv secrets; /* redact.strings and the values of redact.env */
+	char why[512];            /* when !kernel_ok */
+	struct tp_strv secrets;   /* redact.strings and the values of redact.env */
+	struct tp_strv forms;     /* each secret as the host's outputs may encode it */
+	unsigned char first[256]; /* 1: some form begins with this byte */
 	regex_t *re;
 	size_t nre;
 	double *starts; /* ring of the last rate.per_minute exec starts, ms */
@@ -42,6 +44,10 @@ double tp_hpolicy_admit(struct tp_hpolicy *hp, double now_ms);
  * string's end that begins a secret (4 bytes or more: output cut at its limit)
  * too. Returns v (edited in place) or a new value; NULL out of memory. */
 json_t *tp_hpolicy_redact(const struct tp_hpolicy *hp, json_t *v);
+/* A workspace reply of files/get, files/list, read_file, list_files: as
+ * tp_hpolicy_redact, and a file's base64 data decoded, redacted and encoded
+ * again; bytes then counts what is sent. Takes r; NULL out of memory (r freed). */
+json_t *tp_hpolicy_redact_file(const struct tp_hpolicy *hp, json_t *r);
 /* The same for one text: a malloc'd copy, NULL out of memory. */
 char *tp_hpolicy_redact_text(const struct tp_hpolicy *hp, const char *s, size_t n, size_t *out_n);
 
