@@ -45,6 +45,7 @@ static int g_err_line;                /* snippet line of the first error the han
 static int g_have_tb;
 static int g_tb_ref;        /* registry ref of that traceback, or LUA_NOREF */
 static char g_refusal[512]; /* the message of a policy or kernel refusal */
+static int g_session_begun; /* this process's state has served a session's exec */
 
 /* ---- the sticky verdict -------------------------------------------------------- */
 
@@ -282,8 +283,12 @@ static void begin(const struct tp_request *req, struct tp_shm *shm)
 	g_have_tb = 0;
 	g_tb_ref = LUA_NOREF;
 	tp_shm_begin(shm, req->limits.output_bytes);
+	tp_lalloc_set_limit(&g_alloc, 0); /* until the exec's own: these must not fail */
+	if (!req->session || !g_session_begun)
+		tp_lenv_exec_reset(g_L); /* a state no exec used: nothing of another's */
+	g_session_begun = req->session;
 	if (req->has_seed)
-		reseed(req->seed); /* before the memory limit: it must not fail */
+		reseed(req->seed);
 	tp_lalloc_set_limit(&g_alloc, req->limits.memory_bytes);
 	g_alloc.refusals = 0;
 	g_alloc.refused_total = 0;
