@@ -126,3 +126,24 @@ def test_the_warn_switch_and_ids_are_each_execs_own(h):
     r = run(h, "warn('two') return tostring({}), tostring({})")
     assert r["isolation"]["worker_exec"] == 3, r
     assert r["stderr"] == "" and r["value"] == ["table: #1", "table: #2"], r
+
+
+def test_a_session_keeps_its_numbering_warn_switch_and_clock():
+    """A session's execs share one state: what the environment keeps for it runs on."""
+    h = Host()
+    try:
+        sid = h.call("sandbox/session/open", {"lang": "lua"})["result"]["session_id"]
+
+        def ex(code):
+            r = h.call("sandbox/exec", {"session_id": sid, "code": code})["result"]
+            assert r["ok"] is True, r
+            return r
+
+        r = ex("t1 = {} warn('@on') return tostring(t1), tostring({}), os.clock() < 0.05")
+        assert r["value"] == ["table: #1", "table: #2", True] and r["stderr"] == "", r
+        r = ex("local c = os.clock() while os.clock() - c < 0.1 do end warn('w') "
+               "return tostring(t1), tostring({}), os.clock() >= 0.1")
+        assert r["value"] == ["table: #1", "table: #3", True], r
+        assert r["stderr"] == "Lua warning: w\n", r
+    finally:
+        h.close()
