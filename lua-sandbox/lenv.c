@@ -11,14 +11,32 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "lang.h"
 #include "policy.h"
 
 #define IDS_KEY "tidepool.ids" /* registry: weak-keyed object -> id for tostring */
 
-static lua_Integer next_id;    /* per process: each worker has its own copy */
-static int warn_on, warn_cont; /* warn(): "@on"/"@off", inside a multi-part message */
+/* What the environment keeps outside the lua_State, for the state it serves:
+ * each process has its own copy, and tp_lenv_exec_reset rebuilds all of it
+ * whenever an exec starts on a state no exec has used (every exec but a
+ * session's second and later: a one-shot worker's, each exec of isolation
+ * "state" in its fresh state, a session's first), so no exec of a reused
+ * worker sees anything of the one before:
+ *   next_id     the last number tostring gave ("table: #3"); the ids it gave
+ *               are in the registry's IDS_KEY table, replaced with it;
+ *   warn_on     warn()'s switch ("@on"/"@off"), off as in a fresh lua.c;
+ *   warn_cont   inside a multi-part warning (a warn of several pieces);
+ *   clock0      os.clock()'s origin: this thread's CPU time when the exec began.
+ * Everything else an exec can change is in its lua_State (globals, libraries,
+ * the string metatable, the random stream: rebuilt with the state, reseeded)
+ * or is bookkeeping lsandbox.c resets at each exec's begin(). */
+static struct exec_env {
+	lua_Integer next_id;
+	int warn_on, warn_cont;
+	struct timespec clock0;
+} g_env;
 
 /* ---- tostring without addresses ------------------------------------------ */
 
@@ -35,7 +53,7 @@ static lua_Integer object_id(lua_State *L, int idx)
 		return id;
 	}
 	lua_pop(L, 1);
-	id = ++next_id;
+	id = ++g_env.next_id;
 	lua_pushvalue(L, idx);
 	lua_pushinteger(L, id);
 	lua_rawset(L, -3);
@@ -116,21 +134,52 @@ static void warn_out(const char *s)
 static void warnf(void *ud, const char *msg, int tocont)
 {
 	(void)ud;
-	if (!warn_cont && msg[0] == '@') {
+	if (!g_env.warn_cont && msg[0] == '@') {
 		if (strcmp(msg, "@on") == 0)
-			warn_on = 1;
+			g_env.warn_on = 1;
 		else if (strcmp(msg, "@off") == 0)
-			warn_on = 0;
+			g_env.warn_on = 0;
 		return;
 	}
-	if (warn_on) {
-		if (!warn_cont)
+	if (g_env.warn_on) {
+		if (!g_env.warn_cont)
 			warn_out("Lua warning: ");
 		warn_out(msg);
 		if (!tocont)
 			warn_out("\n");
 	}
-	warn_cont = tocont;
+	g_env.warn_cont = tocont;
+}
+
+/* os.clock: the CPU seconds of this exec (of a session, since its first), as a
+ * fresh process's first exec reads them, not the worker's since its fork. The
+ * worker has one thread (verdict.c): the thread's clock is the process's. */
+static int l_clock(lua_State *L)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+	double s = (double)(now.tv_sec - g_env.clock0.tv_sec) +
+		   (double)(now.tv_nsec - g_env.clock0.tv_nsec) / 1e9;
+	lua_pushnumber(L, s > 0 ? s : 0);
+	return 1;
+}
+
+/* A new weak-keyed table of object ids at IDS_KEY: ids never keep objects alive. */
+static void new_ids(lua_State *L)
+{
+	lua_newtable(L);
+	lua_pushliteral(L, "k");
+	lua_setfield(L, -2, "__mode");
+	lua_pushvalue(L, -1);
+	lua_setmetatable(L, -2);
+	lua_setfield(L, LUA_REGISTRYINDEX, IDS_KEY);
+}
+
+void tp_lenv_exec_reset(lua_State *L)
+{
+	memset(&g_env, 0, sizeof g_env);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &g_env.clock0);
+	new_ids(L);
 }
 
 /* string.format without "%p" (an address); "%s" goes through our tostring. */
@@ -425,10 +474,12 @@ static const luaL_Reg coroutine_ours[] = {
 	{ "wrap", co_wrap },     /* both */
 	{ NULL, NULL }
 };
-static const char *const os_keep[] = { "clock", "date", "difftime", "time",
+static const char *const os_keep[] = { "date", "difftime", "time",
 				       /* execute, exit, getenv, remove, rename, setlocale, tmpname:
 					* reach the process, the environment or the filesystem. */
 				       NULL };
+static const luaL_Reg os_ours[] = { { "clock", l_clock }, /* from the exec's start */
+				    { NULL, NULL } };
 static const luaL_Reg io_ours[] = { { "write", l_io_write }, /* to the capped buffer; every other io
 							      * function reaches files or fds */
 				    { NULL, NULL } };
@@ -442,7 +493,7 @@ static const struct lib libs[] = {
 	{ LUA_MATHLIBNAME, luaopen_math, math_keep, NULL },
 	{ LUA_UTF8LIBNAME, luaopen_utf8, utf8_keep, NULL },
 	{ LUA_COLIBNAME, luaopen_coroutine, coroutine_keep, coroutine_ours },
-	{ LUA_OSLIBNAME, luaopen_os, os_keep, NULL },
+	{ LUA_OSLIBNAME, luaopen_os, os_keep, os_ours },
 	{ LUA_IOLIBNAME, NULL, NULL, io_ours },
 	{ "json", NULL, NULL, tp_ljson_lib }, /* ours (ljsonlib.c); fill_lib adds json.null */
 };
@@ -871,6 +922,10 @@ static int open_everything(lua_State *L)
 	lua_getglobal(L, LUA_IOLIBNAME);
 	lua_pushcfunction(L, l_io_write);
 	lua_setfield(L, -2, "write");
+	lua_pop(L, 1);
+	lua_getglobal(L, LUA_OSLIBNAME);
+	lua_pushcfunction(L, l_clock);
+	lua_setfield(L, -2, "clock");
 	lua_pop(L, 2);
 	lua_createtable(L, 0, 3); /* json is tidepool's: every policy's */
 	luaL_setfuncs(L, tp_ljson_lib, 0);
@@ -883,12 +938,7 @@ static int open_everything(lua_State *L)
 	lua_setglobal(L, "json");
 	for (size_t i = 0; i < sizeof watched / sizeof watched[0]; i++)
 		watch(L, watched[i][0], watched[i][1]);
-	lua_newtable(L); /* object ids, weak keys */
-	lua_pushliteral(L, "k");
-	lua_setfield(L, -2, "__mode");
-	lua_pushvalue(L, -1);
-	lua_setmetatable(L, -2);
-	lua_setfield(L, LUA_REGISTRYINDEX, IDS_KEY);
+	new_ids(L); /* object ids */
 	lua_setwarnf(L, warnf, NULL);
 	return 0;
 }
@@ -938,12 +988,7 @@ int tp_lenv_open(lua_State *L)
 	lua_setfield(L, -2, "_G");
 	lua_rawseti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
 	lock_string_metatable(L);
-	lua_newtable(L); /* object ids, weak keys: ids never keep objects alive */
-	lua_pushliteral(L, "k");
-	lua_setfield(L, -2, "__mode");
-	lua_pushvalue(L, -1);
-	lua_setmetatable(L, -2);
-	lua_setfield(L, LUA_REGISTRYINDEX, IDS_KEY);
+	new_ids(L); /* object ids */
 	lua_setwarnf(L, warnf, NULL);
 	/* Every answer fitted: the next build reads them back (else it asks). */
 	memo_done = memo_len < sizeof memo;

@@ -24,6 +24,12 @@
 /* Environment (lenv.c). */
 int tp_lenv_open(lua_State *L);
 
+/* Rebuilds what the environment keeps outside L for it (lenv.c, struct
+ * exec_env: tostring's numbering, warn()'s switch, os.clock()'s origin) as a
+ * fresh state has it; when an exec starts on a state no exec used. Allocates
+ * one table in L: call it with no memory limit set. */
+void tp_lenv_exec_reset(lua_State *L);
+
 /* json.encode and json.decode (ljsonlib.c); json.null is the light userdata NULL. */
 extern const luaL_Reg tp_ljson_lib[];
 /* The C message handler xpcall installs around the caller's handler. */

@@ -37,14 +37,24 @@
 
 static lua_State *g_L; /* the pristine state; workers inherit a copy */
 static struct tp_lalloc g_alloc;
-static struct tp_shm *g_shm; /* NULL outside an exec */
-static struct tp_limits g_lim;
-static lua_State *volatile g_running; /* the thread the SIGPROF handler hooks */
-static volatile uint64_t g_charged;   /* instructions charged so far */
-static int g_err_line;                /* snippet line of the first error the handler saw */
-static int g_have_tb;
-static int g_tb_ref;        /* registry ref of that traceback, or LUA_NOREF */
-static char g_refusal[512]; /* the message of a policy or kernel refusal */
+/* One exec's bookkeeping, rebuilt by begin() for every exec (of any isolation,
+ * a session's too): nothing of it passes from one exec to the next. What the
+ * environment keeps for the exec's state is lenv.c's struct exec_env (tostring's
+ * numbering, warn()'s switch, os.clock()'s origin), rebuilt there; the rest of
+ * an exec's doing is in g_L, which isolation "state" replaces (tp_lua_reset). */
+static struct exec {
+	struct tp_shm *shm;          /* the request's page; NULL outside an exec */
+	struct tp_limits lim;        /* the request's limits */
+	lua_State *volatile running; /* the thread the SIGPROF handler hooks */
+	volatile uint64_t charged;   /* instructions charged so far */
+	int err_line;                /* snippet line of the first error the handler saw */
+	int have_tb;                 /* a traceback was kept */
+	int tb_ref;                  /* registry ref of that traceback, or LUA_NOREF */
+	char refusal[512];           /* the message of a policy or kernel refusal */
+	char conv_message[TP_LJSON_MESSAGE_MAX]; /* a result error's message */
+} g_x;
+static int g_session_begun; /* this process's state has served a session's exec: the
+			     * session's next execs keep its exec_env (lenv.c) */
 
 /* ---- the sticky verdict -------------------------------------------------------- */
 
@@ -53,7 +63,7 @@ static void hook(lua_State *L, lua_Debug *ar);
 /* Async-signal-safe (tp_verdict calls it from the CPU timer's handler). */
 static void publish_usage(struct tp_shm *shm)
 {
-	shm->instructions = g_charged;
+	shm->instructions = g_x.charged;
 	shm->mem_peak = g_alloc.peak;
 	shm->cpu_us = tp_verdict_cpu_us();
 }
@@ -61,7 +71,7 @@ static void publish_usage(struct tp_shm *shm)
 /* Async-signal-safe: every further step of the running thread raises. */
 static void interrupt(void)
 {
-	lua_State *T = g_running;
+	lua_State *T = g_x.running;
 	if (T != NULL)
 		lua_sethook(T, hook, HOOK_ALL, 1); /* lua_sethook is signal-safe */
 }
@@ -82,14 +92,14 @@ static void trip_memory(void)
 {
 	uint64_t used = g_alloc.refused_total ? g_alloc.refused_total : g_alloc.current;
 
-	trip(TP_KIND_MEMORY_LIMIT, TP_LIMIT_MEMORY_BYTES, g_lim.memory_bytes, used);
+	trip(TP_KIND_MEMORY_LIMIT, TP_LIMIT_MEMORY_BYTES, g_x.lim.memory_bytes, used);
 }
 
 /* Lends the heap RESERVE bytes above the limit (on) or takes them back (off). */
 static void lend_reserve(int on)
 {
-	if (g_lim.memory_bytes != 0)
-		tp_lalloc_set_limit(&g_alloc, g_lim.memory_bytes + (on ? RESERVE : 0));
+	if (g_x.lim.memory_bytes != 0)
+		tp_lalloc_set_limit(&g_alloc, g_x.lim.memory_bytes + (on ? RESERVE : 0));
 }
 
 /* ---- instruction hook --------------------------------------------------------- */
@@ -99,21 +109,21 @@ static int msgh(lua_State *L);
 /* Precharges the next chunk and hooks L for it; 0 when nothing remains. */
 static int charge(lua_State *L, uint64_t chunk)
 {
-	uint64_t left = g_lim.instructions - g_charged;
+	uint64_t left = g_x.lim.instructions - g_x.charged;
 
 	if (left == 0)
 		return 0;
 	if (chunk > left)
 		chunk = left;
-	g_charged += chunk;
-	publish_usage(g_shm);
+	g_x.charged += chunk;
+	publish_usage(g_x.shm);
 	lua_sethook(L, hook, LUA_MASKCOUNT, (int)chunk);
 	return 1;
 }
 
 static void trip_instructions(void)
 {
-	trip(TP_KIND_INSTRUCTION_LIMIT, TP_LIMIT_INSTRUCTIONS, g_lim.instructions, g_charged);
+	trip(TP_KIND_INSTRUCTION_LIMIT, TP_LIMIT_INSTRUCTIONS, g_x.lim.instructions, g_x.charged);
 }
 
 /* Our C message handlers must run after a trip: they only read the stack. */
@@ -156,19 +166,19 @@ int tp_lua_guard_raise(lua_State *L)
 	lua_gc(L, LUA_GCSTOP);
 	if (tp_verdict_kind() == TP_KIND_POLICY_VIOLATION ||
 	    tp_verdict_kind() == TP_KIND_SANDBOX_VIOLATION)
-		lua_pushstring(L, g_refusal);
+		lua_pushstring(L, g_x.refusal);
 	else
-		lua_pushstring(L, tp_limit_message((int)g_shm->tripped_limit));
+		lua_pushstring(L, tp_limit_message((int)g_x.shm->tripped_limit));
 	return lua_error(L);
 }
 
 int tp_lua_guard_refuse(lua_State *L, enum tp_kind kind, const char *msg)
 {
-	if (g_shm == NULL) /* in the zygote: a bug, not a snippet */
+	if (g_x.shm == NULL) /* in the zygote: a bug, not a snippet */
 		return luaL_error(L, "%s", msg);
 	if (!tripped()) {
-		snprintf(g_refusal, sizeof g_refusal, "%s", msg);
-		tp_shm_note(g_shm, msg);
+		snprintf(g_x.refusal, sizeof g_x.refusal, "%s", msg);
+		tp_shm_note(g_x.shm, msg);
 		trip(kind, (enum tp_limit_id) - 1, 0, 0);
 	}
 	return tp_lua_guard_raise(L);
@@ -186,8 +196,8 @@ void tp_lua_guard_status(lua_State *L, int status)
 
 void tp_lua_guard_caps(struct tp_ljson_caps *caps)
 {
-	caps->depth = g_lim.result_depth;
-	caps->bytes = g_lim.result_bytes;
+	caps->depth = g_x.lim.result_depth;
+	caps->bytes = g_x.lim.result_bytes;
 }
 
 void tp_lua_guard_thread(lua_State *L, lua_State *co)
@@ -196,7 +206,7 @@ void tp_lua_guard_thread(lua_State *L, lua_State *co)
 		tp_lua_guard_raise(L);
 	/* A new thread copies its creator's hook; give it its own precharged chunk
 	 * so the count stays an upper bound whatever the thread leaves unused. */
-	if (g_lim.instructions != 0 && !charge(co, CO_CHUNK)) {
+	if (g_x.lim.instructions != 0 && !charge(co, CO_CHUNK)) {
 		trip_instructions();
 		tp_lua_guard_raise(L);
 	}
@@ -204,26 +214,26 @@ void tp_lua_guard_thread(lua_State *L, lua_State *co)
 
 lua_State *tp_lua_guard_enter(lua_State *co)
 {
-	lua_State *prev = g_running;
+	lua_State *prev = g_x.running;
 
-	g_running = co;
+	g_x.running = co;
 	return prev;
 }
 
 void tp_lua_guard_leave(lua_State *prev)
 {
-	g_running = prev;
+	g_x.running = prev;
 }
 
 void tp_lua_guard_write(lua_State *L, enum tp_stream s, const char *buf, size_t n)
 {
-	lua_State *T = g_running;
+	lua_State *T = g_x.running;
 
-	if (g_shm == NULL || tripped()) /* nothing is written after a limit */
+	if (g_x.shm == NULL || tripped()) /* nothing is written after a limit */
 		return;
-	if (tp_shm_write(g_shm, s, buf, n) == 0)
+	if (tp_shm_write(g_x.shm, s, buf, n) == 0)
 		return;
-	trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_OUTPUT_BYTES, g_lim.output_bytes, g_shm->wanted);
+	trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_OUTPUT_BYTES, g_x.lim.output_bytes, g_x.shm->wanted);
 	if (L != NULL)
 		tp_lua_guard_raise(L);
 	else if (T != NULL)
@@ -247,13 +257,13 @@ static int snippet_line(lua_State *L)
 /* Keeps the first traceback and line; leaves the error value as it is. */
 static int msgh(lua_State *L)
 {
-	if (g_err_line < 0)
-		g_err_line = snippet_line(L);
-	if (!g_have_tb) {
-		g_have_tb = 1;
+	if (g_x.err_line < 0)
+		g_x.err_line = snippet_line(L);
+	if (!g_x.have_tb) {
+		g_x.have_tb = 1;
 		lend_reserve(1);
 		luaL_traceback(L, L, NULL, 1);
-		g_tb_ref = luaL_ref(L, LUA_REGISTRYINDEX); /* read back without allocating */
+		g_x.tb_ref = luaL_ref(L, LUA_REGISTRYINDEX); /* read back without allocating */
 		lend_reserve(0);
 	}
 	return 1;
@@ -274,16 +284,19 @@ static void reseed(uint64_t seed)
 
 static void begin(const struct tp_request *req, struct tp_shm *shm)
 {
-	g_shm = shm;
-	g_lim = req->limits;
-	g_charged = 0;
-	g_running = g_L;
-	g_err_line = -1;
-	g_have_tb = 0;
-	g_tb_ref = LUA_NOREF;
+	memset(&g_x, 0, sizeof g_x); /* the CPU timer is off: no handler reads it */
+	g_x.shm = shm;
+	g_x.lim = req->limits;
+	g_x.running = g_L;
+	g_x.err_line = -1;
+	g_x.tb_ref = LUA_NOREF;
 	tp_shm_begin(shm, req->limits.output_bytes);
+	tp_lalloc_set_limit(&g_alloc, 0); /* until the exec's own: these must not fail */
+	if (!req->session || !g_session_begun)
+		tp_lenv_exec_reset(g_L); /* a state no exec used: nothing of another's */
+	g_session_begun = req->session;
 	if (req->has_seed)
-		reseed(req->seed); /* before the memory limit: it must not fail */
+		reseed(req->seed);
 	tp_lalloc_set_limit(&g_alloc, req->limits.memory_bytes);
 	g_alloc.refusals = 0;
 	g_alloc.refused_total = 0;
@@ -305,7 +318,7 @@ static int inputs_main(lua_State *L)
 	lua_pushglobaltable(L);
 	for (void *it = json_object_iter(obj); it; it = json_object_iter_next(obj, it)) {
 		lua_pushlstring(L, json_object_iter_key(it), json_object_iter_key_len(it));
-		tp_ljson_push(L, json_object_iter_value(it), g_lim.result_depth);
+		tp_ljson_push(L, json_object_iter_value(it), g_x.lim.result_depth);
 		lua_rawset(L, -3);
 	}
 	return 0;
@@ -320,7 +333,7 @@ static int set_inputs(lua_State *L, const struct tp_request *req)
 
 static int run(lua_State *L)
 {
-	if (g_lim.instructions != 0)
+	if (g_x.lim.instructions != 0)
 		charge(L, MAIN_CHUNK); /* the hook is on before any snippet instruction */
 	/* end_run stopped the collector after a session's last exec: it runs again
 	 * only now, under this exec's limits (finalizers the last exec left are
@@ -335,7 +348,7 @@ static void end_run(lua_State *L, int status)
 	lua_gc(L, LUA_GCSTOP);
 	tp_verdict_end();
 	lua_sethook(L, NULL, 0, 0);
-	g_running = NULL;
+	g_x.running = NULL;
 	if (status == LUA_ERRMEM)
 		trip_memory();
 }
@@ -369,9 +382,9 @@ static json_t *traceback(lua_State *L)
 	const char *s;
 	json_t *v;
 
-	if (g_tb_ref == LUA_NOREF || g_tb_ref == LUA_REFNIL)
+	if (g_x.tb_ref == LUA_NOREF || g_x.tb_ref == LUA_REFNIL)
 		return NULL;
-	lua_rawgeti(L, LUA_REGISTRYINDEX, g_tb_ref);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, g_x.tb_ref);
 	s = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
 	v = s ? capped_string(s, n) : NULL;
 	lua_pop(L, 1);
@@ -381,7 +394,7 @@ static json_t *traceback(lua_State *L)
 static int limit_failure(lua_State *L, struct tp_failure *f)
 {
 	json_t *tb = traceback(L);
-	int rc = tp_verdict_tripped_failure(f, g_refusal, tb, g_err_line);
+	int rc = tp_verdict_tripped_failure(f, g_x.refusal, tb, g_x.err_line);
 
 	json_decref(tb);
 	return rc;
@@ -436,7 +449,7 @@ static json_t *error_message(lua_State *L, int idx, int *line)
  * message then says why. */
 static json_t *table_error(lua_State *L, json_t **msg)
 {
-	struct tp_ljson_caps caps = { g_lim.result_depth, g_lim.result_bytes };
+	struct tp_ljson_caps caps = { g_x.lim.result_depth, g_x.lim.result_bytes };
 	struct tp_ljson_out out;
 	char buf[TP_LJSON_MESSAGE_MAX + 64], cap[64];
 	const char *why = NULL;
@@ -512,7 +525,7 @@ static int error_failure(lua_State *L, enum stage stage, struct tp_failure *f)
 	else {
 		tb = traceback(L);
 		rc = tp_verdict_failure(f, TP_KIND_RUNTIME_ERROR, type, msg, tb,
-					line > 0 ? line : g_err_line);
+					line > 0 ? line : g_x.err_line);
 		if (rc == 0)
 			f->data = json_incref(data);
 	}
@@ -533,12 +546,10 @@ static int result_failure(struct tp_failure *f, const char *message)
 
 /* The values above the message handler, as JSON; NULL with *fail set (a cycle,
  * keys that collide, NaN, a value that cannot be converted) or a trip. */
-static char g_conv_message[TP_LJSON_MESSAGE_MAX]; /* a result error's message */
-
 static json_t *convert_result(lua_State *L, const char **fail)
 {
-	char *message = g_conv_message;
-	struct tp_ljson_caps caps = { g_lim.result_depth, g_lim.result_bytes };
+	char *message = g_x.conv_message;
+	struct tp_ljson_caps caps = { g_x.lim.result_depth, g_x.lim.result_bytes };
 	struct tp_ljson_out out;
 
 	lend_reserve(1);
@@ -560,7 +571,7 @@ static json_t *convert_result(lua_State *L, const char **fail)
 	case TP_LJSON_CYCLE: *fail = "cycle in returned value"; break;
 	case TP_LJSON_KEYS:
 	case TP_LJSON_NUMBER:
-		memcpy(message, out.message, sizeof g_conv_message);
+		memcpy(message, out.message, sizeof g_x.conv_message);
 		*fail = message;
 		break;
 	case TP_LJSON_LUAERR:
@@ -634,8 +645,8 @@ static int value_text(const json_t *value, int nvals, struct tp_reply *out)
 		}
 	if (buf == NULL)
 		return 0;
-	if (len > g_lim.result_bytes) {
-		len = (size_t)g_lim.result_bytes;
+	if (len > g_x.lim.result_bytes) {
+		len = (size_t)g_x.lim.result_bytes;
 		while (len > 0 && ((unsigned char)buf[len] & 0xc0) == 0x80)
 			len--;
 		buf[len] = '\0';
@@ -648,7 +659,7 @@ static int value_text(const json_t *value, int nvals, struct tp_reply *out)
 
 static void usage(struct tp_usage *u)
 {
-	u->instructions = g_lim.instructions ? g_charged : 0;
+	u->instructions = g_x.lim.instructions ? g_x.charged : 0;
 	u->memory_peak_bytes = g_alloc.peak;
 	u->cpu_us = tp_verdict_cpu_us();
 }
@@ -662,7 +673,7 @@ static int reply(lua_State *L, enum stage stage, int status, struct tp_reply *ou
 	memset(out, 0, sizeof *out);
 	if (!tripped() && status == LUA_OK)
 		value = convert_result(L, &fail);
-	publish_usage(g_shm);
+	publish_usage(g_x.shm);
 	usage(&out->usage);
 	if (tripped()) {
 		json_decref(value);
@@ -712,7 +723,7 @@ int tp_lua_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_repl
 		 * left it (the same memory figures); the heap is a few pages. */
 		lua_settop(L, 0);
 		lua_gc(L, LUA_GCCOLLECT);
-		g_shm = NULL;
+		g_x.shm = NULL;
 	}
 	return rc;
 }
@@ -725,7 +736,7 @@ int tp_lua_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_repl
 static int l_tools_call(lua_State *L)
 {
 	const char *name = luaL_checkstring(L, 1);
-	struct tp_ljson_caps caps = { g_lim.result_depth, g_lim.result_bytes };
+	struct tp_ljson_caps caps = { g_x.lim.result_depth, g_x.lim.result_bytes };
 	struct tp_ljson_out conv;
 	struct tp_tool_result res;
 	json_t *args;
@@ -754,12 +765,12 @@ static int l_tools_call(lua_State *L)
 	}
 	if (args == NULL)
 		return luaL_error(L, "not enough memory");
-	int rc = tp_tool_invoke(name, args, &g_lim, &res);
+	int rc = tp_tool_invoke(name, args, &g_x.lim, &res);
 	json_decref(args);
 	if (rc != 0)
 		_exit(TP_EXIT_FATAL); /* the channel is gone: so is the host */
 	if (res.status == TP_TOOL_OK) {
-		tp_ljson_push(L, res.value, g_lim.result_depth);
+		tp_ljson_push(L, res.value, g_x.lim.result_depth);
 		tp_tool_result_free(&res);
 		return 1;
 	}
@@ -879,15 +890,15 @@ static int tp_lua_reset(uint64_t entropy)
 	struct tp_err err = { 0 };
 	if (g_L == NULL)
 		return -1;
-	g_shm = NULL;      /* no output from here on, whatever runs */
+	g_x.shm = NULL;    /* no output from here on, whatever runs */
 	g_alloc.limit = 0; /* closing only frees; its errors must not fail for memory */
 	g_alloc.scrub = 1;
 	lua_sethook(g_L, refuse_all, LUA_MASKCALL | LUA_MASKCOUNT, 1);
 	lua_setwarnf(g_L, warn_nothing, NULL);
 	lua_close(g_L);
 	g_L = NULL;
-	explicit_bzero(g_refusal, sizeof g_refusal);
-	explicit_bzero(g_conv_message, sizeof g_conv_message);
+	explicit_bzero(g_x.refusal, sizeof g_x.refusal);
+	explicit_bzero(g_x.conv_message, sizeof g_x.conv_message);
 	if (g_alloc.current != 0)
 		return -1; /* a block the scrub did not see: do not serve on it */
 	if (build_state(&err, 1, 0) != 0)

@@ -24,6 +24,9 @@
 
 static const struct tp_lang *harness_lang;
 static int harness_rehearse; /* the child rehearses first, as an idle worker does */
+/* When set, the child first runs this code and then the language's reset (the
+ * fresh state of isolation "state" for the next exec), as a reused worker does. */
+static const char *harness_before;
 
 #define AREA (64u << 10)
 
@@ -55,6 +58,16 @@ static inline void child(const struct tp_request *req, uint64_t entropy, int fd)
 	harness_lang->worker_init(entropy);
 	if (harness_rehearse)
 		tp_worker_rehearse(harness_lang, &req->limits, NULL);
+	if (harness_before != NULL && harness_lang->reset != NULL) {
+		struct tp_request pre = { .code = harness_before,
+					  .code_len = strlen(harness_before),
+					  .limits = req->limits };
+		if (harness_lang->exec(&pre, shm, &out) != 0)
+			_exit(3);
+		tp_reply_free(&out);
+		if (harness_lang->reset(entropy + 1) != 0)
+			_exit(4);
+	}
 	if (harness_lang->exec(req, shm, &out) == 0)
 		s = tp_msg_reply_encode(&out, &n);
 	for (size_t off = 0; s != NULL && off < n;) {

@@ -206,6 +206,50 @@ static void test_rehearsal(void)
 	}
 }
 
+/* Isolation "state": after an exec that dirties all it can reach and the reset,
+ * a probe reads what it reads in a worker that ran nothing before (but usage). */
+static void test_state_reset(void)
+{
+	static const char *const dirty =
+	    "warn('@on') warn('dirty') x = 1 string.upper = nil math.random() "
+	    "local t = {} for i = 1, 1000 do t[i] = tostring({}) end "
+	    "local co = coroutine.wrap(function() coroutine.yield(tostring(print)) end) co() "
+	    "local c = os.clock() while os.clock() - c < 0.1 do end";
+	static const char *const probes[] = {
+		"return tostring({}), tostring({})",
+		"return tostring(print), tostring(coroutine.create(print))",
+		"print({}) return string.format('%s', {})",
+		"warn('x') return 1",
+		"return os.clock() < 0.05",
+		"return x, type(string.upper)",
+	};
+	for (size_t i = 0; i < sizeof probes / sizeof *probes; i++) {
+		char out[sizeof R.out], err[sizeof R.err];
+		run(probes[i]);
+		json_t *plain = json_deep_copy(R.reply);
+		memcpy(out, R.out, sizeof out);
+		memcpy(err, R.err, sizeof err);
+		harness_before = dirty;
+		run(probes[i]);
+		harness_before = NULL;
+		CHECK(plain != NULL && R.reply != NULL);
+		if (plain == NULL || R.reply == NULL)
+			continue;
+		json_object_del(plain, "usage");
+		json_object_del(R.reply, "usage");
+		int same = json_equal(plain, R.reply);
+		CHECK(same);
+		if (!same) {
+			char *a = json_dumps(plain, 0), *b = json_dumps(R.reply, 0);
+			fprintf(stderr, "# %s\n#   fresh:  %s\n#   reused: %s\n", probes[i], a, b);
+			free(a), free(b);
+		}
+		CHECK_EQ_STR(R.out, out);
+		CHECK_EQ_STR(R.err, err);
+		json_decref(plain);
+	}
+}
+
 int main(void)
 {
 	if (harness_setup(&tp_lang_lua) != 0)
@@ -217,6 +261,7 @@ int main(void)
 	test_memory();
 	test_result();
 	test_environment();
+	test_state_reset();
 	harness_conformance();
 	json_decref(R.reply);
 	return tp_test_done("test_lua");
