@@ -670,6 +670,15 @@ static int reply(lua_State *L, enum stage stage, int status, struct tp_reply *ou
 	}
 	if (status != LUA_OK)
 		return error_failure(L, stage, &out->error);
+	char cut[512];
+	if (stage == ST_RUN && tp_lenv_flush_written(L, cut, sizeof cut)) {
+		json_t *m = json_string(cut);
+		json_decref(value);
+		int rc =
+		    tp_verdict_failure(&out->error, TP_KIND_RUNTIME_ERROR, "string", m, NULL, -1);
+		json_decref(m);
+		return rc;
+	}
 	if (fail != NULL)
 		return result_failure(&out->error, fail);
 	out->ok = 1;
