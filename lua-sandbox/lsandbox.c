@@ -747,6 +747,19 @@ static int l_tools_call(lua_State *L)
 		tp_ljson_from_lua(L, 1, &caps, &conv);
 		if (conv.fail == TP_LJSON_LUAERR)
 			return luaL_error(L, "not enough memory");
+		if (conv.fail == TP_LJSON_BYTES)
+			return luaL_error(L,
+					  "tools.call: arguments cannot become JSON: they are "
+					  "more than %I bytes of JSON (result_bytes)",
+					  (lua_Integer)g_lim.result_bytes);
+		if (conv.fail == TP_LJSON_DEPTH)
+			return luaL_error(L,
+					  "tools.call: arguments cannot become JSON: they are "
+					  "nested deeper than result_depth (%I)",
+					  (lua_Integer)g_lim.result_depth);
+		if (conv.fail == TP_LJSON_CYCLE)
+			return luaL_error(L, "tools.call: arguments cannot become JSON: a table "
+					     "contains itself");
 		if (conv.fail != TP_LJSON_OK)
 			return luaL_error(L, "tools.call: arguments cannot become JSON%s%s",
 					  conv.message[0] ? ": " : "", conv.message);
