@@ -185,6 +185,36 @@ def test_sizes_and_encoding(h):
     h.call("sandbox/session/close", {"session_id": sid})
 
 
+def test_a_name_that_is_not_utf8_is_listed_in_base64(h):
+    """JSON carries no such name as a string: the entry has path_b64 (the path's
+    bytes in base64) instead of path, and the list stays complete (before: the
+    file was left out, complete true)."""
+    sid, ws = open_ws(h, "lua")
+    r = ex(h, sid, "local f = io.open('\\255.txt', 'w') f:write('abc') f:close() "
+                   "local g = io.open('ok.txt', 'w') g:write('x') g:close()")
+    assert r["ok"] is True, r
+    assert os.path.getsize(os.path.join(ws.encode(), b"\xff.txt")) == 3
+    os.mkdir(os.path.join(ws.encode(), b"d\xfe"))
+    with open(os.path.join(ws.encode(), b"d\xfe", b"in.txt"), "wb") as f:
+        f.write(b"12345")
+    assert files(h, "list", session_id=sid)["result"] == {"files": [
+        {"path_b64": b64(b"d\xfe/in.txt"), "bytes": 5},  # by the path's bytes
+        {"path": "ok.txt", "bytes": 1},
+        {"path_b64": b64(b"\xff.txt"), "bytes": 3},
+    ], "complete": True}
+    h.call("sandbox/session/close", {"session_id": sid})
+
+
+def test_a_tree_deeper_than_the_listing_is_not_complete(h):
+    sid, ws = open_ws(h)
+    deep = os.path.join(ws, *["d"] * 8)
+    os.makedirs(deep)
+    with open(os.path.join(deep, "hidden.txt"), "w") as f:
+        f.write("x")
+    assert files(h, "list", session_id=sid)["result"] == {"files": [], "complete": False}
+    h.call("sandbox/session/close", {"session_id": sid})
+
+
 def test_sessions_never_see_each_other(h):
     a, wa = open_ws(h)
     b, wb = open_ws(h, "lua")
