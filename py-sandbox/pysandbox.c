@@ -603,12 +603,12 @@ static PyObject *prepare_fast(const struct tp_request *req)
  * closed at the end of its exec, still under its limits (a close runs no code
  * of ours, but may run the snippet's), so what it wrote is on disk for the
  * client and the next exec, and a session does not run out of fds. */
-/* The largest file this worker may write (its RLIMIT_FSIZE, sandbox/worker.c). */
-static uint64_t file_limit(void)
+uint64_t tp_py_file_limit(const char **which)
 {
 	const struct tp_policy *p = tp_sandbox_policy();
 	uint64_t g = p != NULL && p->fs_write.n > 0 ? p->file_bytes : 0;
 	uint64_t w = p != NULL && tp_sandbox_workspace() != NULL ? p->session.workspace_bytes : 0;
+	*which = w > g ? "session.workspace_bytes" : "filesystem.file_bytes";
 	return w > g ? w : g;
 }
 
@@ -635,13 +635,13 @@ static void close_failed(PyObject *file, struct failure *f, const struct result 
 	if (name == NULL)
 		PyErr_Clear();
 	char msg[256];
+	const char *which;
+	uint64_t limit = tp_py_file_limit(&which);
 	if (e == EFBIG)
 		snprintf(msg, sizeof msg,
 			 "File too large: a file left open was cut at %" PRIu64
 			 " bytes when the exec ended and closed it (%s)",
-			 file_limit(),
-			 tp_sandbox_workspace() != NULL ? "session.workspace_bytes"
-							: "filesystem.file_bytes");
+			 limit, which);
 	else
 		snprintf(msg, sizeof msg, "%s: writing a file left open failed when the exec ended",
 			 strerror(e));

@@ -154,8 +154,9 @@ def test_sizes_and_encoding(h):
         "[Errno 27] File too large: a file left open was cut at 4096 bytes when the exec "
         "ended and closed it (session.workspace_bytes): '%s/cut'" % ws), r
     r = ex(h, sid, "f = open('cut2', 'w')\nf.write('x' * 3000)\nf.write('x' * 3000)\nf.close()")
-    assert (r["ok"], r["error"]["type"], r["error"]["message"]) == \
-        (False, "OSError", "[Errno 27] File too large"), r
+    msg = "[Errno 27] File too large (a file here holds at most 4096 bytes: session.workspace_bytes)"
+    assert (r["ok"], r["error"]["type"], r["error"]["message"]) == (False, "OSError", msg), r
+    assert r["error"]["traceback"].endswith("    f.close()\nOSError: " + msg), r
     r = ex(h, sid, "try:\n    with open('cut3', 'w') as f:\n        f.write('x' * 5000)\n"
                    "except OSError as e:\n    r = e.errno == 27  # EFBIG\nr")
     assert r["ok"] is True and r["value"] is True, r
