@@ -27,6 +27,7 @@
 #include "base64.h"
 #include "kprobe.h"
 #include "mcp.h"
+#include "utf8.h"
 
 #define NOBODY 65534
 #define MAX_DEPTH 8
@@ -376,9 +377,26 @@ static json_t *do_get(struct tp_host *h, struct session *s, const char *path, in
 
 struct listing {
 	json_t *files;
-	char path[1100];
-	int full;
+	char path[MAX_DEPTH * 256 + 16];
+	int full;   /* MAX_LIST reached */
+	int hidden; /* a file left out (beneath a directory too deep to list) */
 };
+
+/* A listing's entry: {path, bytes}, or {path_b64, bytes} when the path is not
+ * UTF-8 (JSON cannot carry it as a string): its bytes in base64. */
+static json_t *entry(const char *path, json_int_t bytes)
+{
+	if (tp_utf8_valid(path, strlen(path)))
+		return json_pack("{s:s, s:I}", "path", path, "bytes", bytes);
+	size_t n = strlen(path);
+	char *b = malloc(tp_base64_encoded_len(n) + 1);
+	if (b == NULL)
+		return NULL;
+	tp_base64_encode((const unsigned char *)path, n, b);
+	json_t *e = json_pack("{s:s, s:I}", "path_b64", b, "bytes", bytes);
+	free(b);
+	return e;
+}
 
 static void list_beneath(struct listing *l, int dirfd, size_t plen, int depth)
 {
@@ -398,16 +416,21 @@ static void list_beneath(struct listing *l, int dirfd, size_t plen, int depth)
 			continue;
 		int n = snprintf(l->path + plen, sizeof l->path - plen, "%s%s", plen ? "/" : "",
 				 de->d_name);
-		if (n < 0 || (size_t)n >= sizeof l->path - plen)
+		if (n < 0 || (size_t)n >= sizeof l->path - plen) {
+			l->hidden = 1; /* cannot happen: 8 names of at most 255 bytes */
 			continue;
+		}
 		if (S_ISREG(st.st_mode)) {
 			if (json_array_size(l->files) >= MAX_LIST) {
 				l->full = 1;
 				break;
 			}
-			json_array_append_new(l->files, json_pack("{s:s, s:I}", "path", l->path,
-								  "bytes", (json_int_t)st.st_size));
-		} else if (S_ISDIR(st.st_mode) && depth + 1 < MAX_DEPTH) {
+			json_t *e = entry(l->path, (json_int_t)st.st_size);
+			if (e == NULL || json_array_append_new(l->files, e) != 0)
+				l->hidden = 1;
+		} else if (S_ISDIR(st.st_mode) && depth + 1 >= MAX_DEPTH) {
+			l->hidden = 1; /* what lies deeper is not listed: not complete */
+		} else if (S_ISDIR(st.st_mode)) {
 			int sub = openat(dirfd, de->d_name,
 					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub >= 0) {
@@ -420,11 +443,31 @@ static void list_beneath(struct listing *l, int dirfd, size_t plen, int depth)
 	closedir(d);
 }
 
+/* An entry's path as bytes (path_b64 decoded) into buf; its length. */
+static size_t raw_path(const json_t *e, unsigned char *buf, size_t cap)
+{
+	const json_t *p = json_object_get(e, "path");
+	if (p != NULL) {
+		size_t n = json_string_length(p);
+		n = n < cap ? n : cap;
+		memcpy(buf, json_string_value(p), n);
+		return n;
+	}
+	p = json_object_get(e, "path_b64");
+	if (json_string_length(p) / 4 * 3 > cap)
+		return 0;
+	long n = tp_base64_decode(json_string_value(p), json_string_length(p), buf);
+	return n > 0 ? (size_t)n : 0;
+}
+
+/* By path, byte by byte (whether the path is given as text or in base64). */
 static int by_path(const void *a, const void *b)
 {
-	const json_t *x = *(json_t *const *)a, *y = *(json_t *const *)b;
-	return strcmp(json_string_value(json_object_get(x, "path")),
-		      json_string_value(json_object_get(y, "path")));
+	unsigned char x[MAX_DEPTH * 256 + 16], y[sizeof x];
+	size_t nx = raw_path(*(json_t *const *)a, x, sizeof x);
+	size_t ny = raw_path(*(json_t *const *)b, y, sizeof y);
+	int c = memcmp(x, y, nx < ny ? nx : ny);
+	return c != 0 ? c : nx < ny ? -1 : nx > ny;
 }
 
 static json_t *do_list(struct session *s)
@@ -448,7 +491,7 @@ static json_t *do_list(struct session *s)
 		json_decref(sorted);
 		return NULL;
 	}
-	return json_pack("{s:o, s:b}", "files", sorted, "complete", !l.full);
+	return json_pack("{s:o, s:b}", "files", sorted, "complete", !l.full && !l.hidden);
 }
 
 void tp_files_method(struct tp_host *h, const struct tp_rpc *rpc, const char *what)

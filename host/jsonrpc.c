@@ -24,6 +24,111 @@ static int valid_id(const json_t *id)
 	return json_is_string(id) || json_is_integer(id);
 }
 
+static size_t skip_ws(const char *s, size_t n, size_t i)
+{
+	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
+		i++;
+	return i;
+}
+
+/* The index just past the string whose opening quote is at i (n if it never ends). */
+static size_t string_end(const char *s, size_t n, size_t i)
+{
+	for (i++; i < n; i++) {
+		if (s[i] == '\\')
+			i++;
+		else if (s[i] == '"')
+			return i + 1;
+	}
+	return n;
+}
+
+int tp_rpc_tool_response_id(const char *s, size_t n, char *id, size_t cap)
+{
+	size_t i = skip_ws(s, n, 0);
+	int depth = 1, expect_key = 1, found = 0, response = 0, method = 0;
+	if (i >= n || s[i] != '{')
+		return 0;
+	for (i++; i < n && depth > 0;) {
+		char c = s[i];
+		if (c == '"') {
+			size_t start = i + 1;
+			i = string_end(s, n, i);
+			if (depth != 1 || !expect_key || i >= n)
+				continue;
+			size_t klen = i - 1 - start;
+			const char *k = s + start;
+			expect_key = 0;
+			i = skip_ws(s, n, i);
+			if (i >= n || s[i] != ':')
+				return 0;
+			i = skip_ws(s, n, i + 1);
+			if (klen == 2 && memcmp(k, "id", 2) == 0) {
+				size_t e = i < n && s[i] == '"' ? string_end(s, n, i) : 0;
+				if (e == 0 || e >= n || found || e - i - 2 >= cap ||
+				    memchr(s + i + 1, '\\', e - i - 2) != NULL)
+					return 0;
+				memcpy(id, s + i + 1, e - i - 2);
+				id[e - i - 2] = '\0';
+				found = 1;
+				i = e;
+			} else if ((klen == 6 && memcmp(k, "result", 6) == 0) ||
+				   (klen == 5 && memcmp(k, "error", 5) == 0)) {
+				response = 1;
+			} else if (klen == 6 && memcmp(k, "method", 6) == 0) {
+				method = 1;
+			}
+			continue;
+		}
+		if (c == '{' || c == '[')
+			depth++;
+		else if (c == '}' || c == ']')
+			depth--;
+		else if (c == ',' && depth == 1)
+			expect_key = 1;
+		i++;
+	}
+	return found && response && !method && strncmp(id, "tp-tool-", 8) == 0;
+}
+
+/* A line jansson refused that answers one of our tool calls (nested past its
+ * depth, or not JSON), or linebuf's stand-in for an overlong one: rpc holds
+ * its id and why, 0; else -1. */
+static int unreadable_tool_response(const char *line, size_t len, const struct tp_err *err,
+				    struct tp_rpc *rpc)
+{
+	char id[64];
+	size_t mark = sizeof TP_RPC_LONG_MARK - 1;
+	unsigned long long bytes = 0, max = 0;
+	int kind;
+	if (len > mark && len < 200 && memcmp(line, TP_RPC_LONG_MARK, mark) == 0) {
+		char copy[200];
+		memcpy(copy, line, len);
+		copy[len] = '\0';
+		if (sscanf(copy + mark, " %63s %llu %llu", id, &bytes, &max) != 3 ||
+		    strncmp(id, "tp-tool-", 8) != 0)
+			return -1;
+		kind = TP_RPC_TOO_LONG;
+	} else if (tp_rpc_tool_response_id(line, len, id, sizeof id)) {
+		kind = strstr(err->msg, "maximum parsing depth") != NULL ? TP_RPC_TOO_DEEP
+									 : TP_RPC_NOT_JSON;
+	} else {
+		return -1;
+	}
+	json_t *m = json_pack("{s:s, s:s}", "jsonrpc", "2.0", "id", id);
+	if (m == NULL)
+		return -1;
+	*rpc = (struct tp_rpc){ .msg = m,
+				.id = json_object_get(m, "id"),
+				.method = "",
+				.response = 1,
+				.unreadable = kind,
+				.line_bytes = (size_t)bytes,
+				.line_max = (size_t)max };
+	snprintf(rpc->why, sizeof rpc->why, "%.190s", err->msg);
+	return 0;
+}
+
 int tp_rpc_parse(const char *line, size_t len, struct tp_rpc *rpc, json_t **reply)
 {
 	return tp_rpc_parse_batch(line, len, rpc, reply, NULL);
@@ -45,6 +150,8 @@ int tp_rpc_parse_batch(const char *line, size_t len, struct tp_rpc *rpc, json_t 
 				      "out of memory reading the request", NULL);
 		return -1;
 	}
+	if (m == NULL && unreadable_tool_response(line, len, &err, rpc) == 0)
+		return 0; /* the code waiting on it gets the error */
 	if (m == NULL) {
 		snprintf(msg, sizeof msg, "Parse error: %.200s", err.msg);
 		*reply = tp_rpc_error(NULL, TP_RPC_PARSE_ERROR, msg, NULL);

@@ -28,7 +28,26 @@ struct tp_rpc {
 	const char *method;
 	json_t *params; /* borrowed; NULL when absent */
 	int response;   /* a response to a request of ours: method is "", msg has result or error */
+	/* A response to one of our tool calls that could not be read whole (msg
+	 * holds only its id): TP_RPC_TOO_DEEP, TP_RPC_TOO_LONG (line_bytes long,
+	 * more than line_max) or TP_RPC_NOT_JSON (why). The caller still answers
+	 * the code waiting on it. */
+	int unreadable;
+	size_t line_bytes, line_max;
+	char why[200];
 };
+
+enum { TP_RPC_TOO_DEEP = 1, TP_RPC_TOO_LONG, TP_RPC_NOT_JSON };
+
+/* The line linebuf.c hands on for an overlong line that answers one of our
+ * tool calls: TP_RPC_LONG_MARK " <id> <bytes> <max>". */
+#define TP_RPC_LONG_MARK "\001tp-line-too-long"
+
+/* Whether the n bytes at s (a whole line, or the start of one) are a JSON-RPC
+ * response to one of our tool calls ("id": "tp-tool-…" at the top level, with
+ * a result or error and no method), read without building any JSON value; its
+ * id into id (cap bytes). 1 or 0. */
+int tp_rpc_tool_response_id(const char *s, size_t n, char *id, size_t cap);
 
 /* Returns 0 with *rpc filled, or -1 with *reply set to the error reply to send
  * (NULL when nothing must be sent, e.g. a malformed notification). */

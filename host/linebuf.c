@@ -5,8 +5,11 @@
  */
 #include "linebuf.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "jsonrpc.h"
 
 #define READ_CHUNK 65536
 
@@ -87,6 +90,17 @@ enum tp_line_status tp_linebuf_next(struct tp_linebuf *lb, int at_eof, const cha
 		lb->no_memory = 0;
 		return TP_LINE_NO_MEMORY;
 	}
+	if (lb->long_ready) {
+		lb->long_ready = 0;
+		int k = snprintf(lb->stand_in, sizeof lb->stand_in, TP_RPC_LONG_MARK " %s %zu %zu",
+				 lb->long_id, lb->long_bytes, lb->max);
+		lb->long_id[0] = '\0';
+		if (k > 0 && (size_t)k < sizeof lb->stand_in) {
+			*line = lb->stand_in;
+			*len = (size_t)k;
+			return TP_LINE_OK;
+		}
+	}
 	for (;;) {
 		if (lb->taken) {
 			drop_front(lb, lb->taken);
@@ -99,12 +113,18 @@ enum tp_line_status tp_linebuf_next(struct tp_linebuf *lb, int at_eof, const cha
 			       : NULL;
 		if (lb->discarding) {
 			if (nl == NULL) {
+				lb->long_bytes += lb->len;
 				lb->len = lb->scanned = 0;
 				shrink(lb);
 				return TP_LINE_NONE;
 			}
+			lb->long_bytes += (size_t)(nl - lb->buf);
 			drop_front(lb, (size_t)(nl - lb->buf) + 1);
 			lb->discarding = 0;
+			if (lb->long_id[0] != '\0') {
+				lb->long_ready = 1;
+				return tp_linebuf_next(lb, at_eof, line, len);
+			}
 			continue;
 		}
 		size_t n;
@@ -113,6 +133,10 @@ enum tp_line_status tp_linebuf_next(struct tp_linebuf *lb, int at_eof, const cha
 			lb->taken = n + 1;
 		} else if (lb->len > lb->max) {
 			lb->discarding = 1;
+			lb->long_bytes = lb->len;
+			if (!tp_rpc_tool_response_id(lb->buf, lb->len, lb->long_id,
+						     sizeof lb->long_id))
+				lb->long_id[0] = '\0';
 			lb->len = lb->scanned = 0;
 			return TP_LINE_TOO_LONG;
 		} else if (at_eof && lb->len > 0) {
@@ -123,9 +147,13 @@ enum tp_line_status tp_linebuf_next(struct tp_linebuf *lb, int at_eof, const cha
 			return TP_LINE_NONE;
 		}
 		lb->scanned = 0;
-		if (n > lb->max)
-			return TP_LINE_TOO_LONG; /* whole line already buffered: dropped via taken
-						  */
+		if (n > lb->max) {
+			/* whole line already buffered: dropped via taken */
+			lb->long_bytes = n;
+			lb->long_ready =
+			    tp_rpc_tool_response_id(lb->buf, n, lb->long_id, sizeof lb->long_id);
+			return TP_LINE_TOO_LONG;
+		}
 		if (n > 0 && lb->buf[n - 1] == '\r')
 			n--;
 		if (blank(lb->buf, n))

@@ -26,6 +26,14 @@ struct tp_linebuf {
 	size_t taken;   /* bytes of the line handed out last, dropped on the next call */
 	int discarding; /* inside an overlong line: drop bytes up to the next '\n' */
 	int no_memory;  /* a line was dropped for lack of memory, not yet reported */
+	/* An overlong line that answers one of the host's tool calls: its id and
+	 * length; once it has ended, a short stand-in line (jsonrpc.h,
+	 * TP_RPC_LONG_MARK) follows its TP_LINE_TOO_LONG, so the code waiting on
+	 * the call gets an error rather than waiting out its wall clock. */
+	char long_id[64];
+	size_t long_bytes;
+	int long_ready;
+	char stand_in[160];
 };
 
 enum tp_line_status { TP_LINE_NONE = 0, TP_LINE_OK, TP_LINE_TOO_LONG, TP_LINE_NO_MEMORY };

@@ -196,6 +196,24 @@ void tp_tools_response(struct tp_host *h, const struct tp_rpc *rpc)
 		return; /* not ours, or its exec is gone: nothing waits for it */
 	struct exec *e = w->exec;
 	e->tool_pending[0] = '\0';
+	if (rpc->unreadable) {
+		/* Refused before it was read whole: the code still gets its answer. */
+		char msg[320];
+		if (rpc->unreadable == TP_RPC_TOO_DEEP)
+			snprintf(msg, sizeof msg,
+				 "the tool's result is nested deeper than result_depth (%" PRIu64
+				 ")",
+				 e->p.limits.result_depth);
+		else if (rpc->unreadable == TP_RPC_TOO_LONG)
+			snprintf(msg, sizeof msg,
+				 "the tool's answer is %zu bytes, longer than the %zu bytes a line "
+				 "may hold (result_bytes is %" PRIu64 ")",
+				 rpc->line_bytes, rpc->line_max, e->p.limits.result_bytes);
+		else
+			snprintf(msg, sizeof msg, "the tool's answer is not JSON: %s", rpc->why);
+		answer_text(h, w, TP_TOOL_ERROR, msg);
+		return;
+	}
 	json_t *result = json_object_get(rpc->msg, "result");
 	json_t *error = json_object_get(rpc->msg, "error");
 	if (result != NULL && error == NULL) {

@@ -9,6 +9,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -800,6 +801,8 @@ static int normalize(const char *path, char *out, size_t len)
 	return 0;
 }
 
+#define WRITTEN_KEY "tidepool.written" /* files opened for writing: their paths */
+
 /* upvalue 1: the stock function; upvalue 2: its name. */
 static int file_shim(lua_State *L)
 {
@@ -845,7 +848,58 @@ static int file_shim(lua_State *L)
 	lua_pushcclosure(L, kernel_watch, 2);
 	lua_insert(L, 1);
 	lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+	if (write && luaL_testudata(L, 1, LUA_FILEHANDLE) != NULL) {
+		/* Kept (weakly) with its path: flushed when the exec ends. */
+		if (luaL_getsubtable(L, LUA_REGISTRYINDEX, WRITTEN_KEY) == 0) {
+			lua_pushliteral(L, "k");
+			lua_setfield(L, -2, "__mode");
+			lua_pushvalue(L, -1);
+			lua_setmetatable(L, -2);
+		}
+		lua_pushvalue(L, 1);
+		lua_pushstring(L, norm);
+		lua_rawset(L, -3);
+		lua_pop(L, 1);
+	}
 	return lua_gettop(L);
+}
+
+int tp_lenv_flush_written(lua_State *L, char *msg, size_t len)
+{
+	int failed = 0;
+	if (lua_getfield(L, LUA_REGISTRYINDEX, WRITTEN_KEY) != LUA_TTABLE) {
+		lua_pop(L, 1);
+		return 0;
+	}
+	lua_pushnil(L);
+	while (lua_next(L, -2) != 0) {
+		luaL_Stream *f = luaL_testudata(L, -2, LUA_FILEHANDLE);
+		if (f != NULL && f->closef != NULL && f->f != NULL && fflush(f->f) != 0 &&
+		    !failed) {
+			int e = errno;
+			const struct tp_policy *p = tp_sandbox_policy();
+			uint64_t g = p->fs_write.n > 0 ? p->file_bytes : 0;
+			uint64_t w =
+			    tp_sandbox_workspace() != NULL ? p->session.workspace_bytes : 0;
+			failed = 1;
+			if (e == EFBIG)
+				snprintf(msg, len,
+					 "File too large: a file left open was cut at %" PRIu64
+					 " bytes when the exec ended and flushed it (%s): '%.200s'",
+					 w > g ? w : g,
+					 w > g ? "session.workspace_bytes"
+					       : "filesystem.file_bytes",
+					 lua_tostring(L, -1));
+			else
+				snprintf(msg, len,
+					 "%s: writing a file left open failed when the exec "
+					 "ended: '%.200s'",
+					 strerror(e), lua_tostring(L, -1));
+		}
+		lua_pop(L, 1);
+	}
+	lua_pop(L, 1);
+	return failed;
 }
 
 /* io.open and io.lines, only when the policy grants paths. io on top. */

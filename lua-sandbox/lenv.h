@@ -23,6 +23,9 @@
 
 /* Environment (lenv.c). */
 int tp_lenv_open(lua_State *L);
+/* Flushes the files the snippet opened for writing and left open; 1 with msg
+ * (the first that failed: a file cut at its size limit) or 0. */
+int tp_lenv_flush_written(lua_State *L, char *msg, size_t len);
 
 /* Rebuilds what the environment keeps outside L for it (lenv.c, struct
  * exec_env: tostring's numbering, warn()'s switch, os.clock()'s origin) as a

@@ -681,6 +681,15 @@ static int reply(lua_State *L, enum stage stage, int status, struct tp_reply *ou
 	}
 	if (status != LUA_OK)
 		return error_failure(L, stage, &out->error);
+	char cut[512];
+	if (stage == ST_RUN && tp_lenv_flush_written(L, cut, sizeof cut)) {
+		json_t *m = json_string(cut);
+		json_decref(value);
+		int rc =
+		    tp_verdict_failure(&out->error, TP_KIND_RUNTIME_ERROR, "string", m, NULL, -1);
+		json_decref(m);
+		return rc;
+	}
 	if (fail != NULL)
 		return result_failure(&out->error, fail);
 	out->ok = 1;
@@ -749,6 +758,19 @@ static int l_tools_call(lua_State *L)
 		tp_ljson_from_lua(L, 1, &caps, &conv);
 		if (conv.fail == TP_LJSON_LUAERR)
 			return luaL_error(L, "not enough memory");
+		if (conv.fail == TP_LJSON_BYTES)
+			return luaL_error(L,
+					  "tools.call: arguments cannot become JSON: they are "
+					  "more than %I bytes of JSON (result_bytes)",
+					  (lua_Integer)g_lim.result_bytes);
+		if (conv.fail == TP_LJSON_DEPTH)
+			return luaL_error(L,
+					  "tools.call: arguments cannot become JSON: they are "
+					  "nested deeper than result_depth (%I)",
+					  (lua_Integer)g_lim.result_depth);
+		if (conv.fail == TP_LJSON_CYCLE)
+			return luaL_error(L, "tools.call: arguments cannot become JSON: a table "
+					     "contains itself");
 		if (conv.fail != TP_LJSON_OK)
 			return luaL_error(L, "tools.call: arguments cannot become JSON%s%s",
 					  conv.message[0] ? ": " : "", conv.message);

@@ -8,6 +8,8 @@
 
 #include <frameobject.h>
 
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +76,26 @@ static json_t *message_of(PyObject *v)
 	}
 	j = capped_str(s);
 	Py_DECREF(s);
+	return j;
+}
+
+/* An EFBIG the code did not catch: msg with the limit it met ("[Errno 27] File
+ * too large" alone does not say which). Takes msg. */
+static json_t *file_too_large(PyObject *v, json_t *msg)
+{
+	PyObject *eno = PyObject_GetAttrString(v, "errno");
+	int e = eno != NULL && PyLong_Check(eno) ? (int)PyLong_AsLong(eno) : 0;
+	Py_XDECREF(eno);
+	PyErr_Clear();
+	const char *which, *s = json_string_value(msg);
+	uint64_t limit = tp_py_file_limit(&which);
+	if (e != EFBIG || s == NULL || limit == 0 || strstr(s, "when the exec ended") != NULL)
+		return msg;
+	json_t *j =
+	    json_sprintf("%s (a file here holds at most %" PRIu64 " bytes: %s)", s, limit, which);
+	if (j == NULL)
+		return msg;
+	json_decref(msg);
 	return j;
 }
 
@@ -577,6 +599,8 @@ void tp_py_capture(struct failure *f, enum stage stage, const struct tp_request 
 			f->traceback = traceback_of(tb, f, f->message, req, &f->line, &f->column);
 	} else {
 		f->message = message_of(v);
+		if (PyErr_GivenExceptionMatches(t, PyExc_OSError))
+			f->message = file_too_large(v, f->message);
 		if (tb != NULL)
 			f->traceback = traceback_of(tb, f, f->message, req, &f->line, &f->column);
 	}

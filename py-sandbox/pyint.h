@@ -114,6 +114,9 @@ struct failure {
 /* Takes the pending exception into err: "what: str(exc)"; returns -1. */
 int tp_py_fail(const char *what, struct tp_err *err);
 void tp_py_capture(struct failure *f, enum stage stage, const struct tp_request *req);
+/* The largest file this worker may write (its RLIMIT_FSIZE, sandbox/worker.c)
+ * and the policy setting that says so in *which. */
+uint64_t tp_py_file_limit(const char **which);
 /* The running exec's request (NULL outside one), for _tb_rows. */
 extern const struct tp_request *tp_py_req;
 /* [(line, function, source line)] of exc's traceback, the snippet's frames only. */

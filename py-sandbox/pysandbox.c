@@ -7,6 +7,8 @@
 #include "pyint.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -601,11 +603,67 @@ static PyObject *prepare_fast(const struct tp_request *req)
  * closed at the end of its exec, still under its limits (a close runs no code
  * of ours, but may run the snippet's), so what it wrote is on disk for the
  * client and the next exec, and a session does not run out of fds. */
-static void close_opened(void)
+uint64_t tp_py_file_limit(const char **which)
+{
+	const struct tp_policy *p = tp_sandbox_policy();
+	uint64_t g = p != NULL && p->fs_write.n > 0 ? p->file_bytes : 0;
+	uint64_t w = p != NULL && tp_sandbox_workspace() != NULL ? p->session.workspace_bytes : 0;
+	*which = w > g ? "session.workspace_bytes" : "filesystem.file_bytes";
+	return w > g ? w : g;
+}
+
+/* A close that failed (the buffered bytes could not be written: past the file
+ * size limit, EFBIG): the exec's error, when it has none yet, an OSError that
+ * names the file and the limit, so no cut file passes for a written one. */
+static void close_failed(PyObject *file, struct failure *f, const struct result *res,
+			 const struct tp_request *req)
+{
+	PyObject *t, *v, *tb;
+	PyErr_Fetch(&t, &v, &tb);
+	PyErr_NormalizeException(&t, &v, &tb);
+	if (f->set || res->fail || tp_py_verdict() || v == NULL ||
+	    !PyErr_GivenExceptionMatches(t, PyExc_OSError)) {
+		Py_XDECREF(t), Py_XDECREF(v), Py_XDECREF(tb);
+		return;
+	}
+	PyObject *eno = PyObject_GetAttrString(v, "errno");
+	int e = eno != NULL && PyLong_Check(eno) ? (int)PyLong_AsLong(eno) : 0;
+	Py_XDECREF(eno);
+	Py_XDECREF(t), Py_XDECREF(v), Py_XDECREF(tb);
+	PyErr_Clear();
+	PyObject *name = PyObject_GetAttrString(file, "name");
+	if (name == NULL)
+		PyErr_Clear();
+	char msg[256];
+	const char *which;
+	uint64_t limit = tp_py_file_limit(&which);
+	if (e == EFBIG)
+		snprintf(msg, sizeof msg,
+			 "File too large: a file left open was cut at %" PRIu64
+			 " bytes when the exec ended and closed it (%s)",
+			 limit, which);
+	else
+		snprintf(msg, sizeof msg, "%s: writing a file left open failed when the exec ended",
+			 strerror(e));
+	PyObject *exc =
+	    PyObject_CallFunction(PyExc_OSError, "isO", e, msg, name != NULL ? name : Py_None);
+	Py_XDECREF(name);
+	if (exc != NULL) {
+		PyErr_SetObject(PyExc_OSError, exc);
+		Py_DECREF(exc);
+	}
+	tp_py_capture(f, ST_RUN, req);
+	PyErr_Clear();
+}
+
+static void close_opened(struct failure *f, const struct result *res, const struct tp_request *req)
 {
 	Py_ssize_t n = g_opened != NULL && PyList_Check(g_opened) ? PyList_GET_SIZE(g_opened) : 0;
 	for (Py_ssize_t i = 0; i < n; i++) {
-		PyObject *r = PyObject_CallMethod(PyList_GET_ITEM(g_opened, i), "close", NULL);
+		PyObject *file = PyList_GET_ITEM(g_opened, i);
+		PyObject *r = PyObject_CallMethod(file, "close", NULL);
+		if (r == NULL)
+			close_failed(file, f, res, req);
 		Py_XDECREF(r);
 		PyErr_Clear();
 	}
@@ -661,7 +719,7 @@ int tp_py_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_reply
 	}
 	run(globals, prepared, &res, &f, req);
 out:
-	close_opened();
+	close_opened(&f, &res, req);
 	end_run();
 	rc = reply(&f, &res, out);
 	json_decref(f.message), json_decref(f.traceback);

@@ -29,6 +29,20 @@ static PyObject *invoke(const char *name, PyObject *args)
 		tp_pyjson_from_py(args, &caps, &conv);
 		if (conv.fail == TP_PYJSON_NOMEM)
 			return PyErr_NoMemory();
+		if (conv.fail == TP_PYJSON_BYTES)
+			return PyErr_Format(PyExc_TypeError,
+					    "tools: the arguments cannot become JSON: they are "
+					    "more than %llu bytes of JSON (result_bytes)",
+					    (unsigned long long)tp_py_lim.result_bytes);
+		if (conv.fail == TP_PYJSON_DEPTH)
+			return PyErr_Format(PyExc_TypeError,
+					    "tools: the arguments cannot become JSON: they are "
+					    "nested deeper than result_depth (%llu)",
+					    (unsigned long long)tp_py_lim.result_depth);
+		if (conv.fail == TP_PYJSON_CYCLE)
+			return PyErr_Format(PyExc_TypeError,
+					    "tools: the arguments cannot become JSON: a container "
+					    "contains itself");
 		if (conv.fail != TP_PYJSON_OK)
 			return PyErr_Format(PyExc_TypeError,
 					    "tools: the arguments cannot become JSON%s%s",

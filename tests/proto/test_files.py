@@ -146,9 +146,73 @@ def test_sizes_and_encoding(h):
     assert r["ok"] is False and "File too large" in r["error"]["message"], r
     assert os.path.getsize(os.path.join(ws, "big")) == 4096  # RLIMIT_FSIZE: workspace_bytes
     os.unlink(os.path.join(ws, "big"))
+    # A file left open: its buffered bytes are written when the exec ends, and
+    # a write cut there is the exec's error, never a success.
+    r = ex(h, sid, "open('cut', 'w').write('x' * 5000)")
+    assert r["ok"] is False and r["error"]["type"] == "OSError", r
+    assert r["error"]["message"] == (
+        "[Errno 27] File too large: a file left open was cut at 4096 bytes when the exec "
+        "ended and closed it (session.workspace_bytes): '%s/cut'" % ws), r
+    r = ex(h, sid, "f = open('cut2', 'w')\nf.write('x' * 3000)\nf.write('x' * 3000)\nf.close()")
+    msg = "[Errno 27] File too large (a file here holds at most 4096 bytes: session.workspace_bytes)"
+    assert (r["ok"], r["error"]["type"], r["error"]["message"]) == (False, "OSError", msg), r
+    assert r["error"]["traceback"].endswith("    f.close()\nOSError: " + msg), r
+    r = ex(h, sid, "try:\n    with open('cut3', 'w') as f:\n        f.write('x' * 5000)\n"
+                   "except OSError as e:\n    r = e.errno == 27  # EFBIG\nr")
+    assert r["ok"] is True and r["value"] is True, r
+    for name in ("cut", "cut2", "cut3"):
+        assert os.path.getsize(os.path.join(ws, name)) == 4096
+        os.unlink(os.path.join(ws, name))
+    # Lua: write or close answers nil and the message
+    sid_l, ws_l = open_ws(h, "lua")
+    r = ex(h, sid_l, "local f = io.open('cut', 'w') local a = f:write(string.rep('x', 3000)) "
+                     "local b = f:write(string.rep('x', 3000)) local c, d, e = f:close() "
+                     "return {a == f, b == f, tostring(c), d, e}")
+    assert r["value"] == [True, True, "nil", "File too large", 27], r
+    r = ex(h, sid_l, "local f = io.open('cut2', 'w') f:write(string.rep('x', 5000))")
+    assert r["ok"] is False and r["error"]["message"] == (
+        "File too large: a file left open was cut at 4096 bytes when the exec ended and "
+        "flushed it (session.workspace_bytes): '%s/cut2'" % ws_l), r
+    h.call("sandbox/session/close", {"session_id": sid_l})
+    # put and MCP write_file refuse what a file here may not hold
+    assert err(files(h, "put", session_id=sid, path="big", data=b64(b"x" * 4097))) == \
+        "the file is larger than 4096 bytes (session.workspace_bytes)"
+    assert files(h, "put", session_id=sid, path="full", data=b64(b"x" * 4096))["result"] == \
+        {"path": "full", "bytes": 4096}
+    os.unlink(os.path.join(ws, "full"))
     assert files(h, "put", session_id=sid, path="empty", data="")["result"] == {"path": "empty", "bytes": 0}
     assert err(files(h, "get", session_id=sid, path="missing")) == "no file 'missing' in the workspace"
     assert err(files(h, "list", session_id=sid, path="x")) == "unknown parameter 'path'"
+    h.call("sandbox/session/close", {"session_id": sid})
+
+
+def test_a_name_that_is_not_utf8_is_listed_in_base64(h):
+    """JSON carries no such name as a string: the entry has path_b64 (the path's
+    bytes in base64) instead of path, and the list stays complete (before: the
+    file was left out, complete true)."""
+    sid, ws = open_ws(h, "lua")
+    r = ex(h, sid, "local f = io.open('\\255.txt', 'w') f:write('abc') f:close() "
+                   "local g = io.open('ok.txt', 'w') g:write('x') g:close()")
+    assert r["ok"] is True, r
+    assert os.path.getsize(os.path.join(ws.encode(), b"\xff.txt")) == 3
+    os.mkdir(os.path.join(ws.encode(), b"d\xfe"))
+    with open(os.path.join(ws.encode(), b"d\xfe", b"in.txt"), "wb") as f:
+        f.write(b"12345")
+    assert files(h, "list", session_id=sid)["result"] == {"files": [
+        {"path_b64": b64(b"d\xfe/in.txt"), "bytes": 5},  # by the path's bytes
+        {"path": "ok.txt", "bytes": 1},
+        {"path_b64": b64(b"\xff.txt"), "bytes": 3},
+    ], "complete": True}
+    h.call("sandbox/session/close", {"session_id": sid})
+
+
+def test_a_tree_deeper_than_the_listing_is_not_complete(h):
+    sid, ws = open_ws(h)
+    deep = os.path.join(ws, *["d"] * 8)
+    os.makedirs(deep)
+    with open(os.path.join(deep, "hidden.txt"), "w") as f:
+        f.write("x")
+    assert files(h, "list", session_id=sid)["result"] == {"files": [], "complete": False}
     h.call("sandbox/session/close", {"session_id": sid})
 
 
@@ -277,6 +341,9 @@ def test_mcp_moves_files_as_text(pol_dir):
             ["in.txt", "out.txt", "raw.bin"]
         bad = tool("read_file", {"session_id": sid, "path": "../etc/passwd"})
         assert bad["isError"] is True and bad["content"][0]["text"] == "'path' may not name '.' or '..'"
+        bad = tool("write_file", {"session_id": sid, "path": "big.txt", "text": "x" * 4097})
+        assert bad["isError"] is True and \
+            bad["content"][0]["text"] == "the file is larger than 4096 bytes (session.workspace_bytes)"
         bad = tool("write_file", {"session_id": sid, "path": "x"})
         assert bad["content"][0]["text"] == 'write_file takes {"session_id", "path", "text"}'
     finally:

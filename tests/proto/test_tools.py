@@ -198,6 +198,68 @@ def test_a_tool_result_is_held_to_the_execs_caps(h, value, msg):
     assert r["ok"] is True and r["value"] == msg, r
 
 
+def run_raw(h, params, answer_line, timeout=30):
+    """As run, answering the one tool call with answer_line (bytes, the id in
+    place of ID); (result, what else the host sent, the answer's length)."""
+    h.next_id += 1
+    rid = h.next_id
+    h.send({"jsonrpc": "2.0", "id": rid, "method": "sandbox/exec", "params": params})
+    other, sent = [], 0
+    while True:
+        m = h.read_line(timeout)
+        if m.get("method") == "sandbox/tool_call":
+            sent = len(answer_line.replace(b"ID", m["id"].encode()))
+            h.send_raw(answer_line.replace(b"ID", m["id"].encode()) + b"\n")
+            continue
+        if m.get("id") == rid:
+            return m.get("result", m), other, sent
+        other.append(m)
+
+
+LONG = 9 << 20  # past the host's 8 MiB line
+
+
+@pytest.mark.parametrize("lang", ["lua", "python"])
+@pytest.mark.parametrize("line,msg,other", [
+    # past what jansson reads (2048 deep): the line is never parsed
+    (b'{"jsonrpc":"2.0","id":"ID","result":' + b"[" * 3000 + b"]" * 3000 + b"}",
+     "the tool's result is nested deeper than result_depth (64)", []),
+    # past the line the host reads: the line is dropped (and the client told)
+    (b'{"jsonrpc":"2.0","id":"ID","result":"' + b"x" * LONG + b'"}',
+     "the tool's answer is {n} bytes, longer than the 8388608 bytes a line may hold "
+     "(result_bytes is 1048576)",
+     [{"jsonrpc": "2.0", "error": {"code": -32600, "message": "Invalid Request: line longer than 8388608 bytes"}}]),
+    (b'{"jsonrpc":"2.0","id":"ID","result":[1,}',
+     "the tool's answer is not JSON: unexpected token near '}}' at column {n}", []),
+])
+def test_an_unreadable_answer_is_an_error_the_code_catches(h, lang, line, msg, other):
+    """An answer the host cannot read whole (too deep for its parser, longer
+    than its line) reaches the code as an error naming the cap, at once; the
+    exec goes on (before: the call waited out the wall clock, kind timeout)."""
+    code = {"lua": "local ok, e = pcall(tools.call, 'add', {a = 1, b = 1}) return {ok, e, 'after'}",
+            "python": "try:\n    tools.add(a=1, b=1)\nexcept tools.ToolError as e:\n    r = [False, str(e), 'after']\nr"}[lang]
+    t = time.monotonic()
+    r, seen, n = run_raw(h, {"lang": lang, "code": code, "limits": {"wall_ms": 10000}}, line)
+    assert r["ok"] is True and r["value"] == [False, msg.format(n=n), "after"], r
+    assert seen == other and time.monotonic() - t < 8
+
+
+@pytest.mark.parametrize("lang,code,msg", [
+    ("lua", "tools.call('add', {a = string.rep('x', 2000)})",
+     "tools.call: arguments cannot become JSON: they are more than 1000 bytes of JSON (result_bytes)"),
+    ("lua", "tools.call('add', {a = {{{1}}}})",
+     "tools.call: arguments cannot become JSON: they are nested deeper than result_depth (3)"),
+    ("python", "tools.add(a='x' * 2000)",
+     "tools: the arguments cannot become JSON: they are more than 1000 bytes of JSON (result_bytes)"),
+    ("python", "tools.add(a=[[[1]]])",
+     "tools: the arguments cannot become JSON: they are nested deeper than result_depth (3)"),
+])
+def test_arguments_over_the_caps_are_refused_naming_the_cap(h, lang, code, msg):
+    r, calls = run(h, {"lang": lang, "code": code, "limits": {"result_bytes": 1000, "result_depth": 3}})
+    assert calls == [] and r["ok"] is False and r["error"]["kind"] == "runtime_error", r
+    assert r["error"]["message"].endswith(msg), r
+
+
 def test_bad_arguments_are_refused_in_the_language(h):
     r, calls = run(h, {"lang": "python", "code": "tools.add(1, 2)"})
     assert calls == [] and r["error"]["kind"] == "runtime_error"

@@ -27,6 +27,43 @@ static void feed(struct tp_linebuf *lb, const char *s)
 	tp_linebuf_commit(lb, n);
 }
 
+/* An overlong answer to one of the host's tool calls: reported, then a short
+ * stand-in naming its id and length, so the code waiting on it is answered. */
+static void test_linebuf_tool_answer(void)
+{
+	struct tp_linebuf lb;
+	struct tp_rpc rpc;
+	json_t *reply;
+	const char *line;
+	size_t len;
+	char id[64];
+	tp_linebuf_init(&lb, 40);
+	feed(&lb, "{\"jsonrpc\":\"2.0\",\"id\":\"tp-tool-7\",\"result\":\"xxxxxxxxxx");
+	CHECK_EQ_INT(tp_linebuf_next(&lb, 0, &line, &len), TP_LINE_TOO_LONG);
+	feed(&lb, "xxxxxxxxxx\"}\n{}\n");
+	CHECK_EQ_INT(tp_linebuf_next(&lb, 0, &line, &len), TP_LINE_OK);
+	CHECK_EQ_INT(tp_rpc_parse(line, len, &rpc, &reply), 0);
+	CHECK(rpc.response && rpc.unreadable == TP_RPC_TOO_LONG && rpc.line_bytes == 66 &&
+	      rpc.line_max == 40 && strcmp(json_string_value(rpc.id), "tp-tool-7") == 0);
+	tp_rpc_clear(&rpc);
+	CHECK_EQ_INT(tp_linebuf_next(&lb, 0, &line, &len), TP_LINE_OK);
+	CHECK(len == 2 && memcmp(line, "{}", 2) == 0);
+	/* Not a response to the host (a request, another id): dropped as before. */
+	feed(&lb, "{\"jsonrpc\":\"2.0\",\"id\":\"tp-tool-7\",\"method\":\"x\",\"result\":1}\nok\n");
+	CHECK_EQ_INT(tp_linebuf_next(&lb, 0, &line, &len), TP_LINE_TOO_LONG);
+	CHECK_EQ_INT(tp_linebuf_next(&lb, 0, &line, &len), TP_LINE_OK);
+	CHECK(len == 2 && memcmp(line, "ok", 2) == 0);
+	tp_linebuf_free(&lb);
+	const char *yes = "{\"result\":{\"id\":\"no\",\"a\":[1,\"}\"]}, \"id\" : \"tp-tool-1\"}";
+	CHECK(tp_rpc_tool_response_id(yes, strlen(yes), id, sizeof id) &&
+	      strcmp(id, "tp-tool-1") == 0);
+	const char *no[] = { "{\"id\":\"tp-tool-1\"}", "{\"id\":\"x-1\",\"result\":1}",
+			     "[{\"id\":\"tp-tool-1\",\"result\":1}]",
+			     "{\"id\":\"tp-tool-\\u0031\",\"result\":1}", NULL };
+	for (size_t i = 0; no[i] != NULL; i++)
+		CHECK(!tp_rpc_tool_response_id(no[i], strlen(no[i]), id, sizeof id));
+}
+
 static void test_linebuf(void)
 {
 	struct tp_linebuf lb;
@@ -876,6 +913,7 @@ int main(void)
 	CHECK(pols.set != NULL);
 	pols.deflt = tp_policy_set_find(pols.set, "standard");
 	test_linebuf();
+	test_linebuf_tool_answer();
 	test_parse();
 	test_parse_batch();
 	test_initialize();
