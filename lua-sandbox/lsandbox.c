@@ -762,12 +762,12 @@ static int l_tools_call(lua_State *L)
 			return luaL_error(L,
 					  "tools.call: arguments cannot become JSON: they are "
 					  "more than %I bytes of JSON (result_bytes)",
-					  (lua_Integer)g_lim.result_bytes);
+					  (lua_Integer)g_x.lim.result_bytes);
 		if (conv.fail == TP_LJSON_DEPTH)
 			return luaL_error(L,
 					  "tools.call: arguments cannot become JSON: they are "
 					  "nested deeper than result_depth (%I)",
-					  (lua_Integer)g_lim.result_depth);
+					  (lua_Integer)g_x.lim.result_depth);
 		if (conv.fail == TP_LJSON_CYCLE)
 			return luaL_error(L, "tools.call: arguments cannot become JSON: a table "
 					     "contains itself");
