@@ -163,6 +163,42 @@ int tp_py_snippet_line(void)
 	return line;
 }
 
+/* msg into tp_py_policy_msg. A message longer than it holds (an import
+ * refusal's list of allowed modules) is cut at a name of that list and says
+ * how many more there are, never mid-name. */
+static void set_policy_msg(const char *msg)
+{
+	static const char list[] = "; allowed: ", sep[] = ", ";
+	const size_t cap = sizeof tp_py_policy_msg - 1;
+	size_t n = strlen(msg);
+	const char *at = strstr(msg, list);
+	if (n <= cap || at == NULL) {
+		snprintf(tp_py_policy_msg, sizeof tp_py_policy_msg, "%s", msg);
+		return;
+	}
+	/* The cut goes after the last name that leaves room for the tail. */
+	const char *names = at + sizeof list - 1, *cut = NULL;
+	for (const char *p = strstr(names, sep); p != NULL; p = strstr(p + 1, sep)) {
+		size_t more = 1;
+		for (const char *q = strstr(p + 1, sep); q != NULL; q = strstr(q + 1, sep))
+			more++;
+		char tail[64];
+		int t = snprintf(tail, sizeof tail, " and %zu more (sandbox/policy/get lists them)",
+				 more);
+		if ((size_t)(p - msg) + (size_t)t <= cap)
+			cut = p;
+	}
+	if (cut == NULL) {
+		snprintf(tp_py_policy_msg, sizeof tp_py_policy_msg, "%s", msg);
+		return;
+	}
+	size_t more = 1;
+	for (const char *q = strstr(cut + 1, sep); q != NULL; q = strstr(q + 1, sep))
+		more++;
+	snprintf(tp_py_policy_msg, sizeof tp_py_policy_msg,
+		 "%.*s and %zu more (sandbox/policy/get lists them)", (int)(cut - msg), msg, more);
+}
+
 /* Records a policy verdict (first wins) and raises PolicyViolation. A line <= 0
  * is the innermost snippet frame's, so a refusal the snippet catches still says
  * where it was. */
@@ -171,7 +207,7 @@ PyObject *tp_py_refuse(const char *msg, int line)
 	if (!tp_py_verdict()) {
 		if (line <= 0)
 			line = tp_py_snippet_line();
-		snprintf(tp_py_policy_msg, sizeof tp_py_policy_msg, "%s", msg);
+		set_policy_msg(msg);
 		tp_py_policy_line = line;
 		tp_py_trip(TP_KIND_POLICY_VIOLATION, -1, 0, 0);
 	}

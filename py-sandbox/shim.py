@@ -69,23 +69,10 @@ CATALOG_BUILTINS = frozenset()  # set by init(): the builtins a policy may leave
 REFUSED_BUILTINS = {}  # name -> the refusal message, set by init()
 
 
-MSG_MAX = 511  # the bytes of a refusal's message that reach the host (TP_ERR_MSG_MAX - 1)
-
-
 def _import_refused(name):
-    """The refusal, with as many allowed names as fit in MSG_MAX, cut at a name
-    and saying how many more there are (never half a name)."""
     why = _MODULE_WHY.get(name.partition('.')[0]) if name != 'urllib.parse' else None
-    head = ("import of module '%s' is not allowed in the sandbox (policy %s%s); allowed: "
-            % (name, POLICY, ': ' + why if why else ''))
-    names = list(ALLOWED)
-    k = len(names)
-    text = ', '.join(names) or 'none'
-    while k > 0 and len((head + text).encode()) > MSG_MAX:
-        k -= 1
-        text = '%s and %d more (sandbox/policy/get lists them)' % (', '.join(names[:k]),
-                                                                   len(names) - k)
-    return head + text
+    return ("import of module '%s' is not allowed in the sandbox (policy %s%s); allowed: %s"
+            % (name, POLICY, ': ' + why if why else '', ', '.join(ALLOWED) or 'none'))
 
 
 # -- introspection: names a snippet may not read -----------------------------------
