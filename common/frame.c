@@ -95,7 +95,7 @@ int tp_frame_rx_take(struct tp_frame_rx *rx, char **out, size_t *out_len)
 		return r;
 	char *p = malloc(n + 1);
 	if (p == NULL)
-		return -1;
+		return -2; /* ours: out of memory, not the sender's framing */
 	memcpy(p, rx->buf + TP_FRAME_HDR, n);
 	p[n] = '\0';
 	rx->len -= TP_FRAME_HDR + n;

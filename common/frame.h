@@ -33,7 +33,8 @@ void tp_frame_rx_free(struct tp_frame_rx *rx);
  * (errno set; EAGAIN means nothing to read). */
 long tp_frame_rx_read(struct tp_frame_rx *rx, int fd);
 /* Returns 1 and a malloc'd NUL-terminated payload in *out (caller frees),
- * 0 when no whole frame is buffered, -1 when the peer broke the framing. */
+ * 0 when no whole frame is buffered, -1 when the peer broke the framing, -2
+ * when memory for the payload ran out (the reader's failure, not the peer's). */
 int tp_frame_rx_take(struct tp_frame_rx *rx, char **out, size_t *out_len);
 
 /* Blocking helpers for the worker. */

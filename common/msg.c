@@ -6,6 +6,8 @@
  */
 #include "msg.h"
 
+#include <errno.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -482,6 +484,7 @@ int tp_msg_reply_decode(const char *buf, size_t len, const struct tp_limits *lim
 	const char *why = NULL;
 	unsigned ok, repr;
 
+	errno = 0; /* ENOMEM after a failure: it was ours, not the worker's */
 	memset(out, 0, sizeof *out);
 	out->error.limit_id = -1;
 	if (!get_header(&r, TP_MSG_REPLY)) {
@@ -514,9 +517,14 @@ int tp_msg_reply_decode(const char *buf, size_t len, const struct tp_limits *lim
 	if (why == NULL)
 		return 0;
 fail:
-	/* A worker that breaks the protocol is the host's internal error, never the snippet's. */
-	/* The worker runs the snippet: a reply the host refuses is the process's doing. */
-	tp_err_set(err, TP_KIND_CRASHED, TP_LAYER_PROCESS, 0, "worker reply refused: %s", why);
+	/* The worker runs the snippet: a reply the host refuses is the process's
+	 * doing. But memory the host could not get is the host's own failure. */
+	if (errno == ENOMEM)
+		tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_HOST, ENOMEM,
+			   "out of memory reading the worker reply (%s)", why);
+	else
+		tp_err_set(err, TP_KIND_CRASHED, TP_LAYER_PROCESS, 0, "worker reply refused: %s",
+			   why);
 	tp_reply_free(out);
 	return -1;
 }

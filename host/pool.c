@@ -773,6 +773,11 @@ void tp_pool_read_chan(struct tp_host *h, struct worker *w)
 			take_reply(h, w, buf, len);
 			free(buf);
 		}
+		if (r == -2) { /* our failure, not the worker's */
+			fail_exec(h, w, ENOMEM, "out of memory reading the worker reply");
+			tp_pool_kill_worker(w);
+			break;
+		}
 		if (r < 0) {
 			broke_protocol(h, w, "worker broke the channel framing");
 			tp_pool_kill_worker(w);

@@ -11,6 +11,7 @@
  */
 #include "host_int.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,11 +89,17 @@ void tp_tools_from_worker(struct tp_host *h, struct worker *w, const char *buf, 
 	const struct tp_policy *p = h->zyg[w->zi].policy;
 	char msg[512];
 
+	errno = 0; /* ENOMEM after a failed decode: ours, not the worker's */
 	if (e->tool_pending[0] != '\0' || w->tx != NULL ||
 	    tp_msg_tool_call_decode(buf, len, &e->p.limits, &c) != 0) {
-		tp_err_set(&err, TP_KIND_CRASHED, TP_LAYER_PROCESS, 0,
-			   "worker tool call refused: %s",
-			   e->tool_pending[0] ? "a second call while one waits" : "malformed");
+		if (e->tool_pending[0] == '\0' && w->tx == NULL && errno == ENOMEM)
+			tp_err_set(&err, TP_KIND_INTERNAL, TP_LAYER_HOST, ENOMEM,
+				   "out of memory reading the worker's tool call");
+		else
+			tp_err_set(&err, TP_KIND_CRASHED, TP_LAYER_PROCESS, 0,
+				   "worker tool call refused: %s",
+				   e->tool_pending[0] ? "a second call while one waits"
+						      : "malformed");
 		tp_pool_kill_worker(w);
 		tp_host_finish(h, w, &err);
 		return;
