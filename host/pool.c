@@ -551,20 +551,29 @@ static double *flow_last_start(struct tp_host *h, const struct exec *e)
 	return e->sess != NULL ? &e->sess->last_start : &h->zyg[e->zi].last_start;
 }
 
-/* An exec waits at most its wall_ms to start: one still queued then is
- * answered queue_timeout and never runs (waiting is not running: a timeout is
- * the snippet's own wall clock, counted from its start). */
+/* An exec waits at most its wall_ms to start, and at least QUEUE_WAIT_MIN_MS (a
+ * pool refilling or a zygote starting is not held against a tiny wall clock):
+ * one still queued then is answered queue_timeout and never runs (waiting is
+ * not running: a timeout is the snippet's own wall clock, from its start). */
+#define QUEUE_WAIT_MIN_MS 1000.0
+static double queue_deadline(const struct exec *e)
+{
+	double w = (double)e->p.limits.wall_ms;
+	return e->t_arrival + (w > QUEUE_WAIT_MIN_MS ? w : QUEUE_WAIT_MIN_MS);
+}
+
 static void expire_queue(struct tp_host *h, double now)
 {
 	struct exec *e = h->qhead;
 	while (e != NULL) {
 		struct exec *next = e->next;
-		if (now >= e->t_arrival + (double)e->p.limits.wall_ms) {
+		if (now >= queue_deadline(e)) {
 			tp_pool_unqueue(h, e);
 			tp_err_set(
 			    &e->verdict, TP_KIND_QUEUE_TIMEOUT, TP_LAYER_HOST, 0,
 			    "it waited %.0f ms in the queue and never started (an exec waits "
-			    "at most its wall_ms to start): every job was busy; retry later",
+			    "at most its wall_ms, or 1 s, to start): every job was busy; retry "
+			    "later",
 			    now - e->t_arrival);
 			if (e->id != NULL && !e->cancelled)
 				tp_host_answer_unrun(h, e);
@@ -966,9 +975,9 @@ int tp_pool_next_timeout(const struct tp_host *h, double now)
 			best = left;
 		any = 1;
 	}
-	/* A queued exec waits at most its wall_ms (expire_queue). */
+	/* A queued exec waits at most its queue_deadline (expire_queue). */
 	for (const struct exec *e = h->qhead; e != NULL; e = e->next) {
-		double left = e->t_arrival + (double)e->p.limits.wall_ms - now;
+		double left = queue_deadline(e) - now;
 		if (!any || left < best)
 			best = left;
 		any = 1;

@@ -98,12 +98,12 @@ MIX = [
     (2, "cpu_limit", lambda i: {"code": "while true do end", "limits": {"cpu_ms": 20}},
      lambda i: kind_is("cpu_limit")),
     (1, "timeout", lambda i: {"code": "local s = 0 while true do s = s + 1 end", "limits": {"wall_ms": 30, "cpu_ms": 1000}},
-     # it runs past its 30 ms (timeout), or, queued behind the load for its 30 ms, never
+     # it runs past its 30 ms (timeout), or, queued behind the load for 1 s (the floor), never
      # starts and says so (queue_timeout, nothing run)
      lambda i: lambda r: r["ok"] is False and (
          r["error"]["kind"] in ("timeout", "cpu_limit") or
          (r["error"]["kind"] == "queue_timeout" and r["usage"]["wall_ms"] == 0 and
-          r["error"]["limit"]["used"] >= 30))),
+          r["error"]["limit"]["used"] >= 1000))),
     (4, "output_limit", lambda i: {"code": "for j = 1, 1e6 do io.write('xxxxxxxx') end",
                                    "limits": {"output_bytes": 1000}},
      lambda i: kind_is("output_limit")),
