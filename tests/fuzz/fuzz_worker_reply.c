@@ -41,7 +41,7 @@ static const char *const kinds[] = { "syntax_error",     "runtime_error",     "i
 				     "cpu_limit",        "timeout",           "output_limit",
 				     "policy_violation", "sandbox_violation", "crashed",
 				     "internal_error",   "cancelled",         "rate_limit",
-				     "tool_limit" };
+				     "tool_limit",       "queue_timeout" };
 
 static int known_kind(const char *k)
 {
