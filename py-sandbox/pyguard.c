@@ -176,27 +176,28 @@ static void set_policy_msg(const char *msg)
 		snprintf(tp_py_policy_msg, sizeof tp_py_policy_msg, "%s", msg);
 		return;
 	}
-	/* The cut goes after the last name that leaves room for the tail. */
+	/* The cut goes after the last name that leaves room for the tail: walk the
+	 * separators, each leaving one fewer name after it. */
 	const char *names = at + sizeof list - 1, *cut = NULL;
+	size_t left = 1, more = 0;
+	for (const char *q = strstr(names, sep); q != NULL; q = strstr(q + 1, sep))
+		left++;
 	for (const char *p = strstr(names, sep); p != NULL; p = strstr(p + 1, sep)) {
-		size_t more = 1;
-		for (const char *q = strstr(p + 1, sep); q != NULL; q = strstr(q + 1, sep))
-			more++;
 		char tail[64];
+		left--;
 		int t = snprintf(tail, sizeof tail, " and %zu more (sandbox/policy/get lists them)",
-				 more);
-		if ((size_t)(p - msg) + (size_t)t <= cap)
+				 left);
+		if ((size_t)(p - msg) + (size_t)t <= cap) {
 			cut = p;
+			more = left;
+		}
 	}
-	if (cut == NULL) {
+	if (cut == NULL)
 		snprintf(tp_py_policy_msg, sizeof tp_py_policy_msg, "%s", msg);
-		return;
-	}
-	size_t more = 1;
-	for (const char *q = strstr(cut + 1, sep); q != NULL; q = strstr(q + 1, sep))
-		more++;
-	snprintf(tp_py_policy_msg, sizeof tp_py_policy_msg,
-		 "%.*s and %zu more (sandbox/policy/get lists them)", (int)(cut - msg), msg, more);
+	else
+		snprintf(tp_py_policy_msg, sizeof tp_py_policy_msg,
+			 "%.*s and %zu more (sandbox/policy/get lists them)", (int)(cut - msg), msg,
+			 more);
 }
 
 /* Records a policy verdict (first wins) and raises PolicyViolation. A line <= 0

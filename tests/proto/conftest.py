@@ -338,3 +338,21 @@ def assert_healthy(h):
     r = h.exec("return 1+1")
     assert r["ok"] is True, r
     assert r["value"] == 2
+
+
+def state_run(h, code, **params):
+    """An exec under a policy of isolation "state". After its reply a state worker
+    builds its fresh state, then says READY; an exec that comes before takes another
+    warm worker. A short pause lets each exec find the worker the last one used."""
+    time.sleep(0.05)
+    r = h.call("sandbox/exec", {"lang": "lua", "code": code, **params})
+    assert "result" in r, r
+    return r["result"]
+
+
+def state_fresh(h):
+    """Ends the reused worker (a runtime limit does), so the next exec starts at 1."""
+    r = state_run(h, "while true do end", limits={"cpu_ms": 50})
+    assert r["error"]["kind"] == "cpu_limit", r
+    r = state_run(h, "return 1")
+    assert r["isolation"] == {"level": "state", "worker_exec": 1}, r

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import Host
+from conftest import Host, state_fresh, state_run
 
 MAX_EXECS = 100  # TP_STATE_MAX_EXECS (common/spawn.h)
 INVALID = -32602
@@ -39,22 +39,7 @@ def h(pol_dir):
     host.close()
 
 
-def run(h, code, **params):
-    # After its reply a state worker builds its fresh state, then says READY;
-    # an exec that comes before takes another warm worker. A short pause lets
-    # each exec here find the worker the last one used.
-    time.sleep(0.05)
-    r = h.call("sandbox/exec", {"lang": "lua", "code": code, **params})
-    assert "result" in r, r
-    return r["result"]
-
-
-def fresh(h):
-    """Ends the reused worker (a runtime limit does), so the next exec starts at 1."""
-    r = run(h, "while true do end", limits={"cpu_ms": 50})
-    assert r["error"]["kind"] == "cpu_limit", r
-    r = run(h, "return 1")
-    assert r["isolation"] == {"level": "state", "worker_exec": 1}, r
+run, fresh = state_run, state_fresh
 
 
 def test_each_exec_has_a_fresh_state_in_a_reused_worker(h):

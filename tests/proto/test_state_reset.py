@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import Host
+from conftest import Host, state_fresh, state_run
 
 
 @pytest.fixture(scope="module")
@@ -31,21 +31,7 @@ def h():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def run(h, code, **params):
-    # A state worker says READY once its fresh state is built: a short pause
-    # lets each exec find the worker the last one used (test_isolation.py).
-    time.sleep(0.05)
-    r = h.call("sandbox/exec", {"lang": "lua", "code": code, **params})
-    assert "result" in r, r
-    return r["result"]
-
-
-def fresh(h):
-    """Ends the reused worker (a runtime limit does): the next exec starts at 1."""
-    r = run(h, "while true do end", limits={"cpu_ms": 50})
-    assert r["error"]["kind"] == "cpu_limit", r
-    r = run(h, "return 1")
-    assert r["isolation"] == {"level": "state", "worker_exec": 1}, r
+run, fresh = state_run, state_fresh
 
 
 # Each leaves something behind if anything per process survives its state;
