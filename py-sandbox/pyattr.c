@@ -571,8 +571,19 @@ static int module_load_unspecialised(PyObject *owner, _Py_CODEUNIT *instr, PyObj
 {
 	unsigned int backoff;
 
-	if (!g_armed || !tp_py_real_module(owner) || module_ok(name))
+	if (!g_armed)
 		return 0;
+	/* Likewise a load from an instance of a class the zygote made (the stdlib's, a data
+	 * package's) in the snippet's code: LOAD_ATTR_INSTANCE_VALUE and its kin read the
+	 * instance without tp_getattro, so a site warmed on catch_warnings(module=1) would
+	 * hand over the next instance's real module unchecked (pymembrane.c). */
+	if (tp_py_running && !PyType_Check(owner) && !PyModule_Check(owner) &&
+	    (Py_TYPE(owner)->tp_flags & Py_TPFLAGS_HEAPTYPE) && zygote_type(Py_TYPE(owner)) &&
+	    tp_py_membrane_snippet_frame())
+		goto backoff;
+	if (!tp_py_real_module(owner) || module_ok(name))
+		return 0;
+backoff:
 	backoff = (instr[1] & 15u) + 1;
 	backoff = backoff > 12 ? 12 : backoff;
 	instr[1] = (_Py_CODEUNIT)((((1u << backoff) - 1) << 4) | backoff);
@@ -922,17 +933,7 @@ out:
  * package or the interpreter, not one the snippet made. */
 int tp_py_zygote_type(PyTypeObject *t)
 {
-	PyObject *id;
-	int r;
-
-	if (g_zygote_types == NULL)
-		return 0;
-	id = PyLong_FromVoidPtr(t);
-	r = id ? PySet_Contains(g_zygote_types, id) : -1;
-	Py_XDECREF(id);
-	if (r < 0)
-		PyErr_Clear();
-	return r != 0; /* an error counts as the zygote's: refused */
+	return g_armed && zygote_type(t); /* g_ztypes is sorted once armed */
 }
 
 /* ---- a real module's attributes are not set by the snippet ---------------------------------- */

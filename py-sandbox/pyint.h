@@ -3,6 +3,7 @@
  * layer's parts share.
  *   pyguard.c    the sticky verdict wiring, who is calling, the audit tripwire
  *   pyattr.c     the attribute guard: denied names refused by every type's lookup
+ *   pymembrane.c the membrane: what crosses from trusted code into the snippet
  *   pyshimfns.c  the C functions the shim and the snippet call
  *   pykernel.c   kernel-only mode: a kernel refusal as a sticky sandbox_violation
  *   pyerror.c    capturing an exception: type, message, traceback, line
@@ -67,6 +68,10 @@ int tp_py_audit_hook(const char *event, PyObject *args, void *ud);
 
 /* pyattr.c: the attribute guard (installed by the shim in the zygote). */
 int tp_py_guard_install(PyObject *deny);
+/* pymembrane.c: the checks where values cross from trusted code into the
+ * snippet's frames (installed after the guard: the facades, the builtins). */
+int tp_py_membrane_install(PyObject *facades, PyObject *builtins);
+int tp_py_membrane_snippet_frame(void); /* the innermost Python frame is the snippet's side */
 int tp_py_guard_locked(PyTypeObject *t);
 int tp_py_attr_denied(PyObject *name);
 int tp_py_real_namespace(PyObject *dict);

@@ -313,6 +313,18 @@ static PyObject *py_guard(PyObject *self, PyObject *names)
 	Py_RETURN_NONE;
 }
 
+/* _membrane(facades, builtins): installs the membrane (pymembrane.c). Zygote, once,
+ * after _guard. */
+static PyObject *py_membrane(PyObject *self, PyObject *args)
+{
+	PyObject *facades, *b;
+
+	(void)self;
+	if (!PyArg_ParseTuple(args, "OO", &facades, &b) || tp_py_membrane_install(facades, b) != 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
 /* _sgetattr(obj, name[, default]), _ssetattr(obj, name[, value]): pyattr.c. */
 static PyObject *py_sgetattr(PyObject *self, PyObject *const *args, Py_ssize_t n)
 {
@@ -507,6 +519,7 @@ PyMethodDef tp_py_shim_fns[] = {
 	{ "_fileop", py_fileop, METH_VARARGS, NULL },
 	{ "_eval_builtins", py_eval_builtins, METH_O, NULL },
 	{ "_guard", py_guard, METH_O, NULL },
+	{ "_membrane", py_membrane, METH_VARARGS, NULL },
 	{ "_sgetattr", (PyCFunction)(void (*)(void))py_sgetattr, METH_FASTCALL, NULL },
 	{ "_ssetattr", (PyCFunction)(void (*)(void))py_ssetattr, METH_FASTCALL, NULL },
 	{ "_write", py_write, METH_VARARGS, NULL },

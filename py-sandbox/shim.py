@@ -4,7 +4,7 @@
 # reach is decided here: the module allowlist, the facades, the AST check, the
 # guarded builtins. None of this is the security boundary (docs/python.md).
 # The C layer injects before running this: _write, _refuse, _settype, _gate,
-# _print, _eval_builtins, _guard, _sgetattr, _ssetattr, _within, _workspace, _fileop, _errno_call, _errno_check,
+# _print, _eval_builtins, _guard, _membrane, _sgetattr, _ssetattr, _within, _workspace, _fileop, _errno_call, _errno_check,
 # PolicyViolation, LimitExceeded. init() gets the zygote's policy.
 import ast
 import builtins
@@ -1679,6 +1679,7 @@ def init(modules, allowed_builtins, catalog_builtins, policy, kernel_only, files
     assert all(_attr_bad(n) for n in GUARD_DENY)  # the AST check refuses them first ...
     assert READ_OK <= GUARD_DENY  # ... but these reads, which the guard decides in C
     _guard(GUARD_DENY)  # last: from here on a denied name is refused in C
+    _membrane(tuple(FACADES.values()), b)  # and what crosses into the snippet is checked
     return b
 
 
