@@ -4,9 +4,10 @@
  * Invariant (docs/python.md, "The membrane"): while a snippet runs, no frame of
  * snippet code ever holds a forbidden object: a module the zygote loaded (not a
  * facade), a frame, a code object, a cell, the namespace of a loaded module,
- * one of the real sys module's containers (sys.modules, sys.path ...), or a
- * builtin function bound to a loaded module that no facade offers
- * (sys._getframe, posix.system), or a bound method whose self is one of those.
+ * one of the real sys module's containers (sys.modules, sys.path ...), a
+ * builtin function of a module that reaches the interpreter's state or the
+ * system (POWER: sys._getframe, posix.system, gc.get_objects, _io.open) that no
+ * facade offers, or a bound method whose self is one of those.
  *
  * How: a snippet frame's values come from its arguments, from values sent or
  * thrown into it when it resumes, and from what its instructions produce. The
@@ -43,9 +44,21 @@
 #define DEEP 3
 
 static int g_on;
-static PyObject *g_offered;      /* set of ids: builtin functions a facade offers */
-static PyObject *g_sys_held;     /* set of ids: the real sys module's containers */
-static PyObject *g_builtins_mod; /* the real builtins module */
+static PyObject *g_offered;  /* set of ids: builtin functions a facade offers */
+static PyObject *g_sys_held; /* set of ids: the real sys module's containers */
+/* The C modules whose functions reach the interpreter's state or the system: frames
+ * (sys), processes and files (posix, _io, _posixsubprocess, fcntl, mmap, select,
+ * _socket, resource), every object (gc), imports and code (_imp, marshal), threads
+ * and signals (_thread, _signal, faulthandler, atexit), raw memory (_ctypes,
+ * _tracemalloc). Their functions cross only if a facade offers that very one. */
+static const char *const power[] = {
+	"sys",     "posix",   "gc",          "_imp",         "marshal",
+	"_io",     "_thread", "_signal",     "faulthandler", "_posixsubprocess",
+	"_socket", "select",  "mmap",        "fcntl",        "resource",
+	"atexit",  "_ctypes", "_tracemalloc"
+};
+#define NPOWER (sizeof power / sizeof power[0])
+static PyObject *g_power[NPOWER]; /* those loaded in the zygote, else NULL */
 /* The shim's __import__: it answers C code's PyImport_Import (time.strptime's
  * _strptime) with the real module, which C code keeps; the snippet's import
  * statement gets a facade, and the snippet cannot name __import__ (shim.py). */
@@ -142,15 +155,13 @@ static const char *cfunction_desc(PyObject *o, int depth, char *buf, size_t n)
 
 	if (self == NULL)
 		return NULL;
-	if (PyModule_Check(self) && tp_py_real_module(self)) {
-		if (self == g_builtins_mod || held(g_offered, o))
+	if (PyModule_Check(self)) {
+		size_t i = 0;
+		while (i < NPOWER && g_power[i] != self)
+			i++;
+		if (i == NPOWER || held(g_offered, o))
 			return NULL;
-		const char *m = PyModule_GetName(self);
-		if (m == NULL)
-			PyErr_Clear();
-		snprintf(buf, n,
-			 "the function %.60s.%.60s, which no module the snippet may import offers",
-			 m ? m : "?", fn ? fn : "?");
+		snprintf(buf, n, "the function %s.%.60s", power[i], fn ? fn : "?");
 		return buf;
 	}
 	return forbidden(self, depth > 0 ? depth - 1 : 0, buf, n);
@@ -464,9 +475,12 @@ int tp_py_membrane_install(PyObject *facades, PyObject *b)
 	if (v == NULL || !PyFunction_Check(v))
 		goto fail;
 	g_import_code = (PyCodeObject *)Py_NewRef(PyFunction_GET_CODE(v));
+	for (size_t i = 0; i < NPOWER; i++) { /* loaded ones only: nothing is imported here */
+		g_power[i] = PyDict_GetItemString(PyImport_GetModuleDict(), power[i]);
+		Py_XINCREF(g_power[i]);
+	}
 	sys = PyImport_ImportModule("sys");
-	g_builtins_mod = PyImport_ImportModule("builtins");
-	if (sys == NULL || g_builtins_mod == NULL)
+	if (sys == NULL)
 		goto fail;
 	d = PyModule_GetDict(sys);
 	pos = 0;
