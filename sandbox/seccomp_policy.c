@@ -6,6 +6,7 @@
 #include "seccomp_policy.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
@@ -60,8 +61,7 @@ const int tp_policy_allow_nrs[] = {
 	SYS_getegid,
 	SYS_getrusage,
 	SYS_getrlimit,
-	/* sync, randomness, exit */
-	SYS_futex,
+	/* sync, randomness, exit (futex is in arg_rules) */
 	SYS_sched_yield,
 	SYS_getrandom,
 	SYS_exit,
@@ -322,8 +322,23 @@ const int tp_policy_enosys_nrs[] = {
 	462 /* mseal */,
 };
 
+/* The kernel reads futex's op as an int: only the low 32 bits count.
+ * A futex command is the op without FUTEX_PRIVATE_FLAG and FUTEX_CLOCK_REALTIME. */
+#define LOW32 0xffffffffull
+#define FUTEX_CMD (LOW32 & ~(uint64_t)(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME))
+#define FUTEX_CMD_IS(c) ARG(1, SCMP_CMP_MASKED_EQ, FUTEX_CMD, (c))
+
 /* Calls allowed or refused depending on their arguments. Each syscall's rules are disjoint. */
 const struct tp_arg_rule tp_policy_arg_rules[] = {
+	/* Waits and wakes on our own words (libc locks, the shm page's handed word):
+	 * FUTEX_WAIT, FUTEX_WAKE, FUTEX_WAIT_BITSET, private or shared, either clock.
+	 * Every other command traps, as unlisted madvise advice does: the
+	 * priority-inheritance ones (LOCK_PI, LOCK_PI2, TRYLOCK_PI, UNLOCK_PI,
+	 * WAIT_REQUEUE_PI, CMP_REQUEUE_PI) act on the thread whose tid is in the word,
+	 * another process's too; REQUEUE, CMP_REQUEUE, WAKE_OP, WAKE_BITSET have no user. */
+	{ SYS_futex, SCMP_ACT_ALLOW, 1, { FUTEX_CMD_IS(FUTEX_WAIT), NOARG } },
+	{ SYS_futex, SCMP_ACT_ALLOW, 1, { FUTEX_CMD_IS(FUTEX_WAKE), NOARG } },
+	{ SYS_futex, SCMP_ACT_ALLOW, 1, { FUTEX_CMD_IS(FUTEX_WAIT_BITSET), NOARG } },
 	/* W^X: no new executable memory, so no loading native code after lockdown. */
 	{ SYS_mmap, SCMP_ACT_ALLOW, 1, { ARG(2, SCMP_CMP_MASKED_EQ, PROT_EXEC, 0), NOARG } },
 	{ SYS_mmap, EPERM_ACT, 1, { ARG(2, SCMP_CMP_MASKED_EQ, PROT_EXEC, PROT_EXEC), NOARG } },

@@ -11,7 +11,7 @@ import tempfile
 
 import pytest
 
-from conftest import BINARY, needs_landlock, Host
+from conftest import BINARY, needs_data, needs_landlock, Host
 
 ENV = {"PATH": "/usr/bin:/bin"}
 EPERM = "Operation not permitted (EPERM)"
@@ -121,6 +121,65 @@ REACH = [
 @pytest.mark.parametrize("code,message,syscall", REACH, ids=[c.split("\n")[-1][:40] for c, _, _ in REACH])
 def test_kernel_only_full_python_reaches_nothing(tree, code, message, syscall):
     violation(py(tree[1], code, "kernel-only"), message, syscall)
+
+
+# -- futex commands: allowed by argument (issue 24) ---------------------------------------
+
+# futex(word, op, 0, timeout, NULL, 0) on a word that names tid 1 as its owner, with an
+# absolute timeout of 0: unfiltered, none of these blocks. The priority-inheritance
+# commands (6 LOCK_PI, 7 UNLOCK_PI, 8 TRYLOCK_PI, 11 WAIT_REQUEUE_PI, 12 CMP_REQUEUE_PI,
+# 13 LOCK_PI2) reach the thread the word names; 3 REQUEUE, 5 WAKE_OP, 10 WAKE_BITSET
+# have no user in a worker. All trap, private (| 128) or not, whatever the upper 32 bits.
+FUTEX = ("import ctypes\nw = ctypes.c_int(1)\nt = (ctypes.c_long * 2)(0, 0)\n"
+         "ctypes.CDLL(None).syscall(202, ctypes.byref(w), {}, 0, ctypes.byref(t), None, 0)")
+FUTEX_OPS = ["6", "6 | 128", "7", "8", "11", "12", "13", "13 | 128 | 256", "3", "5", "10",
+             "ctypes.c_long(1 << 32 | 6)"]
+
+@needs_landlock
+@pytest.mark.parametrize("op", FUTEX_OPS)
+def test_kernel_only_futex_commands_trap(tree, op):
+    violation(py(tree[1], FUTEX.format(op), "kernel-only"),
+              "seccomp refused the system call 'futex'", "futex")
+
+
+@needs_landlock
+def test_kernel_only_waits_still_work(tree):
+    h = tree[1]
+    # Waits and wakes on our own word: WAIT with a stale value (EAGAIN), WAIT that
+    # times out (ETIMEDOUT), WAKE (none woken), WAIT_BITSET private and realtime.
+    res = py(h, "import ctypes\nlibc = ctypes.CDLL(None)\nw = ctypes.c_int(5)\n"
+                "t = (ctypes.c_long * 2)(0, 1000000)\n"
+                "def futex(op, val, timeout=None):\n    ctypes.set_errno(0)\n"
+                "    r = libc.syscall(202, ctypes.byref(w), op, val, timeout, None, "
+                "ctypes.c_uint(0xffffffff))\n"
+                "    return [r, ctypes.get_errno() if r == -1 else 0]\n"
+                "[futex(0, 4), futex(128, 4), futex(128, 5, ctypes.byref(t)), futex(1, 1), "
+                "futex(129, 1), futex(9 | 128, 4), futex(9 | 128 | 256, 4)]", "kernel-only")
+    assert res["ok"] is True and res["value"] == [
+        [-1, 11], [-1, 11], [-1, 110], [0, 0], [0, 0], [-1, 11], [-1, 11]], res
+    # time's own clocks, a lock's timed wait, sleeps (relative, and absolute at 0)
+    res = py(h, "import ctypes, threading, time\nl = threading.Lock()\nl.acquire()\n"
+                "t = (ctypes.c_long * 2)(0, 1000)\nz = (ctypes.c_long * 2)(0, 0)\n"
+                "ns = ctypes.CDLL(None).clock_nanosleep\n"
+                "[l.acquire(timeout=0.01), type(time.time()).__name__, time.time() > 1.6e9, "
+                "time.process_time() > 0, time.thread_time() > 0, time.monotonic() > 0, "
+                "time.clock_gettime(time.CLOCK_PROCESS_CPUTIME_ID) > 0, "
+                "time.clock_getres(time.CLOCK_MONOTONIC), time.sleep(0.001), "
+                "ns(1, 0, ctypes.byref(t), None), ns(0, 1, ctypes.byref(z), None)]",
+             "kernel-only")
+    assert res["ok"] is True and res["value"] == [
+        False, "float", True, True, True, True, True, 1e-09, None, 0, 0], res
+    # Lua's clocks under a language layer
+    res = lua(h, "return {type(os.clock()), os.clock() > 0, os.time() > 1600000000}",
+              "standard")
+    assert res["ok"] is True and res["value"] == ["number", True, True], res
+
+
+@needs_data
+def test_numpy_under_the_data_preset_still_works(tree):
+    res = py(tree[1], "import numpy as np\na = np.arange(12.0).reshape(3, 4)\n"
+                      "[float((a @ a.T).sum()), float(np.linalg.norm([3.0, 4.0]))]", "data")
+    assert res["ok"] is True and res["value"] == [1134.0, 5.0], res
 
 
 @needs_landlock

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <linux/futex.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -452,6 +453,33 @@ static void test_program(void)
 	CHECK_EQ_INT(X64(SYS_fcntl, 1, F_SETLK, 0, 0), RET_ERRNO(EPERM));
 	CHECK_EQ_INT(X64(SYS_madvise, 0, 4096, MADV_DONTNEED, 0), SECCOMP_RET_ALLOW);
 	CHECK_EQ_INT(X64(SYS_madvise, 0, 4096, MADV_MERGEABLE, 0), SECCOMP_RET_TRAP);
+	/* futex: waits and wakes only, whatever the private and clock flags; the
+	 * priority-inheritance commands (another thread's tid) and the rest trap. */
+	CHECK_EQ_INT(X64(SYS_futex, 0x1000, FUTEX_WAIT, 0, 0), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(X64(SYS_futex, 0x1000, FUTEX_WAKE_PRIVATE, 1, 0), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(X64(SYS_futex, 0x1000, FUTEX_WAIT_BITSET_PRIVATE | FUTEX_CLOCK_REALTIME, 0, 0),
+		     SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(X64(SYS_futex, 0x1000, (1ull << 32) | FUTEX_WAIT, 0, 0), SECCOMP_RET_ALLOW);
+	static const uint64_t futex_refused[] = {
+		FUTEX_FD,
+		FUTEX_REQUEUE,
+		FUTEX_CMP_REQUEUE,
+		FUTEX_WAKE_OP,
+		FUTEX_LOCK_PI,
+		FUTEX_UNLOCK_PI,
+		FUTEX_TRYLOCK_PI,
+		FUTEX_WAKE_BITSET,
+		FUTEX_WAIT_REQUEUE_PI,
+		FUTEX_CMP_REQUEUE_PI,
+		FUTEX_LOCK_PI2,
+		14,
+		FUTEX_LOCK_PI_PRIVATE,
+		(1ull << 32) | FUTEX_LOCK_PI,
+		0x200 | FUTEX_WAIT,
+		0x80000000 | FUTEX_WAKE,
+	};
+	for (size_t i = 0; i < sizeof futex_refused / sizeof *futex_refused; i++)
+		CHECK_EQ_INT(X64(SYS_futex, 0x1000, futex_refused[i], 1, 0), SECCOMP_RET_TRAP);
 }
 
 /* ---- the stack equals the worker policy ------------------------------------- */
@@ -488,6 +516,8 @@ static const uint64_t probe_values[] = {
 	(1ull << 32) | 15,
 	(1ull << 32) | SIGSYS,
 	(1ull << 32) | 65534,
+	FUTEX_LOCK_PI_PRIVATE,
+	FUTEX_WAIT_BITSET_PRIVATE | FUTEX_CLOCK_REALTIME,
 	~0ull,
 };
 
