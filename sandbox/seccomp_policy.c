@@ -42,14 +42,11 @@ const int tp_policy_allow_nrs[] = {
 	SYS_rt_sigreturn,
 	SYS_sigaltstack,
 	SYS_restart_syscall,
-	/* time and timers */
+	/* time and timers (clock_gettime, clock_getres, clock_nanosleep are in arg_rules) */
 	SYS_setitimer,
 	SYS_getitimer,
-	SYS_clock_gettime,
-	SYS_clock_getres,
 	SYS_gettimeofday,
 	SYS_time,
-	SYS_clock_nanosleep,
 	SYS_nanosleep,
 	/* identity and accounting reads */
 	SYS_getpid,
@@ -322,11 +319,13 @@ const int tp_policy_enosys_nrs[] = {
 	462 /* mseal */,
 };
 
-/* The kernel reads futex's op as an int: only the low 32 bits count.
+/* The kernel reads futex's op and a clock id as an int: only the low 32 bits count.
  * A futex command is the op without FUTEX_PRIVATE_FLAG and FUTEX_CLOCK_REALTIME. */
 #define LOW32 0xffffffffull
 #define FUTEX_CMD (LOW32 & ~(uint64_t)(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME))
 #define FUTEX_CMD_IS(c) ARG(1, SCMP_CMP_MASKED_EQ, FUTEX_CMD, (c))
+#define CLOCK_ID_0_7 ARG(0, SCMP_CMP_MASKED_EQ, LOW32 & ~7ull, 0)
+#define CLOCK_ID_8_11 ARG(0, SCMP_CMP_MASKED_EQ, LOW32 & ~3ull, 8)
 
 /* Calls allowed or refused depending on their arguments. Each syscall's rules are disjoint. */
 const struct tp_arg_rule tp_policy_arg_rules[] = {
@@ -339,6 +338,15 @@ const struct tp_arg_rule tp_policy_arg_rules[] = {
 	{ SYS_futex, SCMP_ACT_ALLOW, 1, { FUTEX_CMD_IS(FUTEX_WAIT), NOARG } },
 	{ SYS_futex, SCMP_ACT_ALLOW, 1, { FUTEX_CMD_IS(FUTEX_WAKE), NOARG } },
 	{ SYS_futex, SCMP_ACT_ALLOW, 1, { FUTEX_CMD_IS(FUTEX_WAIT_BITSET), NOARG } },
+	/* The standard clocks 0..11 (CLOCK_REALTIME .. CLOCK_TAI) only. A negative id
+	 * is the CPU clock of another process or thread, (~pid << 3) | type: it would
+	 * read that CPU time and tell which pids exist. Those, and 12 and above, trap. */
+	{ SYS_clock_gettime, SCMP_ACT_ALLOW, 1, { CLOCK_ID_0_7, NOARG } },
+	{ SYS_clock_gettime, SCMP_ACT_ALLOW, 1, { CLOCK_ID_8_11, NOARG } },
+	{ SYS_clock_getres, SCMP_ACT_ALLOW, 1, { CLOCK_ID_0_7, NOARG } },
+	{ SYS_clock_getres, SCMP_ACT_ALLOW, 1, { CLOCK_ID_8_11, NOARG } },
+	{ SYS_clock_nanosleep, SCMP_ACT_ALLOW, 1, { CLOCK_ID_0_7, NOARG } },
+	{ SYS_clock_nanosleep, SCMP_ACT_ALLOW, 1, { CLOCK_ID_8_11, NOARG } },
 	/* W^X: no new executable memory, so no loading native code after lockdown. */
 	{ SYS_mmap, SCMP_ACT_ALLOW, 1, { ARG(2, SCMP_CMP_MASKED_EQ, PROT_EXEC, 0), NOARG } },
 	{ SYS_mmap, EPERM_ACT, 1, { ARG(2, SCMP_CMP_MASKED_EQ, PROT_EXEC, PROT_EXEC), NOARG } },

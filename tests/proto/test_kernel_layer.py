@@ -123,7 +123,7 @@ def test_kernel_only_full_python_reaches_nothing(tree, code, message, syscall):
     violation(py(tree[1], code, "kernel-only"), message, syscall)
 
 
-# -- futex commands: allowed by argument (issue 24) ---------------------------------------
+# -- futex commands and clock ids: allowed by argument (issue 24) -----------------------
 
 # futex(word, op, 0, timeout, NULL, 0) on a word that names tid 1 as its owner, with an
 # absolute timeout of 0: unfiltered, none of these blocks. The priority-inheritance
@@ -134,6 +134,29 @@ FUTEX = ("import ctypes\nw = ctypes.c_int(1)\nt = (ctypes.c_long * 2)(0, 0)\n"
          "ctypes.CDLL(None).syscall(202, ctypes.byref(w), {}, 0, ctypes.byref(t), None, 0)")
 FUTEX_OPS = ["6", "6 | 128", "7", "8", "11", "12", "13", "13 | 128 | 256", "3", "5", "10",
              "ctypes.c_long(1 << 32 | 6)"]
+# A negative clock id is another process's or thread's CPU clock, (~pid << 3) | type:
+# -14 is pid 1's. It would read that process's CPU time and tell which pids exist.
+CLOCK = "seccomp refused the system call '{0}'"
+CLOCKS = [
+    ("import time\ntime.clock_gettime(-14)", "clock_gettime"),
+    ("import time\ntime.clock_getres(-14)", "clock_getres"),
+    ("import time\ntime.clock_gettime_ns(-14)", "clock_gettime"),
+    # TIMER_ABSTIME at 0: unfiltered, it returns at once
+    ("import ctypes\nt = (ctypes.c_long * 2)(0, 0)\n"
+     "ctypes.CDLL(None).clock_nanosleep(-14, 1, ctypes.byref(t), None)", "clock_nanosleep"),
+    # the kernel reads an int: -14 in the low 32 bits, the upper ones clear
+    ("import ctypes\nt = (ctypes.c_long * 2)()\n"
+     "ctypes.CDLL(None).syscall(228, ctypes.c_long(0xfffffff2), ctypes.byref(t))",
+     "clock_gettime"),
+    # glibc's clock_nanosleep(CLOCK_PROCESS_CPUTIME_ID) passes the caller's own
+    # process clock as -6 (pid 0): negative, so it traps too
+    ("import ctypes\nt = (ctypes.c_long * 2)(0, 0)\n"
+     "ctypes.CDLL(None).clock_nanosleep(2, 1, ctypes.byref(t), None)", "clock_nanosleep"),
+    # 12 and above name no clock
+    ("import ctypes\nt = (ctypes.c_long * 2)()\nctypes.CDLL(None).syscall(228, 12, "
+     "ctypes.byref(t))", "clock_gettime"),
+]
+
 
 @needs_landlock
 @pytest.mark.parametrize("op", FUTEX_OPS)
@@ -143,7 +166,26 @@ def test_kernel_only_futex_commands_trap(tree, op):
 
 
 @needs_landlock
-def test_kernel_only_waits_still_work(tree):
+@pytest.mark.parametrize("code,name", CLOCKS, ids=[c.split("\n")[-1][:40] for c, _ in CLOCKS])
+def test_kernel_only_other_clocks_trap(tree, code, name):
+    violation(py(tree[1], code, "kernel-only"), CLOCK.format(name), name)
+
+
+def _clock_calls(nr):
+    """What this kernel answers, unconfined, to syscall nr (clock_gettime 228,
+    clock_getres 229) for each standard clock id 0..11: 0, or the errno."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    t = (ctypes.c_long * 2)()
+    out = []
+    for i in range(12):
+        ctypes.set_errno(0)
+        out.append(0 if libc.syscall(nr, i, ctypes.byref(t)) == 0 else ctypes.get_errno())
+    return out
+
+
+@needs_landlock
+def test_kernel_only_waits_and_clocks_still_work(tree):
     h = tree[1]
     # Waits and wakes on our own word: WAIT with a stale value (EAGAIN), WAIT that
     # times out (ETIMEDOUT), WAKE (none woken), WAIT_BITSET private and realtime.
@@ -157,6 +199,17 @@ def test_kernel_only_waits_still_work(tree):
                 "futex(129, 1), futex(9 | 128, 4), futex(9 | 128 | 256, 4)]", "kernel-only")
     assert res["ok"] is True and res["value"] == [
         [-1, 11], [-1, 11], [-1, 110], [0, 0], [0, 0], [-1, 11], [-1, 11]], res
+    # Every standard clock id reaches the kernel, which answers as it does unconfined
+    # (10, CLOCK_SGI_CYCLE, is EINVAL; the alarm clocks 8 and 9 need an RTC).
+    code = ("import ctypes\nlibc = ctypes.CDLL(None)\nt = (ctypes.c_long * 2)()\n"
+            "def calls(nr):\n    out = []\n    for i in range(12):\n"
+            "        ctypes.set_errno(0)\n"
+            "        out.append(0 if libc.syscall(nr, i, ctypes.byref(t)) == 0 "
+            "else ctypes.get_errno())\n    return out\n[calls(228), calls(229)]")
+    want = [_clock_calls(228), _clock_calls(229)]
+    assert want[0][:8] == [0] * 8 and want[0][10] == 22 and want[0][11] == 0, want
+    res = py(h, code, "kernel-only")
+    assert res["ok"] is True and res["value"] == want, res
     # time's own clocks, a lock's timed wait, sleeps (relative, and absolute at 0)
     res = py(h, "import ctypes, threading, time\nl = threading.Lock()\nl.acquire()\n"
                 "t = (ctypes.c_long * 2)(0, 1000)\nz = (ctypes.c_long * 2)(0, 0)\n"

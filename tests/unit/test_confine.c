@@ -480,6 +480,21 @@ static void test_program(void)
 	};
 	for (size_t i = 0; i < sizeof futex_refused / sizeof *futex_refused; i++)
 		CHECK_EQ_INT(X64(SYS_futex, 0x1000, futex_refused[i], 1, 0), SECCOMP_RET_TRAP);
+	/* Clocks: the standard ids 0..11 only; a negative id (another process's or
+	 * thread's CPU clock, as an int or sign-extended) and 12 and above trap. */
+	static const int clock_nrs[] = { SYS_clock_gettime, SYS_clock_getres, SYS_clock_nanosleep };
+	for (size_t i = 0; i < 3; i++) {
+		for (uint64_t id = 0; id <= 11; id++)
+			CHECK_EQ_INT(X64(clock_nrs[i], id, 0, 0, 0), SECCOMP_RET_ALLOW);
+		CHECK_EQ_INT(X64(clock_nrs[i], (1ull << 32) | CLOCK_MONOTONIC, 0, 0, 0),
+			     SECCOMP_RET_ALLOW);
+		CHECK_EQ_INT(X64(clock_nrs[i], 12, 0, 0, 0), SECCOMP_RET_TRAP);
+		CHECK_EQ_INT(X64(clock_nrs[i], 16, 0, 0, 0), SECCOMP_RET_TRAP);
+		CHECK_EQ_INT(X64(clock_nrs[i], 0x7fffffff, 0, 0, 0), SECCOMP_RET_TRAP);
+		CHECK_EQ_INT(X64(clock_nrs[i], 0xfffffff2, 0, 0, 0), SECCOMP_RET_TRAP); /* pid 1 */
+		CHECK_EQ_INT(X64(clock_nrs[i], (uint64_t)-14, 0, 0, 0), SECCOMP_RET_TRAP);
+		CHECK_EQ_INT(X64(clock_nrs[i], (uint64_t)-2, 0, 0, 0), SECCOMP_RET_TRAP);
+	}
 }
 
 /* ---- the stack equals the worker policy ------------------------------------- */
@@ -518,6 +533,8 @@ static const uint64_t probe_values[] = {
 	(1ull << 32) | 65534,
 	FUTEX_LOCK_PI_PRIVATE,
 	FUTEX_WAIT_BITSET_PRIVATE | FUTEX_CLOCK_REALTIME,
+	0xfffffff2, /* clock id -14: pid 1's CPU clock, as an int */
+	~0ull - 13, /* and sign-extended */
 	~0ull,
 };
 
