@@ -309,7 +309,10 @@ const int tp_policy_kernel_only_trap_nrs[] = {
 };
 
 /* ENOSYS: newer calls libc (or a runtime) falls back from, as if the kernel were
- * older. Every other number in [SWEEP_FIRST, SWEEP_END) gets ENOSYS too. */
+ * older. Every other number in [SWEEP_FIRST, SWEEP_END) gets ENOSYS too, but for
+ * uretprobe (335) and uprobe (336): the kernel runs those before any filter (since
+ * 6.14 and 6.18), so a worker gets the kernel's answer (SIGILL, ENXIO outside the
+ * uprobe trampoline); see docs/kernel-layer.md. */
 const int tp_policy_enosys_nrs[] = {
 	SYS_clone3,          SYS_close_range,
 	SYS_openat2,         SYS_faccessat2,

@@ -2,9 +2,12 @@
 seccomp, kernel-only's runtime grants and traps, what a worker with full Python
 (ctypes) still cannot reach, and the zygote's own refusal of a policy this kernel
 cannot hold. Exact kinds, layers, messages and syscalls."""
+import errno
 import json
 import os
+import re
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -233,6 +236,66 @@ def test_numpy_under_the_data_preset_still_works(tree):
     res = py(tree[1], "import numpy as np\na = np.arange(12.0).reshape(3, 4)\n"
                       "[float((a @ a.T).sum()), float(np.linalg.norm([3.0, 4.0]))]", "data")
     assert res["ok"] is True and res["value"] == [1134.0, 5.0], res
+
+
+def _unconfined(nr):
+    """This kernel's own answer to syscall nr with no arguments, in a forked child
+    with no filter: ("signal", name) or ("errno", e), 0 for success."""
+    import ctypes
+    pid = os.fork()
+    if pid == 0:
+        import faulthandler
+        faulthandler.disable()  # pytest's: it would print the child's SIGILL
+        libc = ctypes.CDLL(None, use_errno=True)
+        os._exit(ctypes.get_errno() if libc.syscall(nr) == -1 else 0)
+    _, st = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(st):
+        return ("signal", signal.Signals(os.WTERMSIG(st)).name)
+    return ("errno", os.WEXITSTATUS(st))
+
+
+def _as_result(answer):
+    """What a kernel-only exec of `libc.syscall(nr)` returns for that answer: a
+    crash naming the signal, or [-1, errno]."""
+    kind, v = answer
+    if kind == "signal":
+        return {"kind": "crashed", "layer": "process", "message": f"the worker was killed by {v}",
+                "signal": v}
+    return [-1 if v else 0, v]
+
+
+# uretprobe (335, x86-64 since 6.11) and uprobe (336, since 6.18) are called by the
+# kernel's own uprobe trampoline. The kernel runs them before any seccomp filter
+# (kernel/seccomp.c: uretprobe since 6.14, and 6.12.y/6.13.y stable; uprobe from its
+# start), so the worker gets the kernel's own answer, not the filter's ENOSYS: from
+# anywhere but the trampoline uretprobe kills with SIGILL and uprobe returns ENXIO.
+UPROBES = [(335, "uretprobe", (6, 11), (6, 14)), (336, "uprobe", (6, 18), (6, 18))]
+
+
+@needs_landlock
+@pytest.mark.parametrize("nr,name,added,passthrough", UPROBES, ids=[u[1] for u in UPROBES])
+def test_kernel_only_uprobe_syscalls_get_the_kernels_answer(tree, nr, name, added, passthrough):
+    version = tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", os.uname().release).groups())
+    own = _unconfined(nr)
+    res = py(tree[1], f"import ctypes\nlibc = ctypes.CDLL(None)\n[libc.syscall({nr}), "
+                      "ctypes.get_errno()]", "kernel-only")
+    got = (res["value"] if res["ok"] else
+           {k: res["error"][k] for k in ("kind", "layer", "message", "signal")})
+    enosys = _as_result(("errno", errno.ENOSYS))
+    if own == ("errno", errno.ENOSYS):
+        assert got == enosys, res  # no such syscall: the filter's answer
+        if version >= added:
+            pytest.skip(f"{nr} ({name}): kernel {os.uname().release} has no {name} syscall "
+                        "(configured out?): nothing passes through seccomp")
+        return
+    assert own in (("signal", "SIGILL"), ("errno", errno.ENXIO)), own
+    if version >= passthrough:
+        assert got == _as_result(own), res
+        return
+    assert got in (_as_result(own), enosys), res
+    pytest.skip(f"{nr} ({name}) on kernel {os.uname().release}: whether it passes through "
+                "seccomp depends on a stable backport (the worker got "
+                f"{'the kernel' if got != enosys else 'the filter'}'s answer)")
 
 
 @needs_landlock
