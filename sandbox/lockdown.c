@@ -443,7 +443,8 @@ static int add_worker_rules(scmp_filter_ctx ctx, struct build *b)
 		if (takes_worker_rules(b, SYS_rt_sigaction))
 			rc = add(ctx, b, SCMP_ACT_ALLOW, SYS_rt_sigaction, 1, &c);
 	}
-	/* Unknown or future numbers: ENOSYS, so runtimes take their fallback path;
+	/* Unknown or future numbers: ENOSYS, so runtimes take their fallback path
+	 * (335 and 336 too, which the kernel runs without asking any filter);
 	 * anything else the tables do not name traps, also in a default-allow seal. */
 	for (int nr = 0; rc == 0 && nr < SWEEP_END; nr++) {
 		if (classified(nr) || !takes_worker_rules(b, nr))

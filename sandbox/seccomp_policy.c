@@ -6,6 +6,7 @@
 #include "seccomp_policy.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
@@ -41,14 +42,11 @@ const int tp_policy_allow_nrs[] = {
 	SYS_rt_sigreturn,
 	SYS_sigaltstack,
 	SYS_restart_syscall,
-	/* time and timers */
+	/* time and timers (clock_gettime, clock_getres, clock_nanosleep are in arg_rules) */
 	SYS_setitimer,
 	SYS_getitimer,
-	SYS_clock_gettime,
-	SYS_clock_getres,
 	SYS_gettimeofday,
 	SYS_time,
-	SYS_clock_nanosleep,
 	SYS_nanosleep,
 	/* identity and accounting reads */
 	SYS_getpid,
@@ -60,8 +58,7 @@ const int tp_policy_allow_nrs[] = {
 	SYS_getegid,
 	SYS_getrusage,
 	SYS_getrlimit,
-	/* sync, randomness, exit */
-	SYS_futex,
+	/* sync, randomness, exit (futex is in arg_rules) */
 	SYS_sched_yield,
 	SYS_getrandom,
 	SYS_exit,
@@ -312,7 +309,10 @@ const int tp_policy_kernel_only_trap_nrs[] = {
 };
 
 /* ENOSYS: newer calls libc (or a runtime) falls back from, as if the kernel were
- * older. Every other number in [SWEEP_FIRST, SWEEP_END) gets ENOSYS too. */
+ * older. Every other number in [SWEEP_FIRST, SWEEP_END) gets ENOSYS too, but for
+ * uretprobe (335) and uprobe (336): the kernel runs those before any filter (since
+ * 6.14 and 6.18), so a worker gets the kernel's answer (SIGILL, ENXIO outside the
+ * uprobe trampoline); see docs/kernel-layer.md. */
 const int tp_policy_enosys_nrs[] = {
 	SYS_clone3,          SYS_close_range,
 	SYS_openat2,         SYS_faccessat2,
@@ -322,8 +322,34 @@ const int tp_policy_enosys_nrs[] = {
 	462 /* mseal */,
 };
 
+/* The kernel reads futex's op and a clock id as an int: only the low 32 bits count.
+ * A futex command is the op without FUTEX_PRIVATE_FLAG and FUTEX_CLOCK_REALTIME. */
+#define LOW32 0xffffffffull
+#define FUTEX_CMD (LOW32 & ~(uint64_t)(FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME))
+#define FUTEX_CMD_IS(c) ARG(1, SCMP_CMP_MASKED_EQ, FUTEX_CMD, (c))
+#define CLOCK_ID_0_7 ARG(0, SCMP_CMP_MASKED_EQ, LOW32 & ~7ull, 0)
+#define CLOCK_ID_8_11 ARG(0, SCMP_CMP_MASKED_EQ, LOW32 & ~3ull, 8)
+
 /* Calls allowed or refused depending on their arguments. Each syscall's rules are disjoint. */
 const struct tp_arg_rule tp_policy_arg_rules[] = {
+	/* Waits and wakes on our own words (libc locks, the shm page's handed word):
+	 * FUTEX_WAIT, FUTEX_WAKE, FUTEX_WAIT_BITSET, private or shared, either clock.
+	 * Every other command traps, as unlisted madvise advice does: the
+	 * priority-inheritance ones (LOCK_PI, LOCK_PI2, TRYLOCK_PI, UNLOCK_PI,
+	 * WAIT_REQUEUE_PI, CMP_REQUEUE_PI) act on the thread whose tid is in the word,
+	 * another process's too; REQUEUE, CMP_REQUEUE, WAKE_OP, WAKE_BITSET have no user. */
+	{ SYS_futex, SCMP_ACT_ALLOW, 1, { FUTEX_CMD_IS(FUTEX_WAIT), NOARG } },
+	{ SYS_futex, SCMP_ACT_ALLOW, 1, { FUTEX_CMD_IS(FUTEX_WAKE), NOARG } },
+	{ SYS_futex, SCMP_ACT_ALLOW, 1, { FUTEX_CMD_IS(FUTEX_WAIT_BITSET), NOARG } },
+	/* The standard clocks 0..11 (CLOCK_REALTIME .. CLOCK_TAI) only. A negative id
+	 * is the CPU clock of another process or thread, (~pid << 3) | type: it would
+	 * read that CPU time and tell which pids exist. Those, and 12 and above, trap. */
+	{ SYS_clock_gettime, SCMP_ACT_ALLOW, 1, { CLOCK_ID_0_7, NOARG } },
+	{ SYS_clock_gettime, SCMP_ACT_ALLOW, 1, { CLOCK_ID_8_11, NOARG } },
+	{ SYS_clock_getres, SCMP_ACT_ALLOW, 1, { CLOCK_ID_0_7, NOARG } },
+	{ SYS_clock_getres, SCMP_ACT_ALLOW, 1, { CLOCK_ID_8_11, NOARG } },
+	{ SYS_clock_nanosleep, SCMP_ACT_ALLOW, 1, { CLOCK_ID_0_7, NOARG } },
+	{ SYS_clock_nanosleep, SCMP_ACT_ALLOW, 1, { CLOCK_ID_8_11, NOARG } },
 	/* W^X: no new executable memory, so no loading native code after lockdown. */
 	{ SYS_mmap, SCMP_ACT_ALLOW, 1, { ARG(2, SCMP_CMP_MASKED_EQ, PROT_EXEC, 0), NOARG } },
 	{ SYS_mmap, EPERM_ACT, 1, { ARG(2, SCMP_CMP_MASKED_EQ, PROT_EXEC, PROT_EXEC), NOARG } },

@@ -14,7 +14,8 @@
 
 /* The only identity a worker of a root host may take. */
 #define NOBODY 65534
-/* Unknown and future syscall numbers up to here get ENOSYS, not a trap. */
+/* Unknown and future syscall numbers up to here get ENOSYS, not a trap (the filter's
+ * answer; the kernel runs 335 uretprobe and 336 uprobe without asking it). */
 #define SWEEP_FIRST 335 /* first number after the classic x86-64 table */
 #define SWEEP_END 600
 #define EPERM_ACT SCMP_ACT_ERRNO(EPERM)

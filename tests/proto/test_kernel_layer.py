@@ -2,16 +2,19 @@
 seccomp, kernel-only's runtime grants and traps, what a worker with full Python
 (ctypes) still cannot reach, and the zygote's own refusal of a policy this kernel
 cannot hold. Exact kinds, layers, messages and syscalls."""
+import errno
 import json
 import os
+import re
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
 
 import pytest
 
-from conftest import BINARY, needs_landlock, Host
+from conftest import BINARY, needs_data, needs_landlock, Host
 
 ENV = {"PATH": "/usr/bin:/bin"}
 EPERM = "Operation not permitted (EPERM)"
@@ -121,6 +124,178 @@ REACH = [
 @pytest.mark.parametrize("code,message,syscall", REACH, ids=[c.split("\n")[-1][:40] for c, _, _ in REACH])
 def test_kernel_only_full_python_reaches_nothing(tree, code, message, syscall):
     violation(py(tree[1], code, "kernel-only"), message, syscall)
+
+
+# -- futex commands and clock ids: allowed by argument (issue 24) -----------------------
+
+# futex(word, op, 0, timeout, NULL, 0) on a word that names tid 1 as its owner, with an
+# absolute timeout of 0: unfiltered, none of these blocks. The priority-inheritance
+# commands (6 LOCK_PI, 7 UNLOCK_PI, 8 TRYLOCK_PI, 11 WAIT_REQUEUE_PI, 12 CMP_REQUEUE_PI,
+# 13 LOCK_PI2) reach the thread the word names; 3 REQUEUE, 5 WAKE_OP, 10 WAKE_BITSET
+# have no user in a worker. All trap, private (| 128) or not, whatever the upper 32 bits.
+FUTEX = ("import ctypes\nw = ctypes.c_int(1)\nt = (ctypes.c_long * 2)(0, 0)\n"
+         "ctypes.CDLL(None).syscall(202, ctypes.byref(w), {}, 0, ctypes.byref(t), None, 0)")
+FUTEX_OPS = ["6", "6 | 128", "7", "8", "11", "12", "13", "13 | 128 | 256", "3", "5", "10",
+             "ctypes.c_long(1 << 32 | 6)"]
+# A negative clock id is another process's or thread's CPU clock, (~pid << 3) | type:
+# -14 is pid 1's. It would read that process's CPU time and tell which pids exist.
+CLOCK = "seccomp refused the system call '{0}'"
+CLOCKS = [
+    ("import time\ntime.clock_gettime(-14)", "clock_gettime"),
+    ("import time\ntime.clock_getres(-14)", "clock_getres"),
+    ("import time\ntime.clock_gettime_ns(-14)", "clock_gettime"),
+    # TIMER_ABSTIME at 0: unfiltered, it returns at once
+    ("import ctypes\nt = (ctypes.c_long * 2)(0, 0)\n"
+     "ctypes.CDLL(None).clock_nanosleep(-14, 1, ctypes.byref(t), None)", "clock_nanosleep"),
+    # the kernel reads an int: -14 in the low 32 bits, the upper ones clear
+    ("import ctypes\nt = (ctypes.c_long * 2)()\n"
+     "ctypes.CDLL(None).syscall(228, ctypes.c_long(0xfffffff2), ctypes.byref(t))",
+     "clock_gettime"),
+    # glibc's clock_nanosleep(CLOCK_PROCESS_CPUTIME_ID) passes the caller's own
+    # process clock as -6 (pid 0): negative, so it traps too
+    ("import ctypes\nt = (ctypes.c_long * 2)(0, 0)\n"
+     "ctypes.CDLL(None).clock_nanosleep(2, 1, ctypes.byref(t), None)", "clock_nanosleep"),
+    # 12 and above name no clock
+    ("import ctypes\nt = (ctypes.c_long * 2)()\nctypes.CDLL(None).syscall(228, 12, "
+     "ctypes.byref(t))", "clock_gettime"),
+]
+
+
+@needs_landlock
+@pytest.mark.parametrize("op", FUTEX_OPS)
+def test_kernel_only_futex_commands_trap(tree, op):
+    violation(py(tree[1], FUTEX.format(op), "kernel-only"),
+              "seccomp refused the system call 'futex'", "futex")
+
+
+@needs_landlock
+@pytest.mark.parametrize("code,name", CLOCKS, ids=[c.split("\n")[-1][:40] for c, _ in CLOCKS])
+def test_kernel_only_other_clocks_trap(tree, code, name):
+    violation(py(tree[1], code, "kernel-only"), CLOCK.format(name), name)
+
+
+def _clock_calls(nr):
+    """What this kernel answers, unconfined, to syscall nr (clock_gettime 228,
+    clock_getres 229) for each standard clock id 0..11: 0, or the errno."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    t = (ctypes.c_long * 2)()
+    out = []
+    for i in range(12):
+        ctypes.set_errno(0)
+        out.append(0 if libc.syscall(nr, i, ctypes.byref(t)) == 0 else ctypes.get_errno())
+    return out
+
+
+@needs_landlock
+def test_kernel_only_waits_and_clocks_still_work(tree):
+    h = tree[1]
+    # Waits and wakes on our own word: WAIT with a stale value (EAGAIN), WAIT that
+    # times out (ETIMEDOUT), WAKE (none woken), WAIT_BITSET private and realtime.
+    res = py(h, "import ctypes\nlibc = ctypes.CDLL(None)\nw = ctypes.c_int(5)\n"
+                "t = (ctypes.c_long * 2)(0, 1000000)\n"
+                "def futex(op, val, timeout=None):\n    ctypes.set_errno(0)\n"
+                "    r = libc.syscall(202, ctypes.byref(w), op, val, timeout, None, "
+                "ctypes.c_uint(0xffffffff))\n"
+                "    return [r, ctypes.get_errno() if r == -1 else 0]\n"
+                "[futex(0, 4), futex(128, 4), futex(128, 5, ctypes.byref(t)), futex(1, 1), "
+                "futex(129, 1), futex(9 | 128, 4), futex(9 | 128 | 256, 4)]", "kernel-only")
+    assert res["ok"] is True and res["value"] == [
+        [-1, 11], [-1, 11], [-1, 110], [0, 0], [0, 0], [-1, 11], [-1, 11]], res
+    # Every standard clock id reaches the kernel, which answers as it does unconfined
+    # (10, CLOCK_SGI_CYCLE, is EINVAL; the alarm clocks 8 and 9 need an RTC).
+    code = ("import ctypes\nlibc = ctypes.CDLL(None)\nt = (ctypes.c_long * 2)()\n"
+            "def calls(nr):\n    out = []\n    for i in range(12):\n"
+            "        ctypes.set_errno(0)\n"
+            "        out.append(0 if libc.syscall(nr, i, ctypes.byref(t)) == 0 "
+            "else ctypes.get_errno())\n    return out\n[calls(228), calls(229)]")
+    want = [_clock_calls(228), _clock_calls(229)]
+    assert want[0][:8] == [0] * 8 and want[0][10] == 22 and want[0][11] == 0, want
+    res = py(h, code, "kernel-only")
+    assert res["ok"] is True and res["value"] == want, res
+    # time's own clocks, a lock's timed wait, sleeps (relative, and absolute at 0)
+    res = py(h, "import ctypes, threading, time\nl = threading.Lock()\nl.acquire()\n"
+                "t = (ctypes.c_long * 2)(0, 1000)\nz = (ctypes.c_long * 2)(0, 0)\n"
+                "ns = ctypes.CDLL(None).clock_nanosleep\n"
+                "[l.acquire(timeout=0.01), type(time.time()).__name__, time.time() > 1.6e9, "
+                "time.process_time() > 0, time.thread_time() > 0, time.monotonic() > 0, "
+                "time.clock_gettime(time.CLOCK_PROCESS_CPUTIME_ID) > 0, "
+                "time.clock_getres(time.CLOCK_MONOTONIC), time.sleep(0.001), "
+                "ns(1, 0, ctypes.byref(t), None), ns(0, 1, ctypes.byref(z), None)]",
+             "kernel-only")
+    assert res["ok"] is True and res["value"] == [
+        False, "float", True, True, True, True, True, 1e-09, None, 0, 0], res
+    # Lua's clocks under a language layer
+    res = lua(h, "return {type(os.clock()), os.clock() > 0, os.time() > 1600000000}",
+              "standard")
+    assert res["ok"] is True and res["value"] == ["number", True, True], res
+
+
+@needs_data
+def test_numpy_under_the_data_preset_still_works(tree):
+    res = py(tree[1], "import numpy as np\na = np.arange(12.0).reshape(3, 4)\n"
+                      "[float((a @ a.T).sum()), float(np.linalg.norm([3.0, 4.0]))]", "data")
+    assert res["ok"] is True and res["value"] == [1134.0, 5.0], res
+
+
+def _unconfined(nr):
+    """This kernel's own answer to syscall nr with no arguments, in a forked child
+    with no filter: ("signal", name) or ("errno", e), 0 for success."""
+    import ctypes
+    pid = os.fork()
+    if pid == 0:
+        import faulthandler
+        faulthandler.disable()  # pytest's: it would print the child's SIGILL
+        libc = ctypes.CDLL(None, use_errno=True)
+        os._exit(ctypes.get_errno() if libc.syscall(nr) == -1 else 0)
+    _, st = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(st):
+        return ("signal", signal.Signals(os.WTERMSIG(st)).name)
+    return ("errno", os.WEXITSTATUS(st))
+
+
+def _as_result(answer):
+    """What a kernel-only exec of `libc.syscall(nr)` returns for that answer: a
+    crash naming the signal, or [-1, errno]."""
+    kind, v = answer
+    if kind == "signal":
+        return {"kind": "crashed", "layer": "process", "message": f"the worker was killed by {v}",
+                "signal": v}
+    return [-1 if v else 0, v]
+
+
+# uretprobe (335, x86-64 since 6.11) and uprobe (336, since 6.18) are called by the
+# kernel's own uprobe trampoline. The kernel runs them before any seccomp filter
+# (kernel/seccomp.c: uretprobe since 6.14, and 6.12.y/6.13.y stable; uprobe from its
+# start), so the worker gets the kernel's own answer, not the filter's ENOSYS: from
+# anywhere but the trampoline uretprobe kills with SIGILL and uprobe returns ENXIO.
+UPROBES = [(335, "uretprobe", (6, 11), (6, 14)), (336, "uprobe", (6, 18), (6, 18))]
+
+
+@needs_landlock
+@pytest.mark.parametrize("nr,name,added,passthrough", UPROBES, ids=[u[1] for u in UPROBES])
+def test_kernel_only_uprobe_syscalls_get_the_kernels_answer(tree, nr, name, added, passthrough):
+    version = tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", os.uname().release).groups())
+    own = _unconfined(nr)
+    res = py(tree[1], f"import ctypes\nlibc = ctypes.CDLL(None)\n[libc.syscall({nr}), "
+                      "ctypes.get_errno()]", "kernel-only")
+    got = (res["value"] if res["ok"] else
+           {k: res["error"][k] for k in ("kind", "layer", "message", "signal")})
+    enosys = _as_result(("errno", errno.ENOSYS))
+    if own == ("errno", errno.ENOSYS):
+        assert got == enosys, res  # no such syscall: the filter's answer
+        if version >= added:
+            pytest.skip(f"{nr} ({name}): kernel {os.uname().release} has no {name} syscall "
+                        "(configured out?): nothing passes through seccomp")
+        return
+    assert own in (("signal", "SIGILL"), ("errno", errno.ENXIO)), own
+    if version >= passthrough:
+        assert got == _as_result(own), res
+        return
+    assert got in (_as_result(own), enosys), res
+    pytest.skip(f"{nr} ({name}) on kernel {os.uname().release}: whether it passes through "
+                "seccomp depends on a stable backport (the worker got "
+                f"{'the kernel' if got != enosys else 'the filter'}'s answer)")
 
 
 @needs_landlock

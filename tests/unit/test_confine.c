@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <linux/futex.h>
 #include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -28,6 +29,7 @@
 #include <sys/sysinfo.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,6 +38,7 @@
 #include "result.h"
 #include "zygote.h"
 #include "shm.h"
+#include "seccomp_policy.h"
 #include "seccomp_sim.h"
 #include "tap.h"
 
@@ -452,6 +455,48 @@ static void test_program(void)
 	CHECK_EQ_INT(X64(SYS_fcntl, 1, F_SETLK, 0, 0), RET_ERRNO(EPERM));
 	CHECK_EQ_INT(X64(SYS_madvise, 0, 4096, MADV_DONTNEED, 0), SECCOMP_RET_ALLOW);
 	CHECK_EQ_INT(X64(SYS_madvise, 0, 4096, MADV_MERGEABLE, 0), SECCOMP_RET_TRAP);
+	/* futex: waits and wakes only, whatever the private and clock flags; the
+	 * priority-inheritance commands (another thread's tid) and the rest trap. */
+	CHECK_EQ_INT(X64(SYS_futex, 0x1000, FUTEX_WAIT, 0, 0), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(X64(SYS_futex, 0x1000, FUTEX_WAKE_PRIVATE, 1, 0), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(X64(SYS_futex, 0x1000, FUTEX_WAIT_BITSET_PRIVATE | FUTEX_CLOCK_REALTIME, 0, 0),
+		     SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(X64(SYS_futex, 0x1000, (1ull << 32) | FUTEX_WAIT, 0, 0), SECCOMP_RET_ALLOW);
+	static const uint64_t futex_refused[] = {
+		FUTEX_FD,
+		FUTEX_REQUEUE,
+		FUTEX_CMP_REQUEUE,
+		FUTEX_WAKE_OP,
+		FUTEX_LOCK_PI,
+		FUTEX_UNLOCK_PI,
+		FUTEX_TRYLOCK_PI,
+		FUTEX_WAKE_BITSET,
+		FUTEX_WAIT_REQUEUE_PI,
+		FUTEX_CMP_REQUEUE_PI,
+		FUTEX_LOCK_PI2,
+		14,
+		FUTEX_LOCK_PI_PRIVATE,
+		(1ull << 32) | FUTEX_LOCK_PI,
+		0x200 | FUTEX_WAIT,
+		0x80000000 | FUTEX_WAKE,
+	};
+	for (size_t i = 0; i < sizeof futex_refused / sizeof *futex_refused; i++)
+		CHECK_EQ_INT(X64(SYS_futex, 0x1000, futex_refused[i], 1, 0), SECCOMP_RET_TRAP);
+	/* Clocks: the standard ids 0..11 only; a negative id (another process's or
+	 * thread's CPU clock, as an int or sign-extended) and 12 and above trap. */
+	static const int clock_nrs[] = { SYS_clock_gettime, SYS_clock_getres, SYS_clock_nanosleep };
+	for (size_t i = 0; i < 3; i++) {
+		for (uint64_t id = 0; id <= 11; id++)
+			CHECK_EQ_INT(X64(clock_nrs[i], id, 0, 0, 0), SECCOMP_RET_ALLOW);
+		CHECK_EQ_INT(X64(clock_nrs[i], (1ull << 32) | CLOCK_MONOTONIC, 0, 0, 0),
+			     SECCOMP_RET_ALLOW);
+		CHECK_EQ_INT(X64(clock_nrs[i], 12, 0, 0, 0), SECCOMP_RET_TRAP);
+		CHECK_EQ_INT(X64(clock_nrs[i], 16, 0, 0, 0), SECCOMP_RET_TRAP);
+		CHECK_EQ_INT(X64(clock_nrs[i], 0x7fffffff, 0, 0, 0), SECCOMP_RET_TRAP);
+		CHECK_EQ_INT(X64(clock_nrs[i], 0xfffffff2, 0, 0, 0), SECCOMP_RET_TRAP); /* pid 1 */
+		CHECK_EQ_INT(X64(clock_nrs[i], (uint64_t)-14, 0, 0, 0), SECCOMP_RET_TRAP);
+		CHECK_EQ_INT(X64(clock_nrs[i], (uint64_t)-2, 0, 0, 0), SECCOMP_RET_TRAP);
+	}
 }
 
 /* ---- the stack equals the worker policy ------------------------------------- */
@@ -488,6 +533,10 @@ static const uint64_t probe_values[] = {
 	(1ull << 32) | 15,
 	(1ull << 32) | SIGSYS,
 	(1ull << 32) | 65534,
+	FUTEX_LOCK_PI_PRIVATE,
+	FUTEX_WAIT_BITSET_PRIVATE | FUTEX_CLOCK_REALTIME,
+	0xfffffff2, /* clock id -14: pid 1's CPU clock, as an int */
+	~0ull - 13, /* and sign-extended */
 	~0ull,
 };
 
@@ -1014,6 +1063,188 @@ static void test_violation(void)
 	}
 }
 
+/* ---- the ENOSYS sweep on the running kernel ---------------------------------- */
+
+/* Calls each number the parent writes on go (an int, -1 ends) with zero
+ * arguments and reports it. */
+static void try_numbers(int rep, int go)
+{
+	int nr;
+
+	while (read(go, &nr, sizeof nr) == (ssize_t)sizeof nr && nr >= 0)
+		REPORT(rep, syscall(nr, 0, 0, 0, 0, 0, 0));
+}
+
+static int send_nr(struct child *c, int nr)
+{
+	return write(c->go, &nr, sizeof nr) == (ssize_t)sizeof nr ? 0 : -1;
+}
+
+/* How a call ended: killed by signal sig, or ret with errno err (0 if ret >= 0). */
+struct outcome {
+	int sig;
+	long ret;
+	int err;
+};
+
+static int same_outcome(struct outcome a, struct outcome b)
+{
+	return a.sig == b.sig && (a.sig != 0 || (a.ret == b.ret && a.err == b.err));
+}
+
+static void describe(struct outcome o, char *buf, size_t len)
+{
+	if (o.sig)
+		snprintf(buf, len, "killed by %s", strsignal(o.sig));
+	else
+		snprintf(buf, len, "%ld (%s)", o.ret, o.err ? strerror(o.err) : "no error");
+}
+
+/* nr with zero arguments in a child with no filter at all: the kernel's own answer. */
+static struct outcome unconfined(int nr)
+{
+	struct outcome o = { .ret = -9999, .err = -1 };
+	struct report r;
+	int p[2], st;
+	pid_t pid;
+
+	if (pipe(p) < 0)
+		return o;
+	pid = fork();
+	if (pid == 0) {
+		close(p[0]);
+		REPORT(p[1], syscall(nr, 0, 0, 0, 0, 0, 0));
+		_exit(0);
+	}
+	close(p[1]);
+	if (pid > 0 && read(p[0], &r, sizeof r) == (ssize_t)sizeof r) {
+		o.ret = r.ret;
+		o.err = r.err;
+	}
+	close(p[0]);
+	if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFSIGNALED(st))
+		o.sig = WTERMSIG(st);
+	return o;
+}
+
+/* nr with zero arguments in a worker of the test zygote (Z and the seal). */
+static struct outcome confined(int nr)
+{
+	struct outcome o = { .ret = -9999, .err = -1 };
+	struct child c;
+	int st;
+
+	if (child_start(&c, try_numbers, FULL, -1) < 0)
+		return o;
+	if (send_nr(&c, nr) == 0) {
+		struct report r = child_report(&c);
+		o.ret = r.ret;
+		o.err = r.err;
+		if (r.ret != -9999) /* alive: let it end (a write to a dead one is SIGPIPE) */
+			send_nr(&c, -1);
+	}
+	st = child_wait(&c);
+	if (WIFSIGNALED(st))
+		o.sig = WTERMSIG(st);
+	return o;
+}
+
+/* The running kernel's version as major * 1000 + minor (6.18 -> 6018); 0 if unknown. */
+static int kernel_version(void)
+{
+	struct utsname u;
+	int major, minor;
+
+	if (uname(&u) < 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+		return 0;
+	return major * 1000 + minor;
+}
+
+/* Every number in [SWEEP_FIRST, SWEEP_END) the filter answers with ENOSYS gets
+ * ENOSYS from the real kernel too, in one confined worker, but for uretprobe
+ * (335) and uprobe (336): the kernel runs those two before any seccomp filter
+ * (kernel/seccomp.c, seccomp_uprobe_exception), so a worker gets the kernel's
+ * own answer, as an unconfined process does. Outside the kernel's uprobe
+ * trampoline that is SIGILL for uretprobe and ENXIO for uprobe; ENOSYS (the
+ * filter's) on a kernel without the syscall. */
+static void test_sweep_on_kernel(void)
+{
+	static const struct {
+		int nr;
+		const char *name;
+		int added, passthrough; /* kernel versions, major * 1000 + minor */
+	} probes[] = {
+		{ 335, "uretprobe", 6011, 6014 }, /* passthrough also in 6.12.y, 6.13.y stable */
+		{ 336, "uprobe", 6018, 6018 },    /* added with its passthrough */
+	};
+	struct child c;
+	int version = kernel_version(), n = 0, wrong = 0;
+
+	if (child_start(&c, try_numbers, FULL, -1) < 0) {
+		CHECK(!"child_start");
+		return;
+	}
+	for (int nr = SWEEP_FIRST; nr < SWEEP_END; nr++) {
+		if (nr == 335 || nr == 336 || X64(nr, 0, 0, 0, 0) != RET_ERRNO(ENOSYS))
+			continue;
+		if (send_nr(&c, nr) < 0)
+			break;
+		struct report r = child_report(&c);
+		n++;
+		if (r.ret == -9999) { /* the worker died: no more answers */
+			printf("# nr %d ended the worker\n", nr);
+			wrong++;
+			break;
+		}
+		if (r.ret != -1 || r.err != ENOSYS) {
+			if (wrong++ < 3)
+				printf("# nr %d in a worker: %ld, errno %d (want -1, ENOSYS)\n", nr,
+				       r.ret, r.err);
+		}
+	}
+	if (wrong == 0)
+		send_nr(&c, -1);
+	CHECK(exited_with(child_wait(&c), 0));
+	printf("# %d numbers in %d..%d the filter answers with ENOSYS: %d answered otherwise\n", n,
+	       SWEEP_FIRST, SWEEP_END - 1, wrong);
+	CHECK(n > 200);
+	CHECK_EQ_INT(wrong, 0);
+
+	CHECK(version > 0);
+	for (size_t i = 0; i < sizeof probes / sizeof *probes; i++) {
+		struct outcome own = unconfined(probes[i].nr), got = confined(probes[i].nr);
+		struct outcome enosys = { .ret = -1, .err = ENOSYS };
+		char a[80], b[80];
+
+		describe(own, a, sizeof a);
+		describe(got, b, sizeof b);
+		printf("# %d (%s) on %d.%d: unconfined %s; in a worker %s\n", probes[i].nr,
+		       probes[i].name, version / 1000, version % 1000, a, b);
+		if (same_outcome(own, enosys)) {
+			/* No such syscall: the filter's ENOSYS, like the rest of the sweep. */
+			CHECK(same_outcome(got, enosys));
+			if (version >= probes[i].added)
+				TP_SKIP("%d (%s): this kernel has no %s syscall (configured out?): "
+					"nothing to pass through seccomp",
+					probes[i].nr, probes[i].name, probes[i].name);
+			continue;
+		}
+		/* The kernel has it. From its passthrough on, the worker gets exactly
+		 * the kernel's own answer; before, the filter's ENOSYS. */
+		CHECK(own.sig != 0 || own.ret == -1);
+		if (version >= probes[i].passthrough) {
+			CHECK(same_outcome(got, own));
+		} else {
+			TP_SKIP(
+			    "%d (%s) on %d.%d: whether the kernel passes it through seccomp "
+			    "depends on a stable backport; the worker gets the kernel's answer or "
+			    "the filter's ENOSYS",
+			    probes[i].nr, probes[i].name, version / 1000, version % 1000);
+			CHECK(same_outcome(got, own) || same_outcome(got, enosys));
+		}
+	}
+}
+
 static void try_signals_memory(int rep, int go)
 {
 	struct sigaction sa = { .sa_handler = SIG_IGN };
@@ -1481,6 +1712,7 @@ int main(void)
 	test_process();
 	test_stdout();
 	test_violation();
+	test_sweep_on_kernel();
 	test_signals_memory();
 	test_abort();
 	test_proc();
