@@ -486,8 +486,22 @@ static PyObject *own_dict_attr(PyObject *obj, PyObject *name)
 	return refuse_attr(name);
 }
 
+/* One of the snippet's own instances (its class made while it runs): whoever reads its
+ * __dict__ gets its real instance dict, never what a __dict__ property of the class
+ * returns (functools.update_wrapper would fill a dict the snippet keeps elsewhere, out
+ * of the membrane's sight: pymembrane.c checks the instance dicts of what it passes). */
+static int snippet_instance(PyObject *obj)
+{
+	PyTypeObject *t = Py_TYPE(obj);
+
+	return tp_py_running && (t->tp_flags & Py_TPFLAGS_HEAPTYPE) && !PyType_Check(obj) &&
+	       !PyModule_Check(obj) && !zygote_type(t);
+}
+
 static PyObject *guarded_slow(PyObject *obj, PyObject *name, getattrofunc orig)
 {
+	if (g_armed && is_dict_name(name) && snippet_instance(obj))
+		return own_dict_attr(obj, name);
 	if (g_armed && tp_py_attr_denied(name) && !object_exempt(obj, name) &&
 	    !tp_py_frame_exempt(!tp_py_running) && !tp_py_data_dict_ok(obj, name)) {
 		if (data_spec_read(obj, name))

@@ -240,7 +240,7 @@ class Spy:
 W = type('W', (), {D('dict'): property(lambda s: Spy())})
 functools.update_wrapper(W(), type, assigned=())
 reached(got[0][SUB](object))
-""", "__subclasses__"),
+""", "attribute '__dict__' is not allowed"),  # a snippet instance's __dict__ is its real one
     # dataclasses reads a class attribute the snippet names (its annotations) from
     # stdlib code, and hands it back as the field's default
     ("dataclass default launders __getstate__", PRE + """
