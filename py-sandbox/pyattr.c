@@ -32,8 +32,10 @@
  * read is the snippet's (its own instruction, an attrgetter/methodcaller/
  * __getattribute__ it may have handed the stdlib, "<string>" code); so is setting
  * or deleting such a module's attribute (module_setattro). The snippet reaches
- * modules only through import (facades). Cached instance-attribute loads skip
- * the value check; the module a snippet gets that way is inert.
+ * modules only through import (facades). Cached instance-attribute loads would
+ * skip the value check, so the snippet's loads from the zygote's instances are
+ * never specialised (module_load_unspecialised); what crosses from trusted code
+ * by other ways is the membrane's (pymembrane.c).
  */
 #include "pyint.h"
 
