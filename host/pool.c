@@ -279,6 +279,7 @@ struct worker *tp_pool_spawn(struct tp_host *h, int zi, enum tp_spawn_kind kind,
 		return NULL;
 	h->nworkers++;
 	w->zi = zi;
+	w->idle_cpu_ms = -1;
 	w->state = kind == TP_SPAWN_STATE;
 	w->area = tp_zygote_area_bytes(z->policy);
 	w->chan = -1;
@@ -471,8 +472,8 @@ static void refill(struct tp_host *h)
 static struct worker *worker_for(struct tp_host *h, const struct exec *e)
 {
 	struct worker *fresh = NULL, *used = NULL;
-	if (e->sess != NULL)
-		return tp_sess_worker_idle(e->sess->w) ? e->sess->w : NULL;
+	if (e->sess != NULL) /* idle as the kernel says: asleep (session.c) */
+		return tp_sess_worker_waiting(e->sess->w) ? e->sess->w : NULL;
 	for (struct worker *w = h->workers; w != NULL; w = w->next) {
 		if (!is_warm(w) || w->zi != e->zi)
 			continue;
@@ -611,6 +612,9 @@ void tp_pool_dispatch_queue(struct tp_host *h)
 {
 	int running = waiting_over_cap(h);
 	expire_queue(h, tp_host_now_ms());
+	/* A session's worker that ran while idle ends here, before its exec is
+	 * handed over (session.c: the idle watch). */
+	tp_sess_watch(h, tp_host_now_ms(), TP_WATCH_QUEUED);
 	/* A client that does not read its replies: while MAX_OUT_PENDING of them
 	 * wait, no exec starts, so what waits is that plus the replies of the execs
 	 * running now, not one reply per queued exec. */
