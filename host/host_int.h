@@ -97,6 +97,10 @@ struct worker {
 	 * time then, read from the kernel; -1 while it runs an exec or has never
 	 * replied (nothing of the client's has run in it yet). */
 	double idle_cpu_ms;
+	/* A session's exec whose hard RLIMIT_CPU the host could not set (no
+	 * CAP_SYS_RESOURCE, pool.c): the worker CPU time at which the host kills
+	 * it instead (0: none), and when it reads that time next. */
+	double cpu_kill_ms, cpu_check_at;
 };
 
 /* A session: one worker whose globals persist between its execs (session.c). */

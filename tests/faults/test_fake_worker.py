@@ -268,3 +268,34 @@ def test_session_worker_running_after_reply_is_ended_while_idle(fake):
     time.sleep(1.5)
     assert honest in listed(fake)
     assert sexec(fake, honest, "ok")["ok"] is True
+
+
+def may_raise_hard_limits():
+    """The host (run as this user) holds CAP_SYS_RESOURCE: it can set a worker's hard
+    RLIMIT_CPU before each exec (and raise it for the next)."""
+    with open("/proc/self/status") as f:
+        eff = next(int(l.split()[1], 16) for l in f if l.startswith("CapEff:"))
+    return bool(eff & (1 << 24))
+
+
+def test_session_exec_that_switches_off_its_timer_dies_at_its_cpu_bound(fake):
+    """Native code can switch off the language's CPU timer and ignore every stop and
+    SIGXCPU: before each exec of a session the host sets the worker's RLIMIT_CPU
+    (prlimit) to its CPU so far plus the exec's cpu_ms and a margin, so the kernel
+    kills it (a host without CAP_SYS_RESOURCE sets the soft limit only, reads the
+    worker's CPU time and kills it there itself) long before the wall clock would."""
+    layer = "kernel" if may_raise_hard_limits() else "host"
+    sid = open_session(fake)
+    assert sexec(fake, sid, "ok")["value"] == 1
+    t = time.monotonic()
+    r = sexec(fake, sid, "spin_no_timer", limits={"cpu_ms": 100, "wall_ms": 10000})
+    assert r["ok"] is False, r
+    assert (r["error"]["kind"], r["error"]["layer"]) == ("cpu_limit", layer), r
+    assert r["error"]["message"] == "CPU time limit exceeded", r
+    lim = r["error"]["limit"]
+    # The bound: ceil((its CPU so far + 100 + 200 ms of grace) / 1 s) + 1 s, and the
+    # kill at one more second: 3 s of CPU for a worker that had used next to none.
+    assert (lim["name"], lim["limit"]) == ("cpu_ms", 100) and 3000 <= lim["used"] < 4500, r
+    assert r["session_lost"] is True, r
+    assert time.monotonic() - t < 10, "the wall clock ended it, not its CPU bound"
+    assert sid not in listed(fake)
