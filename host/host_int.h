@@ -93,6 +93,14 @@ struct worker {
 	uint64_t ready_seq;   /* a state worker building its fresh state after this exec:
 				 warm again when its READY names it; 0 when not resetting */
 	double ready_by;      /* ... and killed if it has not said READY by then */
+	/* A session's worker after its reply (session.c, the idle watch): its CPU
+	 * time then, read from the kernel; -1 while it runs an exec or has never
+	 * replied (nothing of the client's has run in it yet). */
+	double idle_cpu_ms;
+	/* A session's exec whose hard RLIMIT_CPU the host could not set (no
+	 * CAP_SYS_RESOURCE, pool.c): the worker CPU time at which the host kills
+	 * it instead (0: none), and when it reads that time next. */
+	double cpu_kill_ms, cpu_check_at;
 };
 
 /* A session: one worker whose globals persist between its execs (session.c). */
@@ -110,6 +118,7 @@ struct session {
 	double tokens, tokens_at; /* rate.session_per_minute: a bucket refilled per minute */
 	int ws_dir;               /* its workspace, opened O_DIRECTORY by the host (files.c); -1 */
 	char ws_path[512];        /* the workspace's absolute path, or "" */
+	double next_watch;        /* when the idle watch reads its worker's CPU time next */
 };
 
 struct ended_session {
@@ -274,6 +283,23 @@ void tp_sess_check_timeouts(struct tp_host *h, double now);
 double tp_sess_next_timeout(const struct tp_host *h, double now);
 /* An idle session's worker: the one waiting for the next exec. */
 int tp_sess_worker_idle(const struct worker *w);
+/* The idle watch (session.c). A session's worker is idle only as the kernel
+ * sees it: after its reply it may use at most IDLE_CPU_TOLERANCE_MS of CPU
+ * until its next exec, and it is handed that exec only while it sleeps. */
+#define IDLE_CPU_TOLERANCE_MS 100.0
+#define IDLE_WATCH_MS 500.0 /* an idle session's worker is read this often */
+#define IDLE_RETRY_MS 10.0  /* an exec waiting for its worker to sleep: read again */
+/* An idle session's worker may be handed its next exec now: it sleeps (state
+ * S in /proc/PID/stat) or has never run the client's code. */
+int tp_sess_worker_waiting(const struct worker *w);
+/* Reads the CPU time of idle sessions' workers (those due at now; and those
+ * with an exec waiting, or all) and ends each session whose worker ran while
+ * idle, answering its queued execs crashed. */
+enum tp_watch { TP_WATCH_DUE, TP_WATCH_QUEUED, TP_WATCH_ALL };
+void tp_sess_watch(struct tp_host *h, double now, enum tp_watch which);
+/* A process's state letter and CPU time (utime+stime, ms) from /proc/PID/stat;
+ * -1 when it cannot be read. */
+int tp_proc_stat(pid_t pid, char *state, double *cpu_ms);
 
 /* pool.c, for sessions: a worker of zygote zi (session: a session's), or NULL. */
 struct worker *tp_pool_spawn(struct tp_host *h, int zi, enum tp_spawn_kind kind, int ws_fd);

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/futex.h>
 #include <poll.h>
 #include <signal.h>
@@ -121,6 +122,63 @@ void tp_pool_flush_tx(struct worker *w)
 	}
 }
 
+/* 1 when the host may raise a hard limit (CAP_SYS_RESOURCE: a root host). */
+static int may_raise_hard(void)
+{
+	static int known = -1;
+	if (known < 0) {
+		struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+		struct __user_cap_data_struct d[2];
+		memset(d, 0, sizeof d);
+		known = syscall(SYS_capget, &hdr, d) == 0 &&
+			(d[CAP_SYS_RESOURCE / 32].effective & (1u << (CAP_SYS_RESOURCE % 32))) != 0;
+	}
+	return known;
+}
+
+/* A session's exec gets a CPU bound from the kernel, which the worker cannot
+ * lift (its filter refuses setrlimit, and prlimit64 with a new limit): before
+ * the exec is handed over, the host sets the worker's RLIMIT_CPU (prlimit) to
+ * its CPU time so far (/proc/PID/stat) plus the exec's cpu_ms and
+ * TP_CPU_GRACE_MS, rounded up to a second, plus a second of margin; the hard
+ * limit, one more (SIGKILL). The language's timer ends an honest exec long
+ * before; code that switched the timer off and ignores its stop and SIGXCPU
+ * dies of the hard limit, a cpu_limit at the kernel layer, instead of running
+ * until its wall clock ends. Never above what the lockdown set (the session's
+ * lifetime: sandbox/zygote.c). A host without CAP_SYS_RESOURCE could never
+ * raise a hard limit it lowered (nor set any limit of a worker of another
+ * uid): it sets the soft limit only, where it may (SIGXCPU, which native code
+ * may ignore), and reads the worker's CPU time every IDLE_WATCH_MS while the
+ * exec runs, killing it past where the hard limit would have been: a cpu_limit
+ * at the host layer. */
+static void bound_session_cpu(struct tp_host *h, struct worker *w)
+{
+	char state;
+	double used;
+	struct rlimit old, lim;
+	w->cpu_kill_ms = 0;
+	if (w->sess == NULL || w->exec == NULL || w->pid <= 0 ||
+	    tp_proc_stat(w->pid, &state, &used) != 0)
+		return;
+	rlim_t life = (rlim_t)(h->zyg[w->zi].policy->session.lifetime_ms / 1000 + 1);
+	rlim_t soft =
+	    ((rlim_t)used + (rlim_t)w->exec->p.limits.cpu_ms + TP_CPU_GRACE_MS + 999) / 1000 + 1;
+	lim.rlim_cur = soft < life ? soft : life;
+	lim.rlim_max = lim.rlim_cur + 1;
+	if (may_raise_hard() && prlimit(w->pid, RLIMIT_CPU, &lim, NULL) == 0)
+		return; /* the kernel's */
+	/* The host's: at the hard limit it would have set; the soft one if it may
+	 * (a worker of another uid needs CAP_SYS_RESOURCE even for that). */
+	w->cpu_kill_ms = (double)lim.rlim_max * 1000.0;
+	w->cpu_check_at = tp_host_now_ms() + IDLE_WATCH_MS;
+	if (prlimit(w->pid, RLIMIT_CPU, NULL, &old) == 0) {
+		lim.rlim_max = old.rlim_max;
+		if (lim.rlim_cur > lim.rlim_max)
+			lim.rlim_cur = lim.rlim_max;
+		prlimit(w->pid, RLIMIT_CPU, &lim, NULL);
+	}
+}
+
 static int assign(struct tp_host *h, struct exec *e, struct worker *w)
 {
 	free(w->tx); /* nothing unsent is left for a worker that gets an exec */
@@ -131,6 +189,7 @@ static int assign(struct tp_host *h, struct exec *e, struct worker *w)
 	w->tx_off = 0;
 	w->exec = e;
 	e->w = w;
+	bound_session_cpu(h, w); /* before the request is sent */
 	boost(w);
 	e->t_start = tp_host_now_ms();
 	e->queue_ms = e->t_start - e->t_arrival;
@@ -279,6 +338,7 @@ struct worker *tp_pool_spawn(struct tp_host *h, int zi, enum tp_spawn_kind kind,
 		return NULL;
 	h->nworkers++;
 	w->zi = zi;
+	w->idle_cpu_ms = -1;
 	w->state = kind == TP_SPAWN_STATE;
 	w->area = tp_zygote_area_bytes(z->policy);
 	w->chan = -1;
@@ -471,8 +531,8 @@ static void refill(struct tp_host *h)
 static struct worker *worker_for(struct tp_host *h, const struct exec *e)
 {
 	struct worker *fresh = NULL, *used = NULL;
-	if (e->sess != NULL)
-		return tp_sess_worker_idle(e->sess->w) ? e->sess->w : NULL;
+	if (e->sess != NULL) /* idle as the kernel says: asleep (session.c) */
+		return tp_sess_worker_waiting(e->sess->w) ? e->sess->w : NULL;
 	for (struct worker *w = h->workers; w != NULL; w = w->next) {
 		if (!is_warm(w) || w->zi != e->zi)
 			continue;
@@ -611,6 +671,9 @@ void tp_pool_dispatch_queue(struct tp_host *h)
 {
 	int running = waiting_over_cap(h);
 	expire_queue(h, tp_host_now_ms());
+	/* A session's worker that ran while idle ends here, before its exec is
+	 * handed over (session.c: the idle watch). */
+	tp_sess_watch(h, tp_host_now_ms(), TP_WATCH_QUEUED);
 	/* A client that does not read its replies: while MAX_OUT_PENDING of them
 	 * wait, no exec starts, so what waits is that plus the replies of the execs
 	 * running now, not one reply per queued exec. */
@@ -877,8 +940,10 @@ void tp_pool_read_zygote(struct tp_host *h, struct zygote *z)
 			continue;
 		}
 		w->pid = pid;
-		if (w->exec != NULL)
+		if (w->exec != NULL) {
+			bound_session_cpu(h, w);
 			boost(w);
+		}
 		if (w->kill_pending)
 			kill(pid, SIGKILL);
 		else if (w->stop_pending && w->exec != NULL)
@@ -917,6 +982,20 @@ void tp_pool_check_timeouts(struct tp_host *h, double now)
 			tp_pool_kill_worker(w);
 		if (e == NULL || w->answered)
 			continue;
+		if (w->cpu_kill_ms > 0 && now >= w->cpu_check_at && !w->killed) {
+			char state;
+			double cpu;
+			w->cpu_check_at = now + IDLE_WATCH_MS;
+			if (w->pid > 0 && tp_proc_stat(w->pid, &state, &cpu) == 0 &&
+			    cpu >= w->cpu_kill_ms) {
+				/* Its hard RLIMIT_CPU, enforced by the host (bound_session_cpu). */
+				if (!tp_err_failed(&e->verdict))
+					tp_err_set(&e->verdict, TP_KIND_CPU_LIMIT, TP_LAYER_HOST, 0,
+						   "%s", tp_limit_message(TP_LIMIT_CPU_MS));
+				tp_pool_kill_worker(w);
+				continue;
+			}
+		}
 		if (now >= e->deadline && e->stop_deadline == 0 && !w->killed && !w->stop_pending) {
 			/* The wall clock holds whatever verdict came first (a refused
 			 * tool call, say): the exec still ends at its deadline. */
@@ -960,6 +1039,8 @@ int tp_pool_next_timeout(const struct tp_host *h, double now)
 			continue;
 		/* Asked to stop: its grace period; else its wall clock. */
 		double left = e->stop_deadline > 0 ? e->stop_deadline - now : e->deadline - now;
+		if (w->cpu_kill_ms > 0 && w->cpu_check_at - now < left)
+			left = w->cpu_check_at - now; /* its CPU time, read by the host */
 		if (!any || left < best)
 			best = left;
 		any = 1;

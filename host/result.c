@@ -223,6 +223,13 @@ static json_t *verdict(const struct tp_outcome *o, int *ok)
 			       o->shm ? o->shm->out_claimed : o->limits->output_bytes));
 		return e;
 	}
+	if (tp_err_failed(o->host) && o->host->kind == TP_KIND_CPU_LIMIT) {
+		/* A session's exec the host killed at its CPU bound (pool.c). */
+		double used = o->cpu_ms > 0 ? o->cpu_ms : o->cpu_exec_ms;
+		json_t *e = new_error(TP_KIND_CPU_LIMIT, o->host->layer, o->host->msg);
+		put(&e, "limit", limit_json("cpu_ms", o->limits->cpu_ms, (uint64_t)used));
+		return e;
+	}
 	if (tp_err_failed(o->host) && o->host->kind == TP_KIND_TOOL_LIMIT) {
 		json_t *e = new_error(TP_KIND_TOOL_LIMIT, o->host->layer, o->host->msg);
 		put(&e, "limit", limit_json("tool_calls", o->limits->tool_calls, o->tool_attempts));

@@ -9,6 +9,7 @@
 #include "host_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -286,6 +287,7 @@ void tp_sess_close(struct tp_host *h, const struct tp_rpc *rpc)
 static json_t *list_json(struct tp_host *h)
 {
 	double now = tp_host_now_ms();
+	tp_sess_watch(h, now, TP_WATCH_ALL);
 	json_t *a = json_array();
 	for (const struct session *s = h->sessions; a != NULL && s != NULL; s = s->next) {
 		int running = s->w != NULL && s->w->exec != NULL;
@@ -422,6 +424,11 @@ void tp_sess_exec_done(struct tp_host *h, struct worker *w)
 		tp_reply_free(w->reply);
 	free(w->reply);
 	w->reply = NULL;
+	/* Idle from here, as far as the kernel says: the watch starts now. */
+	char state;
+	if (w->pid <= 0 || tp_proc_stat(w->pid, &state, &w->idle_cpu_ms) != 0)
+		w->idle_cpu_ms = -1; /* gone: its exit is reaped */
+	s->next_watch = s->last_used + IDLE_WATCH_MS;
 	const struct tp_policy *p = policy_of(h, s);
 	char why[160];
 	if (s->done >= p->session.max_execs && !queued_on(h, s)) {
@@ -435,6 +442,115 @@ void tp_sess_exec_done(struct tp_host *h, struct worker *w)
 int tp_sess_worker_idle(const struct worker *w)
 {
 	return w->sess != NULL && w->exec == NULL && !w->exited && !w->killed;
+}
+
+/* ---- the idle watch ---------------------------------------------------------------- */
+
+/* A session's worker that replied says it waits for the next request; the host
+ * believes the kernel instead. Native code under kernel-only can answer its
+ * exec with a well-formed reply and run on (its CPU timer off, its stop signal
+ * ignored), outside --jobs and every exec's limits, and read the session's next
+ * request when it comes. So, from its reply to its next exec:
+ *   - its CPU time (utime+stime in /proc/PID/stat, which the host reads: the
+ *     host is not sandboxed) may grow by at most IDLE_CPU_TOLERANCE_MS. It is
+ *     read every IDLE_WATCH_MS, on sandbox/session/list, and before the next
+ *     exec is handed over; a worker past it is killed and its session ended.
+ *   - the next exec is handed over only while the worker sleeps (state S: it
+ *     is blocked in a system call, as an honest one is in its channel's read);
+ *     one that is runnable (R) waits, read again every IDLE_RETRY_MS, until it
+ *     sleeps or the watch ends it. A runnable worker is not ended for being
+ *     runnable: on a loaded machine an honest one finishing its reply can wait
+ *     for a CPU; its CPU time is what counts.
+ * An honest worker's idle CPU is its cleanup after the reply (scrubbing and
+ * freeing the request and the result): well under 10 ms, which /proc counts in
+ * 10 ms ticks. The tolerance is ten ticks: ample for a loaded machine, and a
+ * worker that spins is found within IDLE_WATCH_MS plus the tolerance. */
+
+int tp_proc_stat(pid_t pid, char *state, double *cpu_ms)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* The name (field 2) may hold anything: the fields after its last ')'. */
+	char *p = strrchr(buf, ')');
+	unsigned long long ut, st;
+	if (p == NULL || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+				state, &ut, &st) != 3)
+		return -1;
+	static long hz;
+	if (hz <= 0)
+		hz = sysconf(_SC_CLK_TCK);
+	*cpu_ms = (double)(ut + st) * 1000.0 / (double)(hz > 0 ? hz : 100);
+	return 0;
+}
+
+int tp_sess_worker_waiting(const struct worker *w)
+{
+	char state;
+	double cpu;
+	if (!tp_sess_worker_idle(w))
+		return 0;
+	/* Not yet born, or fresh from the zygote (its lockdown may still run):
+	 * nothing of the client's has run in it. */
+	if (w->pid <= 0 || w->idle_cpu_ms < 0)
+		return 1;
+	return tp_proc_stat(w->pid, &state, &cpu) == 0 && state == 'S';
+}
+
+#define IDLE_SPIN_WHY                                                                              \
+	"the session's worker kept running after its reply (more than %.0f ms of CPU while "       \
+	"idle): session ended"
+
+/* s's worker ran while idle: killed, its queued execs answered crashed (they
+ * never ran), the session ended. */
+static void end_running(struct tp_host *h, struct session *s, double used)
+{
+	char why[160], log[64];
+	snprintf(why, sizeof why, IDLE_SPIN_WHY, IDLE_CPU_TOLERANCE_MS);
+	snprintf(log, sizeof log, "%.0f ms", used);
+	tp_out_log("a session's worker used %s of CPU while idle: its session is ended", log);
+	tp_pool_kill_worker(s->w);
+	struct exec *e = h->qhead;
+	while (e != NULL) {
+		struct exec *next = e->next;
+		if (e->sess == s) {
+			tp_pool_unqueue(h, e);
+			e->sess = NULL; /* its reply says session_lost */
+			tp_err_set(&e->verdict, TP_KIND_CRASHED, TP_LAYER_PROCESS, 0, "%s", why);
+			if (e->id != NULL && !e->cancelled)
+				tp_host_answer_unrun(h, e);
+			tp_host_exec_free(e);
+		}
+		e = next;
+	}
+	tp_sess_end(h, s, why);
+}
+
+void tp_sess_watch(struct tp_host *h, double now, enum tp_watch which)
+{
+	struct session *s = h->sessions;
+	while (s != NULL) {
+		struct session *next = s->next;
+		struct worker *w = s->w;
+		char state;
+		double cpu;
+		if (w != NULL && tp_sess_worker_idle(w) && w->pid > 0 && w->idle_cpu_ms >= 0 &&
+		    (which == TP_WATCH_ALL || now >= s->next_watch ||
+		     (which == TP_WATCH_QUEUED && queued_on(h, s) > 0))) {
+			s->next_watch = now + IDLE_WATCH_MS;
+			if (tp_proc_stat(w->pid, &state, &cpu) == 0 &&
+			    cpu - w->idle_cpu_ms > IDLE_CPU_TOLERANCE_MS)
+				end_running(h, s, cpu - w->idle_cpu_ms);
+		}
+		s = next;
+	}
 }
 
 /* ---- expiry ------------------------------------------------------------------------ */
@@ -451,6 +567,7 @@ static double expiry(const struct tp_host *h, const struct session *s, const cha
 
 void tp_sess_check_timeouts(struct tp_host *h, double now)
 {
+	tp_sess_watch(h, now, TP_WATCH_DUE);
 	struct session *s = h->sessions;
 	while (s != NULL) {
 		struct session *next = s->next;
@@ -480,9 +597,24 @@ double tp_sess_next_timeout(const struct tp_host *h, double now)
 	double best = -1;
 	for (const struct session *s = h->sessions; s != NULL; s = s->next) {
 		const char *what;
-		if (busy(h, s))
-			continue; /* its exec's end sets last_used; the loop wakes then */
-		double left = expiry(h, s, &what) - now;
+		const struct worker *w = s->w;
+		int any = 0;
+		double left = 0;
+		if (w != NULL && tp_sess_worker_idle(w) && w->pid > 0 && w->idle_cpu_ms >= 0) {
+			/* The idle watch; sooner for an exec waiting for it to sleep. */
+			left = s->next_watch - now;
+			if (queued_on(h, s) > 0 && !tp_sess_worker_waiting(w) &&
+			    IDLE_RETRY_MS < left)
+				left = IDLE_RETRY_MS;
+			any = 1;
+		}
+		/* A busy one's exec end sets last_used; the loop wakes then. */
+		if (!busy(h, s) && (!any || expiry(h, s, &what) - now < left)) {
+			left = expiry(h, s, &what) - now;
+			any = 1;
+		}
+		if (!any)
+			continue;
 		if (left < 0)
 			left = 0;
 		if (best < 0 || left < best)

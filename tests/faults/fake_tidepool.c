@@ -8,6 +8,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,6 +37,7 @@ static uint64_t g_seq; /* the request's number: a real reply carries it back */
 
 static void make_ok_reply(void)
 {
+	free(ok_reply);
 	struct tp_reply r = { .seq = g_seq, .ok = 1, .value = json_integer(1) };
 	ok_reply = tp_msg_reply_encode(&r, &ok_len);
 	json_decref(r.value);
@@ -383,6 +385,55 @@ static void w_kill_siblings(int fd, struct tp_shm *shm)
 	(void)fd; /* and no reply: nothing from this exec resets the host's count */
 }
 
+/* Signals a stop or a CPU limit would send, ignored (native code can). */
+static void ignore_stops(void)
+{
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGUSR1, SIG_IGN);
+	signal(SIGXCPU, SIG_IGN);
+}
+
+/* A session's worker that answers its exec with a well-formed reply, then
+ * keeps running instead of waiting: it spins, deaf to a stop, and answers each
+ * request it finds on its channel at once (ok, to the request's number), as if
+ * it served the session's next execs. Its stdout names its pid. */
+static void w_spin_after_reply(int fd, struct tp_shm *shm)
+{
+	char pid[32];
+	int n = snprintf(pid, sizeof pid, "pid %d\n", (int)getpid());
+	tp_shm_write(shm, TP_STDOUT, pid, (size_t)n);
+	ignore_stops();
+	reply_ok(fd);
+	for (volatile unsigned long i = 0;; i++) {
+		struct pollfd p = { fd, POLLIN, 0 };
+		if ((i & 0xfffff) != 0 || poll(&p, 1, 0) <= 0)
+			continue;
+		size_t len;
+		char *req = tp_frame_recv(fd, 64u << 20, &len);
+		struct tp_request r;
+		if (req == NULL)
+			_exit(0);
+		if (tp_msg_request_decode(req, len, &r) == 0) {
+			g_seq = r.seq;
+			make_ok_reply();
+			reply_ok(fd);
+			tp_request_free(&r);
+		}
+		free(req);
+	}
+}
+
+/* An exec that switched off its own CPU timer and every stop: it spins and
+ * never replies. Only the kernel's RLIMIT_CPU (or the host's SIGKILL) ends it. */
+static void w_spin_no_timer(int fd, struct tp_shm *shm)
+{
+	(void)fd;
+	(void)shm;
+	ignore_stops();
+	for (volatile unsigned long i = 0;; i++)
+		;
+}
+
 static const struct scenario {
 	const char *name;
 	void (*run)(int fd, struct tp_shm *shm);
@@ -411,29 +462,42 @@ static const struct scenario {
 	{ "slow", w_slow },
 	{ "close_then_live", w_close_then_live },
 	{ "kill_siblings", w_kill_siblings },
+	{ "spin_after_reply", w_spin_after_reply },
+	{ "spin_no_timer", w_spin_no_timer },
 };
 
+/* A one-shot worker serves one request; a session's (its request says so)
+ * serves each until the host closes its channel, as a real one does. */
 static _Noreturn void fake_worker(int chan, int shm_fd, uint32_t area)
 {
 	size_t len;
 	prctl(PR_SET_NAME, "tp-worker");
 	void *p = mmap(NULL, tp_shm_size(area), PROT_READ | PROT_WRITE, MAP_SHARED, shm_fd, 0);
 	close(shm_fd);
-	char *req = tp_frame_recv(chan, 64u << 20, &len);
-	if (p == MAP_FAILED || req == NULL)
+	if (p == MAP_FAILED)
 		_exit(0);
-	struct tp_request r;
-	const char *code = tp_msg_request_decode(req, len, &r) == 0 ? r.code : NULL;
-	g_seq = code != NULL ? r.seq : 0;
-	make_ok_reply();
-	tp_shm_begin(p, 1u << 20);
-	for (size_t i = 0; code != NULL && i < sizeof scenarios / sizeof scenarios[0]; i++) {
-		if (strcmp(code, scenarios[i].name) == 0) {
-			scenarios[i].run(chan, p);
+	for (;;) {
+		char *req = tp_frame_recv(chan, 64u << 20, &len);
+		if (req == NULL)
 			_exit(0);
-		}
+		struct tp_request r;
+		const char *code = tp_msg_request_decode(req, len, &r) == 0 ? r.code : NULL;
+		int session = code != NULL && r.session;
+		g_seq = code != NULL ? r.seq : 0;
+		make_ok_reply();
+		tp_shm_begin(p, 1u << 20);
+		size_t i = 0;
+		while (code != NULL && i < sizeof scenarios / sizeof scenarios[0] &&
+		       strcmp(code, scenarios[i].name) != 0)
+			i++;
+		if (code == NULL || i == sizeof scenarios / sizeof scenarios[0])
+			_exit(5); /* unknown scenario */
+		scenarios[i].run(chan, p);
+		if (!session)
+			_exit(0);
+		tp_request_free(&r);
+		free(req);
 	}
-	_exit(5); /* unknown scenario */
 }
 
 /* ---- fake zygote: the real control protocol (docs/worker-protocol.md) ----------- */

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from faultlib import FAKE, Host
+from faultlib import FAKE, Host, dying
 
 SHORT = {"wall_ms": 700}
 
@@ -173,3 +173,129 @@ def test_worker_deaths_back_off_and_recover_per_language(fake):
     assert served > 5
     assert fake.exec("ok", timeout=30)["value"] == 1
     assert fake.proc.poll() is None
+
+
+# ---- a session's worker that runs when it should wait -------------------------------------
+#
+# The host learns a session worker's state from the kernel, never from the worker: after
+# a reply it reads the worker's CPU time (/proc/PID/stat) and watches it while the session
+# is idle; a worker that uses more than the tolerance while idle is ended, with its
+# session. An exec is handed to a session's worker only while it sleeps (state S).
+
+IDLE_SPIN = ("the session's worker kept running after its reply (more than 100 ms of CPU "
+             "while idle): session ended")
+NO_SESSION = -32002
+
+
+def open_session(h):
+    r = h.call("sandbox/session/open", {"lang": "lua"})
+    assert "result" in r, r
+    return r["result"]["session_id"]
+
+
+def sexec_req(h, sid, code, **params):
+    return h.request("sandbox/exec", {"session_id": sid, "code": code, **params})
+
+
+def sexec(h, sid, code, **params):
+    r = h.reply(sexec_req(h, sid, code, **params), timeout=30)
+    assert "result" in r, r
+    assert r["result"]["session_id"] == sid, r
+    return r["result"]
+
+
+def listed(h):
+    r = h.call("sandbox/session/list")
+    assert "result" in r, r
+    return {s["session_id"]: s for s in r["result"]["sessions"]}
+
+
+def gone_within(pid, seconds):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if dying(pid):
+            return True
+        time.sleep(0.02)
+    return dying(pid)
+
+
+def spinner(h, sid):
+    """Runs spin_after_reply in sid: its exec is answered ok at once; the worker's pid."""
+    r = sexec(h, sid, "spin_after_reply")
+    assert r["ok"] is True and r["value"] == 1, r
+    assert r["stdout"].startswith("pid "), r
+    return int(r["stdout"].split()[1])
+
+
+def test_session_worker_running_after_reply_is_ended_at_the_next_exec(fake):
+    honest = open_session(fake)
+    assert sexec(fake, honest, "ok")["value"] == 1
+    sid = open_session(fake)
+    pid = spinner(fake, sid)
+    # The next exec at once: the spinning worker would read and answer it (ok).
+    r = sexec(fake, sid, "ok")
+    assert r["ok"] is False, r
+    assert (r["error"]["kind"], r["error"]["layer"]) == ("crashed", "process"), r
+    assert r["error"]["message"] == IDLE_SPIN, r
+    assert r["session_lost"] is True, r
+    assert gone_within(pid, 5), f"worker {pid} still runs"
+    sessions = listed(fake)
+    assert sid not in sessions and honest in sessions, sessions
+    e = fake.call("sandbox/exec", {"session_id": sid, "code": "ok"})
+    assert e["error"]["code"] == NO_SESSION, e
+    assert e["error"]["message"] == f"session '{sid}' has ended: {IDLE_SPIN}", e
+    # The honest session on the same host is as it was, and serves on.
+    for _ in range(3):
+        r = sexec(fake, honest, "ok")
+        assert r["ok"] is True and r["value"] == 1 and r["session_lost"] is False, r
+    assert listed(fake)[honest]["execs"] == 4
+
+
+def test_session_worker_running_after_reply_is_ended_while_idle(fake):
+    honest = open_session(fake)
+    assert sexec(fake, honest, "ok")["value"] == 1
+    sid = open_session(fake)
+    pid = spinner(fake, sid)
+    # Nothing more is asked of it: the host's idle watch finds it (every 500 ms).
+    assert gone_within(pid, 5), f"worker {pid} still runs"
+    sessions = listed(fake)
+    assert sid not in sessions and honest in sessions, sessions
+    assert sessions[honest]["running"] is False, sessions
+    e = fake.call("sandbox/exec", {"session_id": sid, "code": "ok"})
+    assert e["error"]["code"] == NO_SESSION, e
+    assert e["error"]["message"] == f"session '{sid}' has ended: {IDLE_SPIN}", e
+    # Honest idle sessions are never ended by the watch.
+    time.sleep(1.5)
+    assert honest in listed(fake)
+    assert sexec(fake, honest, "ok")["ok"] is True
+
+
+def may_raise_hard_limits():
+    """The host (run as this user) holds CAP_SYS_RESOURCE: it can set a worker's hard
+    RLIMIT_CPU before each exec (and raise it for the next)."""
+    with open("/proc/self/status") as f:
+        eff = next(int(l.split()[1], 16) for l in f if l.startswith("CapEff:"))
+    return bool(eff & (1 << 24))
+
+
+def test_session_exec_that_switches_off_its_timer_dies_at_its_cpu_bound(fake):
+    """Native code can switch off the language's CPU timer and ignore every stop and
+    SIGXCPU: before each exec of a session the host sets the worker's RLIMIT_CPU
+    (prlimit) to its CPU so far plus the exec's cpu_ms and a margin, so the kernel
+    kills it (a host without CAP_SYS_RESOURCE sets the soft limit only, reads the
+    worker's CPU time and kills it there itself) long before the wall clock would."""
+    layer = "kernel" if may_raise_hard_limits() else "host"
+    sid = open_session(fake)
+    assert sexec(fake, sid, "ok")["value"] == 1
+    t = time.monotonic()
+    r = sexec(fake, sid, "spin_no_timer", limits={"cpu_ms": 100, "wall_ms": 10000})
+    assert r["ok"] is False, r
+    assert (r["error"]["kind"], r["error"]["layer"]) == ("cpu_limit", layer), r
+    assert r["error"]["message"] == "CPU time limit exceeded", r
+    lim = r["error"]["limit"]
+    # The bound: ceil((its CPU so far + 100 + 200 ms of grace) / 1 s) + 1 s, and the
+    # kill at one more second: 3 s of CPU for a worker that had used next to none.
+    assert (lim["name"], lim["limit"]) == ("cpu_ms", 100) and 3000 <= lim["used"] < 4500, r
+    assert r["session_lost"] is True, r
+    assert time.monotonic() - t < 10, "the wall clock ended it, not its CPU bound"
+    assert sid not in listed(fake)
