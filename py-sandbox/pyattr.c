@@ -352,12 +352,29 @@ static PyObject *refuse_attr(PyObject *name)
  * through __import__ (which data_import answers from sys.modules). They get None,
  * which tells the machinery the module is not being initialised: the import
  * returns sys.modules' entry. Nothing else of the spec (its loader) is handed
- * out, whatever steered the data package's read. */
+ * out, whatever steered the data package's read.
+ * The same for C code the snippet's instruction called, reading no name of the
+ * snippet's (own_attr_op; no attrgetter or slot wrapper acting): PyImport_GetModule
+ * reads it, and _warnings looks the warnings module up with it for every warning
+ * raised in C (numpy's divide by zero, np.fromstring's deprecation). */
 static int data_spec_read(PyObject *obj, PyObject *name)
 {
-	return PyModule_Check(obj) && PyUnicode_Check(name) &&
-	       PyUnicode_CompareWithASCIIString(name, "__spec__") == 0 &&
-	       tp_py_caller_data_package();
+	PyFrameObject *f;
+	PyCodeObject *code;
+	int own;
+
+	if (!PyModule_Check(obj) || !PyUnicode_Check(name) ||
+	    PyUnicode_CompareWithASCIIString(name, "__spec__") != 0)
+		return 0;
+	if (tp_py_caller_data_package())
+		return 1;
+	f = PyEval_GetFrame(); /* borrowed */
+	if (f == NULL || g_acting != NULL || !tp_py_real_module(obj))
+		return 0;
+	code = PyFrame_GetCode(f);
+	own = own_attr_op(f, code, name);
+	Py_DECREF(code);
+	return !own;
 }
 
 /* ---- obj.__dict__ and vars(obj) on the snippet's own instances ---------------------------- */

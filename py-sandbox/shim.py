@@ -599,8 +599,8 @@ def _warnings_patch(f, real):
         if registry.get(key):
             return
         for action, msg, cat, mod, ln in real.filters:
-            if ((msg is None or msg.match(text)) and issubclass(category, cat)
-                    and (mod is None or mod.match(module)) and (ln == 0 or lineno == ln)):
+            if (_wmatch(msg, text) and issubclass(category, cat) and _wmatch(mod, module)
+                    and (ln == 0 or lineno == ln)):
                 break
         else:
             action = real.defaultaction
@@ -627,6 +627,23 @@ def _warnings_patch(f, real):
     warn.__doc__, warn_explicit.__doc__ = real.warn.__doc__, real.warn_explicit.__doc__
     warn.__module__ = warn_explicit.__module__ = 'warnings'
     f.warn, f.warn_explicit = real.warn, real.warn_explicit = warn, warn_explicit
+    # A warning raised in C (numpy's "divide by zero encountered", a deprecation)
+    # goes through _warnings, which shows it with _showwarnmsg: its source line
+    # would be read from the file of the Python frame innermost (numpy's own
+    # _methods.py: no file is readable in a worker); shown without it.
+    show = real._showwarnmsg
+
+    def _showwarnmsg(msg):
+        if msg.line is None:
+            msg.line = ''
+        show(msg)
+    real._showwarnmsg = _showwarnmsg
+
+
+def _wmatch(pattern, s):
+    # A filter's message or module, as _warnings matches it: None matches all, a
+    # str (the built-in default::DeprecationWarning:__main__) exactly, else a regex.
+    return pattern is None or (pattern == s if type(pattern) is str else bool(pattern.match(s)))
 
 
 def _uuid_patch(f, real):
