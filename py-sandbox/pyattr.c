@@ -353,14 +353,17 @@ static PyObject *refuse_attr(PyObject *name)
  * which tells the machinery the module is not being initialised: the import
  * returns sys.modules' entry. Nothing else of the spec (its loader) is handed
  * out, whatever steered the data package's read.
- * The same for C code the snippet's instruction called, reading no name of the
- * snippet's (own_attr_op; no attrgetter or slot wrapper acting): PyImport_GetModule
- * reads it, and _warnings looks the warnings module up with it for every warning
- * raised in C (numpy's divide by zero, np.fromstring's deprecation). */
+ * The same for the warnings module's, read by C code the snippet's instruction
+ * called (own_attr_op: not a read of that name; no attrgetter or slot wrapper
+ * acting): _warnings looks the module up with PyImport_GetModule, which reads it,
+ * for every warning raised in C (numpy's divide by zero, np.fromstring's
+ * deprecation). Only that module: other C lookups stay refused (object.__getstate__
+ * on a type reaches copyreg that way, and must not run for the snippet). */
 static int data_spec_read(PyObject *obj, PyObject *name)
 {
 	PyFrameObject *f;
 	PyCodeObject *code;
+	const char *m;
 	int own;
 
 	if (!PyModule_Check(obj) || !PyUnicode_Check(name) ||
@@ -369,8 +372,11 @@ static int data_spec_read(PyObject *obj, PyObject *name)
 	if (tp_py_caller_data_package())
 		return 1;
 	f = PyEval_GetFrame(); /* borrowed */
-	if (f == NULL || g_acting != NULL || !tp_py_real_module(obj))
+	if (f == NULL || g_acting != NULL || !tp_py_real_module(obj) ||
+	    (m = PyModule_GetName(obj)) == NULL || strcmp(m, "warnings") != 0) {
+		PyErr_Clear();
 		return 0;
+	}
 	code = PyFrame_GetCode(f);
 	own = own_attr_op(f, code, name);
 	Py_DECREF(code);
