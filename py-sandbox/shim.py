@@ -916,12 +916,14 @@ def _numpy_facades():
     for cls, cname, what in ((np.ndarray, 'numpy.ndarray', 'an array'),
                              (np.generic, 'numpy.generic', 'a scalar')):
         for n in ('tobytes', 'tostring'):
-            _settype(cls, n, _np_bytes_guard(cls.__dict__[n], '%s.%s' % (cname, n), what))
+            _settype(cls, n, _np_bytes_guard(cls.__dict__[n], '%s.%s' % (cname, n), what,
+                                             cls.__dict__['dtype'].__get__))
 
 
-def _np_bytes_guard(orig, qual, what):
+def _np_bytes_guard(orig, qual, what, dtype):
+    # dtype: the C getter itself (a subclass of the snippet's may define its own)
     def guarded(self, *args, **kwargs):
-        if self.dtype.hasobject:
+        if dtype(self).hasobject:
             _refuse('%s of %s holding Python objects is not available in the sandbox '
                     '(policy %s: no addresses)' % (qual, what, POLICY))
         return orig(self, *args, **kwargs)

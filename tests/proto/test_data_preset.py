@@ -321,6 +321,10 @@ ADDRESS_REFUSALS = [
      "numpy.ndarray.tostring of an array holding Python objects " + NP_NA + "no addresses)"),
     (REC + "r[0].tobytes()",
      "numpy.generic.tobytes of a scalar holding Python objects " + NP_NA + "no addresses)"),
+    # a subclass whose dtype lies: the guard asks ndarray's own getter
+    (OBJ + "class A(np.ndarray):\n    @property\n    def dtype(self):\n"
+     "        return np.dtype('u8')\no.view(A).tobytes()",
+     "numpy.ndarray.tobytes of an array holding Python objects " + NP_NA + "no addresses)"),
     (OBJ + "bytes(o)", OBJ_BUF),
     (OBJ + "o.data", OBJ_BUF),
     (OBJ + "np.ndarray((2,), dtype='u8', buffer=o)", OBJ_BUF),
