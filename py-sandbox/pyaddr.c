@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
@@ -451,6 +452,81 @@ static Py_hash_t hash_decimal(PyObject *o)
 	return nan ? hash_of(o) : h;
 }
 
+/* numpy's floating scalars (float16 ... clongdouble): numpy hashes each with
+ * _Py_HashDouble(self, value), so a NaN's hash is _Py_HashPointer(self), as a
+ * float's (float64 and complex128, subclasses of float and complex, inherit
+ * theirs). Their value follows the object's head (numpy's Py<Type>ScalarObject). */
+enum np_kind { NP_HALF, NP_FLOAT, NP_DOUBLE, NP_LONGDOUBLE, NP_CFLOAT, NP_CDOUBLE, NP_CLONGDOUBLE };
+static struct {
+	const char *name;
+	enum np_kind kind;
+	PyTypeObject *type;
+	hashfunc orig;
+} g_np[] = {
+	{ "float16", NP_HALF, NULL, NULL },
+	{ "float32", NP_FLOAT, NULL, NULL },
+	{ "float64", NP_DOUBLE, NULL, NULL },
+	{ "longdouble", NP_LONGDOUBLE, NULL, NULL },
+	{ "complex64", NP_CFLOAT, NULL, NULL },
+	{ "complex128", NP_CDOUBLE, NULL, NULL },
+	{ "clongdouble", NP_CLONGDOUBLE, NULL, NULL },
+};
+enum { N_NP = sizeof g_np / sizeof g_np[0] };
+
+struct np_scalar_mirror {
+	PyObject_HEAD union {
+		uint16_t half;
+		float f[2];
+		double d[2];
+		long double ld[2];
+	} v;
+};
+
+static int half_nan(uint16_t h)
+{
+	return (h & 0x7c00u) == 0x7c00u && (h & 0x03ffu) != 0;
+}
+
+static Py_hash_t hash_npscalar(PyObject *o)
+{
+	const struct np_scalar_mirror *m = (const struct np_scalar_mirror *)o;
+	double re = 0, im = 0;
+	int i = 0, nre = 0, nim = 0;
+
+	while (i < N_NP && !(g_np[i].type != NULL && PyObject_TypeCheck(o, g_np[i].type)))
+		i++;
+	if (i == N_NP) {
+		PyErr_SetString(PyExc_SystemError, "address hiding: not a numpy scalar");
+		return -1;
+	}
+	switch (g_np[i].kind) {
+	case NP_HALF: nre = half_nan(m->v.half); break;
+	case NP_FLOAT:
+	case NP_CFLOAT: re = m->v.f[0], im = m->v.f[1]; break;
+	case NP_DOUBLE:
+	case NP_CDOUBLE: re = m->v.d[0], im = m->v.d[1]; break;
+	default:
+		re = (double)m->v.ld[0], im = (double)m->v.ld[1];
+		nre = isnan(m->v.ld[0]);
+		break;
+	}
+	if (g_np[i].kind != NP_HALF && g_np[i].kind != NP_LONGDOUBLE &&
+	    g_np[i].kind != NP_CLONGDOUBLE)
+		nre = Py_IS_NAN(re);
+	if (g_np[i].kind >= NP_CFLOAT)
+		nim = g_np[i].kind == NP_CLONGDOUBLE ? isnan(m->v.ld[1]) : Py_IS_NAN(im);
+	if (!nre && !nim)
+		return g_np[i].orig(o);
+	if (g_np[i].kind < NP_CFLOAT)
+		return hash_of(o);
+	{ /* as hash_complex */
+		Py_uhash_t r = (Py_uhash_t)(nre ? hash_of(o) : _Py_HashDouble(o, re));
+		Py_uhash_t j = (Py_uhash_t)(nim ? 0 : _Py_HashDouble(o, im));
+		Py_uhash_t h = (Py_uhash_t)combine((Py_hash_t)r, (Py_hash_t)j);
+		return h == (Py_uhash_t)-1 ? -2 : (Py_hash_t)h;
+	}
+}
+
 /* ---- builtins.id ------------------------------------------------------------------------ */
 
 static PyObject *py_id(PyObject *self, PyObject *v)
@@ -676,6 +752,43 @@ static int patch_decimal(void)
 	return retarget(g_decimal_type, SLOT_HASH, (void *)orig_decimal_hash, (void *)hash_decimal);
 }
 
+static int patch_numpy(void)
+{
+	PyObject *n = PyUnicode_FromString("numpy");
+	PyObject *m = n ? PyImport_GetModule(n) : NULL;
+
+	Py_XDECREF(n);
+	if (m == NULL)
+		return PyErr_Occurred() ? -1 : 0; /* not loaded: no snippet can reach it */
+	Py_DECREF(m);
+	for (int i = 0; i < N_NP; i++) {
+		if ((g_np[i].type = module_type("numpy", g_np[i].name)) == NULL)
+			return -1;
+		for (int j = 0; j < i; j++)
+			if (g_np[j].type ==
+			    g_np[i].type) { /* an alias (longdouble on some hosts) */
+				PyErr_Format(PyExc_RuntimeError, "numpy.%s is numpy.%s",
+					     g_np[i].name, g_np[j].name);
+				return -1;
+			}
+		g_np[i].orig = g_np[i].type->tp_hash;
+		if (g_np[i].orig == hash_float || g_np[i].orig == hash_complex) {
+			/* float64 and complex128 keep float's and complex's (patched) */
+			g_np[i].type = NULL, g_np[i].orig = NULL;
+			continue;
+		}
+		if (g_np[i].orig == NULL || g_np[i].orig == hash_npscalar ||
+		    retarget(g_np[i].type, SLOT_HASH, (void *)g_np[i].orig,
+			     (void *)hash_npscalar) != 0) {
+			if (!PyErr_Occurred())
+				PyErr_Format(PyExc_RuntimeError, "numpy.%s has no hash of its own",
+					     g_np[i].name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* ---- the check -------------------------------------------------------------------------- */
 
 static int replaced(void *f, enum slot s)
@@ -690,6 +803,9 @@ static int replaced(void *f, enum slot s)
 	}
 	for (size_t i = 0; i < sizeof static_hashes / sizeof *static_hashes; i++)
 		if (f == (void *)*static_hashes[i].orig)
+			return 1;
+	for (int i = 0; i < N_NP; i++)
+		if (g_np[i].orig != NULL && f == (void *)g_np[i].orig)
 			return 1;
 	return f == (void *)orig_decimal_hash;
 }
@@ -803,6 +919,8 @@ int tp_pyaddr_zygote_init(struct tp_err *err)
 		return tp_py_fail("address hiding: _thread", err);
 	if (patch_decimal() != 0)
 		return tp_py_fail("address hiding: decimal", err);
+	if (patch_numpy() != 0)
+		return tp_py_fail("address hiding: numpy", err);
 	rc = find_stale(bad, sizeof bad);
 	if (rc < 0)
 		return tp_py_fail("address hiding: walking the types", err);

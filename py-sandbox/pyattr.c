@@ -354,12 +354,35 @@ static PyObject *refuse_attr(PyObject *name)
  * through __import__ (which data_import answers from sys.modules). They get None,
  * which tells the machinery the module is not being initialised: the import
  * returns sys.modules' entry. Nothing else of the spec (its loader) is handed
- * out, whatever steered the data package's read. */
+ * out, whatever steered the data package's read.
+ * The same for the warnings module's, read by C code the snippet's instruction
+ * called (own_attr_op: not a read of that name; no attrgetter or slot wrapper
+ * acting): _warnings looks the module up with PyImport_GetModule, which reads it,
+ * for every warning raised in C (numpy's divide by zero, np.fromstring's
+ * deprecation). Only that module: other C lookups stay refused (object.__getstate__
+ * on a type reaches copyreg that way, and must not run for the snippet). */
 static int data_spec_read(PyObject *obj, PyObject *name)
 {
-	return PyModule_Check(obj) && PyUnicode_Check(name) &&
-	       PyUnicode_CompareWithASCIIString(name, "__spec__") == 0 &&
-	       tp_py_caller_data_package();
+	PyFrameObject *f;
+	PyCodeObject *code;
+	const char *m;
+	int own;
+
+	if (!PyModule_Check(obj) || !PyUnicode_Check(name) ||
+	    PyUnicode_CompareWithASCIIString(name, "__spec__") != 0)
+		return 0;
+	if (tp_py_caller_data_package())
+		return 1;
+	f = PyEval_GetFrame(); /* borrowed */
+	if (f == NULL || g_acting != NULL || !tp_py_real_module(obj) ||
+	    (m = PyModule_GetName(obj)) == NULL || strcmp(m, "warnings") != 0) {
+		PyErr_Clear();
+		return 0;
+	}
+	code = PyFrame_GetCode(f);
+	own = own_attr_op(f, code, name);
+	Py_DECREF(code);
+	return !own;
 }
 
 /* ---- obj.__dict__ and vars(obj) on the snippet's own instances ---------------------------- */

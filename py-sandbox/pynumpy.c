@@ -11,10 +11,20 @@
  * arrays the zygote made with numpy's default are freed by numpy's default.
  * We define numpy's structures here (its ABI, version 1) rather than build
  * against its headers: nothing else of numpy is needed at compile time.
+ *
+ * It also guards the buffer of an array (or a record scalar) holding Python
+ * objects (dtype object, or a record with an object field): its bytes are the
+ * objects' addresses, and bytes(a), a.data, np.ndarray(buffer=a) or any other
+ * consumer of the buffer protocol would hand them out. Refused unless pandas'
+ * own code asks (its Cython functions take object arrays as typed buffers);
+ * tobytes/tostring are the shim's (_np_bytes_guard).
  */
 #include "pyint.h"
 
+#include "policy.h"
+
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 const char *const tp_py_data_modules[] = { "numpy", "pandas", "matplotlib", NULL };
@@ -65,8 +75,151 @@ static struct np_handler g_handler = {
 	.allocator = { NULL, h_malloc, h_calloc, h_realloc, h_free },
 };
 
-/* _numpy_alloc(numpy.core._multiarray_umath): install the counted handler;
- * returns the handler name numpy reports afterwards. */
+/* ---- the buffer of an array holding objects ------------------------------------------ */
+
+/* numpy/ndarraytypes.h: the head of PyArray_Descr, PyArrayObject_fields and
+ * PyVoidScalarObject (ABI version 1.x) */
+struct np_descr {
+	PyObject_HEAD PyTypeObject *typeobj;
+	char kind, type, byteorder, flags;
+};
+struct np_array {
+	PyObject_HEAD char *data;
+	int nd;
+	void *dimensions, *strides;
+	PyObject *base;
+	struct np_descr *descr;
+};
+struct np_void {
+	PyObject_VAR_HEAD char *obval;
+	struct np_descr *descr;
+};
+enum { NP_ITEM_REFCOUNT = 0x01 }; /* the descr holds (or contains) objects */
+
+static PyTypeObject *g_ndarray, *g_void;
+static getbufferproc g_array_getbuffer, g_void_getbuffer;
+
+static int holds_objects(PyObject *o)
+{
+	const struct np_descr *d = NULL;
+
+	if (PyObject_TypeCheck(o, g_ndarray))
+		d = ((const struct np_array *)o)->descr;
+	else if (PyObject_TypeCheck(o, g_void))
+		d = ((const struct np_void *)o)->descr;
+	return d != NULL && (d->flags & NP_ITEM_REFCOUNT);
+}
+
+/* The innermost frame is pandas' own code (its file, its module's namespace):
+ * its Cython functions take object arrays as typed buffers (ndarray[object]),
+ * and read their items as objects. Not numpy's Python code: np.recarray(buf=a)
+ * would make the addresses an array of bytes for the snippet. */
+static int caller_pandas(void)
+{
+	static const char dir[] = DIST_PACKAGES "/pandas/";
+	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+	PyCodeObject *code;
+	PyObject *g;
+	const char *file;
+	int r;
+
+	if (f == NULL)
+		return 0;
+	code = PyFrame_GetCode(f);
+	file = PyUnicode_Check(code->co_filename) ? PyUnicode_AsUTF8(code->co_filename) : NULL;
+	r = file != NULL && strncmp(file, dir, sizeof dir - 1) == 0;
+	Py_DECREF(code);
+	if (file == NULL)
+		PyErr_Clear();
+	if (!r)
+		return 0;
+	g = PyFrame_GetGlobals(f);
+	r = tp_py_real_namespace(g);
+	Py_DECREF(g);
+	return r;
+}
+
+static int refuse_buffer(PyObject *o, Py_buffer *view, int flags, getbufferproc orig)
+{
+	char msg[200];
+	const struct tp_policy *p;
+
+	if (!tp_py_running || !holds_objects(o) || caller_pandas())
+		return orig(o, view, flags);
+	p = tp_sandbox_policy();
+	snprintf(msg, sizeof msg,
+		 "the buffer of a numpy %s holding Python objects is not available in the "
+		 "sandbox (policy %s: no addresses)",
+		 PyObject_TypeCheck(o, g_ndarray) ? "array" : "scalar",
+		 p && p->name ? p->name : "?");
+	view->obj = NULL;
+	tp_py_refuse(msg, -1);
+	return -1;
+}
+
+static int array_getbuffer(PyObject *o, Py_buffer *view, int flags)
+{
+	return refuse_buffer(o, view, flags, g_array_getbuffer);
+}
+
+static int void_getbuffer(PyObject *o, Py_buffer *view, int flags)
+{
+	return refuse_buffer(o, view, flags, g_void_getbuffer);
+}
+
+/* t and its subclasses whose bf_getbuffer is old now call repl (a heap type,
+ * np.matrix or np.recarray, has its own copy of the slot). */
+static int retarget_buffer(PyTypeObject *t, getbufferproc old, getbufferproc repl)
+{
+	PyObject *subs;
+	int rc = 0;
+
+	if (t->tp_as_buffer != NULL && t->tp_as_buffer->bf_getbuffer == old)
+		t->tp_as_buffer->bf_getbuffer = repl;
+	subs = PyObject_CallMethod((PyObject *)t, "__subclasses__", NULL);
+	if (subs == NULL || !PyList_Check(subs)) {
+		Py_XDECREF(subs);
+		return -1;
+	}
+	for (Py_ssize_t i = 0; rc == 0 && i < PyList_GET_SIZE(subs); i++)
+		rc = retarget_buffer((PyTypeObject *)PyList_GET_ITEM(subs, i), old, repl);
+	Py_DECREF(subs);
+	return rc;
+}
+
+static int guard_buffers(PyObject *mod)
+{
+	PyObject *np = PyImport_ImportModule("numpy"); /* the zygote: loaded */
+	PyObject *a = np ? PyObject_GetAttrString(mod, "ndarray") : NULL;
+	PyObject *v = a ? PyObject_GetAttrString(np, "void") : NULL;
+
+	Py_XDECREF(np);
+
+	if (v == NULL || !PyType_Check(a) || !PyType_Check(v)) {
+		Py_XDECREF(a);
+		Py_XDECREF(v);
+		if (!PyErr_Occurred())
+			PyErr_SetString(PyExc_RuntimeError,
+					"numpy's ndarray or void is not a type");
+		return -1;
+	}
+	g_ndarray = (PyTypeObject *)a, g_void = (PyTypeObject *)v; /* the module keeps them */
+	if (g_ndarray->tp_as_buffer == NULL || g_void->tp_as_buffer == NULL ||
+	    g_ndarray->tp_as_buffer->bf_getbuffer == NULL ||
+	    g_void->tp_as_buffer->bf_getbuffer == NULL) {
+		PyErr_SetString(PyExc_RuntimeError, "numpy's ndarray or void has no buffer");
+		return -1;
+	}
+	if (g_array_getbuffer == NULL) {
+		g_array_getbuffer = g_ndarray->tp_as_buffer->bf_getbuffer;
+		g_void_getbuffer = g_void->tp_as_buffer->bf_getbuffer;
+	}
+	return retarget_buffer(g_ndarray, g_array_getbuffer, array_getbuffer) ||
+	       retarget_buffer(g_void, g_void_getbuffer, void_getbuffer);
+}
+
+/* _numpy_alloc(numpy.core._multiarray_umath): install the counted handler and
+ * the buffer guard; returns the handler name numpy reports afterwards. */
 PyObject *tp_py_numpy_alloc(PyObject *self, PyObject *mod)
 {
 	PyObject *api = PyObject_GetAttrString(mod, "_ARRAY_API"), *cap, *old;
@@ -94,5 +247,7 @@ PyObject *tp_py_numpy_alloc(PyObject *self, PyObject *mod)
 	if (old == NULL)
 		return NULL;
 	Py_DECREF(old);
+	if (guard_buffers(mod) != 0)
+		return NULL;
 	return PyUnicode_FromString(g_handler.name);
 }

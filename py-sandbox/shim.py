@@ -599,8 +599,8 @@ def _warnings_patch(f, real):
         if registry.get(key):
             return
         for action, msg, cat, mod, ln in real.filters:
-            if ((msg is None or msg.match(text)) and issubclass(category, cat)
-                    and (mod is None or mod.match(module)) and (ln == 0 or lineno == ln)):
+            if (_wmatch(msg, text) and issubclass(category, cat) and _wmatch(mod, module)
+                    and (ln == 0 or lineno == ln)):
                 break
         else:
             action = real.defaultaction
@@ -627,6 +627,23 @@ def _warnings_patch(f, real):
     warn.__doc__, warn_explicit.__doc__ = real.warn.__doc__, real.warn_explicit.__doc__
     warn.__module__ = warn_explicit.__module__ = 'warnings'
     f.warn, f.warn_explicit = real.warn, real.warn_explicit = warn, warn_explicit
+    # A warning raised in C (numpy's "divide by zero encountered", a deprecation)
+    # goes through _warnings, which shows it with _showwarnmsg: its source line
+    # would be read from the file of the Python frame innermost (numpy's own
+    # _methods.py: no file is readable in a worker); shown without it.
+    show = real._showwarnmsg
+
+    def _showwarnmsg(msg):
+        if msg.line is None:
+            msg.line = ''
+        show(msg)
+    real._showwarnmsg = _showwarnmsg
+
+
+def _wmatch(pattern, s):
+    # A filter's message or module, as _warnings matches it: None matches all, a
+    # str (the built-in default::DeprecationWarning:__main__) exactly, else a regex.
+    return pattern is None or (pattern == s if type(pattern) is str else bool(pattern.match(s)))
 
 
 def _uuid_patch(f, real):
@@ -776,7 +793,19 @@ _NP_REFUSED = {'no files': ('load', 'save', 'savez', 'savez_compressed', 'loadtx
                             'genfromtxt', 'fromfile', 'fromregex', 'memmap', 'DataSource',
                             'recfromtxt', 'recfromcsv'),
                'no raw buffers': ('frombuffer',),
-               'no native code': ('ctypeslib',)}
+               'no native code': ('ctypeslib',),
+               # byte_bounds: the data's first and last addresses (shares_memory and
+               # may_share_memory answer what it is used for); info prints an
+               # array's data address and, as lookfor, needs pydoc (not loaded)
+               'no addresses': ('byte_bounds',),
+               'no pydoc': ('info', 'lookfor'),
+               'no source files': ('source',),
+               # who reads its caller's frame, show_config its globals(),
+               # show_runtime imports threadpoolctl
+               'no introspection of the interpreter': ('who', 'show_config', 'show_runtime')}
+# Read in the real classes: BitGenerator's ctypes/cffi hand out its state's and
+# functions' addresses (and the ctypes module); _ctypes/_cffi cache them.
+_NP_BITGEN_NATIVE = ('ctypes', 'cffi', '_ctypes', '_cffi')
 _PD_FILE_ARGS = ('path_or_buf', 'buf', 'path', 'excel_writer', 'fname', 'filepath_or_buffer',
                  'io', 'path_or_buffer')
 _PD_TO = ('to_csv', 'to_json', 'to_excel', 'to_parquet', 'to_feather', 'to_hdf', 'to_pickle',
@@ -877,6 +906,30 @@ def _numpy_facades():
     _settype(np.ndarray, 'dump', _data_refuser('numpy.ndarray.dump', 'no files'))
     _settype(np.ndarray, 'ctypes', property(_data_refuser('numpy.ndarray.ctypes',
                                                           'no native code')))
+    bitgen = sys.modules['numpy.random.bit_generator'].BitGenerator
+    for n in _NP_BITGEN_NATIVE:
+        _settype(bitgen, n, property(_data_refuser('numpy.random.BitGenerator.' + n,
+                                                   'no native code')))
+    # The bytes of an array holding Python objects (dtype object, or a record with
+    # an object field) are the objects' addresses: tobytes/tostring refuse it (its
+    # buffer too: pynumpy.c). Every other array's bytes are its values.
+    for cls, cname, what in ((np.ndarray, 'numpy.ndarray', 'an array'),
+                             (np.generic, 'numpy.generic', 'a scalar')):
+        for n in ('tobytes', 'tostring'):
+            _settype(cls, n, _np_bytes_guard(cls.__dict__[n], '%s.%s' % (cname, n), what,
+                                             cls.__dict__['dtype'].__get__))
+
+
+def _np_bytes_guard(orig, qual, what, dtype):
+    # dtype: the C getter itself (a subclass of the snippet's may define its own)
+    def guarded(self, *args, **kwargs):
+        if dtype(self).hasobject:
+            _refuse('%s of %s holding Python objects is not available in the sandbox '
+                    '(policy %s: no addresses)' % (qual, what, POLICY))
+        return orig(self, *args, **kwargs)
+    guarded.__name__ = guarded.__qualname__ = qual.rpartition('.')[2]
+    guarded.__doc__ = orig.__doc__
+    return guarded
 
 
 def _pandas_facade():

@@ -279,3 +279,126 @@ def test_to_markdown_as_cpython_prints_it(host):
                           check=True).stdout
     res = run(host, code)
     assert (res["ok"], res["stdout"]) == (True, want), res
+
+
+# -- addresses (issue 24 item 3): no raw address through numpy -----------------------
+# docs/python.md, "Addresses" and "Data". a.__array_interface__, a.__array_struct__,
+# a.__dlpack__() and a.ctypes were refused before (the first three are dunders the
+# AST check, getattr, attrgetter and format fields refuse): see test_address_reads_
+# that_were_already_refused.
+
+OBJ = "import numpy as np\no = np.array([None, 1], dtype=object)\n"
+REC = "import numpy as np\nr = np.zeros(1, dtype=[('a', 'O'), ('b', 'i8')])\n"
+NP_NA = "is not available in the sandbox (policy data: "
+OBJ_BUF = ("the buffer of a numpy array holding Python objects is not available in the "
+           "sandbox (policy data: no addresses)")
+
+ADDRESS_REFUSALS = [
+    # the data's first and last addresses
+    ("import numpy as np\nnp.byte_bounds(np.arange(4))",
+     "numpy.byte_bounds " + NP_NA + "no addresses)"),
+    # info prints 'data pointer: 0x...' (and needs pydoc, as lookfor): the refusal
+    # named pydoc's on-demand import; source read numpy's file (audit event 'open')
+    ("import numpy as np\nnp.info(np.arange(4))", "numpy.info " + NP_NA + "no pydoc)"),
+    ("import numpy as np\nnp.lookfor('sum')", "numpy.lookfor " + NP_NA + "no pydoc)"),
+    ("import numpy as np\nnp.source(np.mean)", "numpy.source " + NP_NA + "no source files)"),
+    ("import numpy as np\nnp.who()", "numpy.who " + NP_NA + "no introspection of the interpreter)"),
+    ("import numpy as np\nnp.show_config()",
+     "numpy.show_config " + NP_NA + "no introspection of the interpreter)"),
+    ("import numpy as np\nnp.show_runtime()",
+     "numpy.show_runtime " + NP_NA + "no introspection of the interpreter)"),
+    # the state's address, C function pointers and the ctypes module
+    ("import numpy as np\nnp.random.default_rng().bit_generator.ctypes",
+     "numpy.random.BitGenerator.ctypes " + NP_NA + "no native code)"),
+    ("import numpy as np\nnp.random.PCG64().cffi",
+     "numpy.random.BitGenerator.cffi " + NP_NA + "no native code)"),
+    ("import numpy as np\nnp.random.MT19937()._ctypes",
+     "numpy.random.BitGenerator._ctypes " + NP_NA + "no native code)"),
+    # the bytes of an array of objects are the objects' addresses
+    (OBJ + "o.tobytes()",
+     "numpy.ndarray.tobytes of an array holding Python objects " + NP_NA + "no addresses)"),
+    (OBJ + "o.tostring()",
+     "numpy.ndarray.tostring of an array holding Python objects " + NP_NA + "no addresses)"),
+    (REC + "r[0].tobytes()",
+     "numpy.generic.tobytes of a scalar holding Python objects " + NP_NA + "no addresses)"),
+    # a subclass whose dtype lies: the guard asks ndarray's own getter
+    (OBJ + "class A(np.ndarray):\n    @property\n    def dtype(self):\n"
+     "        return np.dtype('u8')\no.view(A).tobytes()",
+     "numpy.ndarray.tobytes of an array holding Python objects " + NP_NA + "no addresses)"),
+    (OBJ + "bytes(o)", OBJ_BUF),
+    (OBJ + "o.data", OBJ_BUF),
+    (OBJ + "np.ndarray((2,), dtype='u8', buffer=o)", OBJ_BUF),
+    (OBJ + "np.recarray((2,), dtype='u8', buf=o)", OBJ_BUF),
+    (OBJ + "np.fromstring(o, dtype='u8')", OBJ_BUF),
+    (REC + "r.data", OBJ_BUF),
+    (REC + "bytes(r[0])", OBJ_BUF.replace("numpy array", "numpy scalar")),
+    (OBJ + "class A(np.ndarray):\n    pass\nbytes(o.view(A))", OBJ_BUF),
+]
+
+
+@pytest.mark.parametrize("code,message", ADDRESS_REFUSALS)
+def test_address_routes_refused(host, code, message):
+    refused(run(host, code), message)
+
+
+def test_address_reads_that_were_already_refused(host):
+    # Kept so they stay refused (these passed before issue 24 item 3).
+    for code, message in [
+            ("import numpy as np, operator\n"
+             "operator.attrgetter('__array_interface__')(np.arange(2))",
+             "attribute '__array_interface__' is not allowed"),
+            ("import numpy as np, operator\n"
+             "operator.attrgetter('__array_struct__')(np.arange(2))",
+             "attribute '__array_struct__' is not allowed"),
+            ("import numpy as np, pandas as pd\n"
+             "getattr(pd.Series([1]).values, '__array_interface__')",
+             "attribute '__array_interface__' is not allowed"),
+            ("import numpy as np, operator\noperator.methodcaller('__dlpack__')(np.arange(2))",
+             "attribute '__dlpack__' is not allowed"),
+            ("import numpy as np\n('{0._' + '_array_interface__}').format(np.arange(2))",
+             "format string reads attribute '__array_interface__', which is not allowed")]:
+        refused(run(host, code), message)
+
+
+def test_bytes_of_values_and_pandas_objects_still_work(host):
+    # Only arrays holding objects lose their bytes; pandas' own code still takes
+    # object arrays as buffers (its Cython group-by, unique, merge ...). fromstring's
+    # binary mode (a copy, and a DeprecationWarning raised in C) was "attribute
+    # '__spec__' is not allowed".
+    code = ("import numpy as np, pandas as pd\na = np.arange(2, dtype='u1')\n"
+            "df = pd.DataFrame({'s': ['a', 'b', 'a', None], 'v': [1, 2, 3, 4]})\n"
+            "[bytes(a).hex(), a.data.tobytes().hex(), a.tobytes().hex(),\n"
+            " np.float32(1).tobytes().hex(), np.ndarray((2,), dtype='u1', buffer=a).tolist(),\n"
+            " np.fromstring('1 2', sep=' ').tolist(),\n"
+            " np.fromstring(b'ab', dtype=np.uint8).tolist(),\n"
+            " df.groupby('s')['v'].sum().to_dict(), df.s.unique().tolist(),\n"
+            " df.merge(df, on='s').shape[0],\n"
+            " np.shares_memory(a, a[1:])]")
+    ok(run(host, code), ["0001", "0001", "0001", "0000803f", [0, 1], [1.0, 2.0], [97, 98],
+                         {"a": 4, "b": 2}, ["a", "b", None], 6, True])
+
+
+def test_warnings_raised_in_c(host):
+    # numpy warns from C (divide by zero, fromstring's binary mode): CPython's
+    # _warnings looked the warnings module up through its __spec__, which the guard
+    # refused with the snippet's frame innermost ("attribute '__spec__' is not
+    # allowed"); a warning from numpy's own file read that file ("audit event
+    # 'open'"); numpy's Python deprecations met the shim's warn, which did not
+    # match the built-in str filter ("'str' object has no attribute 'match'").
+    res = run(host, "import numpy as np\nx = np.fromstring(b'ab', dtype=np.uint8)\n"
+                    "y = np.array([1.0, 0.0]) / 0\nz = np.mean(np.array([]))\n"
+                    "[x.tolist(), str(y), str(z), np.msort(np.array([2, 1])).tolist()]")
+    assert (res["ok"], res["value"]) == (True, [[97, 98], "[inf nan]", "nan", [1, 2]]), res
+    assert res["stderr"] == (
+        "<snippet>:2: DeprecationWarning: The binary mode of fromstring is deprecated, as it "
+        "behaves surprisingly on unicode inputs. Use frombuffer instead\n"
+        "<snippet>:3: RuntimeWarning: divide by zero encountered in divide\n"
+        "<snippet>:3: RuntimeWarning: invalid value encountered in divide\n"
+        "<snippet>:4: RuntimeWarning: Mean of empty slice.\n"
+        "/usr/lib/python3/dist-packages/numpy/core/_methods.py:192: RuntimeWarning: invalid "
+        "value encountered in scalar divide\n"
+        "<snippet>:5: DeprecationWarning: msort is deprecated, use np.sort(a, axis=0) instead\n"), res
+    res = run(host, "import warnings\nwarnings.warn('old', DeprecationWarning)\n"
+                    "warnings.warn('x')\n1", policy="standard")
+    assert (res["ok"], res["value"], res["stderr"]) == (
+        True, 1, "<snippet>:2: DeprecationWarning: old\n<snippet>:3: UserWarning: x\n"), res
