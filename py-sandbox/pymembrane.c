@@ -45,7 +45,8 @@
 
 static int g_on;
 static PyObject *g_offered;  /* set of ids: builtin functions a facade offers */
-static PyObject *g_sys_held; /* set of ids: the real sys module's containers */
+static PyObject *g_sys_held[32]; /* the real sys module's dicts and lists */
+static int g_nsys_held;
 /* The C modules whose functions reach the interpreter's state or the system: frames
  * (sys), processes and files (posix, _io, _posixsubprocess, fcntl, mmap, select,
  * _socket, resource), every object (gc), imports and code (_imp, marshal), threads
@@ -73,22 +74,50 @@ static const char *utf8_of(PyObject *s)
 	return NULL; /* trusted files have ASCII names */
 }
 
-/* The frame runs trusted code (see the header). */
-static int trusted(_PyInterpreterFrame *f)
+/* Whether code from this file may be trusted (then its namespace decides): 1
+ * for a file under /usr/lib/python3, a frozen module or the shim (2: no
+ * namespace check), 0 for anything else. */
+static int file_kind(PyObject *file)
 {
-	const char *s = utf8_of(f->f_code->co_filename);
+	const char *s = utf8_of(file);
 
 	if (s == NULL)
 		return 0;
 	if (s[0] == '<') {
 		if (strcmp(s, SHIM) == 0)
-			return 1;
-		if (strncmp(s, "<frozen ", 8) != 0)
-			return 0;
-	} else if (strncmp(s, "/usr/lib/python3", 16) != 0) {
-		return 0;
+			return 2;
+		return strncmp(s, "<frozen ", 8) == 0;
 	}
-	return tp_py_real_namespace(f->f_globals);
+	return strncmp(s, "/usr/lib/python3", 16) == 0;
+}
+
+/* file_kind of the last few filenames seen, by identity. Every code object of
+ * one compilation shares its filename object, and the cache holds a reference,
+ * so a pointer here always names the same immutable string. */
+#define NFILES 8
+static PyObject *g_files[NFILES];
+static int g_kinds[NFILES], g_next_file;
+
+static int file_kind_cached(PyObject *file)
+{
+	int k;
+
+	for (int i = 0; i < NFILES; i++)
+		if (g_files[i] == file)
+			return g_kinds[i];
+	k = file_kind(file);
+	Py_XSETREF(g_files[g_next_file], Py_NewRef(file));
+	g_kinds[g_next_file] = k;
+	g_next_file = (g_next_file + 1) % NFILES;
+	return k;
+}
+
+/* The frame runs trusted code (see the header). */
+static int trusted(_PyInterpreterFrame *f)
+{
+	int k = file_kind_cached(f->f_code->co_filename);
+
+	return k == 2 || (k == 1 && tp_py_real_namespace(f->f_globals));
 }
 
 int tp_py_membrane_snippet_frame(void)
@@ -182,20 +211,18 @@ static const char *forbidden(PyObject *o, int depth, char *buf, size_t n)
 		return "a code object";
 	if (t == &PyCell_Type)
 		return "a cell";
-	if (PyModule_Check(o)) {
-		if (!tp_py_real_module(o))
-			return NULL; /* a facade, the snippet's own */
+	if (tp_py_real_module(o)) /* exact types: a facade or the snippet's own is not one */
 		return module_desc(o, "the module", buf, n);
-	}
 	if (t == &PyDict_Type || t == &PyList_Type) {
 		if (tp_py_real_namespace(o)) {
 			snprintf(buf, n, "the namespace of a module the sandbox does not offer");
 			return buf;
 		}
-		if (held(g_sys_held, o))
-			return "one of the sys module's own containers (sys.modules, sys.path ...)";
+		for (int i = 0; i < g_nsys_held; i++)
+			if (g_sys_held[i] == o)
+				return "one of the sys module's own containers (sys.modules, sys.path ...)";
 	}
-	if (PyCFunction_Check(o))
+	if (t == &PyCFunction_Type || t == &PyCMethod_Type)
 		return cfunction_desc(o, depth, buf, n);
 	if (t == &PyMethod_Type) {
 		if ((r = forbidden(PyMethod_GET_SELF(o), depth, buf, n)) != NULL)
@@ -454,9 +481,8 @@ int tp_py_membrane_install(PyObject *facades, PyObject *b)
 	Py_ssize_t pos;
 
 	g_offered = PySet_New(NULL);
-	g_sys_held = PySet_New(NULL);
 	seq = PySequence_Fast(facades, "facades must be a sequence");
-	if (g_offered == NULL || g_sys_held == NULL || seq == NULL || !PyDict_Check(b))
+	if (g_offered == NULL || seq == NULL || !PyDict_Check(b))
 		goto fail;
 	for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
 		PyObject *m = PySequence_Fast_GET_ITEM(seq, i);
@@ -485,10 +511,8 @@ int tp_py_membrane_install(PyObject *facades, PyObject *b)
 	d = PyModule_GetDict(sys);
 	pos = 0;
 	while (PyDict_Next(d, &pos, &k, &v))
-		if ((PyDict_Check(v) || PyList_Check(v)) && add_id(g_sys_held, v) != 0) {
-			Py_DECREF(sys);
-			goto fail;
-		}
+		if ((PyDict_CheckExact(v) || PyList_CheckExact(v)) && g_nsys_held < 32)
+			g_sys_held[g_nsys_held++] = Py_NewRef(v);
 	Py_DECREF(sys);
 	Py_DECREF(seq);
 	_PyInterpreterState_SetEvalFrameFunc(PyInterpreterState_Get(), membrane);
