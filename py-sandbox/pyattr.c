@@ -68,7 +68,9 @@ static int g_nmodtypes;
 /* The interpreter frame (tstate->cframe->current_frame: no frame object is made for it)
  * whose attrgetter/methodcaller reads now. */
 static const void *g_acting;
-static int g_acting_slot; /* ... or whose attribute slot wrapper does */
+static int g_acting_slot;        /* ... or whose attribute slot wrapper does */
+static PyObject *g_acting_args;  /* the arguments of that call (borrowed, while it runs) */
+static PyObject *g_acting_bound; /* a bound wrapper's object (obj.__getattribute__), or NULL */
 
 static PyObject *guarded(PyObject *obj, PyObject *name, getattrofunc orig);
 
@@ -282,7 +284,7 @@ static int own_attr_op(PyFrameObject *f, PyCodeObject *code, PyObject *name)
  * attrgetter, methodcaller or attribute slot wrapper may not, whoever calls it.
  * The snippet's own instructions and "<string>" code may not; C code they call
  * may, for names of its own (own_attr_op). Only while a snippet runs. */
-static int module_ok(PyObject *name)
+static int module_ok_as(PyObject *name, int acting)
 {
 	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
 	PyCodeObject *code;
@@ -290,13 +292,37 @@ static int module_ok(PyObject *name)
 
 	if (!g_armed || !tp_py_running)
 		return 1; /* no snippet runs: the zygote, a worker's start (and C tests) */
-	if (f == NULL || (g_acting != NULL && g_acting == current_frame()))
+	if (f == NULL || (acting && g_acting != NULL && g_acting == current_frame()))
 		return 0;
 	code = PyFrame_GetCode(f);
 	ok = tp_py_caller_shim() || tp_py_frame_exempt(!tp_py_running) ||
 	     tp_py_caller_zygote_code() || !own_attr_op(f, code, name);
 	Py_DECREF(code);
 	return ok;
+}
+
+static int module_ok(PyObject *name)
+{
+	return module_ok_as(name, 1);
+}
+
+/* A real module's own attribute read while an attrgetter, methodcaller or
+ * attribute slot wrapper runs: that callable's read when the module is one of
+ * its arguments (its chained reads of a module were refused as values already),
+ * else the read of C code underneath it (numpy's dtype.name getter reading
+ * numpy.core._dtype._name_get under sorted(key=attrgetter('name'))), judged as
+ * any C code's. */
+static int module_obj_ok(PyObject *obj, PyObject *name)
+{
+	int held = 0;
+
+	if (g_acting == NULL || g_acting != current_frame() || g_acting_args == NULL ||
+	    !PyTuple_Check(g_acting_args))
+		return module_ok(name);
+	held = obj == g_acting_bound;
+	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(g_acting_args) && !held; i++)
+		held = PyTuple_GET_ITEM(g_acting_args, i) == obj;
+	return module_ok_as(name, held);
 }
 
 static PyObject *refuse_module(PyObject *mod, PyObject *name, const char *what)
@@ -326,7 +352,8 @@ static inline PyObject *module_checked(PyObject *obj, PyObject *name, getattrofu
 {
 	PyObject *r;
 
-	if (module_type(Py_TYPE(obj)) && g_armed && tp_py_real_module(obj) && !module_ok(name))
+	if (module_type(Py_TYPE(obj)) && g_armed && tp_py_real_module(obj) &&
+	    !module_obj_ok(obj, name))
 		return refuse_module(obj, name, "read");
 	r = orig(obj, name);
 	if (r != NULL && module_type(Py_TYPE(r)) && g_armed && tp_py_real_module(r) &&
@@ -1064,7 +1091,7 @@ static PyObject *acting_call(PyObject *self, PyObject *args, PyObject *kw)
 {
 	PyTypeObject *t = Py_TYPE(self);
 	const void *prev = g_acting;
-	PyObject *r;
+	PyObject *r, *prev_args, *prev_bound;
 	int k = 4, prev_slot, how;
 
 	while (t != NULL && k == 4) {
@@ -1080,11 +1107,17 @@ static PyObject *acting_call(PyObject *self, PyObject *args, PyObject *kw)
 	if (!how)
 		return g_actcall[k](self, args, kw);
 	prev_slot = g_acting_slot;
+	prev_args = g_acting_args;
+	prev_bound = g_acting_bound;
+	g_acting_bound = k == 1 ? ((tp_method_wrapper *)self)->self : NULL;
 	g_acting = current_frame();
 	g_acting_slot = how == 2;
+	g_acting_args = args;
 	r = g_actcall[k](self, args, kw);
 	g_acting = prev;
 	g_acting_slot = prev_slot;
+	g_acting_args = prev_args;
+	g_acting_bound = prev_bound;
 	return r;
 }
 

@@ -44,7 +44,7 @@
 #define DEEP 3
 
 static int g_on;
-static PyObject *g_offered;  /* set of ids: builtin functions a facade offers */
+static PyObject *g_offered;      /* set of ids: builtin functions a facade offers */
 static PyObject *g_sys_held[32]; /* the real sys module's dicts and lists */
 static int g_nsys_held;
 /* The C modules whose functions reach the interpreter's state or the system: frames
@@ -154,6 +154,10 @@ static int held(PyObject *set, PyObject *o)
  * written into buf, or NULL when o may cross. depth: how many container levels
  * to look into. */
 static const char *forbidden(PyObject *o, int depth, char *buf, size_t n);
+/* While the snippet's own objects are checked after trusted code had them: a
+ * cell there is the snippet's (a class body's __classcell__ in the namespace it
+ * hands a metaclass), as no trusted code stores a cell into one. */
+static int g_cells_ok;
 
 static const char *module_desc(PyObject *m, const char *what, char *buf, size_t n)
 {
@@ -209,7 +213,7 @@ static const char *forbidden(PyObject *o, int depth, char *buf, size_t n)
 		return "a frame";
 	if (t == &PyCode_Type)
 		return "a code object";
-	if (t == &PyCell_Type)
+	if (t == &PyCell_Type && !g_cells_ok)
 		return "a cell";
 	if (tp_py_real_module(o)) /* exact types: a facade or the snippet's own is not one */
 		return module_desc(o, "the module", buf, n);
@@ -220,7 +224,8 @@ static const char *forbidden(PyObject *o, int depth, char *buf, size_t n)
 		}
 		for (int i = 0; i < g_nsys_held; i++)
 			if (g_sys_held[i] == o)
-				return "one of the sys module's own containers (sys.modules, sys.path ...)";
+				return "one of the sys module's own containers (sys.modules, "
+				       "sys.path ...)";
 	}
 	if (t == &PyCFunction_Type || t == &PyCMethod_Type)
 		return cfunction_desc(o, depth, buf, n);
@@ -381,9 +386,13 @@ static const char *check_args_after(PyObject **args, int k, char *buf, size_t n)
 		if (v == NULL)
 			continue;
 		PyTypeObject *t = Py_TYPE(v);
-		if ((t == &PyDict_Type || !tp_py_zygote_type(t)) &&
-		    (r = forbidden(v, 1, buf, n)) != NULL)
-			return r;
+		if (t == &PyDict_Type || !tp_py_zygote_type(t)) {
+			g_cells_ok = 1;
+			r = forbidden(v, 1, buf, n);
+			g_cells_ok = 0;
+			if (r != NULL)
+				return r;
+		}
 	}
 	return NULL;
 }
