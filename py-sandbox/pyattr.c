@@ -284,6 +284,69 @@ static int own_attr_op(PyFrameObject *f, PyCodeObject *code, PyObject *name)
  * attrgetter, methodcaller or attribute slot wrapper may not, whoever calls it.
  * The snippet's own instructions and "<string>" code may not; C code they call
  * may, for names of its own (own_attr_op). Only while a snippet runs. */
+/* {id(namespace): frozenset}: the names each stdlib module's code spells (the shim's
+ * _stdlib_literals), or NULL before the zygote gave them. */
+static PyObject *g_spelled;
+
+/* One of the modules the shim's _SPELL_ONLY names (the interpreter's and the system's
+ * powers): the standard library reads their attributes by names it spells only. */
+static int spell_only(PyObject *mod)
+{
+	static const char *const names[] = { "sys",  "builtins", "posix", "os", "gc",
+					     "_imp", "marshal",  "_io",   "io" };
+	const char *m = PyModule_GetName(mod);
+
+	if (m == NULL) {
+		PyErr_Clear();
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (strcmp(m, names[i]) == 0)
+			return 1;
+	return 0;
+}
+
+int tp_py_guard_spelled(PyObject *d)
+{
+	if (!PyDict_Check(d)) {
+		PyErr_SetString(PyExc_TypeError, "_spelled: a dict");
+		return -1;
+	}
+	Py_XSETREF(g_spelled, Py_NewRef(d));
+	return 0;
+}
+
+/* May the standard library's frame f read attribute name of the real module mod?
+ * Only by a name its own module's code spells, or of its own module: the snippet
+ * chooses no name a stdlib helper reads of a module (contextlib.redirect_stdout
+ * reads getattr(sys, self._stream), and a subclass's _stream = 'modules' was
+ * sys.modules; functools.update_wrapper reads the names the caller lists). */
+static int spelled(PyFrameObject *f, PyObject *mod, PyObject *name)
+{
+	PyObject *g = PyFrame_GetGlobals(f), *key, *set;
+	int r = 0;
+
+	if (g == NULL)
+		return 0;
+	if (g == PyModule_GetDict(mod) || g_spelled == NULL) {
+		Py_DECREF(g);
+		return 1;
+	}
+	if (!spell_only(mod)) {
+		Py_DECREF(g);
+		return 1;
+	}
+	key = PyLong_FromVoidPtr(g);
+	Py_DECREF(g);
+	set = key != NULL ? PyDict_GetItemWithError(g_spelled, key) : NULL; /* borrowed */
+	Py_XDECREF(key);
+	if (set != NULL && PyUnicode_Check(name))
+		r = PySet_Contains(set, name) == 1;
+	if (PyErr_Occurred())
+		PyErr_Clear();
+	return r;
+}
+
 static int module_ok_as(PyObject *name, int acting)
 {
 	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
@@ -315,7 +378,11 @@ static int module_ok(PyObject *name)
 static int module_obj_ok(PyObject *obj, PyObject *name)
 {
 	int held = 0;
+	PyFrameObject *f;
 
+	if (g_armed && tp_py_running && !tp_py_fileop && (f = PyEval_GetFrame()) != NULL &&
+	    !tp_py_acting_now() && tp_py_caller_stdlib_file())
+		return spelled(f, obj, name); /* the standard library's own code, not frozen */
 	if (g_acting == NULL || g_acting != current_frame() || g_acting_args == NULL ||
 	    !PyTuple_Check(g_acting_args))
 		return module_ok(name);
@@ -327,12 +394,18 @@ static int module_obj_ok(PyObject *obj, PyObject *name)
 
 static PyObject *refuse_module(PyObject *mod, PyObject *name, const char *what)
 {
-	char msg[256];
+	char msg[320];
 	const char *m = PyModule_Check(mod) ? PyModule_GetName(mod) : NULL;
 	const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
 
 	PyErr_Clear();
-	if (what == NULL)
+	if (what != NULL && strcmp(what, "spell") == 0)
+		snprintf(
+		    msg, sizeof msg,
+		    "module '%.60s' is not available in the sandbox: the standard library reads "
+		    "of it only what its own code names, not '%.60s' (a name the snippet chose)",
+		    m ? m : "?", s ? s : "?");
+	else if (what == NULL)
 		snprintf(msg, sizeof msg,
 			 "attribute '%.80s' is a module ('%.60s'), which is not available in the "
 			 "sandbox: a snippet reaches modules only through import",
@@ -354,7 +427,9 @@ static inline PyObject *module_checked(PyObject *obj, PyObject *name, getattrofu
 
 	if (module_type(Py_TYPE(obj)) && g_armed && tp_py_real_module(obj) &&
 	    !module_obj_ok(obj, name))
-		return refuse_module(obj, name, "read");
+		return refuse_module(obj, name,
+				     tp_py_caller_stdlib_file() && !tp_py_acting_now() ? "spell"
+										       : "read");
 	r = orig(obj, name);
 	if (r != NULL && module_type(Py_TYPE(r)) && g_armed && tp_py_real_module(r) &&
 	    !module_ok(name)) {

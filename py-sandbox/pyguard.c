@@ -345,6 +345,16 @@ int tp_py_frame_exempt(int no_frame)
 	return frame_in(f, stdlib);
 }
 
+/* The innermost Python frame is a standard library module's own code from its
+ * file (not a frozen module: the import machinery), in that module's namespace. */
+int tp_py_caller_stdlib_file(void)
+{
+	static const char *const stdlib[] = { STDLIB "/", NULL };
+	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
+
+	return f != NULL && frame_in(f, stdlib);
+}
+
 /* The innermost Python frame is a data package's own code (numpy, pandas,
  * matplotlib under DIST_PACKAGES: the zygote loaded them for a policy that
  * offers them) running in the namespace of a module the zygote loaded. Such

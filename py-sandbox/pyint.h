@@ -68,6 +68,8 @@ int tp_py_audit_hook(const char *event, PyObject *args, void *ud);
 
 /* pyattr.c: the attribute guard (installed by the shim in the zygote). */
 int tp_py_guard_install(PyObject *deny);
+/* {id(namespace): frozenset of names}: the names each stdlib module's code spells. */
+int tp_py_guard_spelled(PyObject *d);
 /* pymembrane.c: the checks where values cross from trusted code into the
  * snippet's frames (installed after the guard: the facades, the builtins). */
 int tp_py_membrane_install(PyObject *facades, PyObject *builtins);
@@ -82,6 +84,7 @@ int tp_py_zygote_type(PyTypeObject *t); /* existed when the guard was installed 
 /* The innermost frame called an attrgetter or methodcaller now reading. */
 int tp_py_acting_now(void);
 int tp_py_caller_data_package(void);
+int tp_py_caller_stdlib_file(void); /* a stdlib module's own code, from its file */
 int tp_py_caller_zygote_code(void); /* any module's own code the zygote loaded */
 int tp_py_data_dict_ok(PyObject *obj, PyObject *name);
 

@@ -313,6 +313,15 @@ static PyObject *py_guard(PyObject *self, PyObject *names)
 	Py_RETURN_NONE;
 }
 
+/* _spelled({id(namespace): frozenset}): what each stdlib module's code names (pyattr.c). */
+static PyObject *py_spelled(PyObject *self, PyObject *d)
+{
+	(void)self;
+	if (tp_py_guard_spelled(d) != 0)
+		return NULL;
+	Py_RETURN_NONE;
+}
+
 /* _membrane(facades, builtins): installs the membrane (pymembrane.c). Zygote, once,
  * after _guard. */
 static PyObject *py_membrane(PyObject *self, PyObject *args)
@@ -520,6 +529,7 @@ PyMethodDef tp_py_shim_fns[] = {
 	{ "_eval_builtins", py_eval_builtins, METH_O, NULL },
 	{ "_guard", py_guard, METH_O, NULL },
 	{ "_membrane", py_membrane, METH_VARARGS, NULL },
+	{ "_spelled", py_spelled, METH_O, NULL },
 	{ "_sgetattr", (PyCFunction)(void (*)(void))py_sgetattr, METH_FASTCALL, NULL },
 	{ "_ssetattr", (PyCFunction)(void (*)(void))py_ssetattr, METH_FASTCALL, NULL },
 	{ "_write", py_write, METH_VARARGS, NULL },

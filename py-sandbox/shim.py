@@ -4,7 +4,7 @@
 # reach is decided here: the module allowlist, the facades, the AST check, the
 # guarded builtins. None of this is the security boundary (docs/python.md).
 # The C layer injects before running this: _write, _refuse, _settype, _gate,
-# _print, _eval_builtins, _guard, _membrane, _sgetattr, _ssetattr, _within, _workspace, _fileop, _errno_call, _errno_check,
+# _print, _eval_builtins, _guard, _spelled, _membrane, _sgetattr, _ssetattr, _within, _workspace, _fileop, _errno_call, _errno_check,
 # PolicyViolation, LimitExceeded. init() gets the zygote's policy.
 import ast
 import builtins
@@ -1731,9 +1731,81 @@ def init(modules, allowed_builtins, catalog_builtins, policy, kernel_only, files
     _eval_builtins(b)
     assert all(_attr_bad(n) for n in GUARD_DENY)  # the AST check refuses them first ...
     assert READ_OK <= GUARD_DENY  # ... but these reads, which the guard decides in C
+    _spelled(_stdlib_literals())  # what each stdlib module's code names (pyattr.c)
     _guard(GUARD_DENY)  # last: from here on a denied name is refused in C
     _membrane(tuple(FACADES.values()), b)  # and what crosses into the snippet is checked
     return b
+
+
+# The modules whose attributes the standard library's code reads only by names it
+# spells itself (pyattr.c, spelled): the interpreter's state, the system, imports.
+_SPELL_ONLY = ('sys', 'builtins', 'posix', 'os', 'gc', '_imp', 'marshal', '_io', 'io')
+
+
+def _stdlib_literals():
+    """{module namespace: frozenset of the names its code spells}: every name and
+    string constant of every function and class of each standard library module
+    loaded now, with its classes' and its own attribute names and string values,
+    as far as they name an attribute of one of the modules that hold the
+    interpreter's or the system's powers (_SPELL_ONLY). The guard lets the
+    stdlib's code read those modules' attributes only by one of these names (or
+    its own module's): `getattr(sys, self._stream)` in contextlib reads 'stdout'
+    or 'stderr', never a name the snippet put in `_stream`."""
+    code_t = types.CodeType
+    _real_getattr = builtins.getattr  # this module's getattr is the snippet's
+    out = {}
+
+    def names_of(co, acc):
+        acc.update(co.co_names)
+        for c in co.co_consts:
+            if type(c) is str:
+                acc.add(c)
+            elif type(c) is code_t:
+                names_of(c, acc)
+            elif type(c) in (tuple, frozenset):
+                acc.update(x for x in c if type(x) is str)
+
+    def walk(v, acc, seen, depth):
+        if id(v) in seen or depth > 4:
+            return
+        seen.add(id(v))
+        t = type(v)
+        if t is str:
+            acc.add(v)
+        elif t in (tuple, list, set, frozenset):
+            acc.update(x for x in v if type(x) is str)
+        elif t is dict:
+            acc.update(k for k in v if type(k) is str)
+            acc.update(x for x in v.values() if type(x) is str)
+        elif t is types.FunctionType:
+            names_of(v.__code__, acc)
+        elif t in (staticmethod, classmethod):
+            walk(v.__func__, acc, seen, depth + 1)
+        elif t is property:
+            for f in (v.fget, v.fset, v.fdel):
+                walk(f, acc, seen, depth + 1)
+        elif isinstance(v, type) and _real_getattr(v, '__module__', None) == mod_name:
+            for k, x in list(v.__dict__.items()):
+                acc.add(k)
+                walk(x, acc, seen, depth + 1)
+
+    # Only names some module has matter (a read of any other finds nothing).
+    attrs = set(dir(types.ModuleType)) | {'__dict__', '__file__', '__path__'}
+    for name in _SPELL_ONLY:
+        m = sys.modules.get(name)
+        if m is not None:
+            attrs.update(m.__dict__)
+    for mod_name, m in list(sys.modules.items()):
+        f = _real_getattr(m, '__file__', None) or ''
+        if not (f.startswith('/usr/lib/python3.') and '/dist-packages/' not in f):
+            continue
+        acc = set()
+        seen = set()
+        for k, v in list(m.__dict__.items()):
+            acc.add(k)
+            walk(v, acc, seen, 0)
+        out[id(m.__dict__)] = frozenset(acc & attrs)
+    return out
 
 
 _seed = None

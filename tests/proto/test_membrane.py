@@ -91,6 +91,15 @@ w = W()
 functools.update_wrapper(w, json.dumps, assigned=('__code__',), updated=())
 print('%s', vars(w))
 """ % CANARY, CROSS("update_wrapper returned a value that is or holds", "a code object")),
+    ("a stdlib subclass naming the attribute of sys the stdlib reads", """
+import contextlib
+class RS(contextlib.redirect_stdout):
+    _stream = 'modules'
+r = RS(None)
+r.__enter__()
+print('%s', len(r._old_targets[0]))
+""" % CANARY, "module 'sys' is not available in the sandbox: the standard library reads of it "
+       "only what its own code names, not 'modules' (a name the snippet chose)"),
     ("a stdlib subclass whose __init__ stores a module", """
 import warnings
 class W(warnings.catch_warnings):
