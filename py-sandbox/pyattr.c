@@ -638,11 +638,68 @@ static PyObject *guarded_slow(PyObject *obj, PyObject *name, getattrofunc orig)
 	return module_checked(obj, name, orig);
 }
 
+/* numpy builds an array over the memory that an object's __array_interface__ (or
+ * __array_struct__) names by its address: one of the snippet's own objects (or
+ * classes) offering either would read or write any address in the worker. Found,
+ * it is refused whoever asks (numpy's C code does, for np.asarray(x), on every
+ * object it is given: an object without one gets the AttributeError numpy expects). */
+static int array_iface_name(const char *s, Py_ssize_t n)
+{
+	return (n == 19 && memcmp(s, "__array_interface__", 19) == 0) ||
+	       (n == 16 && memcmp(s, "__array_struct__", 16) == 0);
+}
+
+/* The one obj has comes from a class the zygote made (numpy's, pandas', PIL's),
+ * not from an instance dict (a SimpleNamespace's, a list subclass's), nor a class
+ * or __getattr__ of the snippet's. */
+static PyTypeObject *g_dummy_array; /* numpy.lib.stride_tricks.DummyArray, if loaded */
+
+static int array_iface_ok(PyObject *obj, PyObject *name)
+{
+	PyObject *mro, **dp;
+
+	if (PyType_Check(obj))
+		return zygote_type((PyTypeObject *)obj);
+	dp = _PyObject_GetDictPtr(obj);
+	if (dp != NULL && *dp != NULL && PyDict_Check(*dp) && PyDict_Contains(*dp, name) != 0)
+		/* numpy's own carrier (as_strided, broadcast_to: refused to the snippet, and
+		 * no instance of it is reachable) holds its interface in its instance dict */
+		return g_dummy_array != NULL && Py_IS_TYPE(obj, g_dummy_array);
+	mro = Py_TYPE(obj)->tp_mro;
+	for (Py_ssize_t i = 0; mro != NULL && i < PyTuple_GET_SIZE(mro); i++) {
+		PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
+		if (b->tp_dict != NULL && PyDict_Contains(b->tp_dict, name) == 1)
+			return zygote_type(b);
+	}
+	return 0; /* __getattr__ */
+}
+
+static PyObject *refuse_array_iface(PyObject *name)
+{
+	char msg[200];
+
+	snprintf(msg, sizeof msg,
+		 "attribute '%s' is not allowed unless numpy, pandas or PIL defines it: numpy "
+		 "would use the memory at whatever address it names",
+		 PyUnicode_AsUTF8(name));
+	return tp_py_refuse(msg, -1);
+}
+
 static PyObject *guarded(PyObject *obj, PyObject *name, getattrofunc orig)
 {
 	if (PyUnicode_CheckExact(name) && PyUnicode_IS_COMPACT_ASCII(name)) {
 		Py_ssize_t n = PyUnicode_GET_LENGTH(name);
 		const char *s = (const char *)PyUnicode_DATA(name);
+		if (__builtin_expect(n >= 16, 0) && array_iface_name(s, n) && g_armed &&
+		    tp_py_running) {
+			PyObject *v = orig(obj, name); /* none: numpy's AttributeError */
+			/* numpy uses only a dict (the interface) or a capsule (the struct) */
+			if (v == NULL || (!PyDict_Check(v) && !PyCapsule_CheckExact(v)) ||
+			    array_iface_ok(obj, name))
+				return v;
+			Py_DECREF(v);
+			return refuse_array_iface(name);
+		}
 		if (n < g_minlen || n > g_maxlen ||
 		    !g_prefix[(unsigned char)s[0]][(unsigned char)s[1]])
 			return module_checked(obj, name, orig);
@@ -1295,6 +1352,41 @@ PyObject *tp_py_snippet_setattr(PyObject *const *args, Py_ssize_t n)
 	Py_RETURN_NONE;
 }
 
+/* Every class made while a snippet runs has a guarded tp_getattro: a class that
+ * inherits PyObject_GenericGetAttr from a builtin base the guard leaves alone (list,
+ * dict, int ...) takes its trampoline instead (its loads of names the guard lets
+ * through are still specialised: generic_behind_guard), and so does a class with
+ * __getattr__ (CPython's hook, which asks __getattr__ after the guarded lookup),
+ * so every lookup on the snippet's objects, as a whole, meets the guard (numpy
+ * looks __array_interface__ up there). */
+static newfunc g_type_new;
+
+static int is_tramp(getattrofunc f)
+{
+	for (int i = 0; i < g_ntramp; i++)
+		if (f == g_tramp[i])
+			return 1;
+	return 0;
+}
+
+static PyObject *guarded_type_new(PyTypeObject *meta, PyObject *args, PyObject *kw)
+{
+	PyObject *t = g_type_new(meta, args, kw);
+	getattrofunc tramp;
+
+	if (t != NULL && g_armed && tp_py_running && PyType_Check(t) &&
+	    ((PyTypeObject *)t)->tp_getattro != NULL &&
+	    !is_tramp(((PyTypeObject *)t)->tp_getattro)) {
+		if (tramp_for(((PyTypeObject *)t)->tp_getattro, &tramp) != 0) {
+			Py_DECREF(t);
+			return NULL;
+		}
+		((PyTypeObject *)t)->tp_getattro = tramp;
+		PyType_Modified((PyTypeObject *)t);
+	}
+	return t;
+}
+
 /* Zygote, once, after every import and the shim's own changes to the types. */
 int tp_py_guard_install(PyObject *deny)
 {
@@ -1336,6 +1428,20 @@ int tp_py_guard_install(PyObject *deny)
 	    guard_callables() != 0)
 		return -1;
 	qsort(g_ztypes, g_nztypes, sizeof *g_ztypes, cmp_type);
+	g_type_new = PyType_Type.tp_new;
+	PyType_Type.tp_new = guarded_type_new;
+	{
+		PyObject *n = PyUnicode_FromString("numpy.lib.stride_tricks");
+		PyObject *st = n != NULL ? PyImport_GetModule(n) : NULL;
+		Py_XDECREF(n);
+		PyObject *d = st != NULL ? PyObject_GetAttrString(st, "DummyArray") : NULL;
+		if (d != NULL && PyType_Check(d))
+			g_dummy_array = (PyTypeObject *)d; /* kept */
+		else
+			Py_XDECREF(d);
+		Py_XDECREF(st);
+		PyErr_Clear();
+	}
 	g_armed = 1;
 	return 0;
 }

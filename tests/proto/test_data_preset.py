@@ -402,3 +402,48 @@ def test_warnings_raised_in_c(host):
                     "warnings.warn('x')\n1", policy="standard")
     assert (res["ok"], res["value"], res["stderr"]) == (
         True, 1, "<snippet>:2: DeprecationWarning: old\n<snippet>:3: UserWarning: x\n"), res
+
+
+ARRAY_IFACE = ("attribute '%s' is not allowed unless numpy, pandas or PIL defines it: numpy "
+               "would use the memory at whatever address it names")
+# The address of the binary's ELF header (tidepool-python is not PIE): the bytes
+# 127 69 76 70 ("\x7fELF") were read there through each of these.
+IFACE = "{'data': (0x400000, True), 'shape': (4,), 'typestr': '|u1', 'version': 3}"
+
+
+@pytest.mark.parametrize("code", [
+    "X = type('X', (), {'__array_interface__': %s})\nprint(np.asarray(X()).tolist())" % IFACE,
+    "class L(list):\n    pass\nl = L()\nvars(l)['__array_interface__'] = %s\n"
+    "print(np.asarray(l).tolist())" % IFACE,
+    "class D(dict):\n    pass\nd = D()\nvars(d)['__array_interface__'] = %s\n"
+    "print(pd.Series(np.asarray(d)).tolist())" % IFACE,
+    "X = type('X', (), {'__array_interface__': property(lambda s: %s)})\n"
+    "print(np.array([X()], dtype=np.uint8).tolist())" % IFACE,
+    "import logging\nr = logging.makeLogRecord({'__array_interface__': %s})\n"
+    "print(np.asarray(r).tolist())" % IFACE,
+    "class G:\n    def __getattr__(self, n):\n        if n == '__array_interface__':\n"
+    "            return %s\n        raise AttributeError(n)\nprint(np.asarray(G()).tolist())" % IFACE,
+], ids=["class attribute", "list subclass instance dict", "dict subclass, through pandas",
+        "a property, inside a list", "a stdlib instance's dict", "__getattr__"])
+def test_an_array_interface_of_the_snippets_own_is_refused(host, code):
+    """numpy reads the memory an object's __array_interface__ names by address: the
+    snippet's own objects may not offer one (pyattr.c; every class the snippet makes
+    is guarded, list and dict subclasses too)."""
+    res = run(host, "import numpy as np, pandas as pd\n" + code)
+    assert res["ok"] is False and res["stdout"] == "", res
+    assert (res["error"]["kind"], res["error"]["layer"]) == ("policy_violation", "language"), res
+    assert res["error"]["message"] == ARRAY_IFACE % "__array_interface__", res
+
+
+def test_the_snippets_objects_still_become_arrays(host):
+    res = run(host, """
+import numpy as np, pandas as pd
+class L(list): pass
+class P:
+    def __init__(self, v): self.v = v
+    def __array__(self, dtype=None): return np.array([self.v, self.v])
+[np.asarray(L([1, 2])).tolist(), np.asarray(P(3)).tolist(),
+ pd.Series([P(1), P(2)]).map(lambda p: p.v).tolist(), np.array([P(1)], dtype=object).shape]
+""")
+    assert res["ok"], res
+    assert res["value"] == [[1, 2], [3, 3], [1, 2], [1]], res

@@ -366,9 +366,6 @@ G = "import operator\nAG = type(operator.attrgetter('x'))\n"  # the C class, no 
     # the class's own __dict__ property is not called: a __dict__ that is no dict is refused
     "class A:\n    @property\n    def __dict__(self):\n        return type(self).mro()\n"
     "A().__dict__",
-    # a __getattribute__ that asks for its class's dict gets the refusal
-    G + "ga = AG('__getattri' + 'bute__')(object)\nclass A:\n    def __getattribute__(self, n):\n"
-    "        return ga(type(self), n)\nA().__dict__",
     # an instance dict holding a name the guard denies is refused, by vars() too
     "class P:\n    pass\np = P()\nvars(p)['__code__'] = 1\np.__dict__",
 ])
@@ -376,6 +373,16 @@ def test_obj_dict_refused(host, code):
     res = run(host, code + "\nprint('reached')")
     refused(res, "attribute '__dict__' is not allowed")
     assert res["stdout"] == "" and res["value"] is None, res
+
+
+def test_own_dict_whatever_the_class_says(host):
+    """A __getattribute__ that would answer obj.__dict__ with its class's dict (through
+    object.__getattribute__ handed to an attrgetter) is not asked: a snippet
+    instance's __dict__ is its real instance dict, whoever reads it (pyattr.c)."""
+    res = run(host, G + "ga = AG('__getattri' + 'bute__')(object)\nclass A:\n"
+                        "    def __getattribute__(self, n):\n        return ga(type(self), n)\n"
+                        "a = A()\nvars(a)['x'] = 1\na.__dict__")
+    assert res["ok"] and res["value"] == {"x": 1}, res
 
 
 def test_vars_refused_with_a_denied_key(host):
