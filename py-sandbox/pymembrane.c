@@ -207,8 +207,16 @@ static const char *forbidden(PyObject *o, int depth, char *buf, size_t n)
 
 	/* the common values first: nothing to look into */
 	if (t == &PyLong_Type || t == &PyUnicode_Type || t == &PyFloat_Type || o == Py_None ||
-	    t == &PyBool_Type || t == &PyBytes_Type || t == &PyFunction_Type || t == &PyType_Type)
+	    t == &PyBool_Type || t == &PyBytes_Type || t == &PyFunction_Type)
 		return NULL;
+	if (PyType_Check(o)) {
+		/* A class made while the snippet runs (by it, or by trusted code for it: enum's
+		 * _convert_ builds one from a module's namespace): what its dict holds. */
+		PyTypeObject *c = (PyTypeObject *)o;
+		if (depth <= 0 || tp_py_zygote_type(c) || c->tp_dict == NULL)
+			return NULL;
+		return scan_dict(c->tp_dict, depth - 1, buf, n);
+	}
 	if (t == &PyFrame_Type)
 		return "a frame";
 	if (t == &PyCode_Type)
@@ -375,9 +383,12 @@ static int check_thrown(_PyInterpreterFrame *f)
 	return -1;
 }
 
-/* The snippet's own objects among a trusted frame's arguments (update_wrapper's
- * wrapper, a dict it fills), after the frame ran. */
-static const char *check_args_after(PyObject **args, int k, char *buf, size_t n)
+/* The snippet's own objects among a trusted frame's arguments, after the frame ran:
+ * what it may have stored in them (update_wrapper into the wrapper's dict, deepcopy
+ * into the memo it was given). Dicts and the snippet's instances as deep as a return
+ * value; a list only if its length changed (random.choice(big) stays cheap). */
+static const char *check_args_after(PyObject **args, const Py_ssize_t *lens, int k, char *buf,
+				    size_t n)
 {
 	const char *r;
 
@@ -386,9 +397,13 @@ static const char *check_args_after(PyObject **args, int k, char *buf, size_t n)
 		if (v == NULL)
 			continue;
 		PyTypeObject *t = Py_TYPE(v);
-		if (t == &PyDict_Type || !tp_py_zygote_type(t)) {
+		int depth = t == &PyDict_Type       ? DEEP
+			    : t == &PyList_Type     ? (PyList_GET_SIZE(v) != lens[i] ? DEEP : 0)
+			    : !tp_py_zygote_type(t) ? DEEP - 1
+						    : 0;
+		if (depth > 0) {
 			g_cells_ok = 1;
-			r = forbidden(v, 1, buf, n);
+			r = forbidden(v, depth, buf, n);
 			g_cells_ok = 0;
 			if (r != NULL)
 				return r;
@@ -403,6 +418,7 @@ static PyObject *membrane(PyThreadState *ts, _PyInterpreterFrame *f, int throwfl
 {
 	_PyInterpreterFrame *caller;
 	PyObject *r, *args[KEEP_ARGS];
+	Py_ssize_t lens[KEEP_ARGS];
 	const char *bad;
 	char buf[200], how[260];
 	int k;
@@ -435,8 +451,10 @@ static PyObject *membrane(PyThreadState *ts, _PyInterpreterFrame *f, int throwfl
 					 i + 1);
 				return refuse("a value may not cross from the snippet", how, f);
 			}
-			if (k < KEEP_ARGS)
+			if (k < KEEP_ARGS) {
+				lens[k] = PyList_CheckExact(v) ? PyList_GET_SIZE(v) : 0;
 				args[k++] = Py_NewRef(v);
+			}
 		}
 	}
 	r = _PyEval_EvalFrameDefault(ts, f, throwflag);
@@ -458,7 +476,7 @@ static PyObject *membrane(PyThreadState *ts, _PyInterpreterFrame *f, int throwfl
 		}
 	}
 	if (bad == NULL && !tp_py_verdict() &&
-	    (bad = check_args_after(args, k, buf, sizeof buf)) != NULL) {
+	    (bad = check_args_after(args, lens, k, buf, sizeof buf)) != NULL) {
 		snprintf(how, sizeof how, "left %s in an object the snippet gave it", bad);
 		Py_CLEAR(r);
 	}

@@ -359,6 +359,29 @@ def _guard_typing(real):
     real._eval_type = _eval_type
 
 
+def _guard_enum(real):
+    # EnumType._convert_ takes a module's name as data and reads and writes that
+    # module's namespace (sys.modules[module].__dict__); global_enum writes the
+    # members into the namespace cls.__module__ names. Every Enum subclass inherits
+    # _convert_, so it is replaced in the real class; global_enum keeps to the
+    # snippet's own module.
+    def _convert_(cls, *args, **kwargs):
+        _refuse("enum's _convert_ is not available in the sandbox (policy %s: it reads and "
+                "writes a module's namespace)" % POLICY)
+    real.EnumType._convert_ = classmethod(_convert_)
+    orig = real.global_enum
+
+    def global_enum(cls, update_str=False):
+        if type(getattr(cls, '__module__', None)) is not str or cls.__module__ != '__main__':
+            _refuse("enum.global_enum is not available in the sandbox for a class of module "
+                    "%r (policy %s: only the snippet's own module's)" % (cls.__module__, POLICY))
+        return orig(cls, update_str)
+    global_enum.__doc__ = orig.__doc__
+    real.global_enum = global_enum
+    if 'enum' in FACADES:
+        FACADES['enum'].global_enum = global_enum
+
+
 def _patch_classes(f, real, name):
     # Classes these make get the calling frame's module as __module__, which is
     # the stdlib's here (no frame globals): make them the snippet's, so code that
@@ -1731,6 +1754,7 @@ def init(modules, allowed_builtins, catalog_builtins, policy, kernel_only, files
     _eval_builtins(b)
     assert all(_attr_bad(n) for n in GUARD_DENY)  # the AST check refuses them first ...
     assert READ_OK <= GUARD_DENY  # ... but these reads, which the guard decides in C
+    _guard_enum(sys.modules['enum'])  # after every import: the stdlib's own use _convert_
     _spelled(_stdlib_literals())  # what each stdlib module's code names (pyattr.c)
     _guard(GUARD_DENY)  # last: from here on a denied name is refused in C
     _membrane(tuple(FACADES.values()), b)  # and what crosses into the snippet is checked
