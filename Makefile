@@ -72,7 +72,7 @@ FORMAT_SRCS = $(filter-out py-sandbox/pyshim.c common/presets.c,$(CORE_SRCS)) $(
               $(wildcard $(SRC_DIRS:%=%/*.h)) $(wildcard tests/unit/*.[ch])
 
 .PHONY: all deps demo test bench install uninstall clean unit proto sdk faults failalloc soak \
-        soak-ci test-sanitize fuzz fuzz-build fuzz-regress format format-check shim-check \
+        soak-ci test-sanitize fuzz fuzz-build fuzz-regress format format-check layer-check shim-check \
         pyclient man-check doc-check pyclient-install contrib-check
 
 # ---- entry points ------------------------------------------------------------
@@ -269,8 +269,13 @@ test-sanitize:
 	TIDEPOOL=$(CURDIR)/build-san/tidepool PYTHONPATH=$(CURDIR)/tests/sanitize \
 	  $(PYTHON) -m pytest -q -p pytest_sanitize tests/proto
 
-format-check:
+# With the layering rule: nothing in sandbox/ or common/ includes a language
+# directory's header (tests/layers/check_includes.py; docs/architecture.md).
+format-check: layer-check
 	clang-format --dry-run --Werror $(FORMAT_SRCS)
+
+layer-check:
+	@$(PYTHON) tests/layers/check_includes.py
 
 shim-check:
 	@$(PYTHON) py-sandbox/gen_shim.py --check
