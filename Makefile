@@ -56,7 +56,9 @@ BUILD     := $(BUILD)-failalloc
 endif
 
 # ---- sources -----------------------------------------------------------------
-CORE_SRCS := $(filter-out host/main.c sandbox/zygote_main_lua.c,$(wildcard $(SRC_DIRS:%=%/*.c)))
+# The binaries' entry points: each registers the languages it links (sandbox/lang.h).
+MAIN_SRCS := host/main.c lua-sandbox/lmain.c
+CORE_SRCS := $(filter-out $(MAIN_SRCS),$(wildcard $(SRC_DIRS:%=%/*.c)))
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 ifneq ($(SANITIZE),)
 CORE_OBJS += $(BUILD)/obj/tests/sanitize/san_options.o
@@ -66,11 +68,11 @@ endif
 MAIN_OBJ  := $(BUILD)/obj/host/main.o
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 # py-sandbox/pyshim.c is generated from shim.py by gen_shim.py: not formatted.
-FORMAT_SRCS = $(filter-out py-sandbox/pyshim.c common/presets.c,$(CORE_SRCS)) host/main.c sandbox/zygote_main_lua.c \
+FORMAT_SRCS = $(filter-out py-sandbox/pyshim.c common/presets.c,$(CORE_SRCS)) $(MAIN_SRCS) \
               $(wildcard $(SRC_DIRS:%=%/*.h)) $(wildcard tests/unit/*.[ch])
 
 .PHONY: all deps demo test bench install uninstall clean unit proto sdk faults failalloc soak \
-        soak-ci test-sanitize fuzz fuzz-build fuzz-regress format format-check shim-check \
+        soak-ci test-sanitize fuzz fuzz-build fuzz-regress format format-check layer-check shim-check \
         pyclient man-check doc-check pyclient-install contrib-check
 
 # ---- entry points ------------------------------------------------------------
@@ -153,14 +155,11 @@ $(BUILD)/tidepool-python: $(MAIN_OBJ) $(CORE_OBJS)
 
 # The Lua zygote's binary: the zygote and worker code without CPython (nothing
 # of host/ or py-sandbox/), so the process every Lua worker is forked from maps
-# no libpython. The host falls back to its own binary when it is not beside it.
+# no libpython; its main (lua-sandbox/lmain.c) registers Lua only. The host
+# falls back to its own binary when it is not beside it.
 # (A sanitizer build links its options too: the zygote's differ from ASan's defaults.)
 LUA_OBJS = $(filter $(BUILD)/obj/common/% $(BUILD)/obj/sandbox/% $(BUILD)/obj/lua-sandbox/% \
-             $(BUILD)/obj/tests/sanitize/%,$(filter-out $(BUILD)/obj/sandbox/lang.o,$(CORE_OBJS))) \
-           $(BUILD)/obj/sandbox/lang_lua.o $(BUILD)/obj/sandbox/zygote_main_lua.o
-$(BUILD)/obj/sandbox/lang_lua.o: sandbox/lang.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -DTP_LUA_ONLY $(CFLAGS) -c $< -o $@
+             $(BUILD)/obj/tests/sanitize/%,$(CORE_OBJS)) $(BUILD)/obj/lua-sandbox/lmain.o
 $(BUILD)/tidepool-lua: $(LUA_OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ -Wl,-Bstatic $(STATIC_LIBS) -Wl,-Bdynamic -lm
 
@@ -270,8 +269,13 @@ test-sanitize:
 	TIDEPOOL=$(CURDIR)/build-san/tidepool PYTHONPATH=$(CURDIR)/tests/sanitize \
 	  $(PYTHON) -m pytest -q -p pytest_sanitize tests/proto
 
-format-check:
+# With the layering rule: nothing in sandbox/ or common/ includes a language
+# directory's header (tests/layers/check_includes.py; docs/architecture.md).
+format-check: layer-check
 	clang-format --dry-run --Werror $(FORMAT_SRCS)
+
+layer-check:
+	@$(PYTHON) tests/layers/check_includes.py
 
 shim-check:
 	@$(PYTHON) py-sandbox/gen_shim.py --check

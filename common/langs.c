@@ -11,9 +11,9 @@
 /*
  * Adding a language ("js") touches:
  *   1. here: a TP_LANG_JS id in langs.h and its row below;
- *   2. sandbox/lang.c: the row [TP_LANG_JS] = &tp_lang_js;
- *   3. a new directory js-sandbox/ that defines tp_lang_js (sandbox/lang.h:
+ *   2. a new directory js-sandbox/ that defines tp_lang_js (sandbox/lang.h:
  *      zygote_init, worker_init, exec) with .id = TP_LANG_JS;
+ *   3. host/main.c: tp_lang_register(&tp_lang_js) beside the others;
  *   4. the Makefile: js-sandbox in SRC_DIRS, and its library's flags.
  * The params check, tools/list, initialize, the host's zygotes and pools, the
  * zygote binary and `tidepool run FILE` follow from the row.

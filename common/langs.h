@@ -9,8 +9,9 @@
  *      tp_langs_by_tool() ("run_lua", from tools/call) or tp_langs_by_path()
  *      (a file's extension); each returns NULL for something unknown.
  *   2. Index per-language state by its id (0 .. TP_NLANGS-1), or walk tp_langs[].
- *   3. The interpreter itself is sandbox/lang.c's struct tp_lang, indexed by
- *      the same id.
+ *   3. The interpreter itself is a struct tp_lang (sandbox/lang.h) with the
+ *      same id, which the binary's entry point registers and tp_lang_find()
+ *      looks up.
  */
 #ifndef TP_LANGS_H
 #define TP_LANGS_H

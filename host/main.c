@@ -1,7 +1,8 @@
 /*
  * main.c — command-line entry: serve JSON-RPC (default), the commands for
  * people (host/cli.c), or the internal `--zygote LANG` the host execs. Thin:
- * everything else is testable.
+ * everything else is testable. tidepool and tidepool-python (this file's two
+ * binaries) link both languages and register both (sandbox/lang.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,8 +16,11 @@
 #include "failalloc.h"
 #include "host.h"
 #include "kprobe.h"
+#include "lang.h"
 #include "langs.h"
+#include "lsandbox.h"
 #include "mcp.h"
+#include "pysandbox.h"
 #include "zygote.h"
 
 static int usage(FILE *f)
@@ -154,6 +158,8 @@ static void std_fds_open(void)
 
 int main(int argc, char **argv)
 {
+	tp_lang_register(&tp_lang_lua);
+	tp_lang_register(&tp_lang_python);
 	if (argc >= 3 && strcmp(argv[1], "--zygote") == 0)
 		return tp_zygote_main(argv[2], argc >= 4 ? argv[3] : NULL);
 	std_fds_open();

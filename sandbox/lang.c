@@ -1,23 +1,20 @@
 /*
- * lang.c — the interpreters a zygote can host, one per row of common/langs.c
- * and indexed by the same id; each language directory defines its struct.
+ * lang.c — the interpreters this binary hosts, one per row of common/langs.c
+ * and indexed by the same id. Each language directory defines its struct; the
+ * binary's entry point registers those it links (lang.h), so nothing here
+ * names a language: tidepool-lua, without CPython, registers Lua only.
  */
 #include "lang.h"
 
 #include <string.h>
 
-#include "lsandbox.h"
-#ifndef TP_LUA_ONLY
-#include "pysandbox.h"
-#endif
+static const struct tp_lang *langs[TP_NLANGS];
 
-/* TP_LUA_ONLY: tidepool-lua, the Lua zygote's binary, has no CPython. */
-static const struct tp_lang *const langs[TP_NLANGS] = {
-	[TP_LANG_LUA] = &tp_lang_lua,
-#ifndef TP_LUA_ONLY
-	[TP_LANG_PYTHON] = &tp_lang_python,
-#endif
-};
+void tp_lang_register(const struct tp_lang *lang)
+{
+	if (lang != NULL && (unsigned)lang->id < TP_NLANGS)
+		langs[lang->id] = lang;
+}
 
 static struct tp_policy *active;
 static struct tp_policy_set *builtin;

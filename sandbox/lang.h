@@ -1,7 +1,13 @@
 /*
  * lang.h — what a language plugs into the zygote and the worker.
  *
- * Usage (one struct tp_lang per row of common/langs.c, found by tp_lang_find()):
+ * Each language directory (lua-sandbox/, py-sandbox/) defines one struct tp_lang
+ * per row of common/langs.c; sandbox/ never names one. A binary's entry point
+ * registers the languages it links (tp_lang_register) before the zygote looks
+ * one up (tp_lang_find): host/main.c both, lua-sandbox/lmain.c (tidepool-lua)
+ * Lua only, a unit test the one it runs.
+ *
+ * Usage:
  *   1. zygote_init(err): in the zygote, once, before any fork. Build the pristine
  *      interpreter every worker inherits. No request data exists yet. Returns 0,
  *      or -1 with the failure recorded in err (TP_KIND_INTERNAL, TP_LAYER_LANGUAGE).
@@ -58,7 +64,13 @@ void tp_sandbox_set_workspace(const char *dir);
 /* Is path (absolute, normalized) at or beneath the workspace? */
 int tp_sandbox_in_workspace(const char *path);
 
-/* By the row's name ("lua"); NULL for a language this build does not host. */
+/* Makes lang the interpreter of its row (lang->id), replacing any before it.
+ * Called by a binary's entry point, before tp_zygote_main; lang must outlive
+ * the process (a language directory's static struct). */
+void tp_lang_register(const struct tp_lang *lang);
+
+/* By the row's name ("lua"); NULL for an unknown name or a language this
+ * binary has not registered. */
 const struct tp_lang *tp_lang_find(const char *name);
 
 #endif

@@ -1,8 +1,12 @@
 /*
  * test_langs.c — the language table: every row complete, and each lookup
- * (name, tool, file name) finds its row and nothing else.
+ * (name, tool, file name) finds its row and nothing else; the interpreters
+ * (sandbox/lang.c) are found only once the binary registers them.
  */
+#include "lang.h"
 #include "langs.h"
+#include "lsandbox.h"
+#include "pysandbox.h"
 #include "tap.h"
 
 static void test_rows(void)
@@ -47,10 +51,30 @@ static void test_names(void)
 	CHECK_EQ_STR(tp_langs_names(buf, 3, "%s", ", ", "|"), "lu");
 }
 
+/* A binary hosts what its main registers: tidepool-lua registers Lua only. */
+static void test_registry(void)
+{
+	CHECK(tp_lang_find("lua") == NULL);
+	CHECK(tp_lang_find("python") == NULL);
+	tp_lang_register(&tp_lang_lua);
+	CHECK(tp_lang_find("lua") == &tp_lang_lua);
+	CHECK(tp_lang_find("python") == NULL);
+	tp_lang_register(&tp_lang_python);
+	CHECK(tp_lang_find("python") == &tp_lang_python);
+	CHECK(tp_lang_find("lua") == &tp_lang_lua);
+	CHECK(tp_lang_find("Lua") == NULL);
+	CHECK(tp_lang_find("run_lua") == NULL);
+	CHECK(tp_lang_find("") == NULL);
+	CHECK(tp_lang_find(NULL) == NULL);
+	tp_lang_register(NULL); /* ignored */
+	CHECK(tp_lang_find("lua") == &tp_lang_lua);
+}
+
 int main(void)
 {
 	test_rows();
 	test_paths();
 	test_names();
+	test_registry();
 	return tp_test_done("test_langs");
 }
