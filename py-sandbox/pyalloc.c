@@ -7,7 +7,7 @@
  *   - RAW (malloc): RAW's own blocks and every MEM/OBJ block above 512 bytes,
  *     which pymalloc hands to PyMem_RawMalloc (and the small blocks it hands
  *     there when no arena may be added: near the limit, counted to the byte).
- * Invariant: current == sum of malloc_usable_size() of the live RAW blocks plus
+ * Invariant: current == the counted size (size_of) of the live RAW blocks plus
  * the live arena bytes, and a request that would take current above a nonzero
  * limit is refused before the underlying allocator is called.
  * The worker is single-threaded, so plain counters suffice (RAW runs without
@@ -55,7 +55,44 @@ static void sub(size_t n)
 	g_a.current = n < g_a.current ? g_a.current - n : 0;
 }
 
-/* ---- RAW: malloc, sized by malloc_usable_size() ------------------------------ */
+/* ---- RAW: malloc, counted by chunk ---------------------------------------------
+ * glibc serves a request from a chunk of at least its size, and up to 31 bytes
+ * more when the free chunk it picks leaves too little to split; a large one from
+ * the heap or from mmap (page multiples) depending on what is free. So
+ * malloc_usable_size() of one request depends on the heap's history, and a warm
+ * worker's exec counted a few bytes more or less than a cold one's (and the last
+ * block could pass the limit by its slack). A request is therefore made in 64-byte
+ * steps (pad), and a block is counted by the step its usable size falls in, or
+ * for a large one by the pages it spans (size_of): whatever chunk served it, the
+ * same request counts the same, and that count is known before the call (want).
+ * The boundaries are chosen so that no slack crosses them (see size_of). */
+#define STEP ((size_t)64)
+#define LARGE ((size_t)65536 + 32) /* no 64-byte chunk's usable range straddles it */
+#define PAGE ((size_t)4096)
+
+static size_t pad(size_t n)
+{
+	return n > (size_t)-1 - 2 * STEP ? (size_t)-1 : ((n + 8 + STEP - 1) & ~(STEP - 1)) - 8;
+}
+
+/* The counted size of a block whose usable size is u: the chunk glibc meant,
+ * u + 8 rounded down to the step (u + 8 is at most 31 over it), or for a large
+ * block u + 16 rounded up to a page (the mmap'd chunk; a heap chunk's slack never
+ * reaches the next page: its start is a multiple of 64 and 8..39 bytes away). */
+static size_t size_of(size_t u)
+{
+	return u >= LARGE ? (u + 16 + PAGE - 1) & ~(PAGE - 1) : (u + 8) & ~(STEP - 1);
+}
+
+/* What a request of n bytes will count once served (size_of of its block). */
+static size_t want(size_t n)
+{
+	size_t nb = pad(n) + 8;
+
+	if (nb < n)
+		return (size_t)-1;
+	return nb - 8 >= LARGE ? (nb + 8 + PAGE - 1) & ~(PAGE - 1) : nb;
+}
 
 static void *c_malloc(void *ctx, size_t n)
 {
@@ -64,12 +101,12 @@ static void *c_malloc(void *ctx, size_t n)
 	(void)ctx;
 	if (n == 0)
 		n = 1; /* as CPython's own: malloc(0) may return NULL */
-	if (over_limit(n))
-		return refuse(n);
-	p = malloc(n);
+	if (over_limit(want(n)))
+		return refuse(want(n));
+	p = malloc(pad(n));
 	if (p == NULL)
-		return refuse(n);
-	add(malloc_usable_size(p));
+		return refuse(want(n));
+	add(size_of(malloc_usable_size(p)));
 	return p;
 }
 
@@ -83,30 +120,31 @@ static void *c_calloc(void *ctx, size_t nelem, size_t elsize)
 		nelem = elsize = 1;
 	if (__builtin_mul_overflow(nelem, elsize, &n))
 		return refuse((size_t)-1);
-	if (over_limit(n))
-		return refuse(n);
-	p = calloc(nelem, elsize);
+	if (over_limit(want(n)))
+		return refuse(want(n));
+	p = calloc(1, pad(n));
 	if (p == NULL)
-		return refuse(n);
-	add(malloc_usable_size(p));
+		return refuse(want(n));
+	add(size_of(malloc_usable_size(p)));
 	return p;
 }
 
 static void *c_realloc(void *ctx, void *ptr, size_t n)
 {
-	size_t old = ptr ? malloc_usable_size(ptr) : 0;
+	size_t old = ptr ? size_of(malloc_usable_size(ptr)) : 0, w;
 	void *p;
 
 	(void)ctx;
 	if (n == 0)
 		n = 1;
-	if (n > old && over_limit(n - old))
-		return refuse(n - old);
-	p = realloc(ptr, n);
+	w = want(n);
+	if (w > old && over_limit(w - old))
+		return refuse(w - old);
+	p = realloc(ptr, pad(n));
 	if (p == NULL)
-		return refuse(n > old ? n - old : 0);
+		return refuse(w > old ? w - old : 0);
 	sub(old);
-	add(malloc_usable_size(p));
+	add(size_of(malloc_usable_size(p)));
 	return p;
 }
 
@@ -115,7 +153,7 @@ static void c_free(void *ctx, void *ptr)
 	(void)ctx;
 	if (ptr == NULL)
 		return;
-	sub(malloc_usable_size(ptr));
+	sub(size_of(malloc_usable_size(ptr)));
 	free(ptr);
 }
 
