@@ -545,6 +545,235 @@ static void test_within(void)
 	CHECK(tp_policy_path_within(&root, "/etc/passwd"));
 }
 
+/* ---- the schema table --------------------------------------------------------- */
+
+/* A text that writes row k as val (JSON text); *col is the column of k's key. */
+static void row_text(const struct tp_policy_key *k, const char *val, char *text, size_t size,
+		     int *col)
+{
+	int n;
+	if (strcmp(k->key, "name") == 0 && k->section == NULL)
+		n = snprintf(text, size, "{\"name\": ");
+	else if (k->section == NULL)
+		n = snprintf(text, size, "{\"name\": \"p\", ");
+	else
+		n = snprintf(text, size, "{\"name\": \"p\", \"%s\": {", k->section);
+	*col = n + 1;
+	if (strcmp(k->key, "name") == 0 && k->section == NULL) {
+		*col = 2;
+		snprintf(text + n, size - (size_t)n, "%s}", val);
+		return;
+	}
+	snprintf(text + n, size - (size_t)n, "\"%s\": %s}%s", k->key, val, k->section ? "}" : "");
+}
+
+/* "SEC.KEY" or "KEY". */
+static void row_path(const struct tp_policy_key *k, char *out, size_t size)
+{
+	snprintf(out, size, "%s%s%s", k->section ? k->section : "", k->section ? "." : "", k->key);
+}
+
+/* The value of row k in p's JSON (borrowed), NULL when it is not there. */
+static json_t *row_in_json(json_t *j, const struct tp_policy_key *k)
+{
+	json_t *o = k->section ? json_object_get(j, k->section) : j;
+	return o ? json_object_get(o, k->key) : NULL;
+}
+
+/* Row k written as val is taken, and its field and its JSON give want back. */
+static void row_takes(const struct tp_policy_key *k, const char *val, uint64_t want)
+{
+	char text[2048];
+	int col;
+	row_text(k, val, text, sizeof text, &col);
+	struct tp_policy *p = parse(text);
+	CHECK(p != NULL);
+	if (p == NULL) {
+		fprintf(stderr, "# %s refused: %s\n", text, msg);
+		return;
+	}
+	CHECK_EQ_INT(tp_policy_key_u64(p, k), want);
+	json_t *j = tp_policy_to_json(p, 1), *v = row_in_json(j, k);
+	CHECK(v != NULL);
+	if (k->type == TP_PT_U64)
+		CHECK(json_is_integer(v) && (uint64_t)json_integer_value(v) == want);
+	else
+		CHECK(json_is_boolean(v) && (uint64_t)json_is_true(v) == want);
+	json_decref(j);
+	tp_policy_free(p);
+}
+
+/* Row k written as val is refused with "p.json:1:COL: PATH: why". */
+static void row_refuses(const struct tp_policy_key *k, const char *val, const char *why)
+{
+	char text[2048], path[128], want[TP_ERR_MSG_MAX];
+	int col;
+	row_text(k, val, text, sizeof text, &col);
+	row_path(k, path, sizeof path);
+	snprintf(want, sizeof want, "p.json:1:%d: %s: %s", col, path, why);
+	refused(text, want);
+}
+
+/* Every row: its value at lo and hi (or a value of its type) is taken and written
+ * back by to_json, lo-1 and hi+1 refused with their exact messages; a row a
+ * child does not write is its parent's, one it writes is the child's. */
+static void test_schema(void)
+{
+	char val[1400], why[256];
+	CHECK(tp_policy_nkeys > 0);
+	struct tp_policy *base = parse("{\"name\": \"p\"}");
+	CHECK(base != NULL);
+	for (size_t i = 0; base != NULL && i < tp_policy_nkeys; i++) {
+		const struct tp_policy_key *k = &tp_policy_keys[i];
+		/* A section's rows are contiguous: each top-level key is one place. */
+		for (size_t j = 0; k->section && j + 1 < i; j++)
+			if (tp_policy_keys[j].section &&
+			    strcmp(tp_policy_keys[j].section, k->section) == 0)
+				CHECK(tp_policy_keys[j + 1].section &&
+				      strcmp(tp_policy_keys[j + 1].section, k->section) == 0);
+		switch (k->type) {
+		case TP_PT_U64: {
+			/* Its default is within its range, and is what a policy starts from. */
+			CHECK((k->def >= k->lo && k->def <= k->hi) ||
+			      (k->def == 0 && (k->flags & TP_PK_ZERO_OK)));
+			CHECK_EQ_INT(tp_policy_key_u64(base, k), k->def);
+			const char *none =
+			    (k->flags & TP_PK_ZERO_OK) && k->lo > 0 ? "0 for none, or " : "";
+			snprintf(val, sizeof val, "%llu", (unsigned long long)k->lo);
+			row_takes(k, val, k->lo);
+			snprintf(val, sizeof val, "%llu", (unsigned long long)k->hi);
+			row_takes(k, val, k->hi);
+			snprintf(val, sizeof val, "%llu", (unsigned long long)k->hi + 1);
+			snprintf(why, sizeof why, "%llu is out of range (%s%llu .. %llu)",
+				 (unsigned long long)k->hi + 1, none, (unsigned long long)k->lo,
+				 (unsigned long long)k->hi);
+			row_refuses(k, val, why);
+			snprintf(val, sizeof val, "%lld", (long long)k->lo - 1);
+			if (k->lo == 1 && (k->flags & TP_PK_ZERO_OK)) {
+				row_takes(k, val, 0); /* 0: none, so -1 is the one below */
+				snprintf(val, sizeof val, "-1");
+			}
+			snprintf(why, sizeof why, "%s is out of range (%s%llu .. %llu)", val, none,
+				 (unsigned long long)k->lo, (unsigned long long)k->hi);
+			row_refuses(k, val, why);
+			row_refuses(k, "1.5", "must be an integer, not a number with a fraction");
+			row_refuses(k, "\"1\"", "must be an integer, not a string");
+			break;
+		}
+		case TP_PT_BOOL:
+			CHECK_EQ_INT(tp_policy_key_u64(base, k), k->def);
+			row_takes(k, "true", 1);
+			row_takes(k, "false", 0);
+			row_refuses(k, "1", "must be a boolean, not an integer");
+			break;
+		case TP_PT_STR: {
+			const char *ok = k->check == TP_PC_ISOLATION ? "process" : "abc";
+			char text[2048];
+			int col;
+			snprintf(val, sizeof val, "\"%s\"", ok);
+			row_text(k, val, text, sizeof text, &col);
+			struct tp_policy *p = parse(text);
+			CHECK(p != NULL);
+			if (p != NULL) {
+				CHECK_EQ_STR(*(char **)((char *)p + k->off), ok);
+				json_t *j = tp_policy_to_json(p, 1), *v = row_in_json(j, k);
+				CHECK((k->flags & TP_PK_NO_JSON)
+					  ? v == NULL
+					  : json_is_string(v) &&
+						strcmp(json_string_value(v), ok) == 0);
+				json_decref(j);
+			}
+			tp_policy_free(p);
+			/* hi bytes are taken (where any string is), hi + 1 refused. */
+			memset(val + 1, 'a', k->hi + 1);
+			val[0] = '"';
+			snprintf(val + k->hi + 2, 2, "\"");
+			snprintf(why, sizeof why,
+				 "must be a string of at most %llu bytes without NUL",
+				 (unsigned long long)k->hi);
+			row_refuses(k, val, why);
+			if (k->check == TP_PC_NONE || k->check == TP_PC_NAME) {
+				snprintf(val + k->hi + 1, 2, "\"");
+				row_text(k, val, text, sizeof text, &col);
+				p = parse(text);
+				CHECK(p != NULL);
+				CHECK(p == NULL || strlen(*(char **)((char *)p + k->off)) == k->hi);
+				tp_policy_free(p);
+			}
+			row_refuses(k, "1", "must be a string, not an integer");
+			break;
+		}
+		case TP_PT_STRV: {
+			char text[2048];
+			int col;
+			row_text(k, "[]", text, sizeof text, &col);
+			struct tp_policy *p = parse(text);
+			CHECK(p != NULL);
+			if (p != NULL) {
+				json_t *j = tp_policy_to_json(p, 1), *v = row_in_json(j, k);
+				CHECK(json_is_array(v) && json_array_size(v) == 0);
+				json_decref(j);
+				/* The wire leaves out only what never leaves the host. */
+				j = tp_policy_to_json(p, 0);
+				CHECK((row_in_json(j, k) == NULL) ==
+				      ((k->flags & TP_PK_HOST) != 0));
+				json_decref(j);
+			}
+			tp_policy_free(p);
+			row_refuses(k, "{}", "must be a list of strings, not an object");
+			break;
+		}
+		case TP_PT_LANGS: row_refuses(k, "[]", "must name at least one language"); break;
+		}
+	}
+	tp_policy_free(base);
+}
+
+/* Every U64 and BOOL row: a child that writes it has its value, one that does not
+ * its parent's (strict's), and every other row is strict's. */
+static void test_schema_extends(void)
+{
+	char dir[] = "/tmp/tp-test-schema-XXXXXX", path[256], text[512];
+	CHECK(mkdtemp(dir) != NULL);
+	struct tp_policy_set *s = tp_policy_set_new(NULL);
+	const struct tp_policy *st = s ? tp_policy_set_find(s, "strict") : NULL;
+	CHECK(st != NULL);
+	snprintf(path, sizeof path, "%s/c.json", dir);
+	for (size_t i = 0; st != NULL && i < tp_policy_nkeys; i++) {
+		const struct tp_policy_key *k = &tp_policy_keys[i];
+		uint64_t v = tp_policy_key_u64(st, k) == k->hi ? k->lo : k->hi;
+		if (k->type == TP_PT_BOOL)
+			snprintf(text, sizeof text,
+				 "{\"name\": \"c\", \"extends\": \"strict\", \"%s\": %s}", k->key,
+				 v ? "true" : "false");
+		else if (k->type == TP_PT_U64 && k->section)
+			snprintf(
+			    text, sizeof text,
+			    "{\"name\": \"c\", \"extends\": \"strict\", \"%s\": {\"%s\": %llu}}",
+			    k->section, k->key, (unsigned long long)v);
+		else
+			continue;
+		write_file(dir, "c.json", text);
+		struct tp_err err = { 0 };
+		struct tp_policy *c = tp_policy_set_check_file(s, path, &err);
+		CHECK(c != NULL);
+		if (c == NULL) {
+			fprintf(stderr, "# %s: %s\n", text, err.msg);
+			continue;
+		}
+		for (size_t j = 0; j < tp_policy_nkeys; j++) {
+			const struct tp_policy_key *o = &tp_policy_keys[j];
+			if (o->type == TP_PT_U64 || o->type == TP_PT_BOOL)
+				CHECK_EQ_INT(tp_policy_key_u64(c, o),
+					     j == i ? v : tp_policy_key_u64(st, o));
+		}
+		tp_policy_free(c);
+	}
+	tp_policy_set_free(s);
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	test_presets();
@@ -557,5 +786,7 @@ int main(void)
 	test_dir_all();
 	test_regex_cost();
 	test_within();
+	test_schema();
+	test_schema_extends();
 	return tp_test_done("test_policy");
 }
