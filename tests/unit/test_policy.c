@@ -774,6 +774,168 @@ static void test_schema_extends(void)
 	rmdir(dir);
 }
 
+/* v as policies/README.md writes a bound: "4 GiB", "16 MiB", "10^7", "600000". */
+static void human(uint64_t v, char *out, size_t size)
+{
+	uint64_t p = 1000000;
+	int e = 6;
+	for (; p < v && p <= UINT64_MAX / 10; p *= 10)
+		e++;
+	if (v >= (1ull << 30) && v % (1ull << 30) == 0)
+		snprintf(out, size, "%llu GiB", (unsigned long long)(v >> 30));
+	else if (v >= (1ull << 20) && v % (1ull << 20) == 0)
+		snprintf(out, size, "%llu MiB", (unsigned long long)(v >> 20));
+	else if (p == v)
+		snprintf(out, size, "10^%d", e);
+	else
+		snprintf(out, size, "%llu", (unsigned long long)v);
+}
+
+/* The table row of policies/README.md at line: its first cell's `key` into key,
+ * its n-th cell (from 0) into cell. 0, or -1 when the line is no such row. */
+static int md_row(const char *line, int n, char *key, size_t ksize, char *cell, size_t csize)
+{
+	if (strncmp(line, "| `", 3) != 0)
+		return -1;
+	const char *end = strchr(line + 3, '`');
+	if (end == NULL)
+		return -1;
+	snprintf(key, ksize, "%.*s", (int)(end - line - 3), line + 3);
+	const char *c = line;
+	for (int i = 0; i < n && c != NULL; i++)
+		c = strstr(c + 1, " | ");
+	if (c == NULL)
+		return -1;
+	c += 3;
+	const char *e = strstr(c, " |");
+	snprintf(cell, csize, "%.*s", e ? (int)(e - c) : (int)strlen(c), c);
+	return 0;
+}
+
+/* policies/README.md's key tables are the schema's: the format table names every
+ * top-level key in order, a section's type cell its keys in order (with the range
+ * of each that gives one), and the limits table every limit, its range and
+ * standard's value. */
+static void test_readme_keys(void)
+{
+	char path[512], line[2048], key[128], cell[1024], want[1024], lo[32], hi[32];
+	const char *src = __FILE__, *slash = strrchr(src, '/');
+	/* __FILE__ is tests/unit/test_policy.c, from where the tree's root is ../.. */
+	snprintf(path, sizeof path, "%.*s%s../../policies/README.md",
+		 slash ? (int)(slash - src + 1) : 0, src, slash ? "" : "tests/unit/");
+	FILE *f = fopen(path, "r");
+	CHECK(f != NULL);
+	if (f == NULL)
+		return;
+	struct tp_policy_set *s = tp_policy_set_new(NULL);
+	const struct tp_policy *sd = s ? tp_policy_set_find(s, "standard") : NULL;
+	size_t top = 0, lim = 0, ntop = 0;
+	int where = 0; /* 1: the format table, 2: the limits table */
+	for (size_t i = 0; i < tp_policy_nkeys; i++)
+		ntop += i == 0 ||
+			strcmp(tp_policy_keys[i].section ? tp_policy_keys[i].section
+							 : tp_policy_keys[i].key,
+			       tp_policy_keys[i - 1].section ? tp_policy_keys[i - 1].section
+							     : tp_policy_keys[i - 1].key) != 0;
+	while (sd != NULL && fgets(line, sizeof line, f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strcmp(line, "## The format") == 0)
+			where = 1;
+		else if (strcmp(line, "### Limits") == 0)
+			where = 2;
+		else if (strncmp(line, "#", 1) == 0)
+			where = 0;
+		if (where == 1 && md_row(line, 1, key, sizeof key, cell, sizeof cell) == 0) {
+			/* The next top-level key of the table. */
+			size_t i = 0, t = 0;
+			for (; i < tp_policy_nkeys; i++) {
+				const struct tp_policy_key *k = &tp_policy_keys[i];
+				if (i > 0 && strcmp(k->section ? k->section : k->key,
+						    tp_policy_keys[i - 1].section
+							? tp_policy_keys[i - 1].section
+							: tp_policy_keys[i - 1].key) != 0)
+					t++;
+				if (t == top)
+					break;
+			}
+			CHECK(i < tp_policy_nkeys);
+			if (i >= tp_policy_nkeys)
+				break;
+			const struct tp_policy_key *k = &tp_policy_keys[i];
+			CHECK_EQ_STR(key, k->section ? k->section : k->key);
+			top++;
+			if (k->section == NULL || strcmp(k->section, "limits") == 0)
+				continue;
+			/* "{a (lo..hi), b, ...}": the section's keys, in order. */
+			const char *c = strchr(cell, '{');
+			CHECK(c != NULL);
+			for (size_t j = i; c != NULL && *c != '}'; j++) {
+				c++;
+				while (*c == ' ')
+					c++;
+				size_t n = strspn(c, "abcdefghijklmnopqrstuvwxyz_");
+				CHECK(j < tp_policy_nkeys && tp_policy_keys[j].section &&
+				      strcmp(tp_policy_keys[j].section, k->section) == 0);
+				if (j >= tp_policy_nkeys || !tp_policy_keys[j].section ||
+				    strcmp(tp_policy_keys[j].section, k->section) != 0)
+					break;
+				snprintf(want, sizeof want, "%.*s", (int)n, c);
+				CHECK_EQ_STR(want, tp_policy_keys[j].key);
+				c += n;
+				if (strncmp(c, " (", 2) == 0) {
+					human(tp_policy_keys[j].lo, lo, sizeof lo);
+					human(tp_policy_keys[j].hi, hi, sizeof hi);
+					snprintf(want, sizeof want, " (%s..%s)", lo, hi);
+					CHECK(strncmp(c, want, strlen(want)) == 0);
+					if (strncmp(c, want, strlen(want)) != 0)
+						fprintf(stderr, "# README: %s: %.40s, not%s\n",
+							tp_policy_keys[j].key, c, want);
+					c = strchr(c, ')') + 1;
+				}
+				CHECK(*c == ',' || *c == '}');
+				if (*c != ',' && *c != '}')
+					break;
+				/* The section's last key ends the braces. */
+				CHECK((*c == '}') ==
+				      (j + 1 >= tp_policy_nkeys || !tp_policy_keys[j + 1].section ||
+				       strcmp(tp_policy_keys[j + 1].section, k->section) != 0));
+			}
+		}
+		if (where == 2 && md_row(line, 1, key, sizeof key, cell, sizeof cell) == 0) {
+			/* The next limit: its range, and standard's value. */
+			size_t i = 0, n = 0;
+			for (; i < tp_policy_nkeys; i++)
+				if (tp_policy_keys[i].section &&
+				    strcmp(tp_policy_keys[i].section, "limits") == 0 && n++ == lim)
+					break;
+			CHECK(i < tp_policy_nkeys);
+			if (i >= tp_policy_nkeys)
+				break;
+			const struct tp_policy_key *k = &tp_policy_keys[i];
+			CHECK_EQ_STR(key, k->key);
+			human(k->lo, lo, sizeof lo);
+			human(k->hi, hi, sizeof hi);
+			snprintf(want, sizeof want, "%s%s .. %s",
+				 k->flags & TP_PK_ZERO_OK ? "0 (off) or " : "", lo, hi);
+			CHECK_EQ_STR(cell, want);
+			md_row(line, 2, key, sizeof key, cell, sizeof cell);
+			uint64_t v = tp_policy_key_u64(sd, k);
+			human(v, want, sizeof want);
+			CHECK_EQ_STR(cell, v == 0 && (k->flags & TP_PK_ZERO_OK) ? "off" : want);
+			lim++;
+		}
+	}
+	fclose(f);
+	/* Every top-level key and every limit is in the tables. */
+	CHECK_EQ_INT(top, ntop);
+	size_t nlim = 0;
+	for (size_t i = 0; i < tp_policy_nkeys; i++)
+		nlim +=
+		    tp_policy_keys[i].section && strcmp(tp_policy_keys[i].section, "limits") == 0;
+	CHECK_EQ_INT(lim, nlim);
+	tp_policy_set_free(s);
+}
+
 int main(void)
 {
 	test_presets();
@@ -788,5 +950,6 @@ int main(void)
 	test_within();
 	test_schema();
 	test_schema_extends();
+	test_readme_keys();
 	return tp_test_done("test_policy");
 }
