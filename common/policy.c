@@ -686,17 +686,11 @@ const struct tp_policy_key tp_policy_keys[] = {
 	STR(NULL, "extends", extends, TP_POLICY_NAME_MAX, NULL, TP_PK_OWN | TP_PK_NO_JSON,
 	    TP_PC_NAME),
 	LANGS(NULL, "languages", languages),
-	U64("limits", "memory_bytes", limits.memory_bytes, 1u << 20, TP_POLICY_MAX_MEMORY,
-	    64u << 20, 0),
-	U64("limits", "instructions", limits.instructions, 1000, TP_POLICY_MAX_INSTRUCTIONS, 0,
-	    ZERO),
-	U64("limits", "cpu_ms", limits.cpu_ms, 1, TP_POLICY_MAX_CPU_MS, 5000, 0),
-	U64("limits", "wall_ms", limits.wall_ms, 1, TP_POLICY_MAX_WALL_MS, 10000, 0),
-	U64("limits", "output_bytes", limits.output_bytes, 0, TP_MAX_OUTPUT_BYTES, 1u << 20, 0),
-	U64("limits", "result_bytes", limits.result_bytes, 2, TP_MAX_RESULT_BYTES, 1u << 20, 0),
-	U64("limits", "result_depth", limits.result_depth, 1, TP_MAX_RESULT_DEPTH, 64, 0),
-	U64("limits", "tool_calls", limits.tool_calls, 1, TP_MAX_TOOL_CALLS, 100, 0),
-	BOOL(NULL, "language_layer", language_layer, 1),
+#define LIMIT(id, name, def, lo, hi, off, message)                                                 \
+	U64("limits", #name, limits.name, lo, hi, def, (off) ? ZERO : 0),
+	TP_LIMITS(LIMIT)
+#undef LIMIT
+	    BOOL(NULL, "language_layer", language_layer, 1),
 	STRV("lua", "libraries", lua_libraries, 0, TP_PC_CATALOG, tp_catalog_lua_libraries),
 	STRV("lua", "functions", lua_functions, 0, TP_PC_CATALOG, tp_catalog_lua_functions),
 	STRV("python", "modules", py_modules, 0, TP_PC_CATALOG, tp_catalog_py_modules),
