@@ -681,7 +681,7 @@ static const elem_check checks[] = {
  * lists (every default must pass validation again: the zygote re-reads the wire
  * form). */
 const struct tp_policy_key tp_policy_keys[] = {
-	STR(NULL, "name", name, TP_POLICY_NAME_MAX, NULL, TP_PK_OWN, TP_PC_NAME),
+	STR(NULL, "name", name, TP_POLICY_NAME_MAX, NULL, TP_PK_OWN | TP_PK_REQUIRED, TP_PC_NAME),
 	STR(NULL, "description", description, 1000, "", 0, NONE),
 	STR(NULL, "extends", extends, TP_POLICY_NAME_MAX, NULL, TP_PK_OWN | TP_PK_NO_JSON,
 	    TP_PC_NAME),
@@ -747,6 +747,16 @@ static const char *top_name(const struct tp_policy_key *k)
 static int same(const char *a, const char *b)
 {
 	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* The row of section sec (NULL: the top level) named key; it must be one. */
+static const struct tp_policy_key *key_row(const char *sec, const char *key)
+{
+	size_t i = 0;
+	while (i + 1 < NKEYS &&
+	       !(same(tp_policy_keys[i].section, sec) && strcmp(tp_policy_keys[i].key, key) == 0))
+		i++;
+	return &tp_policy_keys[i];
 }
 
 /* The top-level keys, in order (each section once): n of them into out[], NULL-terminated. */
@@ -964,8 +974,10 @@ static int parse_into(const char *text, size_t len, const char *file, struct par
 		parse_top(&c, tops[k], v, o);
 		pop(&c);
 	}
-	if (json_is_object(root) && !c.stop && json_object_get(root, "name") == NULL)
-		bad(&c, "a policy needs a \"name\"");
+	for (size_t i = 0; json_is_object(root) && !c.stop && i < NKEYS; i++)
+		if ((tp_policy_keys[i].flags & TP_PK_REQUIRED) &&
+		    json_object_get(root, tp_policy_keys[i].key) == NULL)
+			bad(&c, "a policy needs a \"%s\"", tp_policy_keys[i].key);
 	if (o->p->name != NULL && o->p->extends != NULL && strcmp(o->p->extends, o->p->name) == 0)
 		bad(&c, "policy '%s' extends itself", o->p->name);
 	json_decref(root);
@@ -1092,10 +1104,11 @@ static int check_effective(struct ctx *c, const struct tp_policy *p)
 	char why[200];
 
 	if (p->fs_write.n > 0 && p->file_bytes == 0) {
+		const struct tp_policy_key *fb = key_row("filesystem", "file_bytes");
 		snprintf(why, sizeof why,
-			 "filesystem.file_bytes must be set (1 .. %llu) when filesystem.write "
+			 "filesystem.file_bytes must be set (%llu .. %llu) when filesystem.write "
 			 "grants paths",
-			 1ull << 30);
+			 (unsigned long long)fb->lo, (unsigned long long)fb->hi);
 		bad_whole(c, "filesystem", "write", why, p);
 	}
 	if (strcmp(p->isolation, "state") == 0 && !p->language_layer)

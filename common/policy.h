@@ -115,10 +115,11 @@ enum tp_policy_check {
 	TP_PC_ENV,       /* an environment variable's name */
 };
 
-#define TP_PK_ZERO_OK 1u /* U64: 0 ("none", "off") is accepted too, below lo */
-#define TP_PK_OWN 2u     /* never inherited through "extends" (name, extends) */
-#define TP_PK_NO_JSON 4u /* not in tp_policy_to_json() */
-#define TP_PK_HOST 8u    /* only in tp_policy_to_json(p, 1): never leaves the host */
+#define TP_PK_ZERO_OK 1u   /* U64: 0 ("none", "off") is accepted too, below lo */
+#define TP_PK_OWN 2u       /* never inherited through "extends" (name, extends) */
+#define TP_PK_NO_JSON 4u   /* not in tp_policy_to_json() */
+#define TP_PK_HOST 8u      /* only in tp_policy_to_json(p, 1): never leaves the host */
+#define TP_PK_REQUIRED 16u /* a top-level key every file writes (name) */
 
 struct tp_policy_key {
 	const char *section; /* NULL: a top-level key */

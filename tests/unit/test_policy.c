@@ -868,8 +868,9 @@ static void test_readme_keys(void)
 				continue;
 			/* "{a (lo..hi), b, ...}": the section's keys, in order. */
 			const char *c = strchr(cell, '{');
-			CHECK(c != NULL);
-			for (size_t j = i; c != NULL && *c != '}'; j++) {
+			unsigned char ranged[64] = { 0 };
+			CHECK(c != NULL && tp_policy_nkeys <= sizeof ranged);
+			for (size_t j = i; c != NULL && *c != '}' && j < sizeof ranged; j++) {
 				c++;
 				while (*c == ' ')
 					c++;
@@ -890,7 +891,11 @@ static void test_readme_keys(void)
 					if (strncmp(c, want, strlen(want)) != 0)
 						fprintf(stderr, "# README: %s: %.40s, not%s\n",
 							tp_policy_keys[j].key, c, want);
-					c = strchr(c, ')') + 1;
+					ranged[j] = 1;
+					c = strchr(c, ')');
+					if (c == NULL)
+						break;
+					c++;
 				}
 				CHECK(*c == ',' || *c == '}');
 				if (*c != ',' && *c != '}')
@@ -899,6 +904,27 @@ static void test_readme_keys(void)
 				CHECK((*c == '}') ==
 				      (j + 1 >= tp_policy_nkeys || !tp_policy_keys[j + 1].section ||
 				       strcmp(tp_policy_keys[j + 1].section, k->section) != 0));
+			}
+			/* A number the braces give no range has one after them, for all
+			 * ("{...}` (lo..hi"), or in the line ("`key` (lo .. hi)"). */
+			for (size_t j = i; j < tp_policy_nkeys && j < sizeof ranged &&
+					   tp_policy_keys[j].section &&
+					   strcmp(tp_policy_keys[j].section, k->section) == 0;
+			     j++) {
+				const struct tp_policy_key *r = &tp_policy_keys[j];
+				char all[128], own[128];
+				if (r->type != TP_PT_U64 || ranged[j])
+					continue;
+				human(r->lo, lo, sizeof lo);
+				human(r->hi, hi, sizeof hi);
+				snprintf(all, sizeof all, " (%s..%s", lo, hi);
+				snprintf(own, sizeof own, "`%s` (%s .. %s)", r->key, lo, hi);
+				const char *after = strchr(line, '}');
+				int ok = (after && strstr(after, all)) || strstr(line, own);
+				CHECK(ok);
+				if (!ok)
+					fprintf(stderr, "# README: %s.%s: neither %s nor %s\n",
+						r->section, r->key, all, own);
 			}
 		}
 		if (where == 2 && md_row(line, 1, key, sizeof key, cell, sizeof cell) == 0) {
