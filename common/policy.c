@@ -651,27 +651,31 @@ static const elem_check checks[] = {
 	[TP_PC_ENV] = check_env,
 };
 
-#define OFF(field) offsetof(struct tp_policy, field)
-#define U64(sec, key, field, lo, hi, def, flags)                                                   \
+#define OFF(f) offsetof(struct tp_policy, f)
+/* The rows of each type: (section, key, field, ...). */
+#define U64(s, k, f, lo, hi, d, fl)                                                                \
 	{                                                                                          \
-		sec, key, TP_PT_U64, OFF(field), lo, hi, def, NULL, flags, TP_PC_NONE, NULL        \
+		s, k, TP_PT_U64, OFF(f), lo, hi, d, NULL, fl, TP_PC_NONE, NULL                     \
 	}
-#define BOOL(sec, key, field, def)                                                                 \
+#define BOOL(s, k, f, d)                                                                           \
 	{                                                                                          \
-		sec, key, TP_PT_BOOL, OFF(field), 0, 1, def, NULL, 0, TP_PC_NONE, NULL             \
+		s, k, TP_PT_BOOL, OFF(f), 0, 1, d, NULL, 0, TP_PC_NONE, NULL                       \
 	}
-#define STR(sec, key, field, max, sdef, flags, check)                                              \
+#define STR(s, k, f, max, sd, fl, ck)                                                              \
 	{                                                                                          \
-		sec, key, TP_PT_STR, OFF(field), 0, max, 0, sdef, flags, check, NULL               \
+		s, k, TP_PT_STR, OFF(f), 0, max, 0, sd, fl, ck, NULL                               \
 	}
-#define STRV(sec, key, field, flags, check, arg)                                                   \
+#define STRV(s, k, f, fl, ck, arg)                                                                 \
 	{                                                                                          \
-		sec, key, TP_PT_STRV, OFF(field), 0, 0, 0, NULL, flags, check, arg                 \
+		s, k, TP_PT_STRV, OFF(f), 0, 0, 0, NULL, fl, ck, arg                               \
 	}
-#define LANGS(sec, key, field)                                                                     \
+#define LANGS(s, k, f)                                                                             \
 	{                                                                                          \
-		sec, key, TP_PT_LANGS, OFF(field), 0, 0, 0, NULL, 0, TP_PC_NONE, NULL              \
+		s, k, TP_PT_LANGS, OFF(f), 0, 0, 0, NULL, 0, TP_PC_NONE, NULL                      \
 	}
+/* A limit's row, from its line of TP_LIMITS (limits.h). */
+#define LIMIT(id, name, d, lo, hi, off, message)                                                   \
+	U64("limits", #name, limits.name, lo, hi, d, (off) ? TP_PK_ZERO_OK : 0),
 #define NONE TP_PC_NONE
 #define ZERO TP_PK_ZERO_OK
 
@@ -686,11 +690,8 @@ const struct tp_policy_key tp_policy_keys[] = {
 	STR(NULL, "extends", extends, TP_POLICY_NAME_MAX, NULL, TP_PK_OWN | TP_PK_NO_JSON,
 	    TP_PC_NAME),
 	LANGS(NULL, "languages", languages),
-#define LIMIT(id, name, def, lo, hi, off, message)                                                 \
-	U64("limits", #name, limits.name, lo, hi, def, (off) ? ZERO : 0),
-	TP_LIMITS(LIMIT)
-#undef LIMIT
-	    BOOL(NULL, "language_layer", language_layer, 1),
+	TP_LIMITS(LIMIT) /* the limits */
+	BOOL(NULL, "language_layer", language_layer, 1),
 	STRV("lua", "libraries", lua_libraries, 0, TP_PC_CATALOG, tp_catalog_lua_libraries),
 	STRV("lua", "functions", lua_functions, 0, TP_PC_CATALOG, tp_catalog_lua_functions),
 	STRV("python", "modules", py_modules, 0, TP_PC_CATALOG, tp_catalog_py_modules),
@@ -715,6 +716,7 @@ const struct tp_policy_key tp_policy_keys[] = {
 };
 
 #undef OFF
+#undef LIMIT
 #undef U64
 #undef BOOL
 #undef STR
