@@ -11,27 +11,23 @@
 #define refuse(err, ...) tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0, __VA_ARGS__)
 
 static const char *const limit_names[TP_LIMIT__COUNT] = {
-	[TP_LIMIT_MEMORY_BYTES] = "memory_bytes",
-	[TP_LIMIT_INSTRUCTIONS] = "instructions",
-	[TP_LIMIT_CPU_MS] = "cpu_ms",
-	[TP_LIMIT_WALL_MS] = "wall_ms",
-	[TP_LIMIT_OUTPUT_BYTES] = "output_bytes",
-	[TP_LIMIT_RESULT_BYTES] = "result_bytes",
-	[TP_LIMIT_RESULT_DEPTH] = "result_depth",
-	[TP_LIMIT_TOOL_CALLS] = "tool_calls",
+#define NAME(id, name, ...) [TP_LIMIT_##id] = #name,
+	TP_LIMITS(NAME)
+#undef NAME
+};
+
+static const size_t limit_offsets[TP_LIMIT__COUNT] = {
+#define OFFSET(id, name, ...) [TP_LIMIT_##id] = offsetof(struct tp_limits, name),
+	TP_LIMITS(OFFSET)
+#undef OFFSET
 };
 
 void tp_limits_default(struct tp_limits *out)
 {
 	*out = (struct tp_limits){
-		.memory_bytes = 64u << 20,
-		.instructions = 0,
-		.cpu_ms = 5000,
-		.wall_ms = 10000,
-		.output_bytes = 1u << 20,
-		.result_bytes = 1u << 20,
-		.result_depth = 64,
-		.tool_calls = 100,
+#define DEFAULT(id, name, def, ...) .name = def,
+		TP_LIMITS(DEFAULT)
+#undef DEFAULT
 	};
 }
 
@@ -42,17 +38,7 @@ const char *tp_limit_name(enum tp_limit_id id)
 
 static uint64_t *field(struct tp_limits *l, enum tp_limit_id id)
 {
-	switch (id) {
-	case TP_LIMIT_MEMORY_BYTES: return &l->memory_bytes;
-	case TP_LIMIT_INSTRUCTIONS: return &l->instructions;
-	case TP_LIMIT_CPU_MS: return &l->cpu_ms;
-	case TP_LIMIT_WALL_MS: return &l->wall_ms;
-	case TP_LIMIT_OUTPUT_BYTES: return &l->output_bytes;
-	case TP_LIMIT_RESULT_BYTES: return &l->result_bytes;
-	case TP_LIMIT_RESULT_DEPTH: return &l->result_depth;
-	case TP_LIMIT_TOOL_CALLS: return &l->tool_calls;
-	default: return NULL;
-	}
+	return (unsigned)id < TP_LIMIT__COUNT ? (uint64_t *)((char *)l + limit_offsets[id]) : NULL;
 }
 
 void tp_limit_set(struct tp_limits *l, enum tp_limit_id id, uint64_t v)
@@ -121,15 +107,10 @@ int tp_limits_from_array(struct tp_limits *out, const uint64_t v[TP_LIMIT__COUNT
 
 const char *tp_limit_message(int id)
 {
-	switch (id) {
-	case TP_LIMIT_MEMORY_BYTES: return "memory limit exceeded";
-	case TP_LIMIT_INSTRUCTIONS: return "instruction limit exceeded";
-	case TP_LIMIT_CPU_MS: return "CPU time limit exceeded";
-	case TP_LIMIT_WALL_MS: return "wall-clock time limit exceeded";
-	case TP_LIMIT_OUTPUT_BYTES: return "output limit exceeded";
-	case TP_LIMIT_RESULT_BYTES: return "result larger than result_bytes";
-	case TP_LIMIT_RESULT_DEPTH: return "result nested deeper than result_depth";
-	case TP_LIMIT_TOOL_CALLS: return "tool call limit exceeded";
-	default: return "limit exceeded";
-	}
+	static const char *const messages[TP_LIMIT__COUNT] = {
+#define MESSAGE(id, name, def, lo, hi, off, message) [TP_LIMIT_##id] = message,
+		TP_LIMITS(MESSAGE)
+#undef MESSAGE
+	};
+	return id >= 0 && id < TP_LIMIT__COUNT ? messages[id] : "limit exceeded";
 }

@@ -16,28 +16,49 @@
 
 #include "err.h"
 
+/* The limits, one line each, in their order everywhere (the wire, the JSON):
+ *   X(ID, name, built-in default, a policy's least, its most, 0 means off,
+ *     what a client reads when the limit stopped the exec)
+ * struct tp_limits, enum tp_limit_id, the names, tp_limits_default(),
+ * tp_limit_message() and the policy format's "limits" rows (policy.c's
+ * tp_policy_keys) are all made from it: a new limit is one line here (and a row
+ * of policies/README.md's limits table, which make unit checks). The bounds
+ * name ceilings of policy.h: expanded only where it is included. */
+#define TP_LIMITS(X)                                                                               \
+	/* language allocator cap */                                                               \
+	X(MEMORY_BYTES, memory_bytes, 64u << 20, 1u << 20, TP_POLICY_MAX_MEMORY, 0,                \
+	  "memory limit exceeded")                                                                 \
+	/* VM instructions (Lua) / line events (Python); 0 = off */                                \
+	X(INSTRUCTIONS, instructions, 0, 1000, TP_POLICY_MAX_INSTRUCTIONS, 1,                      \
+	  "instruction limit exceeded")                                                            \
+	/* CPU time of the worker */                                                               \
+	X(CPU_MS, cpu_ms, 5000, 1, TP_POLICY_MAX_CPU_MS, 0, "CPU time limit exceeded")             \
+	/* wall clock, owned by the host */                                                        \
+	X(WALL_MS, wall_ms, 10000, 1, TP_POLICY_MAX_WALL_MS, 0, "wall-clock time limit exceeded")  \
+	/* stdout + stderr together */                                                             \
+	X(OUTPUT_BYTES, output_bytes, 1u << 20, 0, TP_MAX_OUTPUT_BYTES, 0,                         \
+	  "output limit exceeded")                                                                 \
+	/* the JSON text of the returned value */                                                  \
+	X(RESULT_BYTES, result_bytes, 1u << 20, 2, TP_MAX_RESULT_BYTES, 0,                         \
+	  "result larger than result_bytes")                                                       \
+	/* nesting depth of the returned value and of inputs */                                    \
+	X(RESULT_DEPTH, result_depth, 64, 1, TP_MAX_RESULT_DEPTH, 0,                               \
+	  "result nested deeper than result_depth")                                                \
+	/* calls to the client's tools (tools.call) */                                             \
+	X(TOOL_CALLS, tool_calls, 100, 1, TP_MAX_TOOL_CALLS, 0, "tool call limit exceeded")
+
 /* A value of 0 means "off" (only instructions may be off). */
 struct tp_limits {
-	uint64_t memory_bytes; /* language allocator cap */
-	uint64_t instructions; /* VM instructions (Lua) / line events (Python); 0 = off */
-	uint64_t cpu_ms;       /* CPU time of the worker */
-	uint64_t wall_ms;      /* wall clock, owned by the host */
-	uint64_t output_bytes; /* stdout + stderr together */
-	uint64_t result_bytes; /* the JSON text of the returned value */
-	uint64_t result_depth; /* nesting depth of the returned value and of inputs */
-	uint64_t tool_calls;   /* calls to the client's tools (tools.call) */
+#define TP_LIMIT_FIELD(id, name, ...) uint64_t name;
+	TP_LIMITS(TP_LIMIT_FIELD)
+#undef TP_LIMIT_FIELD
 };
 
 enum tp_limit_id {
-	TP_LIMIT_MEMORY_BYTES,
-	TP_LIMIT_INSTRUCTIONS,
-	TP_LIMIT_CPU_MS,
-	TP_LIMIT_WALL_MS,
-	TP_LIMIT_OUTPUT_BYTES,
-	TP_LIMIT_RESULT_BYTES,
-	TP_LIMIT_RESULT_DEPTH,
-	TP_LIMIT_TOOL_CALLS,
-	TP_LIMIT__COUNT
+#define TP_LIMIT_ID(id, ...) TP_LIMIT_##id,
+	TP_LIMITS(TP_LIMIT_ID)
+#undef TP_LIMIT_ID
+	    TP_LIMIT__COUNT
 };
 
 /* Hard ceilings a policy can never exceed; they size buffers and frames. */

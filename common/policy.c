@@ -627,38 +627,168 @@ static int check_path(struct ctx *c, const char *s, const void *arg)
 
 /* ---- one file's keys -------------------------------------------------------- */
 
-/* Which keys a file wrote, for "extends" merging: the child's replace the parent's. */
-struct written {
-	unsigned top;    /* bit per top-level key */
-	unsigned limits; /* bit per enum tp_limit_id */
-	unsigned lua, py, fs, session, rate, redact;
+static int check_isolation(struct ctx *c, const char *s, const void *arg)
+{
+	(void)arg;
+	if (strcmp(s, "process") != 0 && strcmp(s, "state") != 0)
+		return bad(c,
+			   "'%.32s' is not an isolation tidepool has: \"process\" (a "
+			   "fresh process for every exec) or \"state\" (Lua: a fresh "
+			   "Lua state for every exec, in a worker that serves several)",
+			   s);
+	return 0;
+}
+
+static const elem_check checks[] = {
+	[TP_PC_NONE] = NULL,
+	[TP_PC_NAME] = check_name,
+	[TP_PC_ISOLATION] = check_isolation,
+	[TP_PC_CATALOG] = check_catalog,
+	[TP_PC_PATH] = check_path,
+	[TP_PC_TOOL] = check_tool,
+	[TP_PC_SECRET] = check_secret,
+	[TP_PC_PATTERN] = check_pattern,
+	[TP_PC_ENV] = check_env,
 };
 
-enum {
-	K_NAME,
-	K_DESC,
-	K_EXTENDS,
-	K_LANGS,
-	K_LIMITS,
-	K_LAYER,
-	K_LUA,
-	K_PY,
-	K_FS,
-	K_TOOLS,
-	K_SESSION,
-	K_ISOLATION,
-	K_RATE,
-	K_REDACT,
+#define OFF(f) offsetof(struct tp_policy, f)
+/* The rows of each type: (section, key, field, ...). */
+#define U64(s, k, f, lo, hi, d, fl)                                                                \
+	{                                                                                          \
+		s, k, TP_PT_U64, OFF(f), lo, hi, d, NULL, fl, TP_PC_NONE, NULL                     \
+	}
+#define BOOL(s, k, f, d)                                                                           \
+	{                                                                                          \
+		s, k, TP_PT_BOOL, OFF(f), 0, 1, d, NULL, 0, TP_PC_NONE, NULL                       \
+	}
+#define STR(s, k, f, max, sd, fl, ck)                                                              \
+	{                                                                                          \
+		s, k, TP_PT_STR, OFF(f), 0, max, 0, sd, fl, ck, NULL                               \
+	}
+#define STRV(s, k, f, fl, ck, arg)                                                                 \
+	{                                                                                          \
+		s, k, TP_PT_STRV, OFF(f), 0, 0, 0, NULL, fl, ck, arg                               \
+	}
+#define LANGS(s, k, f)                                                                             \
+	{                                                                                          \
+		s, k, TP_PT_LANGS, OFF(f), 0, 0, 0, NULL, 0, TP_PC_NONE, NULL                      \
+	}
+/* A limit's row, from its line of TP_LIMITS (limits.h). */
+#define LIMIT(id, name, d, lo, hi, off, message)                                                   \
+	U64("limits", #name, limits.name, lo, hi, d, (off) ? TP_PK_ZERO_OK : 0),
+#define NONE TP_PC_NONE
+#define ZERO TP_PK_ZERO_OK
+
+/* The format, one row per key, in the order of the keys everywhere. A policy
+ * without "extends" starts from the defaults: both languages, the built-in
+ * limits, the language layer on, standard's session values and nothing in its
+ * lists (every default must pass validation again: the zygote re-reads the wire
+ * form). */
+const struct tp_policy_key tp_policy_keys[] = {
+	STR(NULL, "name", name, TP_POLICY_NAME_MAX, NULL, TP_PK_OWN | TP_PK_REQUIRED, TP_PC_NAME),
+	STR(NULL, "description", description, 1000, "", 0, NONE),
+	STR(NULL, "extends", extends, TP_POLICY_NAME_MAX, NULL, TP_PK_OWN | TP_PK_NO_JSON,
+	    TP_PC_NAME),
+	LANGS(NULL, "languages", languages),
+	TP_LIMITS(LIMIT) /* the limits */
+	BOOL(NULL, "language_layer", language_layer, 1),
+	STRV("lua", "libraries", lua_libraries, 0, TP_PC_CATALOG, tp_catalog_lua_libraries),
+	STRV("lua", "functions", lua_functions, 0, TP_PC_CATALOG, tp_catalog_lua_functions),
+	STRV("python", "modules", py_modules, 0, TP_PC_CATALOG, tp_catalog_py_modules),
+	STRV("python", "builtins", py_builtins, 0, TP_PC_CATALOG, tp_catalog_py_builtins),
+	STRV("filesystem", "read", fs_read, 0, TP_PC_PATH, NULL),
+	STRV("filesystem", "write", fs_write, 0, TP_PC_PATH, NULL),
+	U64("filesystem", "file_bytes", file_bytes, 1, 1ull << 30, 0, ZERO),
+	STRV(NULL, "tools", tools, 0, TP_PC_TOOL, NULL),
+	U64("session", "max_sessions", session.max_sessions, 0, 1024, 16, 0),
+	U64("session", "idle_ms", session.idle_ms, 1000, 86400000, 600000, 0),
+	U64("session", "max_execs", session.max_execs, 1, 10000000, 1000, 0),
+	U64("session", "memory_bytes", session.memory_bytes, 1u << 20, TP_POLICY_MAX_MEMORY,
+	    64u << 20, 0),
+	U64("session", "lifetime_ms", session.lifetime_ms, 1000, 604800000, 3600000, 0),
+	U64("session", "workspace_bytes", session.workspace_bytes, 0, 1ull << 30, 0, 0),
+	STR(NULL, "isolation", isolation, 32, "process", 0, TP_PC_ISOLATION),
+	U64("rate", "per_minute", rate.per_minute, 0, 1000000, 0, 0),
+	U64("rate", "session_per_minute", rate.session_per_minute, 0, 1000000, 0, 0),
+	STRV("redact", "strings", redact_strings, TP_PK_HOST, TP_PC_SECRET, NULL),
+	STRV("redact", "patterns", redact_patterns, TP_PK_HOST, TP_PC_PATTERN, NULL),
+	STRV("redact", "env", redact_env, TP_PK_HOST, TP_PC_ENV, NULL),
 };
 
-static const char *const top_keys[] = { "name",       "description",    "extends", "languages",
-					"limits",     "language_layer", "lua",     "python",
-					"filesystem", "tools",          "session", "isolation",
-					"rate",       "redact",         NULL };
+#undef OFF
+#undef LIMIT
+#undef U64
+#undef BOOL
+#undef STR
+#undef STRV
+#undef LANGS
+#undef NONE
+#undef ZERO
+
+#define NKEYS (sizeof tp_policy_keys / sizeof tp_policy_keys[0])
+const size_t tp_policy_nkeys = NKEYS;
+
+#define FIELD(p, k) ((void *)((char *)(p) + (k)->off))
+
+uint64_t tp_policy_key_u64(const struct tp_policy *p, const struct tp_policy_key *k)
+{
+	const void *f = (const char *)p + k->off;
+	if (k->type == TP_PT_U64)
+		return *(const uint64_t *)f;
+	if (k->type == TP_PT_BOOL)
+		return (uint64_t) * (const int *)f;
+	return 0;
+}
+
+/* The name a row has at the top level: its section's, or its own. */
+static const char *top_name(const struct tp_policy_key *k)
+{
+	return k->section ? k->section : k->key;
+}
+
+static int same(const char *a, const char *b)
+{
+	return a == b || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* The row of section sec (NULL: the top level) named key; it must be one. */
+static const struct tp_policy_key *key_row(const char *sec, const char *key)
+{
+	size_t i = 0;
+	while (i + 1 < NKEYS &&
+	       !(same(tp_policy_keys[i].section, sec) && strcmp(tp_policy_keys[i].key, key) == 0))
+		i++;
+	return &tp_policy_keys[i];
+}
+
+/* The top-level keys, in order (each section once): n of them into out[], NULL-terminated. */
+static size_t top_names(const char *out[NKEYS + 1])
+{
+	size_t n = 0;
+	for (size_t i = 0; i < NKEYS; i++)
+		if (n == 0 || !same(out[n - 1], top_name(&tp_policy_keys[i])))
+			out[n++] = top_name(&tp_policy_keys[i]);
+	out[n] = NULL;
+	return n;
+}
+
+/* The keys of section sec, in order, NULL-terminated. */
+static void section_names(const char *sec, const char *out[NKEYS + 1])
+{
+	size_t n = 0;
+	for (size_t i = 0; i < NKEYS; i++)
+		if (same(tp_policy_keys[i].section, sec))
+			out[n++] = tp_policy_keys[i].key;
+	out[n] = NULL;
+}
+
+/* Which rows a file wrote, for "extends" merging: the child's replace the parent's. */
+#define WRITTEN_WORDS ((NKEYS + 31) / 32)
+#define WRITTEN(w, i) (((w)[(i) / 32] >> ((i) % 32)) & 1u)
 
 struct parsed {
 	struct tp_policy *p;
-	struct written w;
+	uint32_t w[WRITTEN_WORDS]; /* bit i: the file wrote tp_policy_keys[i] */
 };
 
 /* An object of known keys: -1 when v is no object (nothing of it can be read);
@@ -671,84 +801,8 @@ static int sub_object(struct ctx *c, const json_t *v, const char *const *keys)
 	return 0;
 }
 
-static int parse_limits(struct ctx *c, const json_t *v, struct parsed *out)
-{
-	static const uint64_t lo[TP_LIMIT__COUNT] = { 1u << 20, 1000, 1, 1, 0, 2, 1, 1 };
-	static const uint64_t hi[TP_LIMIT__COUNT] = {
-		TP_POLICY_MAX_MEMORY,  TP_POLICY_MAX_INSTRUCTIONS, TP_POLICY_MAX_CPU_MS,
-		TP_POLICY_MAX_WALL_MS, TP_MAX_OUTPUT_BYTES,        TP_MAX_RESULT_BYTES,
-		TP_MAX_RESULT_DEPTH,   TP_MAX_TOOL_CALLS
-	};
-	const char *keys[TP_LIMIT__COUNT + 1];
-	for (int i = 0; i < TP_LIMIT__COUNT; i++)
-		keys[i] = tp_limit_name((enum tp_limit_id)i);
-	keys[TP_LIMIT__COUNT] = NULL;
-	if (sub_object(c, v, keys) < 0)
-		return -1;
-	for (int i = 0; i < TP_LIMIT__COUNT; i++) {
-		json_t *x = json_object_get(v, keys[i]);
-		uint64_t val;
-		if (x == NULL)
-			continue;
-		push_key(c, keys[i]);
-		int rc = get_uint(c, x, lo[i], hi[i], i == TP_LIMIT_INSTRUCTIONS, &val);
-		pop(c);
-		if (rc < 0)
-			continue;
-		tp_limit_set(&out->p->limits, (enum tp_limit_id)i, val);
-		out->w.limits |= 1u << i;
-	}
-	return 0;
-}
-
-/* A section of string lists: keys[i] into lists[i] with checks[i]. */
-static int parse_lists(struct ctx *c, const json_t *v, const char *const *keys,
-		       struct tp_strv *const *lists, const elem_check *checks,
-		       const void *const *args, unsigned *written)
-{
-	if (sub_object(c, v, keys) < 0)
-		return -1;
-	for (int i = 0; keys[i] != NULL && !c->stop; i++) {
-		json_t *x = json_object_get(v, keys[i]);
-		if (x == NULL || lists[i] == NULL)
-			continue;
-		push_key(c, keys[i]);
-		int rc = get_strv(c, x, checks[i], args[i], lists[i]);
-		pop(c);
-		if (rc < 0)
-			continue;
-		*written |= 1u << i;
-	}
-	return 0;
-}
-
-static int parse_uints(struct ctx *c, const json_t *v, const char *const *keys,
-		       uint64_t *const *fields, const uint64_t *lo, const uint64_t *hi,
-		       unsigned *written)
-{
-	if (sub_object(c, v, keys) < 0)
-		return -1;
-	for (int i = 0; keys[i] != NULL; i++) {
-		json_t *x = json_object_get(v, keys[i]);
-		if (x == NULL)
-			continue;
-		push_key(c, keys[i]);
-		int rc = get_uint(c, x, lo[i], hi[i], lo[i] == 0, fields[i]);
-		pop(c);
-		if (rc < 0)
-			continue;
-		*written |= 1u << i;
-	}
-	return 0;
-}
-
-#define cat_lua_libs ((const void *)tp_catalog_lua_libraries)
-#define cat_lua_fns ((const void *)tp_catalog_lua_functions)
-#define cat_py_mods ((const void *)tp_catalog_py_modules)
-#define cat_py_bi ((const void *)tp_catalog_py_builtins)
-
 /* "languages": every unknown name is reported; the bits are set only when all are known. */
-static int parse_langs(struct ctx *c, const json_t *v, struct tp_policy *p)
+static int parse_langs(struct ctx *c, const json_t *v, unsigned *out)
 {
 	struct tp_strv names = { 0 };
 	unsigned langs = 0;
@@ -773,102 +827,65 @@ static int parse_langs(struct ctx *c, const json_t *v, struct tp_policy *p)
 		return -1;
 	if (langs == 0)
 		return bad(c, "must name at least one language");
-	p->languages = langs;
+	*out = langs;
 	return 0;
 }
 
-static int parse_section(struct ctx *c, int k, const json_t *v, struct parsed *o)
+/* One row's value v into its field of p: 0, or -1 after bad() (the field as it was). */
+static int parse_row(struct ctx *c, const struct tp_policy_key *k, const json_t *v,
+		     struct tp_policy *p)
 {
-	struct tp_policy *p = o->p;
+	void *f = FIELD(p, k);
+	uint64_t val = 0;
 
-	switch (k) {
-	case K_NAME:
-		if (get_str(c, v, TP_POLICY_NAME_MAX, &p->name) < 0)
+	switch (k->type) {
+	case TP_PT_U64:
+		if (get_uint(c, v, k->lo, k->hi, (k->flags & TP_PK_ZERO_OK) != 0, &val) < 0)
 			return -1;
-		return check_name(c, p->name, NULL);
-	case K_DESC: return get_str(c, v, 1000, &p->description);
-	case K_EXTENDS:
-		if (get_str(c, v, TP_POLICY_NAME_MAX, &p->extends) < 0)
-			return -1;
-		return check_name(c, p->extends, NULL);
-	case K_LANGS: return parse_langs(c, v, p);
-	case K_LIMITS: return parse_limits(c, v, o);
-	case K_LAYER:
+		*(uint64_t *)f = val;
+		return 0;
+	case TP_PT_BOOL:
 		if (want_type(c, v, JSON_TRUE, "a boolean") < 0)
 			return -1;
-		p->language_layer = json_is_true(v);
+		*(int *)f = json_is_true(v);
 		return 0;
-	case K_LUA: {
-		static const char *const keys[] = { "libraries", "functions", NULL };
-		struct tp_strv *const lists[] = { &p->lua_libraries, &p->lua_functions };
-		const elem_check checks[] = { check_catalog, check_catalog };
-		const void *const args[] = { cat_lua_libs, cat_lua_fns };
-		return parse_lists(c, v, keys, lists, checks, args, &o->w.lua);
-	}
-	case K_PY: {
-		static const char *const keys[] = { "modules", "builtins", NULL };
-		struct tp_strv *const lists[] = { &p->py_modules, &p->py_builtins };
-		const elem_check checks[] = { check_catalog, check_catalog };
-		const void *const args[] = { cat_py_mods, cat_py_bi };
-		return parse_lists(c, v, keys, lists, checks, args, &o->w.py);
-	}
-	case K_FS: {
-		static const char *const keys[] = { "read", "write", "file_bytes", NULL };
-		struct tp_strv *const lists[] = { &p->fs_read, &p->fs_write, NULL };
-		const elem_check checks[] = { check_path, check_path, NULL };
-		const void *const args[] = { NULL, NULL, NULL };
-		if (parse_lists(c, v, keys, lists, checks, args, &o->w.fs) < 0)
+	case TP_PT_STR:
+		if (get_str(c, v, (size_t)k->hi, (char **)f) < 0)
 			return -1;
-		json_t *fb = json_object_get(v, "file_bytes");
-		if (fb == NULL)
-			return 0;
-		push_key(c, "file_bytes");
-		int rc = get_uint(c, fb, 1, 1ull << 30, 1, &p->file_bytes);
-		pop(c);
-		o->w.fs |= 4;
-		return rc;
-	}
-	case K_TOOLS: return get_strv(c, v, check_tool, NULL, &p->tools);
-	case K_SESSION: {
-		static const char *const keys[] = {
-			"max_sessions", "idle_ms",         "max_execs", "memory_bytes",
-			"lifetime_ms",  "workspace_bytes", NULL
-		};
-		uint64_t *const f[] = { &p->session.max_sessions, &p->session.idle_ms,
-					&p->session.max_execs,    &p->session.memory_bytes,
-					&p->session.lifetime_ms,  &p->session.workspace_bytes };
-		static const uint64_t lo[] = { 0, 1000, 1, 1u << 20, 1000, 0 };
-		static const uint64_t hi[] = { 1024,      86400000,  10000000, TP_POLICY_MAX_MEMORY,
-					       604800000, 1ull << 30 };
-		return parse_uints(c, v, keys, f, lo, hi, &o->w.session);
-	}
-	case K_ISOLATION:
-		if (get_str(c, v, 32, &p->isolation) < 0)
-			return -1;
-		if (strcmp(p->isolation, "process") != 0 && strcmp(p->isolation, "state") != 0)
-			return bad(c,
-				   "'%.32s' is not an isolation tidepool has: \"process\" (a "
-				   "fresh process for every exec) or \"state\" (Lua: a fresh "
-				   "Lua state for every exec, in a worker that serves several)",
-				   p->isolation);
-		return 0;
-	case K_RATE: {
-		static const char *const keys[] = { "per_minute", "session_per_minute", NULL };
-		uint64_t *const f[] = { &p->rate.per_minute, &p->rate.session_per_minute };
-		static const uint64_t lo[] = { 0, 0 };
-		static const uint64_t hi[] = { 1000000, 1000000 };
-		return parse_uints(c, v, keys, f, lo, hi, &o->w.rate);
-	}
-	case K_REDACT: {
-		static const char *const keys[] = { "strings", "patterns", "env", NULL };
-		struct tp_strv *const lists[] = { &p->redact_strings, &p->redact_patterns,
-						  &p->redact_env };
-		const elem_check checks[] = { check_secret, check_pattern, check_env };
-		const void *const args[] = { NULL, NULL, NULL };
-		return parse_lists(c, v, keys, lists, checks, args, &o->w.redact);
-	}
+		return checks[k->check] ? checks[k->check](c, *(char **)f, k->arg) : 0;
+	case TP_PT_STRV: return get_strv(c, v, checks[k->check], k->arg, f);
+	case TP_PT_LANGS: return parse_langs(c, v, f);
 	}
 	return -1;
+}
+
+/* The top-level key top (a key of its own, or a section) of the text, v, into o. */
+static void parse_top(struct ctx *c, const char *top, const json_t *v, struct parsed *o)
+{
+	const char *keys[NKEYS + 1];
+
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct tp_policy_key *k = &tp_policy_keys[i];
+		if (k->section == NULL && strcmp(k->key, top) == 0) {
+			if (parse_row(c, k, v, o->p) == 0)
+				o->w[i / 32] |= 1u << (i % 32);
+			return;
+		}
+	}
+	section_names(top, keys);
+	if (sub_object(c, v, keys) < 0)
+		return;
+	for (size_t i = 0; i < NKEYS && !c->stop; i++) {
+		const struct tp_policy_key *k = &tp_policy_keys[i];
+		json_t *x;
+		if (!same(k->section, top) || (x = json_object_get(v, k->key)) == NULL)
+			continue;
+		push_key(c, k->key);
+		int rc = parse_row(c, k, x, o->p);
+		pop(c);
+		if (rc == 0)
+			o->w[i / 32] |= 1u << (i % 32);
+	}
 }
 
 static struct tp_policy *policy_new(void)
@@ -876,25 +893,21 @@ static struct tp_policy *policy_new(void)
 	struct tp_policy *p = calloc(1, sizeof *p);
 	if (p == NULL)
 		return NULL;
-	/* The base of a policy without "extends": both languages, the built-in
-	 * limits, the language layer on and nothing in its lists. */
-	p->languages = (1u << TP_NLANGS) - 1;
-	tp_limits_default(&p->limits);
-	p->language_layer = 1;
-	/* standard's session limits: every base value must pass validation again
-	 * (the zygote re-reads the wire form). */
-	p->session = (struct tp_policy_session){
-		.max_sessions = 16,
-		.idle_ms = 600000,
-		.max_execs = 1000,
-		.memory_bytes = 64u << 20,
-		.lifetime_ms = 3600000,
-	};
-	p->isolation = strdup("process");
-	p->description = strdup("");
-	if (p->isolation == NULL || p->description == NULL) {
-		tp_policy_free(p);
-		return NULL;
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct tp_policy_key *k = &tp_policy_keys[i];
+		void *f = FIELD(p, k);
+		switch (k->type) {
+		case TP_PT_U64: *(uint64_t *)f = k->def; break;
+		case TP_PT_BOOL: *(int *)f = (int)k->def; break;
+		case TP_PT_STR:
+			if (k->sdef != NULL && (*(char **)f = strdup(k->sdef)) == NULL) {
+				tp_policy_free(p);
+				return NULL;
+			}
+			break;
+		case TP_PT_STRV: break;
+		case TP_PT_LANGS: *(unsigned *)f = (1u << TP_NLANGS) - 1; break;
+		}
 	}
 	return p;
 }
@@ -903,20 +916,16 @@ void tp_policy_free(struct tp_policy *p)
 {
 	if (p == NULL)
 		return;
-	free(p->name);
-	free(p->description);
-	free(p->extends);
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct tp_policy_key *k = &tp_policy_keys[i];
+		if (k->type == TP_PT_STR)
+			free(*(char **)FIELD(p, k));
+		else if (k->type == TP_PT_STRV)
+			tp_strv_free(FIELD(p, k));
+	}
 	free(p->source);
-	free(p->isolation);
-	struct tp_strv *lists[] = { &p->lua_libraries, &p->lua_functions,  &p->py_modules,
-				    &p->py_builtins,   &p->fs_read,        &p->fs_write,
-				    &p->tools,         &p->redact_strings, &p->redact_patterns,
-				    &p->redact_env };
-	for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
-		tp_strv_free(lists[i]);
 	free(p);
 }
-
 /* The JSON of text, or NULL after recording why (its place, or out of memory). */
 static json_t *load_json(struct ctx *c)
 {
@@ -947,8 +956,10 @@ static int parse_into(const char *text, size_t len, const char *file, struct par
 {
 	struct ctx c = { .file = file, .text = text, .len = len, .err = err, .rep = rep };
 	size_t first = rep ? rep->n : 0;
+	const char *tops[NKEYS + 1];
 	json_t *root = NULL;
 
+	top_names(tops);
 	if (len > MAX_FILE)
 		bad(&c, "larger than %u bytes", MAX_FILE);
 	else
@@ -956,18 +967,19 @@ static int parse_into(const char *text, size_t len, const char *file, struct par
 	if (root != NULL && !json_is_object(root))
 		bad(&c, "a policy must be a JSON object, not %s", type_name(root));
 	else if (root != NULL)
-		check_keys(&c, root, top_keys);
-	for (int k = 0; json_is_object(root) && top_keys[k] != NULL && !c.stop; k++) {
-		json_t *v = json_object_get(root, top_keys[k]);
+		check_keys(&c, root, tops);
+	for (size_t k = 0; json_is_object(root) && tops[k] != NULL && !c.stop; k++) {
+		json_t *v = json_object_get(root, tops[k]);
 		if (v == NULL)
 			continue;
-		push_key(&c, top_keys[k]);
-		parse_section(&c, k, v, o);
+		push_key(&c, tops[k]);
+		parse_top(&c, tops[k], v, o);
 		pop(&c);
-		o->w.top |= 1u << k;
 	}
-	if (json_is_object(root) && !c.stop && json_object_get(root, "name") == NULL)
-		bad(&c, "a policy needs a \"name\"");
+	for (size_t i = 0; json_is_object(root) && !c.stop && i < NKEYS; i++)
+		if ((tp_policy_keys[i].flags & TP_PK_REQUIRED) &&
+		    json_object_get(root, tp_policy_keys[i].key) == NULL)
+			bad(&c, "a policy needs a \"%s\"", tp_policy_keys[i].key);
 	if (o->p->name != NULL && o->p->extends != NULL && strcmp(o->p->extends, o->p->name) == 0)
 		bad(&c, "policy '%s' extends itself", o->p->name);
 	json_decref(root);
@@ -999,65 +1011,31 @@ struct tp_policy *tp_policy_parse(const char *text, size_t len, const char *name
 
 /* ---- extends ----------------------------------------------------------------- */
 
-/* The child, as written over its parent: every key the child wrote wins. */
-static int merge(struct tp_policy *child, const struct written *w, const struct tp_policy *parent)
+/* The child, as written over its parent: every key the child wrote wins (a
+ * list whole), every other but its own (name, extends) is the parent's. */
+static int merge(struct tp_policy *child, const uint32_t *w, const struct tp_policy *parent)
 {
-	struct tp_policy *c = child;
 	int rc = 0;
 
-	if (!(w->top & (1u << K_DESC))) {
-		free(c->description);
-		c->description = strdup(parent->description);
-		rc |= c->description == NULL;
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct tp_policy_key *k = &tp_policy_keys[i];
+		if (WRITTEN(w, i) || (k->flags & TP_PK_OWN))
+			continue;
+		void *to = FIELD(child, k);
+		const void *from = FIELD(parent, k);
+		switch (k->type) {
+		case TP_PT_U64: *(uint64_t *)to = *(const uint64_t *)from; break;
+		case TP_PT_BOOL: *(int *)to = *(const int *)from; break;
+		case TP_PT_STR:
+			free(*(char **)to);
+			*(char **)to = NULL;
+			if (*(char *const *)from != NULL)
+				rc |= (*(char **)to = strdup(*(char *const *)from)) == NULL;
+			break;
+		case TP_PT_STRV: rc |= strv_copy(to, from); break;
+		case TP_PT_LANGS: *(unsigned *)to = *(const unsigned *)from; break;
+		}
 	}
-	if (!(w->top & (1u << K_LANGS)))
-		c->languages = parent->languages;
-	for (int i = 0; i < TP_LIMIT__COUNT; i++)
-		if (!(w->limits & (1u << i)))
-			tp_limit_set(&c->limits, (enum tp_limit_id)i,
-				     tp_limit_get(&parent->limits, (enum tp_limit_id)i));
-	if (!(w->top & (1u << K_LAYER)))
-		c->language_layer = parent->language_layer;
-	if (!(w->top & (1u << K_ISOLATION))) {
-		free(c->isolation);
-		c->isolation = strdup(parent->isolation);
-		rc |= c->isolation == NULL;
-	}
-	if (!(w->lua & 1))
-		rc |= strv_copy(&c->lua_libraries, &parent->lua_libraries);
-	if (!(w->lua & 2))
-		rc |= strv_copy(&c->lua_functions, &parent->lua_functions);
-	if (!(w->py & 1))
-		rc |= strv_copy(&c->py_modules, &parent->py_modules);
-	if (!(w->py & 2))
-		rc |= strv_copy(&c->py_builtins, &parent->py_builtins);
-	if (!(w->fs & 1))
-		rc |= strv_copy(&c->fs_read, &parent->fs_read);
-	if (!(w->fs & 2))
-		rc |= strv_copy(&c->fs_write, &parent->fs_write);
-	if (!(w->fs & 4))
-		c->file_bytes = parent->file_bytes;
-	if (!(w->top & (1u << K_TOOLS)))
-		rc |= strv_copy(&c->tools, &parent->tools);
-	uint64_t *cs[] = { &c->session.max_sessions, &c->session.idle_ms,
-			   &c->session.max_execs,    &c->session.memory_bytes,
-			   &c->session.lifetime_ms,  &c->session.workspace_bytes };
-	const uint64_t *ps[] = { &parent->session.max_sessions, &parent->session.idle_ms,
-				 &parent->session.max_execs,    &parent->session.memory_bytes,
-				 &parent->session.lifetime_ms,  &parent->session.workspace_bytes };
-	for (int i = 0; i < 6; i++)
-		if (!(w->session & (1u << i)))
-			*cs[i] = *ps[i];
-	if (!(w->rate & 1))
-		c->rate.per_minute = parent->rate.per_minute;
-	if (!(w->rate & 2))
-		c->rate.session_per_minute = parent->rate.session_per_minute;
-	if (!(w->redact & 1))
-		rc |= strv_copy(&c->redact_strings, &parent->redact_strings);
-	if (!(w->redact & 2))
-		rc |= strv_copy(&c->redact_patterns, &parent->redact_patterns);
-	if (!(w->redact & 4))
-		rc |= strv_copy(&c->redact_env, &parent->redact_env);
 	return rc ? -1 : 0;
 }
 
@@ -1128,10 +1106,11 @@ static int check_effective(struct ctx *c, const struct tp_policy *p)
 	char why[200];
 
 	if (p->fs_write.n > 0 && p->file_bytes == 0) {
+		const struct tp_policy_key *fb = key_row("filesystem", "file_bytes");
 		snprintf(why, sizeof why,
-			 "filesystem.file_bytes must be set (1 .. %llu) when filesystem.write "
+			 "filesystem.file_bytes must be set (%llu .. %llu) when filesystem.write "
 			 "grants paths",
-			 1ull << 30);
+			 (unsigned long long)fb->lo, (unsigned long long)fb->hi);
 		bad_whole(c, "filesystem", "write", why, p);
 	}
 	if (strcmp(p->isolation, "state") == 0 && !p->language_layer)
@@ -1259,7 +1238,7 @@ static struct tp_policy *resolve(struct tp_policy_set *s, const char *text, size
 		    (parent = parent_of(s, &c, dir, o.p->extends, chain, depth, &own)) == NULL)
 			goto fail;
 		pop(&c);
-		if (merge(o.p, &o.w, parent) < 0) {
+		if (merge(o.p, o.w, parent) < 0) {
 			oom(&c);
 			goto fail;
 		}
@@ -1488,37 +1467,57 @@ static json_t *strv_json(const struct tp_strv *v)
 	return a;
 }
 
+/* One row's value of p as JSON (new reference), NULL out of memory. */
+static json_t *row_json(const struct tp_policy *p, const struct tp_policy_key *k)
+{
+	const void *f = (const char *)p + k->off;
+	switch (k->type) {
+	case TP_PT_U64: return json_integer((json_int_t) * (const uint64_t *)f);
+	case TP_PT_BOOL: return json_boolean(*(const int *)f);
+	case TP_PT_STR: return *(char *const *)f ? json_string(*(char *const *)f) : NULL;
+	case TP_PT_STRV: return strv_json(f);
+	case TP_PT_LANGS: {
+		json_t *a = json_array();
+		for (int i = 0; a != NULL && i < TP_NLANGS; i++)
+			if ((*(const unsigned *)f & (1u << i)) &&
+			    json_array_append_new(a, json_string(tp_langs[i].name)) != 0) {
+				json_decref(a);
+				return NULL;
+			}
+		return a;
+	}
+	}
+	return NULL;
+}
+
 json_t *tp_policy_to_json(const struct tp_policy *p, int with_redact)
 {
-	json_t *langs = json_array(), *limits = json_object();
-	for (int i = 0; langs != NULL && i < TP_NLANGS; i++)
-		if (p->languages & (1u << i))
-			json_array_append_new(langs, json_string(tp_langs[i].name));
-	for (int i = 0; limits != NULL && i < TP_LIMIT__COUNT; i++)
-		json_object_set_new(
-		    limits, tp_limit_name((enum tp_limit_id)i),
-		    json_integer((json_int_t)tp_limit_get(&p->limits, (enum tp_limit_id)i)));
-	json_t *o = json_pack(
-	    "{s:s, s:s, s:o, s:o, s:b, s:{s:o, s:o}, s:{s:o, s:o}, s:{s:o, s:o, s:I}, s:o, "
-	    "s:{s:I, s:I, s:I, s:I, s:I, s:I}, s:s, s:{s:I, s:I}}",
-	    "name", p->name, "description", p->description, "languages", langs, "limits", limits,
-	    "language_layer", p->language_layer, "lua", "libraries", strv_json(&p->lua_libraries),
-	    "functions", strv_json(&p->lua_functions), "python", "modules",
-	    strv_json(&p->py_modules), "builtins", strv_json(&p->py_builtins), "filesystem", "read",
-	    strv_json(&p->fs_read), "write", strv_json(&p->fs_write), "file_bytes",
-	    (json_int_t)p->file_bytes, "tools", strv_json(&p->tools), "session", "max_sessions",
-	    (json_int_t)p->session.max_sessions, "idle_ms", (json_int_t)p->session.idle_ms,
-	    "max_execs", (json_int_t)p->session.max_execs, "memory_bytes",
-	    (json_int_t)p->session.memory_bytes, "lifetime_ms", (json_int_t)p->session.lifetime_ms,
-	    "workspace_bytes", (json_int_t)p->session.workspace_bytes, "isolation", p->isolation,
-	    "rate", "per_minute", (json_int_t)p->rate.per_minute, "session_per_minute",
-	    (json_int_t)p->rate.session_per_minute);
-	if (o != NULL && with_redact)
-		json_object_set_new(o, "redact",
-				    json_pack("{s:o, s:o, s:o}", "strings",
-					      strv_json(&p->redact_strings), "patterns",
-					      strv_json(&p->redact_patterns), "env",
-					      strv_json(&p->redact_env)));
+	const char *tops[NKEYS + 1];
+	json_t *o = json_object();
+	int rc = o == NULL;
+
+	top_names(tops);
+	for (size_t t = 0; !rc && tops[t] != NULL; t++) {
+		json_t *sec = NULL;
+		for (size_t i = 0; !rc && i < NKEYS; i++) {
+			const struct tp_policy_key *k = &tp_policy_keys[i];
+			if (!same(top_name(k), tops[t]) || (k->flags & TP_PK_NO_JSON) ||
+			    ((k->flags & TP_PK_HOST) && !with_redact))
+				continue;
+			if (k->section == NULL) {
+				rc = json_object_set_new(o, k->key, row_json(p, k)) != 0;
+				continue;
+			}
+			if (sec == NULL &&
+			    (rc = json_object_set_new(o, tops[t], sec = json_object()) != 0))
+				break;
+			rc = json_object_set_new(sec, k->key, row_json(p, k)) != 0;
+		}
+	}
+	if (rc) {
+		json_decref(o);
+		return NULL;
+	}
 	return o;
 }
 

@@ -86,6 +86,59 @@ struct tp_policy {
 	struct tp_strv redact_env; /* the host's environment variables whose values are removed */
 };
 
+/* ---- the schema: one row per key -------------------------------------------
+ * tp_policy_keys[] (policy.c) is the policy format: parsing, "extends" merging,
+ * the defaults of a policy without "extends", tp_policy_to_json() (and so
+ * `policy show --json` and the wire) and the key tables of policies/README.md
+ * (tests/unit/test_policy.c checks them) all walk it. A row is a top-level key
+ * (section NULL) or a key of the object section; the rows of one section are
+ * contiguous, and their order is the order of the keys everywhere. Adding a key
+ * is one row (and its field in struct tp_policy). */
+enum tp_policy_type {
+	TP_PT_U64,   /* uint64_t, lo .. hi */
+	TP_PT_BOOL,  /* int, 0 or 1 */
+	TP_PT_STR,   /* char *, at most hi bytes */
+	TP_PT_STRV,  /* struct tp_strv, each element checked */
+	TP_PT_LANGS, /* unsigned, a bit per enum tp_lang_id; at least one */
+};
+
+/* What an element or a string must be: policy.c's checker of each. */
+enum tp_policy_check {
+	TP_PC_NONE,
+	TP_PC_NAME,      /* a policy's name */
+	TP_PC_ISOLATION, /* "process" or "state" */
+	TP_PC_CATALOG,   /* in the catalog arg */
+	TP_PC_PATH,      /* a path a grant may name */
+	TP_PC_TOOL,      /* a tool's name */
+	TP_PC_SECRET,    /* a string to redact */
+	TP_PC_PATTERN,   /* a regular expression to redact */
+	TP_PC_ENV,       /* an environment variable's name */
+};
+
+#define TP_PK_ZERO_OK 1u   /* U64: 0 ("none", "off") is accepted too, below lo */
+#define TP_PK_OWN 2u       /* never inherited through "extends" (name, extends) */
+#define TP_PK_NO_JSON 4u   /* not in tp_policy_to_json() */
+#define TP_PK_HOST 8u      /* only in tp_policy_to_json(p, 1): never leaves the host */
+#define TP_PK_REQUIRED 16u /* a top-level key every file writes (name) */
+
+struct tp_policy_key {
+	const char *section; /* NULL: a top-level key */
+	const char *key;
+	enum tp_policy_type type;
+	size_t off;       /* offsetof(struct tp_policy, the field) */
+	uint64_t lo, hi;  /* U64: the range; STR: hi is the most bytes */
+	uint64_t def;     /* U64, BOOL: a policy's value without "extends" */
+	const char *sdef; /* STR: likewise (NULL: none) */
+	unsigned flags;   /* TP_PK_* */
+	enum tp_policy_check check;
+	const void *arg; /* TP_PC_CATALOG: the catalog */
+};
+
+extern const struct tp_policy_key tp_policy_keys[];
+extern const size_t tp_policy_nkeys;
+/* The value of a U64 or BOOL row's field of p. */
+uint64_t tp_policy_key_u64(const struct tp_policy *p, const struct tp_policy_key *k);
+
 /* Operator ceilings: the most any policy may grant. */
 #define TP_POLICY_MAX_MEMORY (4ull << 30)
 #define TP_POLICY_MAX_CPU_MS 600000ull

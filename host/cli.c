@@ -237,11 +237,13 @@ void tp_cli_explain(FILE *f, const struct tp_policy *p)
 		if (tp_policy_allows_lang(p, (enum tp_lang_id)i))
 			fprintf(f, " %s", tp_langs[i].name);
 	fprintf(f, "\n\nlimits (a request may lower each, never raise it):\n");
-	for (int i = 0; i < TP_LIMIT__COUNT; i++) {
-		uint64_t v = tp_limit_get(&p->limits, (enum tp_limit_id)i);
-		fprintf(f, "  %-16s%llu%s\n", tp_limit_name((enum tp_limit_id)i),
-			(unsigned long long)v,
-			i == TP_LIMIT_INSTRUCTIONS && v == 0 ? " (off)" : "");
+	for (size_t i = 0; i < tp_policy_nkeys; i++) {
+		const struct tp_policy_key *k = &tp_policy_keys[i];
+		if (k->section == NULL || strcmp(k->section, "limits") != 0)
+			continue;
+		uint64_t v = tp_policy_key_u64(p, k);
+		fprintf(f, "  %-16s%llu%s\n", k->key, (unsigned long long)v,
+			(k->flags & TP_PK_ZERO_OK) && v == 0 ? " (off)" : "");
 	}
 	fprintf(f, "\nlanguage layer:\n");
 	if (!p->language_layer) {

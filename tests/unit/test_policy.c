@@ -545,6 +545,423 @@ static void test_within(void)
 	CHECK(tp_policy_path_within(&root, "/etc/passwd"));
 }
 
+/* ---- the schema table --------------------------------------------------------- */
+
+/* A text that writes row k as val (JSON text); *col is the column of k's key. */
+static void row_text(const struct tp_policy_key *k, const char *val, char *text, size_t size,
+		     int *col)
+{
+	int n;
+	if (strcmp(k->key, "name") == 0 && k->section == NULL)
+		n = snprintf(text, size, "{\"name\": ");
+	else if (k->section == NULL)
+		n = snprintf(text, size, "{\"name\": \"p\", ");
+	else
+		n = snprintf(text, size, "{\"name\": \"p\", \"%s\": {", k->section);
+	*col = n + 1;
+	if (strcmp(k->key, "name") == 0 && k->section == NULL) {
+		*col = 2;
+		snprintf(text + n, size - (size_t)n, "%s}", val);
+		return;
+	}
+	snprintf(text + n, size - (size_t)n, "\"%s\": %s}%s", k->key, val, k->section ? "}" : "");
+}
+
+/* "SEC.KEY" or "KEY". */
+static void row_path(const struct tp_policy_key *k, char *out, size_t size)
+{
+	snprintf(out, size, "%s%s%s", k->section ? k->section : "", k->section ? "." : "", k->key);
+}
+
+/* The value of row k in p's JSON (borrowed), NULL when it is not there. */
+static json_t *row_in_json(json_t *j, const struct tp_policy_key *k)
+{
+	json_t *o = k->section ? json_object_get(j, k->section) : j;
+	return o ? json_object_get(o, k->key) : NULL;
+}
+
+/* Row k written as val is taken, and its field and its JSON give want back. */
+static void row_takes(const struct tp_policy_key *k, const char *val, uint64_t want)
+{
+	char text[2048];
+	int col;
+	row_text(k, val, text, sizeof text, &col);
+	struct tp_policy *p = parse(text);
+	CHECK(p != NULL);
+	if (p == NULL) {
+		fprintf(stderr, "# %s refused: %s\n", text, msg);
+		return;
+	}
+	CHECK_EQ_INT(tp_policy_key_u64(p, k), want);
+	json_t *j = tp_policy_to_json(p, 1), *v = row_in_json(j, k);
+	CHECK(v != NULL);
+	if (k->type == TP_PT_U64)
+		CHECK(json_is_integer(v) && (uint64_t)json_integer_value(v) == want);
+	else
+		CHECK(json_is_boolean(v) && (uint64_t)json_is_true(v) == want);
+	json_decref(j);
+	tp_policy_free(p);
+}
+
+/* Row k written as val is refused with "p.json:1:COL: PATH: why". */
+static void row_refuses(const struct tp_policy_key *k, const char *val, const char *why)
+{
+	char text[2048], path[128], want[TP_ERR_MSG_MAX];
+	int col;
+	row_text(k, val, text, sizeof text, &col);
+	row_path(k, path, sizeof path);
+	snprintf(want, sizeof want, "p.json:1:%d: %s: %s", col, path, why);
+	refused(text, want);
+}
+
+/* Every row: its value at lo and hi (or a value of its type) is taken and written
+ * back by to_json, lo-1 and hi+1 refused with their exact messages; a row a
+ * child does not write is its parent's, one it writes is the child's. */
+static void test_schema(void)
+{
+	char val[1400], why[256];
+	CHECK(tp_policy_nkeys > 0);
+	struct tp_policy *base = parse("{\"name\": \"p\"}");
+	CHECK(base != NULL);
+	for (size_t i = 0; base != NULL && i < tp_policy_nkeys; i++) {
+		const struct tp_policy_key *k = &tp_policy_keys[i];
+		/* A section's rows are contiguous: each top-level key is one place. */
+		for (size_t j = 0; k->section && j + 1 < i; j++)
+			if (tp_policy_keys[j].section &&
+			    strcmp(tp_policy_keys[j].section, k->section) == 0)
+				CHECK(tp_policy_keys[j + 1].section &&
+				      strcmp(tp_policy_keys[j + 1].section, k->section) == 0);
+		switch (k->type) {
+		case TP_PT_U64: {
+			/* Its default is within its range, and is what a policy starts from. */
+			CHECK((k->def >= k->lo && k->def <= k->hi) ||
+			      (k->def == 0 && (k->flags & TP_PK_ZERO_OK)));
+			CHECK_EQ_INT(tp_policy_key_u64(base, k), k->def);
+			const char *none =
+			    (k->flags & TP_PK_ZERO_OK) && k->lo > 0 ? "0 for none, or " : "";
+			snprintf(val, sizeof val, "%llu", (unsigned long long)k->lo);
+			row_takes(k, val, k->lo);
+			snprintf(val, sizeof val, "%llu", (unsigned long long)k->hi);
+			row_takes(k, val, k->hi);
+			snprintf(val, sizeof val, "%llu", (unsigned long long)k->hi + 1);
+			snprintf(why, sizeof why, "%llu is out of range (%s%llu .. %llu)",
+				 (unsigned long long)k->hi + 1, none, (unsigned long long)k->lo,
+				 (unsigned long long)k->hi);
+			row_refuses(k, val, why);
+			snprintf(val, sizeof val, "%lld", (long long)k->lo - 1);
+			if (k->lo == 1 && (k->flags & TP_PK_ZERO_OK)) {
+				row_takes(k, val, 0); /* 0: none, so -1 is the one below */
+				snprintf(val, sizeof val, "-1");
+			}
+			snprintf(why, sizeof why, "%s is out of range (%s%llu .. %llu)", val, none,
+				 (unsigned long long)k->lo, (unsigned long long)k->hi);
+			row_refuses(k, val, why);
+			row_refuses(k, "1.5", "must be an integer, not a number with a fraction");
+			row_refuses(k, "\"1\"", "must be an integer, not a string");
+			break;
+		}
+		case TP_PT_BOOL:
+			CHECK_EQ_INT(tp_policy_key_u64(base, k), k->def);
+			row_takes(k, "true", 1);
+			row_takes(k, "false", 0);
+			row_refuses(k, "1", "must be a boolean, not an integer");
+			break;
+		case TP_PT_STR: {
+			const char *ok = k->check == TP_PC_ISOLATION ? "process" : "abc";
+			char text[2048];
+			int col;
+			snprintf(val, sizeof val, "\"%s\"", ok);
+			row_text(k, val, text, sizeof text, &col);
+			struct tp_policy *p = parse(text);
+			CHECK(p != NULL);
+			if (p != NULL) {
+				CHECK_EQ_STR(*(char **)((char *)p + k->off), ok);
+				json_t *j = tp_policy_to_json(p, 1), *v = row_in_json(j, k);
+				CHECK((k->flags & TP_PK_NO_JSON)
+					  ? v == NULL
+					  : json_is_string(v) &&
+						strcmp(json_string_value(v), ok) == 0);
+				json_decref(j);
+			}
+			tp_policy_free(p);
+			/* hi bytes are taken (where any string is), hi + 1 refused. */
+			memset(val + 1, 'a', k->hi + 1);
+			val[0] = '"';
+			snprintf(val + k->hi + 2, 2, "\"");
+			snprintf(why, sizeof why,
+				 "must be a string of at most %llu bytes without NUL",
+				 (unsigned long long)k->hi);
+			row_refuses(k, val, why);
+			if (k->check == TP_PC_NONE || k->check == TP_PC_NAME) {
+				snprintf(val + k->hi + 1, 2, "\"");
+				row_text(k, val, text, sizeof text, &col);
+				p = parse(text);
+				CHECK(p != NULL);
+				CHECK(p == NULL || strlen(*(char **)((char *)p + k->off)) == k->hi);
+				tp_policy_free(p);
+			}
+			row_refuses(k, "1", "must be a string, not an integer");
+			break;
+		}
+		case TP_PT_STRV: {
+			char text[2048];
+			int col;
+			row_text(k, "[]", text, sizeof text, &col);
+			struct tp_policy *p = parse(text);
+			CHECK(p != NULL);
+			if (p != NULL) {
+				json_t *j = tp_policy_to_json(p, 1), *v = row_in_json(j, k);
+				CHECK(json_is_array(v) && json_array_size(v) == 0);
+				json_decref(j);
+				/* The wire leaves out only what never leaves the host. */
+				j = tp_policy_to_json(p, 0);
+				CHECK((row_in_json(j, k) == NULL) ==
+				      ((k->flags & TP_PK_HOST) != 0));
+				json_decref(j);
+			}
+			tp_policy_free(p);
+			row_refuses(k, "{}", "must be a list of strings, not an object");
+			break;
+		}
+		case TP_PT_LANGS: row_refuses(k, "[]", "must name at least one language"); break;
+		}
+	}
+	tp_policy_free(base);
+}
+
+/* Every U64 and BOOL row: a child that writes it has its value, one that does not
+ * its parent's (strict's), and every other row is strict's. */
+static void test_schema_extends(void)
+{
+	char dir[] = "/tmp/tp-test-schema-XXXXXX", path[256], text[512];
+	CHECK(mkdtemp(dir) != NULL);
+	struct tp_policy_set *s = tp_policy_set_new(NULL);
+	const struct tp_policy *st = s ? tp_policy_set_find(s, "strict") : NULL;
+	CHECK(st != NULL);
+	snprintf(path, sizeof path, "%s/c.json", dir);
+	for (size_t i = 0; st != NULL && i < tp_policy_nkeys; i++) {
+		const struct tp_policy_key *k = &tp_policy_keys[i];
+		uint64_t v = tp_policy_key_u64(st, k) == k->hi ? k->lo : k->hi;
+		if (k->type == TP_PT_BOOL)
+			snprintf(text, sizeof text,
+				 "{\"name\": \"c\", \"extends\": \"strict\", \"%s\": %s}", k->key,
+				 v ? "true" : "false");
+		else if (k->type == TP_PT_U64 && k->section)
+			snprintf(
+			    text, sizeof text,
+			    "{\"name\": \"c\", \"extends\": \"strict\", \"%s\": {\"%s\": %llu}}",
+			    k->section, k->key, (unsigned long long)v);
+		else
+			continue;
+		write_file(dir, "c.json", text);
+		struct tp_err err = { 0 };
+		struct tp_policy *c = tp_policy_set_check_file(s, path, &err);
+		CHECK(c != NULL);
+		if (c == NULL) {
+			fprintf(stderr, "# %s: %s\n", text, err.msg);
+			continue;
+		}
+		for (size_t j = 0; j < tp_policy_nkeys; j++) {
+			const struct tp_policy_key *o = &tp_policy_keys[j];
+			if (o->type == TP_PT_U64 || o->type == TP_PT_BOOL)
+				CHECK_EQ_INT(tp_policy_key_u64(c, o),
+					     j == i ? v : tp_policy_key_u64(st, o));
+		}
+		tp_policy_free(c);
+	}
+	tp_policy_set_free(s);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* v as policies/README.md writes a bound: "4 GiB", "16 MiB", "10^7", "600000". */
+static void human(uint64_t v, char *out, size_t size)
+{
+	uint64_t p = 1000000;
+	int e = 6;
+	for (; p < v && p <= UINT64_MAX / 10; p *= 10)
+		e++;
+	if (v >= (1ull << 30) && v % (1ull << 30) == 0)
+		snprintf(out, size, "%llu GiB", (unsigned long long)(v >> 30));
+	else if (v >= (1ull << 20) && v % (1ull << 20) == 0)
+		snprintf(out, size, "%llu MiB", (unsigned long long)(v >> 20));
+	else if (p == v)
+		snprintf(out, size, "10^%d", e);
+	else
+		snprintf(out, size, "%llu", (unsigned long long)v);
+}
+
+/* The table row of policies/README.md at line: its first cell's `key` into key,
+ * its n-th cell (from 0) into cell. 0, or -1 when the line is no such row. */
+static int md_row(const char *line, int n, char *key, size_t ksize, char *cell, size_t csize)
+{
+	if (strncmp(line, "| `", 3) != 0)
+		return -1;
+	const char *end = strchr(line + 3, '`');
+	if (end == NULL)
+		return -1;
+	snprintf(key, ksize, "%.*s", (int)(end - line - 3), line + 3);
+	const char *c = line;
+	for (int i = 0; i < n && c != NULL; i++)
+		c = strstr(c + 1, " | ");
+	if (c == NULL)
+		return -1;
+	c += 3;
+	const char *e = strstr(c, " |");
+	snprintf(cell, csize, "%.*s", e ? (int)(e - c) : (int)strlen(c), c);
+	return 0;
+}
+
+/* policies/README.md's key tables are the schema's: the format table names every
+ * top-level key in order, a section's type cell its keys in order (with the range
+ * of each that gives one), and the limits table every limit, its range and
+ * standard's value. */
+static void test_readme_keys(void)
+{
+	char path[512], line[2048], key[128], cell[1024], want[1024], lo[32], hi[32];
+	const char *src = __FILE__, *slash = strrchr(src, '/');
+	/* __FILE__ is tests/unit/test_policy.c, from where the tree's root is ../.. */
+	snprintf(path, sizeof path, "%.*s%s../../policies/README.md",
+		 slash ? (int)(slash - src + 1) : 0, src, slash ? "" : "tests/unit/");
+	FILE *f = fopen(path, "r");
+	CHECK(f != NULL);
+	if (f == NULL)
+		return;
+	struct tp_policy_set *s = tp_policy_set_new(NULL);
+	const struct tp_policy *sd = s ? tp_policy_set_find(s, "standard") : NULL;
+	size_t top = 0, lim = 0, ntop = 0;
+	int where = 0; /* 1: the format table, 2: the limits table */
+	for (size_t i = 0; i < tp_policy_nkeys; i++)
+		ntop += i == 0 ||
+			strcmp(tp_policy_keys[i].section ? tp_policy_keys[i].section
+							 : tp_policy_keys[i].key,
+			       tp_policy_keys[i - 1].section ? tp_policy_keys[i - 1].section
+							     : tp_policy_keys[i - 1].key) != 0;
+	while (sd != NULL && fgets(line, sizeof line, f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strcmp(line, "## The format") == 0)
+			where = 1;
+		else if (strcmp(line, "### Limits") == 0)
+			where = 2;
+		else if (strncmp(line, "#", 1) == 0)
+			where = 0;
+		if (where == 1 && md_row(line, 1, key, sizeof key, cell, sizeof cell) == 0) {
+			/* The next top-level key of the table. */
+			size_t i = 0, t = 0;
+			for (; i < tp_policy_nkeys; i++) {
+				const struct tp_policy_key *k = &tp_policy_keys[i];
+				if (i > 0 && strcmp(k->section ? k->section : k->key,
+						    tp_policy_keys[i - 1].section
+							? tp_policy_keys[i - 1].section
+							: tp_policy_keys[i - 1].key) != 0)
+					t++;
+				if (t == top)
+					break;
+			}
+			CHECK(i < tp_policy_nkeys);
+			if (i >= tp_policy_nkeys)
+				break;
+			const struct tp_policy_key *k = &tp_policy_keys[i];
+			CHECK_EQ_STR(key, k->section ? k->section : k->key);
+			top++;
+			if (k->section == NULL || strcmp(k->section, "limits") == 0)
+				continue;
+			/* "{a (lo..hi), b, ...}": the section's keys, in order. */
+			const char *c = strchr(cell, '{');
+			unsigned char ranged[64] = { 0 };
+			CHECK(c != NULL && tp_policy_nkeys <= sizeof ranged);
+			for (size_t j = i; c != NULL && *c != '}' && j < sizeof ranged; j++) {
+				c++;
+				while (*c == ' ')
+					c++;
+				size_t n = strspn(c, "abcdefghijklmnopqrstuvwxyz_");
+				CHECK(j < tp_policy_nkeys && tp_policy_keys[j].section &&
+				      strcmp(tp_policy_keys[j].section, k->section) == 0);
+				if (j >= tp_policy_nkeys || !tp_policy_keys[j].section ||
+				    strcmp(tp_policy_keys[j].section, k->section) != 0)
+					break;
+				snprintf(want, sizeof want, "%.*s", (int)n, c);
+				CHECK_EQ_STR(want, tp_policy_keys[j].key);
+				c += n;
+				if (strncmp(c, " (", 2) == 0) {
+					human(tp_policy_keys[j].lo, lo, sizeof lo);
+					human(tp_policy_keys[j].hi, hi, sizeof hi);
+					snprintf(want, sizeof want, " (%s..%s)", lo, hi);
+					CHECK(strncmp(c, want, strlen(want)) == 0);
+					if (strncmp(c, want, strlen(want)) != 0)
+						fprintf(stderr, "# README: %s: %.40s, not%s\n",
+							tp_policy_keys[j].key, c, want);
+					ranged[j] = 1;
+					c = strchr(c, ')');
+					if (c == NULL)
+						break;
+					c++;
+				}
+				CHECK(*c == ',' || *c == '}');
+				if (*c != ',' && *c != '}')
+					break;
+				/* The section's last key ends the braces. */
+				CHECK((*c == '}') ==
+				      (j + 1 >= tp_policy_nkeys || !tp_policy_keys[j + 1].section ||
+				       strcmp(tp_policy_keys[j + 1].section, k->section) != 0));
+			}
+			/* A number the braces give no range has one after them, for all
+			 * ("{...}` (lo..hi"), or in the line ("`key` (lo .. hi)"). */
+			for (size_t j = i; j < tp_policy_nkeys && j < sizeof ranged &&
+					   tp_policy_keys[j].section &&
+					   strcmp(tp_policy_keys[j].section, k->section) == 0;
+			     j++) {
+				const struct tp_policy_key *r = &tp_policy_keys[j];
+				char all[128], own[128];
+				if (r->type != TP_PT_U64 || ranged[j])
+					continue;
+				human(r->lo, lo, sizeof lo);
+				human(r->hi, hi, sizeof hi);
+				snprintf(all, sizeof all, " (%s..%s", lo, hi);
+				snprintf(own, sizeof own, "`%s` (%s .. %s)", r->key, lo, hi);
+				const char *after = strchr(line, '}');
+				int ok = (after && strstr(after, all)) || strstr(line, own);
+				CHECK(ok);
+				if (!ok)
+					fprintf(stderr, "# README: %s.%s: neither %s nor %s\n",
+						r->section, r->key, all, own);
+			}
+		}
+		if (where == 2 && md_row(line, 1, key, sizeof key, cell, sizeof cell) == 0) {
+			/* The next limit: its range, and standard's value. */
+			size_t i = 0, n = 0;
+			for (; i < tp_policy_nkeys; i++)
+				if (tp_policy_keys[i].section &&
+				    strcmp(tp_policy_keys[i].section, "limits") == 0 && n++ == lim)
+					break;
+			CHECK(i < tp_policy_nkeys);
+			if (i >= tp_policy_nkeys)
+				break;
+			const struct tp_policy_key *k = &tp_policy_keys[i];
+			CHECK_EQ_STR(key, k->key);
+			human(k->lo, lo, sizeof lo);
+			human(k->hi, hi, sizeof hi);
+			snprintf(want, sizeof want, "%s%s .. %s",
+				 k->flags & TP_PK_ZERO_OK ? "0 (off) or " : "", lo, hi);
+			CHECK_EQ_STR(cell, want);
+			md_row(line, 2, key, sizeof key, cell, sizeof cell);
+			uint64_t v = tp_policy_key_u64(sd, k);
+			human(v, want, sizeof want);
+			CHECK_EQ_STR(cell, v == 0 && (k->flags & TP_PK_ZERO_OK) ? "off" : want);
+			lim++;
+		}
+	}
+	fclose(f);
+	/* Every top-level key and every limit is in the tables. */
+	CHECK_EQ_INT(top, ntop);
+	size_t nlim = 0;
+	for (size_t i = 0; i < tp_policy_nkeys; i++)
+		nlim +=
+		    tp_policy_keys[i].section && strcmp(tp_policy_keys[i].section, "limits") == 0;
+	CHECK_EQ_INT(lim, nlim);
+	tp_policy_set_free(s);
+}
+
 int main(void)
 {
 	test_presets();
@@ -557,5 +974,8 @@ int main(void)
 	test_dir_all();
 	test_regex_cost();
 	test_within();
+	test_schema();
+	test_schema_extends();
+	test_readme_keys();
 	return tp_test_done("test_policy");
 }
