@@ -436,6 +436,24 @@ static inline PyObject *module_checked(PyObject *obj, PyObject *name, getattrofu
 		Py_DECREF(r);
 		return refuse_module(r, name, NULL);
 	}
+	/* The membrane's other forbidden values (a frame, code, a cell, a namespace, sys's
+	 * containers, a power module's function) read the same way: the read is the
+	 * snippet's crossing (typing.ForwardRef's __forward_code__ through a match class
+	 * pattern was a code object). Cheap: a few type compares for most values. */
+	if (r != NULL && g_armed && tp_py_running && tp_py_membrane_suspect(r)) {
+		const char *what = tp_py_membrane_forbidden(r);
+		if (what != NULL && !module_ok(name)) {
+			char msg[300];
+			const char *s = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+			if (s == NULL)
+				PyErr_Clear();
+			snprintf(msg, sizeof msg,
+				 "attribute '%.80s' is %s, which a snippet may not hold",
+				 s ? s : "?", what);
+			Py_DECREF(r);
+			return tp_py_refuse(msg, -1);
+		}
+	}
 	return r;
 }
 

@@ -74,6 +74,10 @@ int tp_py_guard_spelled(PyObject *d);
  * snippet's frames (installed after the guard: the facades, the builtins). */
 int tp_py_membrane_install(PyObject *facades, PyObject *builtins);
 int tp_py_membrane_snippet_frame(void); /* the innermost Python frame is the snippet's side */
+/* A value of a type the membrane may refuse (a quick filter for the guard), and what
+ * is forbidden about it, shallowly (a static description), or NULL. */
+int tp_py_membrane_suspect(PyObject *v);
+const char *tp_py_membrane_forbidden(PyObject *v);
 int tp_py_guard_locked(PyTypeObject *t);
 int tp_py_attr_denied(PyObject *name);
 int tp_py_real_namespace(PyObject *dict);

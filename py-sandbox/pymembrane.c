@@ -296,6 +296,22 @@ static const char *forbidden(PyObject *o, int depth, char *buf, size_t n)
 	return NULL;
 }
 
+int tp_py_membrane_suspect(PyObject *v)
+{
+	PyTypeObject *t = Py_TYPE(v);
+
+	return g_on && (t == &PyFrame_Type || t == &PyCode_Type || t == &PyCell_Type ||
+			t == &PyDict_Type || t == &PyList_Type || t == &PyCFunction_Type ||
+			t == &PyCMethod_Type || t == &PyMethod_Type);
+}
+
+const char *tp_py_membrane_forbidden(PyObject *v)
+{
+	static char buf[200];
+
+	return forbidden(v, 0, buf, sizeof buf);
+}
+
 /* ---- refusing ----------------------------------------------------------------------- */
 
 static const char *qualname(_PyInterpreterFrame *f)

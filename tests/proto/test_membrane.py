@@ -141,6 +141,17 @@ memo = {}
 copy.deepcopy(typing.ForwardRef('len'), memo)
 print('%s', [v for v in memo.values()])
 """ % CANARY, CROSS("deepcopy left", "a code object in an object the snippet gave it")),
+    ("a code object read through a match class pattern", """
+import typing
+class M(type):
+    def __instancecheck__(cls, x):
+        return True
+class C(metaclass=M):
+    __match_args__ = ('__forward_code__',)
+match typing.ForwardRef('len'):
+    case C(c):
+        print('%s', c)
+""" % CANARY, "attribute '__forward_code__' is a code object, which a snippet may not hold"),
     ("a stdlib subclass whose __init__ stores a module", """
 import warnings
 class W(warnings.catch_warnings):
