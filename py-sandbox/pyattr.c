@@ -61,7 +61,6 @@ static size_t g_nztypes, g_cap_ztypes;
 static getter g_subtype_dict;
 static PyObject *g_dict_name;       /* "__dict__" */
 static PyObject *g_dir_name;        /* "__dir__" */
-static PyObject *g_zygote_types;    /* set of the ids of every type the zygote made */
 static PyTypeObject *g_modtypes[8]; /* the types of the modules loaded in the zygote, */
 /* but the module type itself (six._MovedItems under the data preset) */
 static int g_nmodtypes;
@@ -288,32 +287,30 @@ static int own_attr_op(PyFrameObject *f, PyCodeObject *code, PyObject *name)
  * _stdlib_literals), or NULL before the zygote gave them. */
 static PyObject *g_spelled;
 
+static PyObject *g_spell_only; /* frozenset of module names: the shim's _SPELL_ONLY */
+
 /* One of the modules the shim's _SPELL_ONLY names (the interpreter's and the system's
  * powers): the standard library reads their attributes by names it spells only. */
 static int spell_only(PyObject *mod)
 {
-	static const char *const names[] = { "sys",  "builtins", "posix", "os", "gc",
-					     "_imp", "marshal",  "_io",   "io" };
-	const char *m = PyModule_GetName(mod);
+	PyObject *m = PyModule_GetNameObject(mod);
+	int r = m != NULL && g_spell_only != NULL ? PySet_Contains(g_spell_only, m) : -1;
 
-	if (m == NULL) {
+	Py_XDECREF(m);
+	if (r < 0)
 		PyErr_Clear();
-		return 1;
-	}
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-		if (strcmp(m, names[i]) == 0)
-			return 1;
-	return 0;
+	return r != 0; /* an error counts as one of them: the stricter rule */
 }
 
-int tp_py_guard_spelled(PyObject *d)
+int tp_py_guard_spelled(PyObject *d, PyObject *only)
 {
-	if (!PyDict_Check(d)) {
-		PyErr_SetString(PyExc_TypeError, "_spelled: a dict");
+	if (!PyDict_Check(d) || !PyAnySet_Check(only)) {
+		PyErr_SetString(PyExc_TypeError, "_spelled: a dict and a set of module names");
 		return -1;
 	}
 	Py_XSETREF(g_spelled, Py_NewRef(d));
-	return 0;
+	Py_XSETREF(g_spell_only, PyFrozenSet_New(only));
+	return g_spell_only != NULL ? 0 : -1;
 }
 
 /* May the standard library's frame f read attribute name of the real module mod?
@@ -1136,9 +1133,7 @@ static int guard_all_types(void)
 			}
 		Py_XDECREF(subs);
 	}
-	rc = 0;
-	g_zygote_types = seen; /* every type there is now: the zygote's */
-	seen = NULL;
+	rc = 0; /* every type there is now is the zygote's: g_ztypes */
 out:
 	Py_XDECREF(todo);
 	Py_XDECREF(seen);

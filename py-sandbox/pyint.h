@@ -68,8 +68,9 @@ int tp_py_audit_hook(const char *event, PyObject *args, void *ud);
 
 /* pyattr.c: the attribute guard (installed by the shim in the zygote). */
 int tp_py_guard_install(PyObject *deny);
-/* {id(namespace): frozenset of names}: the names each stdlib module's code spells. */
-int tp_py_guard_spelled(PyObject *d);
+/* {id(namespace): frozenset of names}: the names each stdlib module's code spells, and
+ * the modules whose attributes the stdlib reads only by those (the shim's _SPELL_ONLY). */
+int tp_py_guard_spelled(PyObject *d, PyObject *only);
 /* pymembrane.c: the checks where values cross from trusted code into the
  * snippet's frames (installed after the guard: the facades, the builtins). */
 int tp_py_membrane_install(PyObject *facades, PyObject *builtins);

@@ -1761,7 +1761,7 @@ const char tp_py_shim_source[] =
 	"    assert all(_attr_bad(n) for n in GUARD_DENY)  # the AST check refuses them first ...\n"
 	"    assert READ_OK <= GUARD_DENY  # ... but these reads, which the guard decides in C\n"
 	"    _guard_enum(sys.modules['enum'])  # after every import: the stdlib's own use _convert_\n"
-	"    _spelled(_stdlib_literals())  # what each stdlib module's code names (pyattr.c)\n"
+	"    _spelled(_stdlib_literals(), frozenset(_SPELL_ONLY))  # what the stdlib names (pyattr.c)\n"
 	"    _guard(GUARD_DENY)  # last: from here on a denied name is refused in C\n"
 	"    _membrane(tuple(FACADES.values()), b)  # and what crosses into the snippet is checked\n"
 	"    return b\n"

@@ -313,11 +313,14 @@ static PyObject *py_guard(PyObject *self, PyObject *names)
 	Py_RETURN_NONE;
 }
 
-/* _spelled({id(namespace): frozenset}): what each stdlib module's code names (pyattr.c). */
-static PyObject *py_spelled(PyObject *self, PyObject *d)
+/* _spelled({id(namespace): frozenset}, only): what each stdlib module's code names, and
+ * the modules that rule covers (pyattr.c). */
+static PyObject *py_spelled(PyObject *self, PyObject *args)
 {
+	PyObject *d, *only;
+
 	(void)self;
-	if (tp_py_guard_spelled(d) != 0)
+	if (!PyArg_ParseTuple(args, "OO", &d, &only) || tp_py_guard_spelled(d, only) != 0)
 		return NULL;
 	Py_RETURN_NONE;
 }
@@ -529,7 +532,7 @@ PyMethodDef tp_py_shim_fns[] = {
 	{ "_eval_builtins", py_eval_builtins, METH_O, NULL },
 	{ "_guard", py_guard, METH_O, NULL },
 	{ "_membrane", py_membrane, METH_VARARGS, NULL },
-	{ "_spelled", py_spelled, METH_O, NULL },
+	{ "_spelled", py_spelled, METH_VARARGS, NULL },
 	{ "_sgetattr", (PyCFunction)(void (*)(void))py_sgetattr, METH_FASTCALL, NULL },
 	{ "_ssetattr", (PyCFunction)(void (*)(void))py_ssetattr, METH_FASTCALL, NULL },
 	{ "_write", py_write, METH_VARARGS, NULL },

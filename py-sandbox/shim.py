@@ -1755,7 +1755,7 @@ def init(modules, allowed_builtins, catalog_builtins, policy, kernel_only, files
     assert all(_attr_bad(n) for n in GUARD_DENY)  # the AST check refuses them first ...
     assert READ_OK <= GUARD_DENY  # ... but these reads, which the guard decides in C
     _guard_enum(sys.modules['enum'])  # after every import: the stdlib's own use _convert_
-    _spelled(_stdlib_literals())  # what each stdlib module's code names (pyattr.c)
+    _spelled(_stdlib_literals(), frozenset(_SPELL_ONLY))  # what the stdlib names (pyattr.c)
     _guard(GUARD_DENY)  # last: from here on a denied name is refused in C
     _membrane(tuple(FACADES.values()), b)  # and what crosses into the snippet is checked
     return b
