@@ -9,6 +9,7 @@
 #ifdef TP_FAILALLOC
 
 #include <errno.h>
+#include <execinfo.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@ static int armed;
 static int fail_rest; /* "N+": every allocation from the Nth on fails */
 static unsigned long fail_at, count;
 static pid_t armed_pid; /* a forked child (before its execve) never fails */
+static int trace;       /* TIDEPOOL_FAILALLOC_TRACE: the failed call's stack on stderr */
 
 static int should_fail(void)
 {
@@ -31,7 +33,14 @@ static int should_fail(void)
 		return 0;
 	count++;
 	int hit = fail_at != 0 && (count == fail_at || (fail_rest && count > fail_at));
-	return hit && getpid() == armed_pid;
+	hit = hit && getpid() == armed_pid;
+	if (hit && trace && count == fail_at) {
+		void *pc[32];
+		int n = backtrace(pc, 32);
+		fprintf(stderr, "tidepool: failalloc: allocation %lu fails here:\n", count);
+		backtrace_symbols_fd(pc, n, 2);
+	}
+	return hit;
 }
 
 void *__wrap_malloc(size_t n)
@@ -77,6 +86,7 @@ void tp_failalloc_arm(void)
 	fail_at = strtoul(v, &end, 10);
 	fail_rest = *end == '+';
 	armed_pid = getpid();
+	trace = getenv("TIDEPOOL_FAILALLOC_TRACE") != NULL;
 	armed = 1;
 	atexit(report);
 }

@@ -319,7 +319,7 @@ int tp_pool_zygote_state(const struct tp_host *h, int zi)
 	return z->lang->id == TP_LANG_LUA && strcmp(z->policy->isolation, "state") == 0;
 }
 
-struct worker *tp_pool_spawn(struct tp_host *h, int zi, enum tp_spawn_kind kind, int ws_fd)
+static struct worker *spawn(struct tp_host *h, int zi, enum tp_spawn_kind kind, int ws_fd)
 {
 	int sv[2], page;
 	struct zygote *z = &h->zyg[zi];
@@ -368,6 +368,20 @@ struct worker *tp_pool_spawn(struct tp_host *h, int zi, enum tp_spawn_kind kind,
 		tail = &(*tail)->next;
 	*tail = w;
 	z->spawning[z->nspawning++] = w;
+	return w;
+}
+
+/* A spawn that fails for want of memory, a socket or a page counts as a failure
+ * of the language, as a zygote that will not start does: its backoff is the
+ * loop's reason to wake and try again, since nothing else may come (stdin at
+ * EOF, no worker in flight) before the queued execs' deadlines. */
+struct worker *tp_pool_spawn(struct tp_host *h, int zi, enum tp_spawn_kind kind, int ws_fd)
+{
+	struct zygote *z = &h->zyg[zi];
+	int failures = z->failures;
+	struct worker *w = spawn(h, zi, kind, ws_fd);
+	if (w == NULL && z->failures == failures)
+		zygote_failed(h, z);
 	return w;
 }
 
