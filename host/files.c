@@ -239,26 +239,27 @@ static int walk(int root, const char *path, int create, const char **leaf)
 
 /* ---- the methods -------------------------------------------------------------------- */
 
-static void answer(struct tp_host *h, const struct tp_rpc *rpc, const struct session *s, json_t *r)
+static void answer(struct tp_host *h, struct client *c, const struct tp_rpc *rpc,
+		   const struct session *s, json_t *r)
 {
 	r = tp_hpolicy_redact_file(&h->hp[s->zi / TP_NLANGS], r); /* names and contents */
 	if (r == NULL)
-		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+		tp_out_error(c, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
 	else
-		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, r));
+		tp_out_emit(c, rpc->id, tp_rpc_result(rpc->id, r));
 }
 
-static int refuse(struct tp_host *h, const struct tp_rpc *rpc, const char *fmt, ...)
+static int refuse(struct client *c, const struct tp_rpc *rpc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static int refuse(struct tp_host *h, const struct tp_rpc *rpc, const char *fmt, ...)
+static int refuse(struct client *c, const struct tp_rpc *rpc, const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, msg);
+	tp_out_error(c, rpc->id, TP_RPC_INVALID_PARAMS, msg);
 	return -1;
 }
 
@@ -494,7 +495,8 @@ static json_t *do_list(struct session *s)
 	return json_pack("{s:o, s:b}", "files", sorted, "complete", !l.full && !l.hidden);
 }
 
-void tp_files_method(struct tp_host *h, const struct tp_rpc *rpc, const char *what)
+void tp_files_method(struct tp_host *h, struct client *c, const struct tp_rpc *rpc,
+		     const char *what)
 {
 	static const char *const keys_put[] = { "session_id", "path", "data", NULL };
 	static const char *const keys_get[] = { "session_id", "path", NULL };
@@ -505,7 +507,7 @@ void tp_files_method(struct tp_host *h, const struct tp_rpc *rpc, const char *wh
 	const char *key;
 	json_t *val;
 	if (!json_is_object(rpc->params)) {
-		refuse(h, rpc, "params must be an object with 'session_id'");
+		refuse(c, rpc, "params must be an object with 'session_id'");
 		return;
 	}
 	json_object_foreach(rpc->params, key, val)
@@ -514,42 +516,42 @@ void tp_files_method(struct tp_host *h, const struct tp_rpc *rpc, const char *wh
 		for (size_t i = 0; keys[i] != NULL; i++)
 			ok |= strcmp(keys[i], key) == 0;
 		if (!ok) {
-			refuse(h, rpc, "unknown parameter '%.64s'", key);
+			refuse(c, rpc, "unknown parameter '%.64s'", key);
 			return;
 		}
 	}
 	json_t *sid = json_object_get(rpc->params, "session_id");
 	if (!json_is_string(sid)) {
-		refuse(h, rpc, "'session_id' must be a string");
+		refuse(c, rpc, "'session_id' must be a string");
 		return;
 	}
-	struct session *s = tp_sess_find(h, json_string_value(sid));
+	struct session *s = tp_sess_find(h, c, json_string_value(sid));
 	if (s == NULL) {
-		tp_sess_unknown(h, rpc->id, json_string_value(sid));
+		tp_sess_unknown(h, c, rpc->id, json_string_value(sid));
 		return;
 	}
 	if (s->ws_dir < 0) {
 		if (policy_of(h, s)->session.workspace_bytes == 0)
-			refuse(h, rpc,
+			refuse(c, rpc,
 			       "session '%s' has no workspace (policy '%s' has "
 			       "session.workspace_bytes 0)",
 			       s->id, policy_of(h, s)->name);
 		else
-			refuse(h, rpc,
+			refuse(c, rpc,
 			       "session '%s' has no workspace: a workspace needs Landlock, which "
 			       "this kernel lacks",
 			       s->id);
 		return;
 	}
 	if (keys == keys_list) {
-		answer(h, rpc, s, do_list(s));
+		answer(h, c, rpc, s, do_list(s));
 		return;
 	}
 	json_t *p = json_object_get(rpc->params, "path");
 	const char *why = json_is_string(p) ? bad_path(json_string_value(p), json_string_length(p))
 					    : "must be a string";
 	if (why != NULL) {
-		refuse(h, rpc, "'path' %s", why);
+		refuse(c, rpc, "'path' %s", why);
 		return;
 	}
 	char msg[512];
@@ -560,16 +562,16 @@ void tp_files_method(struct tp_host *h, const struct tp_rpc *rpc, const char *wh
 		unsigned char *bytes = json_is_string(data) ? malloc(n / 4 * 3 + 1) : NULL;
 		long got = bytes ? tp_base64_decode(json_string_value(data), n, bytes) : -1;
 		if (!json_is_string(data)) {
-			refuse(h, rpc, "'data' must be a string: the file's bytes in base64");
+			refuse(c, rpc, "'data' must be a string: the file's bytes in base64");
 			return;
 		}
 		if (bytes == NULL) {
-			tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+			tp_out_error(c, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
 			return;
 		}
 		if (got < 0) {
 			free(bytes);
-			refuse(h, rpc, "'data' is not base64 (RFC 4648, with padding)");
+			refuse(c, rpc, "'data' is not base64 (RFC 4648, with padding)");
 			return;
 		}
 		r = do_put(h, s, json_string_value(p), bytes, (size_t)got, msg, sizeof msg);
@@ -578,14 +580,15 @@ void tp_files_method(struct tp_host *h, const struct tp_rpc *rpc, const char *wh
 		r = do_get(h, s, json_string_value(p), 0, msg, sizeof msg);
 	}
 	if (r == NULL && msg[0] != '\0')
-		refuse(h, rpc, "%s", msg);
+		refuse(c, rpc, "%s", msg);
 	else
-		answer(h, rpc, s, r);
+		answer(h, c, rpc, s, r);
 }
 
 /* ---- MCP: write_file, read_file, list_files ------------------------------------------- */
 
-void tp_files_mcp_tool(struct tp_host *h, const struct tp_rpc *rpc, const char *name)
+void tp_files_mcp_tool(struct tp_host *h, struct client *c, const struct tp_rpc *rpc,
+		       const char *name)
 {
 	json_t *args = json_object_get(rpc->params, "arguments");
 	json_t *sid = json_object_get(args, "session_id"), *p = json_object_get(args, "path");
@@ -594,7 +597,7 @@ void tp_files_mcp_tool(struct tp_host *h, const struct tp_rpc *rpc, const char *
 	size_t want = ls ? 1 : wr ? 3 : 2;
 	char msg[512] = "";
 	json_t *r = NULL;
-	struct session *s = json_is_string(sid) ? tp_sess_find(h, json_string_value(sid)) : NULL;
+	struct session *s = json_is_string(sid) ? tp_sess_find(h, c, json_string_value(sid)) : NULL;
 	const char *why;
 	if (!json_is_object(args) || !json_is_string(sid) || json_object_size(args) != want ||
 	    (!ls && !json_is_string(p)) || (wr && !json_is_string(text)))
@@ -620,5 +623,5 @@ void tp_files_mcp_tool(struct tp_host *h, const struct tp_rpc *rpc, const char *
 	if (r != NULL) /* names and contents */
 		r = tp_hpolicy_redact_file(&h->hp[s->zi / TP_NLANGS], r);
 	json_t *res = r != NULL ? tp_mcp_tool_value(r, 0) : msg[0] ? tp_mcp_tool_text(msg) : NULL;
-	tp_host_tool_reply(h, rpc->id, rpc->params, res);
+	tp_host_tool_reply(c, rpc->id, rpc->params, res);
 }

@@ -1,7 +1,8 @@
 /*
  * host.c — the requests and the event loop. Invariants: nothing here blocks
- * (stdout and worker channels are written only when poll says so), nothing here
- * exits on bad input, and every exec gets exactly one reply (none when cancelled).
+ * (clients and worker channels are written only when poll says so), nothing
+ * here exits on bad input, every exec gets exactly one reply (none when
+ * cancelled), and it goes to the client that sent the request, never another.
  */
 #include "host_int.h"
 
@@ -42,6 +43,7 @@ void tp_host_exec_free(struct exec *e)
 	if (e != NULL) {
 		json_decref(e->msg);
 		json_decref(e->tool_log);
+		tp_client_unref(e->c);
 	}
 	free(e);
 }
@@ -61,25 +63,25 @@ static double cpu_without_reply(const struct worker *w, const struct tp_shm_view
 	return w->cpu_ms > begin ? w->cpu_ms - begin : 0;
 }
 
-void tp_host_tool_reply(struct tp_host *h, json_t *id, const json_t *params, json_t *res)
+void tp_host_tool_reply(struct client *c, json_t *id, const json_t *params, json_t *res)
 {
 	res = tp_mcp_stamp(res, params);
 	if (res == NULL)
-		tp_out_error(h, id, TP_RPC_INTERNAL_ERROR, "out of memory building the result");
+		tp_out_error(c, id, TP_RPC_INTERNAL_ERROR, "out of memory building the result");
 	else
-		tp_out_emit(h, id, tp_rpc_result(id, res));
+		tp_out_emit(c, id, tp_rpc_result(id, res));
 }
 
 /* An exec's result (stolen; NULL when out of memory), as sandbox/exec's reply
  * or in the tools/call shape. */
-static void reply(struct tp_host *h, json_t *id, const json_t *params, int tool, json_t *res)
+static void reply(struct client *c, json_t *id, const json_t *params, int tool, json_t *res)
 {
 	if (tool)
-		tp_host_tool_reply(h, id, params, tp_mcp_tool_result(res));
+		tp_host_tool_reply(c, id, params, tp_mcp_tool_result(res));
 	else if (res == NULL)
-		tp_out_error(h, id, TP_RPC_INTERNAL_ERROR, "out of memory building the result");
+		tp_out_error(c, id, TP_RPC_INTERNAL_ERROR, "out of memory building the result");
 	else
-		tp_out_emit(h, id, tp_rpc_result(id, res));
+		tp_out_emit(c, id, tp_rpc_result(id, res));
 }
 
 /* Sends the exec's one reply, built from everything known about the worker. */
@@ -104,7 +106,7 @@ void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *er
 			   "output limit exceeded: the worker's page held %llu bytes of output; "
 			   "the host kept output_bytes",
 			   (unsigned long long)view.out_claimed);
-	tp_stream_flush(h, e, &view); /* the notifications end as the reply's output */
+	tp_stream_flush(e, &view); /* the notifications end as the reply's output */
 	struct tp_outcome o = {
 		.reply = w->reply,
 		.shm = &view,
@@ -141,7 +143,7 @@ void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *er
 	res = tp_hpolicy_redact(hp, res);
 	tp_audit_exec(h->audit_fd, hp, e->id, e->p.lang, e->p.code, e->p.code_len, res,
 		      "internal_error", e->tool_log);
-	reply(h, e->id, json_object_get(e->msg, "params"), e->p.tool_call, res);
+	reply(e->c, e->id, json_object_get(e->msg, "params"), e->p.tool_call, res);
 }
 
 void tp_host_answer_unrun(struct tp_host *h, struct exec *e)
@@ -158,20 +160,22 @@ void tp_host_answer_unrun(struct tp_host *h, struct exec *e)
 	res = tp_hpolicy_redact(hp, res);
 	tp_audit_exec(h->audit_fd, hp, e->id, e->p.lang, e->p.code, e->p.code_len, res,
 		      "internal_error", e->tool_log);
-	reply(h, e->id, json_object_get(e->msg, "params"), e->p.tool_call, res);
+	reply(e->c, e->id, json_object_get(e->msg, "params"), e->p.tool_call, res);
 }
 
 /* ---- requests --------------------------------------------------------------- */
 
-static struct exec *find_exec(struct tp_host *h, const json_t *id, struct worker **wp)
+/* c's exec of that request id (each client has its own id space). */
+static struct exec *find_exec(struct tp_host *h, const struct client *c, const json_t *id,
+			      struct worker **wp)
 {
 	for (struct exec *e = h->qhead; e != NULL; e = e->next)
-		if (e->id != NULL && json_equal(e->id, (json_t *)id)) {
+		if (e->c == c && e->id != NULL && json_equal(e->id, (json_t *)id)) {
 			*wp = NULL;
 			return e;
 		}
 	for (struct worker *w = h->workers; w != NULL; w = w->next)
-		if (w->exec != NULL && !w->answered && w->exec->id != NULL &&
+		if (w->exec != NULL && !w->answered && w->exec->c == c && w->exec->id != NULL &&
 		    json_equal(w->exec->id, (json_t *)id)) {
 			*wp = w;
 			return w->exec;
@@ -190,7 +194,7 @@ static void cancel_exec(struct tp_host *h, struct exec *e, struct worker *w, con
 		return;
 	if (e->p.tool_call) {
 		e->cancelled = 1;
-		tp_host_batch_drop(h, e->id); /* it gets no reply */
+		tp_out_batch_drop(e->c, e->id); /* it gets no reply */
 	}
 	if (!tp_err_failed(&e->verdict))
 		tp_err_set(&e->verdict, TP_KIND_CANCELLED, TP_LAYER_HOST, 0, "%s", why);
@@ -209,35 +213,38 @@ static void cancel_exec(struct tp_host *h, struct exec *e, struct worker *w, con
 	}
 }
 
-static void cancel(struct tp_host *h, const json_t *params)
+static void cancel(struct tp_host *h, struct client *c, const json_t *params)
 {
 	struct worker *w;
 	json_t *id = json_object_get(params, "requestId");
-	struct exec *e = id ? find_exec(h, id, &w) : NULL;
+	struct exec *e = id ? find_exec(h, c, id, &w) : NULL;
 	if (e != NULL) /* else already answered, or never seen: nothing to stop */
 		cancel_exec(h, e, w, "cancelled by the client (notifications/cancelled)");
 }
 
-/* SIGTERM, SIGINT, or a client that is gone: every exec in flight stops now.
- * A queued one is answered cancelled at once; a running one's worker is killed
- * and its exec answered from what the host knows (the output so far), without
- * waiting for the reap, so the host can exit at once. A tools/call gets no
- * reply, as under a cancel; every exec gets its audit line. Returns how many
- * stopped. */
-static int stop_all(struct tp_host *h, const char *why)
+/* SIGTERM, SIGINT, or a client that is gone: every exec in flight (of client
+ * c, or of all when c is NULL) stops now. A queued one is answered cancelled
+ * at once; a running one's worker is killed and its exec answered from what
+ * the host knows (the output so far), without waiting for the reap, so the
+ * host can exit at once. A tools/call gets no reply, as under a cancel; every
+ * exec gets its audit line. Returns how many stopped. */
+static int stop_all(struct tp_host *h, const struct client *c, const char *why)
 {
 	int n = 0;
-	for (struct exec *e = h->qhead, *next; e != NULL; e = next, n++) {
+	for (struct exec *e = h->qhead, *next; e != NULL; e = next) {
 		next = e->next;
+		if (c != NULL && e->c != c)
+			continue;
 		cancel_exec(h, e, NULL, why);
+		n++;
 	}
 	for (struct worker *w = h->workers; w != NULL; w = w->next) {
 		struct exec *e = w->exec;
-		if (e == NULL || w->answered)
+		if (e == NULL || w->answered || (c != NULL && e->c != c))
 			continue;
 		if (e->p.tool_call && !e->cancelled) {
 			e->cancelled = 1;
-			tp_host_batch_drop(h, e->id);
+			tp_out_batch_drop(e->c, e->id);
 		}
 		if (!tp_err_failed(&e->verdict))
 			tp_err_set(&e->verdict, TP_KIND_CANCELLED, TP_LAYER_HOST, 0, "%s", why);
@@ -251,7 +258,7 @@ static int stop_all(struct tp_host *h, const char *why)
 
 /* An exec over its policy's rate is answered at once, as a result the model
  * reads (not a protocol error), and logged. */
-static void rate_limited(struct tp_host *h, const struct tp_rpc *rpc,
+static void rate_limited(struct tp_host *h, struct client *c, const struct tp_rpc *rpc,
 			 const struct tp_exec_params *p, const struct tp_hpolicy *hp, double wait,
 			 int session)
 {
@@ -278,28 +285,27 @@ static void rate_limited(struct tp_host *h, const struct tp_rpc *rpc,
 	res = tp_hpolicy_redact(hp, res);
 	tp_audit_exec(h->audit_fd, hp, rpc->id, p->lang, p->code, p->code_len, res, "rate_limit",
 		      NULL);
-	reply(h, rpc->id, rpc->params, p->tool_call, res);
+	reply(c, rpc->id, rpc->params, p->tool_call, res);
 }
 
 /* A tools/call whose arguments are wrong: a result the model reads and can
  * correct its call from (MCP 2025-11-25), not a JSON-RPC error. */
-static void tool_refused(struct tp_host *h, const struct tp_rpc *rpc, const char *msg)
+static void tool_refused(struct client *c, const struct tp_rpc *rpc, const char *msg)
 {
-	tp_host_tool_reply(h, rpc->id, rpc->params, tp_mcp_tool_text(msg));
+	tp_host_tool_reply(c, rpc->id, rpc->params, tp_mcp_tool_text(msg));
 }
 
 /* A refusal of start_exec's: an isError result for a tool's arguments, else
  * the JSON-RPC error code. */
-static void refused(struct tp_host *h, const struct tp_rpc *rpc, int tool, int code,
-		    const char *msg)
+static void refused(struct client *c, const struct tp_rpc *rpc, int tool, int code, const char *msg)
 {
 	if (tool)
-		tool_refused(h, rpc, msg);
+		tool_refused(c, rpc, msg);
 	else
-		tp_out_error(h, rpc->id, code, msg);
+		tp_out_error(c, rpc->id, code, msg);
 }
 
-static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
+static void start_exec(struct tp_host *h, struct client *c, struct tp_rpc *rpc, int tool)
 {
 	struct tp_err err = { 0 };
 	struct exec *e;
@@ -312,24 +318,24 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 	const char *tname = tool ? json_string_value(json_object_get(rpc->params, "name")) : NULL;
 	if (tname != NULL &&
 	    (strcmp(tname, "list_sessions") == 0 || strcmp(tname, "close_session") == 0)) {
-		tp_sess_mcp_tool(h, rpc, tname);
+		tp_sess_mcp_tool(h, c, rpc, tname);
 		return;
 	}
 	if (tname != NULL && h->pols.deflt->session.workspace_bytes > 0 &&
 	    (strcmp(tname, "write_file") == 0 || strcmp(tname, "read_file") == 0 ||
 	     strcmp(tname, "list_files") == 0)) {
-		tp_files_mcp_tool(h, rpc, tname);
+		tp_files_mcp_tool(h, c, rpc, tname);
 		return;
 	}
 	/* An unknown tool or a bad _meta is a fault of the call: -32602. */
 	if (tool && tp_exec_params_tool_meta(rpc->params, &err) != 0) {
-		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, err.msg);
+		tp_out_error(c, rpc->id, TP_RPC_INVALID_PARAMS, err.msg);
 		return;
 	}
 	int r = tool ? tp_exec_params_tool_session(rpc->params, &sid, &err)
 		     : tp_exec_params_session_id(rpc->params, &sid, &err);
 	if (r != 0) {
-		refused(h, rpc, tool, TP_RPC_INVALID_PARAMS, err.msg);
+		refused(c, rpc, tool, TP_RPC_INVALID_PARAMS, err.msg);
 		return;
 	}
 	int fresh = tool && sid != NULL && strcmp(sid, "new") == 0;
@@ -341,21 +347,21 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 		json_t *open = json_pack("{s:s}", "lang", l->name);
 		int code = TP_RPC_INVALID_PARAMS;
 		if (open != NULL && tp_session_params_parse(open, &h->pols, &es, &why) == 0)
-			s = tp_sess_create(h, &es, &code, msg, sizeof msg);
+			s = tp_sess_create(h, c, &es, &code, msg, sizeof msg);
 		else
 			snprintf(msg, sizeof msg, "%s", open ? why.msg : "out of memory");
 		json_decref(open);
 		if (s == NULL) {
-			refused(h, rpc, tool, code, msg);
+			refused(c, rpc, tool, code, msg);
 			return;
 		}
-	} else if (sid != NULL && (s = tp_sess_find(h, sid)) == NULL) {
+	} else if (sid != NULL && (s = tp_sess_find(h, c, sid)) == NULL) {
 		if (!tool) {
-			tp_sess_unknown(h, rpc->id, sid);
+			tp_sess_unknown(h, c, rpc->id, sid);
 			return;
 		}
-		tp_sess_unknown_msg(h, sid, 1, msg, sizeof msg);
-		tool_refused(h, rpc, msg);
+		tp_sess_unknown_msg(h, c, sid, 1, msg, sizeof msg);
+		tool_refused(c, rpc, msg);
 		return;
 	}
 	if (s != NULL)
@@ -364,13 +370,13 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 					       .ceiling = s->ceiling };
 	e = calloc(1, sizeof *e);
 	if (e == NULL) {
-		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+		tp_out_error(c, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
 		goto refused;
 	}
 	r = tool ? tp_exec_params_parse_tool(rpc->params, &h->pols, s ? &es : NULL, &e->p, &err)
 		 : tp_exec_params_parse(rpc->params, &h->pols, s ? &es : NULL, &e->p, &err);
 	if (r != 0) {
-		refused(h, rpc, tool && r == -1, TP_RPC_INVALID_PARAMS, err.msg);
+		refused(c, rpc, tool && r == -1, TP_RPC_INVALID_PARAMS, err.msg);
 		goto refused;
 	}
 	if (fresh)
@@ -380,28 +386,30 @@ static void start_exec(struct tp_host *h, struct tp_rpc *rpc, int tool)
 			 "busy: %d execs are waiting, the most this tidepool queues (--queue); "
 			 "retry later",
 			 h->queued);
-		tp_out_error(h, rpc->id, TP_RPC_BUSY, msg);
+		tp_out_error(c, rpc->id, TP_RPC_BUSY, msg);
 		goto refused;
 	}
 	double swait = 0;
 	if (s != NULL && tp_sess_admit(h, s, rpc->id, &swait) != 0) {
 		if (swait > 0) /* its rate: a result, as the policy's rate */
-			rate_limited(h, rpc, &e->p, &h->hp[s->zi / TP_NLANGS], swait, 1);
+			rate_limited(h, c, rpc, &e->p, &h->hp[s->zi / TP_NLANGS], swait, 1);
 		goto refused;
 	}
 	size_t pi = tp_policy_set_index(h->pols.set, e->p.policy);
 	struct tp_hpolicy *hp = &h->hp[pi];
 	if (!hp->kernel_ok) {
-		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, hp->why);
+		tp_out_error(c, rpc->id, TP_RPC_INVALID_PARAMS, hp->why);
 		goto refused;
 	}
 	double wait = tp_hpolicy_admit(hp, tp_host_now_ms());
 	if (wait > 0) {
-		rate_limited(h, rpc, &e->p, hp, wait, 0);
+		rate_limited(h, c, rpc, &e->p, hp, wait, 0);
 		goto refused;
 	}
 	e->msg = json_incref(rpc->msg);
 	e->id = rpc->id;
+	e->c = c;
+	tp_client_ref(c);
 	e->t_arrival = tp_host_now_ms();
 	e->next_progress = e->t_arrival + PROGRESS_MS;
 	e->zi = (int)tp_policy_set_index(h->pols.set, e->p.policy) * TP_NLANGS + (int)e->p.lang;
@@ -427,7 +435,7 @@ refused:
 
 /* ---- policies: which there are, and what one allows ---------------------------- */
 
-static void policy_list(struct tp_host *h, const struct tp_rpc *rpc)
+static void policy_list(struct tp_host *h, struct client *c, const struct tp_rpc *rpc)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; a != NULL && i < tp_policy_set_count(h->pols.set); i++) {
@@ -438,20 +446,20 @@ static void policy_list(struct tp_host *h, const struct tp_rpc *rpc)
 	}
 	json_t *r = a ? json_pack("{s:o}", "policies", a) : NULL;
 	if (r == NULL)
-		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+		tp_out_error(c, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
 	else
-		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, r));
+		tp_out_emit(c, rpc->id, tp_rpc_result(rpc->id, r));
 }
 
 /* The effective policy; redact shows only how much it holds, never a secret. */
-static void policy_get(struct tp_host *h, const struct tp_rpc *rpc)
+static void policy_get(struct tp_host *h, struct client *c, const struct tp_rpc *rpc)
 {
 	json_t *name = json_object_get(rpc->params, "name");
 	const struct tp_policy *p =
 	    json_is_string(name) ? tp_policy_set_find(h->pols.set, json_string_value(name)) : NULL;
 	if (!json_is_object(rpc->params) || !json_is_string(name) ||
 	    json_object_size(rpc->params) != 1) {
-		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS,
+		tp_out_error(c, rpc->id, TP_RPC_INVALID_PARAMS,
 			     "params must be {\"name\": a policy's name}");
 		return;
 	}
@@ -459,7 +467,7 @@ static void policy_get(struct tp_host *h, const struct tp_rpc *rpc)
 		char msg[160];
 		snprintf(msg, sizeof msg, "unknown policy '%.64s' (sandbox/policy/list names them)",
 			 json_string_value(name));
-		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, msg);
+		tp_out_error(c, rpc->id, TP_RPC_INVALID_PARAMS, msg);
 		return;
 	}
 	json_t *r = tp_policy_to_json(p, 0);
@@ -477,35 +485,35 @@ static void policy_get(struct tp_host *h, const struct tp_rpc *rpc)
 		json_decref(env);
 	}
 	if (r == NULL)
-		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+		tp_out_error(c, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
 	else
-		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, r));
+		tp_out_emit(c, rpc->id, tp_rpc_result(rpc->id, r));
 }
 
 /* An MCP result that needs no worker, stamped for the request's era. */
-static void mcp_reply(struct tp_host *h, const struct tp_rpc *rpc, json_t *res)
+static void mcp_reply(struct client *c, const struct tp_rpc *rpc, json_t *res)
 {
 	res = tp_mcp_stamp(res, rpc->params);
 	if (res == NULL)
-		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+		tp_out_error(c, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
 	else
-		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, res));
+		tp_out_emit(c, rpc->id, tp_rpc_result(rpc->id, res));
 }
 
-static void initialize(struct tp_host *h, const struct tp_rpc *rpc)
+static void initialize(struct tp_host *h, struct client *c, const struct tp_rpc *rpc)
 {
 	const char *v = tp_mcp_initialize_version(rpc->params);
 	if (v == NULL) {
-		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS,
+		tp_out_error(c, rpc->id, TP_RPC_INVALID_PARAMS,
 			     "Invalid params: initialize needs protocolVersion, a string");
 		return;
 	}
-	snprintf(h->mcp_version, sizeof h->mcp_version, "%s", v);
-	mcp_reply(h, rpc, tp_mcp_initialize(v, h->pols.deflt));
+	snprintf(c->mcp_version, sizeof c->mcp_version, "%s", v);
+	mcp_reply(c, rpc, tp_mcp_initialize(v, h->pols.deflt));
 }
 
 /* tools/list has one page: a cursor can only be one we never gave. */
-static void tools_list(struct tp_host *h, const struct tp_rpc *rpc)
+static void tools_list(struct tp_host *h, struct client *c, const struct tp_rpc *rpc)
 {
 	json_t *cursor = json_object_get(rpc->params, "cursor");
 	if (cursor != NULL) {
@@ -515,240 +523,178 @@ static void tools_list(struct tp_host *h, const struct tp_rpc *rpc)
 			 json_is_string(cursor) ? json_string_value(cursor) : "",
 			 json_is_string(cursor) ? "' (tools/list has one page)"
 						: " (tools/list has one page)");
-		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, msg);
+		tp_out_error(c, rpc->id, TP_RPC_INVALID_PARAMS, msg);
 		return;
 	}
-	mcp_reply(h, rpc, tp_mcp_tools_list(h->pols.deflt, tp_mcp_modern(rpc->params)));
+	mcp_reply(c, rpc, tp_mcp_tools_list(h->pols.deflt, tp_mcp_modern(rpc->params)));
 }
 
-static void handle(struct tp_host *h, struct tp_rpc *rpc)
+static void handle(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 {
 	const char *m = rpc->method;
 	struct worker *w;
 	char msg[200];
 	json_t *data;
+	if (rpc->response) {
+		tp_tools_response(h, c, rpc);
+		return;
+	}
 	int code = tp_mcp_era(rpc->params, msg, sizeof msg, &data);
 	/* An id names one request until it is answered: any request reusing it, an
 	 * exec or not, is refused, and the first keeps its one answer. */
-	if (rpc->id != NULL && find_exec(h, rpc->id, &w) != NULL) {
+	if (rpc->id != NULL && find_exec(h, c, rpc->id, &w) != NULL) {
 		json_decref(data);
-		tp_out_error(h, rpc->id, TP_RPC_INVALID_REQUEST,
+		tp_out_error(c, rpc->id, TP_RPC_INVALID_REQUEST,
 			     "Invalid Request: id already in flight");
 	} else if (code != 0) { /* the stateless revision's _meta, wrong */
 		if (rpc->id != NULL)
-			tp_out_emit(h, rpc->id, tp_rpc_error(rpc->id, code, msg, data));
+			tp_out_emit(c, rpc->id, tp_rpc_error(rpc->id, code, msg, data));
 		else
 			json_decref(data);
 	} else if (strcmp(m, "sandbox/exec") == 0)
-		start_exec(h, rpc, 0);
+		start_exec(h, c, rpc, 0);
 	else if (strcmp(m, "tools/call") == 0)
-		start_exec(h, rpc, 1);
+		start_exec(h, c, rpc, 1);
 	else if (strcmp(m, "notifications/cancelled") == 0)
-		cancel(h, rpc->params);
+		cancel(h, c, rpc->params);
 	else if (rpc->id == NULL)
 		return; /* other notifications (initialized, unknown) need nothing */
 	else if (strcmp(m, "initialize") == 0)
-		initialize(h, rpc);
+		initialize(h, c, rpc);
 	else if (strcmp(m, "server/discover") == 0)
-		mcp_reply(h, rpc, tp_mcp_discover(h->pols.deflt));
+		mcp_reply(c, rpc, tp_mcp_discover(h->pols.deflt));
 	else if (strcmp(m, "ping") == 0)
-		mcp_reply(h, rpc, json_object());
+		mcp_reply(c, rpc, json_object());
 	else if (strcmp(m, "tools/list") == 0)
-		tools_list(h, rpc);
+		tools_list(h, c, rpc);
 	else if (strcmp(m, "sandbox/policy/list") == 0)
-		policy_list(h, rpc);
+		policy_list(h, c, rpc);
 	else if (strcmp(m, "sandbox/policy/get") == 0)
-		policy_get(h, rpc);
+		policy_get(h, c, rpc);
 	else if (strcmp(m, "sandbox/session/open") == 0)
-		tp_sess_open(h, rpc);
+		tp_sess_open(h, c, rpc);
 	else if (strcmp(m, "sandbox/session/close") == 0)
-		tp_sess_close(h, rpc);
+		tp_sess_close(h, c, rpc);
 	else if (strcmp(m, "sandbox/session/list") == 0)
-		tp_sess_list(h, rpc);
+		tp_sess_list(h, c, rpc);
 	else if (strncmp(m, "sandbox/session/files/", 22) == 0 &&
 		 (strcmp(m + 22, "put") == 0 || strcmp(m + 22, "get") == 0 ||
 		  strcmp(m + 22, "list") == 0))
-		tp_files_method(h, rpc, m + 22);
+		tp_files_method(h, c, rpc, m + 22);
 	else
-		tp_out_error(h, rpc->id, TP_RPC_METHOD_NOT_FOUND, "Method not found");
+		tp_out_error(c, rpc->id, TP_RPC_METHOD_NOT_FOUND, "Method not found");
 }
 
-/* ---- batches (MCP 2025-03-26 only) ------------------------------------------------ */
-
-static int id_index(const json_t *ids, const json_t *id)
-{
-	for (size_t i = 0; i < json_array_size(ids); i++)
-		if (json_equal(json_array_get(ids, i), (json_t *)id))
-			return (int)i;
-	return -1;
-}
-
-/* Sends a batch whose members are all answered, as one array, and frees it.
- * A batch of notifications (or of cancelled calls) gets nothing. */
-static void batch_close(struct tp_host *h, struct batch *b)
-{
-	if (b->reading || json_array_size(b->ids) > 0)
-		return;
-	struct batch **pp = &h->batches;
-	while (*pp != b)
-		pp = &(*pp)->next;
-	*pp = b->next;
-	json_t *replies = b->replies;
-	json_decref(b->ids);
-	free(b);
-	if (json_array_size(replies) == 0)
-		json_decref(replies);
-	else
-		tp_out_emit(h, NULL, replies); /* not a member's: h->batches no longer has it */
-}
-
-static struct batch *batch_of(struct tp_host *h, const json_t *id, int *at)
-{
-	if (id == NULL || (h->line_id != NULL && json_equal((json_t *)id, (json_t *)h->line_id)))
-		return NULL;
-	for (struct batch *b = h->batches; b != NULL; b = b->next)
-		if ((*at = id_index(b->ids, id)) >= 0)
-			return b;
-	return NULL;
-}
-
-int tp_host_batch_take(struct tp_host *h, const json_t *id, json_t *msg)
-{
-	int at;
-	struct batch *b = batch_of(h, id, &at);
-	if (b == NULL)
-		return 0;
-	json_array_remove(b->ids, (size_t)at);
-	if (json_array_append_new(b->replies, msg) != 0)
-		json_array_append_new(b->replies, tp_rpc_error((json_t *)id, TP_RPC_INTERNAL_ERROR,
-							       "out of memory", NULL));
-	batch_close(h, b);
-	return 1;
-}
-
-void tp_host_batch_drop(struct tp_host *h, const json_t *id)
-{
-	int at;
-	struct batch *b = batch_of(h, id, &at);
-	if (b != NULL) {
-		json_array_remove(b->ids, (size_t)at);
-		batch_close(h, b);
-	}
-}
-
-/* A batch: each member handled as a line of its own, the replies held until
- * the last. An empty one is a single Invalid Request. */
-static void run_batch(struct tp_host *h, json_t *arr)
-{
-	struct batch *b = calloc(1, sizeof *b);
-	if (b != NULL && (b->replies = json_array()) != NULL && (b->ids = json_array()) != NULL &&
-	    json_array_size(arr) > 0) {
-		b->reading = 1;
-		b->next = h->batches;
-		h->batches = b;
-		/* Every member's id first: a reply sent while a later member is read
-		 * (a cancel answering an earlier one) finds its place. */
-		for (size_t i = 0; i < json_array_size(arr); i++) {
-			json_t *m = json_array_get(arr, i);
-			json_t *id = json_is_object(m) && json_object_get(m, "method") != NULL
-					 ? json_object_get(m, "id")
-					 : NULL;
-			if (id != NULL && (json_is_string(id) || json_is_integer(id)))
-				json_array_append(b->ids, id);
-		}
-		for (size_t i = 0; i < json_array_size(arr); i++) {
-			struct tp_rpc rpc;
-			json_t *reply;
-			json_t *m = json_array_get(arr, i);
-			if (tp_rpc_check(json_incref(m), &rpc, &reply) != 0) {
-				int at = id_index(b->ids, json_object_get(m, "id"));
-				if (at >= 0) /* refused: this is its one reply */
-					json_array_remove(b->ids, (size_t)at);
-				if (reply != NULL)
-					json_array_append_new(b->replies, reply);
-				continue;
-			}
-			if (rpc.response)
-				tp_tools_response(h, &rpc);
-			else
-				handle(h, &rpc);
-			tp_rpc_clear(&rpc);
-		}
-		b->reading = 0;
-		batch_close(h, b);
-	} else if (b != NULL && b->ids != NULL) {
-		tp_out_error(h, NULL, TP_RPC_INVALID_REQUEST, "Invalid Request: an empty batch");
-		json_decref(b->replies);
-		json_decref(b->ids);
-		free(b);
-	} else {
-		if (b != NULL)
-			json_decref(b->replies);
-		free(b);
-		tp_out_error(h, NULL, TP_RPC_INTERNAL_ERROR, "out of memory reading the request");
-	}
-	json_decref(arr);
-}
-
-void tp_host_line(struct tp_host *h, const char *line, size_t len)
+static void client_line(struct tp_host *h, struct client *c, const char *line, size_t len)
 {
 	struct tp_rpc rpc;
 	json_t *reply, *batch = NULL;
 	/* MCP 2025-03-26 must receive batches; the other revisions have none. */
-	int batches = strcmp(h->mcp_version, "2025-03-26") == 0;
+	int batches = strcmp(c->mcp_version, "2025-03-26") == 0;
 	int r = tp_rpc_parse_batch(line, len, &rpc, &reply, batches ? &batch : NULL);
 	if (r == 1) {
-		run_batch(h, batch);
+		tp_out_run_batch(h, c, batch, handle);
 		return;
 	}
 	if (r != 0) {
 		if (reply != NULL)
-			tp_out_emit(h, json_object_get(reply, "id"), reply);
+			tp_out_emit(c, json_object_get(reply, "id"), reply);
 		return;
 	}
-	h->line_id = rpc.id;
-	if (rpc.response)
-		tp_tools_response(h, &rpc);
-	else
-		handle(h, &rpc);
-	h->line_id = NULL;
+	c->line_id = rpc.id;
+	handle(h, c, &rpc);
+	c->line_id = NULL;
 	tp_rpc_clear(&rpc);
 }
 
-static void read_stdin(struct tp_host *h)
+/* The in-process host's line (host.h): its callback client's request. */
+void tp_host_line(struct tp_host *h, const char *line, size_t len)
+{
+	if (h->clients != NULL)
+		client_line(h, h->clients, line, len);
+}
+
+/* Execs of c queued or running. */
+static int in_flight(const struct tp_host *h, const struct client *c)
+{
+	for (const struct exec *e = h->qhead; e != NULL; e = e->next)
+		if (e->c == c)
+			return 1;
+	for (const struct worker *w = h->workers; w != NULL; w = w->next)
+		if (w->exec != NULL && !w->answered && w->exec->c == c)
+			return 1;
+	return 0;
+}
+
+/* A client leaves: gone (its writer failed: its execs are cancelled) or done
+ * (EOF, every answer written). Its sessions end either way; a tool call of
+ * its execs still waiting is refused. */
+static void client_leave(struct tp_host *h, struct client *c, const char *why)
+{
+	char n[64];
+	int stopped = stop_all(h, c, why);
+	for (struct worker *w = h->workers; w != NULL; w = w->next)
+		if (w->exec != NULL && w->exec->c == c)
+			tp_tools_abort(h, w, TP_MSG_CLIENT_GONE);
+	tp_sess_end_client(h, c, c->gone ? "its client is gone" : "its client closed");
+	if (stopped > 0 && c->kind == TP_CLIENT_SOCKET) {
+		snprintf(n, sizeof n, "client %llu is gone: %d", c->num, stopped);
+		tp_out_log("%s execs in flight cancelled", n);
+	}
+	tp_client_close(h, c);
+}
+
+/* A socket client that has said all it will (EOF) and has been answered, or
+ * whose writer has failed, leaves. The stdio client stays until the host ends
+ * (its EOF is the host's end when nothing listens: tp_host_run). */
+static void check_clients(struct tp_host *h)
+{
+	for (struct client *c = h->clients, *next; c != NULL; c = next) {
+		next = c->next;
+		if (c->kind != TP_CLIENT_SOCKET)
+			continue;
+		if (c->gone)
+			client_leave(h, c, "cancelled: the client is gone (its connection closed)");
+		else if (!c->open && c->out_len == 0 && !in_flight(h, c))
+			client_leave(h, c, "");
+	}
+}
+
+static void read_client(struct tp_host *h, struct client *c)
 {
 	size_t room, len;
 	const char *line;
 	char msg[96];
 	enum tp_line_status st;
-	char *p = tp_linebuf_space(&h->lb, &room);
-	ssize_t n = p ? read(0, p, room) : -1;
+	char *p = tp_linebuf_space(&c->lb, &room);
+	ssize_t n = p ? read(c->rfd, p, room) : -1;
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n <= 0)
-		h->stdin_open = 0; /* EOF (or an unreadable stdin): finish what is in flight */
+		c->open = 0; /* EOF (or an unreadable end): finish what is in flight */
 	else
-		tp_linebuf_commit(&h->lb, (size_t)n);
-	while ((st = tp_linebuf_next(&h->lb, !h->stdin_open, &line, &len)) != TP_LINE_NONE) {
+		tp_linebuf_commit(&c->lb, (size_t)n);
+	while ((st = tp_linebuf_next(&c->lb, !c->open, &line, &len)) != TP_LINE_NONE) {
 		if (st == TP_LINE_OK) {
-			tp_host_line(h, line, len);
+			client_line(h, c, line, len);
 			continue;
 		}
 		if (st == TP_LINE_NO_MEMORY) { /* as when the line cannot be parsed */
-			tp_out_error(h, NULL, TP_RPC_INTERNAL_ERROR,
+			tp_out_error(c, NULL, TP_RPC_INTERNAL_ERROR,
 				     "out of memory reading the request");
 			continue;
 		}
 		snprintf(msg, sizeof msg, "Invalid Request: line longer than %zu bytes",
 			 h->cfg.max_line);
-		tp_out_error(h, NULL, TP_RPC_INVALID_REQUEST, msg);
+		tp_out_error(c, NULL, TP_RPC_INVALID_REQUEST, msg);
 	}
 	/* EOF: the client sends no more requests. What is in flight is finished
 	 * and answered (each exec is bounded by its own limits), but a tool call
 	 * can no longer be answered: the code waiting on one gets an error now. */
-	if (!h->stdin_open)
+	if (!c->open)
 		for (struct worker *w = h->workers; w != NULL; w = w->next)
-			tp_tools_abort(h, w, TP_MSG_NO_TOOL_CLIENT);
+			if (w->exec != NULL && w->exec->c == c)
+				tp_tools_abort(h, w, TP_MSG_NO_TOOL_CLIENT);
 }
 
 /* ---- the loop ------------------------------------------------------------------ */
@@ -770,63 +716,97 @@ static void handle_signals(struct tp_host *h)
 	tp_pool_reap(h); /* SIGCHLD coalesces: always reap everything */
 }
 
-static int watch_stdout(const struct tp_host *h)
+/* A client's writer is watched even with nothing to write: POLLERR (a pipe
+ * whose reader closed) or POLLHUP (a socket or terminal hung up) says it is
+ * gone. A file or /dev/null never reports either. */
+static int watch_writer(const struct client *c)
 {
-	return h->out_len > 0 || (h->cfg.use_stdin && h->cfg.emit == NULL && !h->gone);
+	return c->wfd >= 0 && !c->gone;
+}
+
+/* The stdio client's writer failed: with nothing listening the host ends
+ * (shut_down); with a listener only that client leaves. */
+static void stdio_gone(struct tp_host *h, struct client *c)
+{
+	c->gone = 1;
+	c->open = 0;
+	if (h->listen_fd < 0)
+		h->gone = 1;
 }
 
 static void poll_once(struct tp_host *h)
 {
-	/* Arrays sized once for max_workers: the loop allocates nothing to wait, so
-	 * it cannot spin when memory runs out. */
+	/* Arrays sized for the workers and clients there can be: the loop allocates
+	 * nothing to wait, so it cannot spin when memory runs out. */
 	struct pollfd *fds = h->pfds;
 	struct worker **ws = h->pws;
-	int nw = 0;
+	struct client **cl = h->pcl;
+	int nw = 0, nc = 0;
+	for (struct client *c = h->clients; c != NULL && nc < h->client_cap; c = c->next)
+		cl[nc++] = c;
 	for (struct worker *w = h->workers; w != NULL && nw < h->poll_cap; w = w->next)
 		ws[nw++] = w;
-	/* The queue has its own bound (busy errors): only a client that does not read
-	 * its replies stops us reading its requests. */
-	int reading = h->stdin_open && h->out_len < MAX_OUT_PENDING;
 	fds[P_SIG] = (struct pollfd){ h->sigfd, POLLIN, 0 };
-	fds[P_STDIN] = (struct pollfd){ reading ? 0 : -1, POLLIN, 0 };
-	/* stdout is watched even with nothing to write: POLLERR (a pipe whose
-	 * reader closed) or POLLHUP (a socket or terminal hung up) says the client
-	 * is gone. A file or /dev/null never reports either. */
-	fds[P_STDOUT] =
-	    (struct pollfd){ watch_stdout(h) ? 1 : -1, (short)(h->out_len > 0 ? POLLOUT : 0), 0 };
+	fds[P_LISTEN] = (struct pollfd){ h->listen_fd, POLLIN, 0 };
+	struct pollfd *cfds = fds + P_FIXED;
+	for (int i = 0; i < nc; i++) {
+		struct client *c = cl[i];
+		/* The queue has its own bound (busy errors): only a client that does
+		 * not read its replies stops us reading its requests. */
+		int reading = c->open && !c->gone && c->out_len < MAX_OUT_PENDING;
+		short out = (short)(c->out_len > 0 ? POLLOUT : 0);
+		if (c->rfd == c->wfd) { /* a socket: one entry, the second unused */
+			cfds[2 * i] = (struct pollfd){ c->gone ? -1 : c->rfd,
+						       (short)((reading ? POLLIN : 0) | out), 0 };
+			cfds[2 * i + 1] = (struct pollfd){ -1, 0, 0 };
+		} else {
+			cfds[2 * i] = (struct pollfd){ reading ? c->rfd : -1, POLLIN, 0 };
+			cfds[2 * i + 1] = (struct pollfd){ watch_writer(c) ? c->wfd : -1, out, 0 };
+		}
+	}
+	struct pollfd *wfds = cfds + 2 * nc;
 	int i;
 	for (i = 0; i < nw; i++)
-		fds[P_FIXED + i] =
+		wfds[i] =
 		    (struct pollfd){ ws[i]->chan, (short)(POLLIN | (ws[i]->tx ? POLLOUT : 0)), 0 };
-	struct pollfd *zfds = fds + P_FIXED + nw;
+	struct pollfd *zfds = wfds + nw;
 	for (int z = 0; z < h->nzyg; z++)
 		zfds[z] = (struct pollfd){ h->zyg[z].ctl, POLLIN, 0 };
-	int r =
-	    poll(fds, (nfds_t)(P_FIXED + nw + h->nzyg), tp_pool_next_timeout(h, tp_host_now_ms()));
+	int r = poll(fds, (nfds_t)(P_FIXED + 2 * nc + nw + h->nzyg),
+		     tp_pool_next_timeout(h, tp_host_now_ms()));
 	if (r > 0) {
 		for (i = 0; i < nw; i++) {
-			if (fds[P_FIXED + i].revents & POLLOUT)
+			if (wfds[i].revents & POLLOUT)
 				tp_pool_flush_tx(ws[i]);
-			if (ws[i]->chan >= 0 &&
-			    fds[P_FIXED + i].revents & (POLLIN | POLLHUP | POLLERR))
+			if (ws[i]->chan >= 0 && wfds[i].revents & (POLLIN | POLLHUP | POLLERR))
 				tp_pool_read_chan(h, ws[i]);
 		}
-		if (fds[P_STDOUT].revents & POLLOUT || (h->out_len > 0 && fds[P_STDOUT].revents))
-			tp_out_flush(h);
-		else if (fds[P_STDOUT].revents & (POLLERR | POLLHUP))
-			h->gone = 1;
+		for (i = 0; i < nc; i++) {
+			struct client *c = cl[i];
+			struct pollfd *in = &cfds[2 * i], *out = c->rfd == c->wfd ? in : in + 1;
+			if (out->revents & POLLOUT ||
+			    (c->out_len > 0 && out->revents & (POLLERR | POLLHUP)))
+				tp_out_flush(c);
+			else if (c->rfd != c->wfd && out->revents & (POLLERR | POLLHUP))
+				c->gone = 1;
+			if (c->kind == TP_CLIENT_STDIO && c->gone && !h->gone)
+				stdio_gone(h, c);
+			if (!c->gone && in->revents & (POLLIN | POLLHUP | POLLERR))
+				read_client(h, c);
+		}
 		for (int z = 0; z < h->nzyg; z++)
 			if (zfds[z].revents)
 				tp_pool_read_zygote(h, &h->zyg[z]);
 		if (fds[P_SIG].revents)
 			handle_signals(h);
-		if (fds[P_STDIN].revents)
-			read_stdin(h);
+		if (fds[P_LISTEN].revents)
+			tp_listen_accept(h);
 	}
 	tp_pool_check_timeouts(h, tp_host_now_ms());
 	tp_sess_check_timeouts(h, tp_host_now_ms());
 	tp_pool_dispatch_queue(h);
 	tp_stream_tick(h, tp_host_now_ms());
+	check_clients(h);
 }
 
 /* SIGHUP: the audit log is reopened by its name (logrotate moved it), and
@@ -848,7 +828,7 @@ static void reopen_audit(struct tp_host *h)
 }
 
 /* SIGTERM or SIGINT: everything in flight is cancelled, the replies written
- * (up to SHUTDOWN_FLUSH_MS for a client that reads), and the host exits with
+ * (up to SHUTDOWN_FLUSH_MS for clients that read), and the host exits with
  * 128 + the signal. A client that is gone cannot be answered: exit 0. */
 #define SHUTDOWN_FLUSH_MS 300.0
 static int shut_down(struct tp_host *h)
@@ -859,7 +839,7 @@ static int shut_down(struct tp_host *h)
 			 h->terminated == SIGINT ? "SIGINT" : "SIGTERM");
 	else
 		snprintf(why, sizeof why, "cancelled: the client is gone (its stdout closed)");
-	int stopped = stop_all(h, why);
+	int stopped = stop_all(h, NULL, why);
 	if (stopped > 0) {
 		snprintf(n, sizeof n, "%d", stopped);
 		tp_out_log(h->terminated ? "%s execs in flight cancelled"
@@ -870,14 +850,34 @@ static int shut_down(struct tp_host *h)
 		return 0;
 	double end = tp_host_now_ms() + SHUTDOWN_FLUSH_MS;
 	for (;;) { /* a terminal or a file is written blocking, at once */
-		tp_out_flush(h);
+		size_t pending = 0;
+		struct pollfd fds[64];
+		nfds_t nf = 0;
+		for (struct client *c = h->clients; c != NULL; c = c->next) {
+			tp_out_flush(c);
+			if (c->out_len > 0 && !c->gone) {
+				pending += c->out_len;
+				if (nf < sizeof fds / sizeof fds[0])
+					fds[nf++] = (struct pollfd){ c->wfd, POLLOUT, 0 };
+			}
+		}
 		double left = end - tp_host_now_ms();
-		if (h->out_len == 0 || h->gone || left <= 0)
+		if (pending == 0 || left <= 0)
 			break;
-		poll(&(struct pollfd){ 1, POLLOUT, 0 }, 1, (int)left + 1);
+		poll(fds, nf, (int)left + 1);
 	}
-	tp_out_finish_open_line(h);
+	for (struct client *c = h->clients; c != NULL; c = c->next)
+		tp_out_finish_open_line(c);
 	return 128 + h->terminated;
+}
+
+/* Replies still to write to a client that can take them. */
+static int unwritten(const struct tp_host *h, int blocking_only)
+{
+	for (const struct client *c = h->clients; c != NULL; c = c->next)
+		if (c->out_len > 0 && !c->gone && (!blocking_only || c->out_blocking))
+			return 1;
+	return 0;
 }
 
 int tp_host_run(struct tp_host *h)
@@ -888,10 +888,10 @@ int tp_host_run(struct tp_host *h)
 			reopen_audit(h);
 		if (h->terminated || h->gone)
 			return shut_down(h);
-		int more_input = h->cfg.use_stdin && h->stdin_open;
-		if (!more_input && !busy(h) && h->out_len == 0)
+		int more_input = tp_client_accepting(h);
+		if (!more_input && !busy(h) && !unwritten(h, 0))
 			return 0;
-		if (!more_input && !busy(h) && h->out_blocking)
+		if (!more_input && !busy(h) && unwritten(h, 1))
 			return 0;
 		poll_once(h);
 	}
@@ -919,6 +919,8 @@ void tp_host_default_cfg(struct tp_host_cfg *cfg)
 		.pool_size = 2,
 		.jobs = n > 0 ? n : 1,
 		.max_queue = TP_MAX_QUEUE_DEFAULT,
+		.listen_mode = 0600,
+		.max_clients = TP_MAX_CLIENTS_DEFAULT,
 	};
 	tp_host_cfg_jobs(cfg, cfg->jobs);
 }
@@ -961,6 +963,7 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err)
 	h->cfg = *cfg;
 	h->sigfd = -1;
 	h->audit_fd = -1;
+	h->listen_fd = -1;
 	h->ws_base_fd = -1;
 	h->pols.set = cfg->policies;
 	if (h->pols.set == NULL && (h->pols.set = h->own_set = tp_policy_set_new(err)) == NULL)
@@ -984,12 +987,24 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err)
 	h->poll_cap = cfg->max_workers;
 	h->pfds = calloc((size_t)(P_FIXED + h->poll_cap + h->nzyg), sizeof *h->pfds);
 	h->pws = calloc((size_t)h->poll_cap, sizeof *h->pws);
-	h->out = malloc(OUT_INITIAL); /* with its reserve for out-of-memory replies */
-	h->out_cap = h->out ? OUT_INITIAL : 0;
-	if (h->zyg == NULL || h->pfds == NULL || h->pws == NULL || h->out == NULL) {
+	if (h->zyg == NULL || h->pfds == NULL || h->pws == NULL) {
 		tp_err_oom(err, TP_LAYER_HOST);
 		goto out_free;
 	}
+	/* The first client: stdin and stdout, or the in-process caller's callback. */
+	struct client *c = NULL;
+	if (tp_client_reserve(h) == 0) {
+		if (cfg->emit != NULL)
+			c = tp_client_new(h, TP_CLIENT_CALLBACK, -1, -1);
+		else
+			c = tp_client_new(h, TP_CLIENT_STDIO, cfg->use_stdin ? 0 : -1, 1);
+	}
+	if (c == NULL) {
+		tp_err_oom(err, TP_LAYER_HOST);
+		goto out_free;
+	}
+	c->emit = cfg->emit;
+	c->emit_ctx = cfg->emit_ctx;
 	/* Only the default policy's languages start warm; another policy's zygote
 	 * starts when a request first names it. */
 	for (int i = 0; i < h->nzyg; i++) {
@@ -1001,8 +1016,6 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err)
 					     .used = lang->prewarm && pol == h->pols.deflt &&
 						     tp_policy_allows_lang(pol, lang->id) };
 	}
-	h->stdin_open = cfg->use_stdin;
-	tp_linebuf_init(&h->lb, cfg->max_line);
 	/* The reserve jansson's lexer draws on when memory runs out while it reads a
 	 * line (common/jsonio.h), mapped while memory is plentiful; if this fails,
 	 * each parse maps it on demand or is refused as out of memory. */
@@ -1012,18 +1025,13 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err)
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	if (setup_signals(h, err) != 0)
 		goto out_free;
-	if (cfg->emit == NULL)
-		tp_out_setup_stdout(h);
+	if (c->kind == TP_CLIENT_STDIO)
+		tp_out_setup(c);
+	if (cfg->listen != NULL && tp_listen_open(h, cfg->listen, cfg->listen_mode, err) != 0)
+		goto out_free;
 	return h;
 out_free:
-	tp_files_teardown(h);
-	free_hpolicies(h);
-	tp_policy_set_free(h->own_set);
-	free(h->zyg);
-	free(h->out);
-	free(h->pfds);
-	free(h->pws);
-	free(h);
+	tp_host_free(h);
 	return NULL;
 }
 
@@ -1036,7 +1044,7 @@ void tp_host_free(struct tp_host *h)
 			kill(w->pid, SIGKILL);
 	/* A worker whose pid the zygote had not told us yet: stop the zygote, then
 	 * read the pids it already sent and kill those workers too. */
-	for (int i = 0; i < h->nzyg; i++) {
+	for (int i = 0; h->zyg != NULL && i < h->nzyg; i++) {
 		struct zygote *z = &h->zyg[i];
 		pid_t pid;
 		if (z->pid > 0) {
@@ -1061,7 +1069,7 @@ void tp_host_free(struct tp_host *h)
 		h->qhead = e->next;
 		tp_host_exec_free(e);
 	}
-	for (int i = 0; i < h->nzyg; i++) {
+	for (int i = 0; h->zyg != NULL && i < h->nzyg; i++) {
 		if (h->zyg[i].ctl >= 0)
 			close(h->zyg[i].ctl);
 		free(h->zyg[i].spawning);
@@ -1071,19 +1079,14 @@ void tp_host_free(struct tp_host *h)
 	/* Reap what we killed, so no zombie outlives a host embedded in a test. */
 	while (waitpid(-1, NULL, WNOHANG) > 0)
 		;
-	while (h->batches != NULL) {
-		struct batch *b = h->batches;
-		h->batches = b->next;
-		json_decref(b->replies);
-		json_decref(b->ids);
-		free(b);
-	}
-	tp_linebuf_free(&h->lb);
+	tp_listen_close(h);
+	while (h->clients != NULL) /* the execs that pointed at them are freed */
+		tp_client_close(h, h->clients);
 	free_hpolicies(h);
 	tp_policy_set_free(h->own_set);
 	free(h->zyg);
-	free(h->out);
 	free(h->pfds);
 	free(h->pws);
+	free(h->pcl);
 	free(h);
 }

@@ -1,12 +1,14 @@
 /*
- * host.h — the host: one event loop over stdin, stdout, worker channels, the
- * zygote, child exits and timers. It never runs untrusted code.
+ * host.h — the host: one event loop over its clients (stdin and stdout, and
+ * the connections to its listener), worker channels, the zygotes, child exits
+ * and timers. It never runs untrusted code.
  *
  * Usage:
  *   1. tp_host_new(cfg, &err): starts nothing yet; the zygote starts on first use.
  *   2. Either serve stdin (cfg.use_stdin) or inject lines with tp_host_line().
- *   3. tp_host_run() loops until stdin is closed (or, without stdin, until
- *      nothing is in flight) and every reply is written; returns an exit code.
+ *   3. tp_host_run() loops until stdin is closed and nothing listens (or,
+ *      without stdin, until nothing is in flight) and every reply is written;
+ *      with a listener, until SIGTERM or SIGINT; returns an exit code.
  *   4. tp_host_free() kills what is left.
  */
 #ifndef TP_HOST_H
@@ -34,12 +36,19 @@ struct tp_host_cfg {
 	 * the one a request gets when it names none (NULL: "standard"). */
 	const struct tp_policy_set *policies;
 	const struct tp_policy *policy;
-	const char *audit_path;    /* append one JSON line per exec here (NULL: none) */
+	const char *audit_path; /* append one JSON line per exec here (NULL: none) */
+	/* --listen unix:PATH: a socket many clients connect to (NULL: none), its
+	 * file's mode (the access control), and how many may be connected. */
+	const char *listen;
+	unsigned listen_mode;
+	int max_clients;
 	const char *workspace_dir; /* where sessions' workspaces go (NULL: $TMPDIR or /tmp) */
 };
 
 #define TP_MAX_QUEUE_DEFAULT 256
 #define TP_MAX_JOBS 1024
+#define TP_MAX_CLIENTS_DEFAULT 64
+#define TP_MAX_CLIENTS 4096
 
 /* Defaults: jobs = the CPUs this process may run on, max_queue 256. */
 void tp_host_default_cfg(struct tp_host_cfg *cfg);

@@ -1,8 +1,13 @@
 /*
- * host_int.h — private to host/: the host's state, shared by its three parts.
- *   output.c  tp_out_*   the stdout writer and its out-of-memory reserve, stderr logs
- *   pool.c    tp_pool_*  the zygotes and workers: spawn, refill, dispatch, reap, channels
- *   host.c    tp_host_*  the requests and their execs, the loop, setup and teardown
+ * host_int.h — private to host/: the host's state, shared by its files.
+ *   client.c  tp_client_*  a client: its transport, its id space, its replies
+ *   listen.c  tp_listen_*  the Unix-socket listener (--listen unix:PATH)
+ *   output.c  tp_out_*     a client's writer, its out-of-memory reserve, its
+ *                          batches; stderr logs
+ *   pool.c    tp_pool_*    the zygotes and workers: spawn, refill, dispatch, reap
+ *   session.c tp_sess_*    sessions; files.c tp_files_*: their workspaces
+ *   stream.c, tools.c      what an exec says while it runs; its tool calls
+ *   host.c    tp_host_*    the requests and their execs, the loop, setup, teardown
  * Nothing outside host/ includes it: the public API is host.h.
  */
 #ifndef TP_HOST_INT_H
@@ -30,17 +35,53 @@
 #define OUT_INITIAL (64u << 10)     /* the output buffer's first size (output.c) */
 #define MAX_OUT_PENDING (16u << 20) /* stop reading stdin while this much is unwritten */
 
-/* The poll array: these, then one entry per worker, then one per zygote. */
-enum { P_SIG, P_STDIN, P_STDOUT, P_FIXED };
+/* The poll array: these, then two per client (its read and write ends), then
+ * one per worker, then one per zygote. */
+enum { P_SIG, P_LISTEN, P_FIXED };
 
 struct worker;
 struct session;
+struct batch;
+
+/* A client: one peer speaking JSON-RPC lines (client.c). The stdio client is
+ * stdin and stdout; each connection to the listener is one; `tidepool run`'s
+ * in-process host has a callback client. Each has its own id space, its own
+ * MCP revision and batches, its own replies, and its own sessions: no client
+ * sees, continues or closes another's. A client whose reader has gone (EOF)
+ * gets the answers to what it sent; one whose writer has gone (a closed
+ * socket or pipe) has its work cancelled and its sessions ended at once. */
+enum tp_client_kind { TP_CLIENT_STDIO, TP_CLIENT_SOCKET, TP_CLIENT_CALLBACK };
+
+struct client {
+	struct client *next;
+	unsigned long long num; /* 1, 2, ...: named in logs as client N */
+	enum tp_client_kind kind;
+	int rfd, wfd; /* stdio: 0 and 1; a socket: its fd twice; callback: -1 */
+	void (*emit)(void *ctx, json_t *msg); /* the callback kind's writer */
+	void *emit_ctx;
+	pid_t peer_pid; /* a socket's peer (SO_PEERCRED), else 0 */
+	uid_t peer_uid;
+	struct tp_linebuf lb;
+	int open;   /* its requests may still come (not at EOF) */
+	int gone;   /* its writer failed: nothing more can be said to it */
+	int closed; /* ended: kept only while an exec still points at it */
+	char *out;
+	size_t out_len, out_cap;
+	int out_blocking;
+	int open_line;         /* a partial write left a reply line unfinished */
+	char mcp_version[16];  /* what its initialize picked, or "" */
+	struct batch *batches; /* its open batches, their replies held */
+	const json_t *line_id; /* the id of the single request being handled: its
+				* reply is never a batch member's */
+	int refs;              /* execs that point at it */
+};
 
 #define SESSION_ID_LEN 20 /* "s-" and 16 hex digits: 64 random bits */
 #define ENDED_KEPT 64     /* ended sessions remembered, to say why an exec cannot run */
 
 struct exec {
 	struct exec *next;
+	struct client *c; /* whose request it is: its reply goes there only */
 	json_t *msg;      /* the request; p borrows from it */
 	double t_arrival; /* when it was read: its wall_ms covers its time queued */
 	double queue_ms;  /* how long it waited for a worker (set when it starts) */
@@ -107,6 +148,7 @@ struct worker {
 struct session {
 	struct session *next;
 	char id[SESSION_ID_LEN + 1];
+	struct client *owner;     /* the client that opened it: the only one that sees it */
 	int zi;                   /* its zygote: policy and language */
 	struct worker *w;         /* its worker, for its whole life */
 	struct tp_limits ceiling; /* its execs may only lower these */
@@ -123,6 +165,7 @@ struct session {
 
 struct ended_session {
 	char id[SESSION_ID_LEN + 1];
+	unsigned long long owner; /* its client's num: only it is told why */
 	char why[160];
 };
 
@@ -147,15 +190,6 @@ struct zygote {
 	int nspawning, spawning_cap;
 };
 
-/* A JSON-RPC batch (under MCP 2025-03-26): its members' replies are held
- * until the last one, then sent as one array (host.c). */
-struct batch {
-	struct batch *next;
-	json_t *replies; /* the replies so far */
-	json_t *ids;     /* the ids of members not answered yet */
-	int reading;     /* its members are still being handled */
-};
-
 struct tp_host {
 	struct tp_host_cfg cfg;
 	uint64_t exec_seq;             /* the last request's number (struct exec.seq) */
@@ -168,17 +202,18 @@ struct tp_host {
 	struct worker *workers;
 	struct exec *qhead, *qtail;
 	int queued;
-	struct tp_linebuf lb;
-	int stdin_open;
-	char *out;
-	size_t out_len, out_cap;
-	int out_blocking;
+	struct client *clients; /* the stdio client first, then the listener's */
+	int nclients;
+	unsigned long long client_seq;
+	int listen_fd;     /* -1: no listener */
+	char *listen_path; /* its socket's path, removed at exit */
 	int sigfd;
 	int terminated;      /* SIGTERM or SIGINT: its number */
-	int gone;            /* the client's end of stdout closed: nothing more can be said */
+	int gone;            /* the stdio client's stdout closed, with no listener */
 	int hup;             /* SIGHUP: reopen the audit log */
-	int open_line;       /* a partial write left a reply line unfinished on stdout */
-	struct pollfd *pfds; /* P_FIXED + poll_cap + nzyg entries */
+	struct pollfd *pfds; /* P_FIXED + 2 * client_cap + poll_cap + nzyg entries */
+	int client_cap;      /* clients pfds and pcl have room for */
+	struct client **pcl; /* client_cap entries: the clients polled */
 	struct worker **pws; /* poll_cap entries */
 	int nworkers;        /* in the workers list: never above poll_cap */
 	struct early_exit early[32];
@@ -191,30 +226,50 @@ struct tp_host {
 	int poll_cap;                /* workers pfds and pws hold: max_workers + sessions */
 	struct ended_session ended[ENDED_KEPT];
 	unsigned nended;
-	/* MCP: what initialize picked, or "". */
-	char mcp_version[16];
-	struct batch *batches; /* open batches, their replies held */
-	const json_t *line_id; /* the id of the single request being handled: its
-				* reply is never a batch member's */
 };
-
-/* host.c: 1 when msg (stolen), the reply to id, was a batch member's and is
- * held (or sent with the batch); 0: send it alone. */
-int tp_host_batch_take(struct tp_host *h, const json_t *id, json_t *msg);
-/* A batch member that gets no reply (a cancelled tools/call): stop waiting. */
-void tp_host_batch_drop(struct tp_host *h, const json_t *id);
 
 /* output.c: replies go out through here, never blocking. */
 void tp_out_log(const char *fmt, const char *detail);
-void tp_out_flush(struct tp_host *h);
-void tp_out_finish_open_line(struct tp_host *h);
-/* Sends msg (stolen), the reply to request id (borrowed; NULL for null). */
-void tp_out_emit(struct tp_host *h, const json_t *id, json_t *msg);
-void tp_out_error(struct tp_host *h, json_t *id, int code, const char *msg);
+void tp_out_flush(struct client *c);
+void tp_out_finish_open_line(struct client *c);
+/* Sends msg (stolen), the reply to request id (borrowed; NULL for null). A
+ * batch member's reply is held for its batch. */
+void tp_out_emit(struct client *c, const json_t *id, json_t *msg);
+void tp_out_error(struct client *c, json_t *id, int code, const char *msg);
 /* Sends msg (stolen, may be NULL), a request or notification of ours (a tool
- * call, sandbox/output, progress); -1 (nothing sent) out of memory. */
-int tp_out_send(struct tp_host *h, json_t *msg);
-void tp_out_setup_stdout(struct tp_host *h);
+ * call, sandbox/output, progress); -1 (nothing sent) out of memory or gone. */
+int tp_out_send(struct client *c, json_t *msg);
+void tp_out_setup(struct client *c);
+/* A batch (MCP 2025-03-26): its members handled as lines of their own through
+ * handle (each a parsed request or response), the replies held until the last. */
+void tp_out_run_batch(struct tp_host *h, struct client *c, json_t *arr,
+		      void (*handle)(struct tp_host *, struct client *, struct tp_rpc *));
+/* A batch member that gets no reply (a cancelled tools/call): stop waiting. */
+void tp_out_batch_drop(struct client *c, const json_t *id);
+void tp_out_batches_free(struct client *c);
+
+/* client.c: clients as values; their list and lifetime. */
+/* A new client of that kind on those fds (stdio: 0, 1; a socket: fd, fd),
+ * appended to the host's list; NULL out of memory (nothing is closed then). */
+struct client *tp_client_new(struct tp_host *h, enum tp_client_kind kind, int rfd, int wfd);
+/* Takes c out of the list (its fds closed, its reading stopped); it is freed
+ * now, or by the last tp_client_unref of an exec that still points at it. The
+ * caller has cancelled its execs and ended its sessions (host.c). */
+void tp_client_close(struct tp_host *h, struct client *c);
+void tp_client_ref(struct client *c);
+void tp_client_unref(struct client *c);
+/* May any request still come (a client reading, or the listener)? */
+int tp_client_accepting(const struct tp_host *h);
+/* Grows the poll array to hold one more client; 0, or -1 out of memory. */
+int tp_client_reserve(struct tp_host *h);
+
+/* listen.c: --listen unix:PATH. */
+/* Binds and listens on spec ("unix:PATH") with the socket file's mode; -1 with
+ * err on failure (an existing path that is not a stale socket is refused). */
+int tp_listen_open(struct tp_host *h, const char *spec, unsigned mode, struct tp_err *err);
+/* Accepts what connects (each a client, up to max_clients). */
+void tp_listen_accept(struct tp_host *h);
+void tp_listen_close(struct tp_host *h);
 
 /* files.c: sessions' workspaces and sandbox/session/files/put, get, list. */
 int tp_files_setup(struct tp_host *h, struct tp_err *err);
@@ -223,18 +278,21 @@ void tp_files_teardown(struct tp_host *h);
  * when its policy has none, -1 with msg on failure. */
 int tp_files_create(struct tp_host *h, struct session *s, char *msg, size_t len);
 void tp_files_remove(struct tp_host *h, struct session *s);
-void tp_files_method(struct tp_host *h, const struct tp_rpc *rpc, const char *what);
+void tp_files_method(struct tp_host *h, struct client *c, const struct tp_rpc *rpc,
+		     const char *what);
 /* tools/call of write_file, read_file or list_files (MCP: text in and out). */
-void tp_files_mcp_tool(struct tp_host *h, const struct tp_rpc *rpc, const char *name);
+void tp_files_mcp_tool(struct tp_host *h, struct client *c, const struct tp_rpc *rpc,
+		       const char *name);
 
 /* tools.c: the code's calls to the client's tools, through the host. */
 void tp_tools_from_worker(struct tp_host *h, struct worker *w, const char *buf, size_t len);
 /* A response from the client (rpc->response): the answer to one of our calls. */
-void tp_tools_response(struct tp_host *h, const struct tp_rpc *rpc);
+void tp_tools_response(struct tp_host *h, struct client *c, const struct tp_rpc *rpc);
 /* Answers w's pending tool call (if any) as refused: its exec is being stopped. */
 void tp_tools_abort(struct tp_host *h, struct worker *w, const char *why);
 /* What a tool call gets once the client has closed stdin. */
 #define TP_MSG_NO_TOOL_CLIENT "the client closed stdin: its tools cannot answer"
+#define TP_MSG_CLIENT_GONE "the client is gone: its tools cannot answer"
 
 /* How long an exec asked to stop may take to return before it is killed. */
 #define STOP_GRACE_MS 250.0
@@ -257,19 +315,24 @@ void tp_pool_check_timeouts(struct tp_host *h, double now);
 int tp_pool_next_timeout(const struct tp_host *h, double now);
 
 /* session.c: sessions over the methods sandbox/session/open, close and list. */
-void tp_sess_open(struct tp_host *h, const struct tp_rpc *rpc);
+void tp_sess_open(struct tp_host *h, struct client *c, const struct tp_rpc *rpc);
 /* Opens a session; NULL with the JSON-RPC error code and message to answer. */
-struct session *tp_sess_create(struct tp_host *h, const struct tp_exec_session *es, int *code,
-			       char *msg, size_t len);
+struct session *tp_sess_create(struct tp_host *h, struct client *c,
+			       const struct tp_exec_session *es, int *code, char *msg, size_t len);
 /* tools/call of list_sessions or close_session. */
-void tp_sess_mcp_tool(struct tp_host *h, const struct tp_rpc *rpc, const char *name);
-void tp_sess_close(struct tp_host *h, const struct tp_rpc *rpc);
-void tp_sess_list(struct tp_host *h, const struct tp_rpc *rpc);
-struct session *tp_sess_find(struct tp_host *h, const char *id);
+void tp_sess_mcp_tool(struct tp_host *h, struct client *c, const struct tp_rpc *rpc,
+		      const char *name);
+void tp_sess_close(struct tp_host *h, struct client *c, const struct tp_rpc *rpc);
+void tp_sess_list(struct tp_host *h, struct client *c, const struct tp_rpc *rpc);
+/* c's open session of that id (another client's is not found). */
+struct session *tp_sess_find(struct tp_host *h, const struct client *c, const char *id);
+/* Ends every session c opened (it is closed or gone). */
+void tp_sess_end_client(struct tp_host *h, struct client *c, const char *why);
 /* Answers rpc with the unknown-session error (and why it ended, if it did). */
-void tp_sess_unknown(struct tp_host *h, const json_t *rpc_id, const char *id);
+void tp_sess_unknown(struct tp_host *h, struct client *c, const json_t *rpc_id, const char *id);
 /* Its text; tool: worded for an MCP tool's caller. */
-void tp_sess_unknown_msg(const struct tp_host *h, const char *id, int tool, char *msg, size_t cap);
+void tp_sess_unknown_msg(const struct tp_host *h, const struct client *c, const char *id, int tool,
+			 char *msg, size_t cap);
 /* 0 when the session may take one more exec now; else answers rpc and returns
  * -1 (its max_execs or lifetime used up, or its rate: then *wait_ms > 0 and
  * nothing is answered). */
@@ -320,7 +383,7 @@ int tp_pool_reserve(struct tp_host *h, int n);
 /* Sends what is due at now: new output of streaming execs, progress. */
 void tp_stream_tick(struct tp_host *h, double now);
 /* Before e's reply: the rest of its output, read from v, the reply's own view. */
-void tp_stream_flush(struct tp_host *h, struct exec *e, const struct tp_shm_view *v);
+void tp_stream_flush(struct exec *e, const struct tp_shm_view *v);
 /* ms until the next tick is due (-1: nothing to say). */
 double tp_stream_next_timeout(const struct tp_host *h, double now);
 
@@ -335,6 +398,6 @@ void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *er
 void tp_host_answer_unrun(struct tp_host *h, struct exec *e);
 /* A tools/call's answer: res (stolen; NULL when out of memory) stamped for the
  * request's era (mcp.h) and sent. */
-void tp_host_tool_reply(struct tp_host *h, json_t *id, const json_t *params, json_t *res);
+void tp_host_tool_reply(struct client *c, json_t *id, const json_t *params, json_t *res);
 
 #endif

@@ -30,10 +30,14 @@ static int usage(FILE *f)
 	    f,
 	    "usage: tidepool [--policy NAME|FILE] [--policy-dir DIR] [--audit FILE]\n"
 	    "                [--jobs N] [--queue N] [--workspace-dir DIR]\n"
+	    "                [--listen unix:PATH [--listen-mode MODE] [--max-clients N]]\n"
 	    "                      serve JSON-RPC 2.0 (MCP) on stdin/stdout: run Lua 5.4 and "
 	    "Python 3.11\n"
 	    "                      (--jobs: execs at once, default the CPUs; --queue: execs "
 	    "waiting, default 256)\n"
+	    "                      --listen also serves each connection to a Unix socket as a\n"
+	    "                      client of its own (mode 0600 unless --listen-mode; at most\n"
+	    "                      --max-clients, default 64), until SIGTERM or SIGINT\n"
 	    "       tidepool run [options] FILE|-     run one .lua or .py file and print its "
 	    "verdict\n"
 	    "       tidepool policy check FILE         validate a policy and explain each layer\n"
@@ -52,7 +56,8 @@ static int usage(FILE *f)
 	    "and tidepool exits 0 at once. SIGTERM or SIGINT cancels every exec (a\n"
 	    "sandbox/exec is answered with kind cancelled, a tools/call is not answered) and\n"
 	    "tidepool exits with 128 + the signal within half a second. SIGHUP reopens the\n"
-	    "--audit file and changes nothing else.\n",
+	    "--audit file and changes nothing else. With --listen, the end of stdin ends\n"
+	    "only that client: tidepool serves the socket until SIGTERM or SIGINT.\n",
 	    tp_cli_preset_names(presets, sizeof presets));
 	return f == stdout ? 0 : 2;
 }
@@ -71,19 +76,38 @@ static long count_arg(const char *flag, const char *s, long lo, long hi)
 	return v;
 }
 
+/* An octal file mode for the socket, 0 to 0777 (e.g. 0660 for a group). */
+static long mode_arg(const char *s)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 8);
+	if (errno != 0 || end == s || *end != '\0' || v < 0 || v > 0777) {
+		fprintf(stderr,
+			"tidepool: --listen-mode must be an octal mode from 0 to 0777 (e.g. 0660), "
+			"not '%s'\n",
+			s);
+		return -1;
+	}
+	return v;
+}
+
 static int serve(int argc, char **argv)
 {
-	enum { O_POLICY = 256, O_DIR, O_AUDIT, O_JOBS, O_QUEUE, O_WSDIR };
+	enum { O_POLICY = 256, O_DIR, O_AUDIT, O_JOBS, O_QUEUE, O_WSDIR, O_LISTEN, O_MODE, O_MAXC };
 	static const struct option opts[] = { { "policy", required_argument, NULL, O_POLICY },
 					      { "policy-dir", required_argument, NULL, O_DIR },
 					      { "audit", required_argument, NULL, O_AUDIT },
 					      { "jobs", required_argument, NULL, O_JOBS },
 					      { "queue", required_argument, NULL, O_QUEUE },
 					      { "workspace-dir", required_argument, NULL, O_WSDIR },
+					      { "listen", required_argument, NULL, O_LISTEN },
+					      { "listen-mode", required_argument, NULL, O_MODE },
+					      { "max-clients", required_argument, NULL, O_MAXC },
 					      { "help", no_argument, NULL, 'h' },
 					      { NULL, 0, NULL, 0 } };
-	const char *policy = NULL, *dir = NULL, *audit = NULL, *wsdir = NULL;
-	long jobs = 0, queue = -1;
+	const char *policy = NULL, *dir = NULL, *audit = NULL, *wsdir = NULL, *listen = NULL;
+	long jobs = 0, queue = -1, mode = -1, maxc = -1;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -99,12 +123,23 @@ static int serve(int argc, char **argv)
 			return 2;
 		else if (c == O_WSDIR)
 			wsdir = optarg;
-		else if (c != O_JOBS && c != O_QUEUE)
+		else if (c == O_LISTEN)
+			listen = optarg;
+		else if (c == O_MODE && (mode = mode_arg(optarg)) < 0)
+			return 2;
+		else if (c == O_MAXC &&
+			 (maxc = count_arg("--max-clients", optarg, 1, TP_MAX_CLIENTS)) < 0)
+			return 2;
+		else if (c != O_JOBS && c != O_QUEUE && c != O_MODE && c != O_MAXC)
 			return usage(c == 'h' ? stdout : stderr);
 	}
 	if (optind < argc) {
 		fprintf(stderr, "tidepool: unknown command '%s'\n", argv[optind]);
 		return usage(stderr);
+	}
+	if (listen == NULL && (mode >= 0 || maxc >= 0)) {
+		fprintf(stderr, "tidepool: --listen-mode and --max-clients need --listen\n");
+		return 2;
 	}
 	struct tp_cli_policies cp;
 	if (tp_cli_policies(&cp, policy, dir) != 0)
@@ -128,6 +163,11 @@ static int serve(int argc, char **argv)
 		tp_host_cfg_jobs(&cfg, (int)jobs);
 	if (queue >= 0)
 		cfg.max_queue = (int)queue;
+	cfg.listen = listen;
+	if (mode >= 0)
+		cfg.listen_mode = (unsigned)mode;
+	if (maxc > 0)
+		cfg.max_clients = (int)maxc;
 	struct tp_host *h = tp_host_new(&cfg, &err);
 	if (h == NULL) {
 		fprintf(stderr, "tidepool: %s\n", err.msg);

@@ -241,7 +241,8 @@ int tp_pool_reserve(struct tp_host *h, int n)
 	if (want <= h->poll_cap)
 		return 0;
 	want += want / 2 + 8;
-	struct pollfd *f = realloc(h->pfds, (size_t)(P_FIXED + want + h->nzyg) * sizeof *f);
+	struct pollfd *f =
+	    realloc(h->pfds, (size_t)(P_FIXED + 2 * h->client_cap + want + h->nzyg) * sizeof *f);
 	if (f == NULL)
 		return -1;
 	h->pfds = f;
@@ -472,7 +473,7 @@ static void fail_queue(struct tp_host *h, int zi, const char *msg)
 		if (e->zi == zi && e->sess == NULL) {
 			tp_pool_unqueue(h, e);
 			if (e->id != NULL && !e->cancelled)
-				tp_out_error(h, e->id, TP_RPC_INTERNAL_ERROR, msg);
+				tp_out_error(e->c, e->id, TP_RPC_INTERNAL_ERROR, msg);
 			tp_host_exec_free(e);
 		}
 		e = next;
@@ -512,7 +513,7 @@ static void refill_lang(struct tp_host *h, int zi)
 	/* Once stdin is closed no new exec can come: stop keeping workers warm.
 	 * More than jobs of the queued cannot start at once. */
 	int startable = queued < h->cfg.jobs ? queued : h->cfg.jobs;
-	int target = (h->stdin_open && z->used ? h->cfg.pool_size : 0) + startable;
+	int target = (tp_client_accepting(h) && z->used ? h->cfg.pool_size : 0) + startable;
 	/* A fork and a lockdown compete with a running exec for the CPU: while one
 	 * runs and a warm worker is still ready, making more can wait. */
 	if (warm > 0 && queued == 0 && tp_pool_running(h))
@@ -571,7 +572,7 @@ static int reusable(const struct tp_host *h, const struct worker *w)
 	const struct exec *e = w->exec;
 	const struct tp_reply *r = w->reply;
 	if (!w->state || !e->p.state || w->killed || w->exited || r == NULL ||
-	    w->uses + 1 >= TP_STATE_MAX_EXECS || !h->stdin_open || e->cancelled ||
+	    w->uses + 1 >= TP_STATE_MAX_EXECS || !tp_client_accepting(h) || e->cancelled ||
 	    e->stop_deadline > 0 || w->stop_pending || tp_err_failed(&e->verdict) ||
 	    e->tool_pending[0] != '\0' || w->tx != NULL || w->shm->tripped != 0 || w->shm->stop)
 		return 0;
@@ -617,6 +618,15 @@ static int flow_running(const struct tp_host *h, const struct exec *e)
 	int n = 0;
 	for (const struct worker *w = h->workers; w != NULL; w = w->next)
 		n += w->exec != NULL && !w->answered && same_flow(e, w->exec);
+	return n;
+}
+
+/* Execs of e's client running now. */
+static int client_running(const struct tp_host *h, const struct exec *e)
+{
+	int n = 0;
+	for (const struct worker *w = h->workers; w != NULL; w = w->next)
+		n += w->exec != NULL && !w->answered && w->exec->c == e->c;
 	return n;
 }
 
@@ -676,11 +686,13 @@ static void fail_exec(struct tp_host *h, struct worker *w, int sys_errno, const 
 }
 
 /* Starts queued execs while fewer than jobs compute (an exec waiting for the
- * client's tool is not counted while it waits). Fair: the next is the oldest
- * exec of the flow with the fewest running, and among those the flow served
+ * client's tool is not counted while it waits). Fair across clients first: the
+ * next is the oldest exec of the client with the fewest running, and among
+ * those the client served longest ago; then, within a client, across
+ * flows, the flow with the fewest running, and among those the flow served
  * longest ago, so a burst of one-shot execs cannot hold back a session's, nor
- * one policy's another's. A flow is a session, or the one-shot execs of one
- * policy and language. */
+ * one policy's another's, nor one client's another's. A flow is a session, or
+ * the one-shot execs of one policy and language. */
 void tp_pool_dispatch_queue(struct tp_host *h)
 {
 	int running = waiting_over_cap(h);
@@ -688,35 +700,43 @@ void tp_pool_dispatch_queue(struct tp_host *h)
 	/* A session's worker that ran while idle ends here, before its exec is
 	 * handed over (session.c: the idle watch). */
 	tp_sess_watch(h, tp_host_now_ms(), TP_WATCH_QUEUED);
-	/* A client that does not read its replies: while MAX_OUT_PENDING of them
-	 * wait, no exec starts, so what waits is that plus the replies of the execs
-	 * running now, not one reply per queued exec. */
-	if (h->out_len >= MAX_OUT_PENDING)
-		return;
 	for (const struct worker *w = h->workers; w != NULL; w = w->next)
 		running += computing(w);
 	while (running < h->cfg.jobs && h->qhead != NULL) {
 		struct exec *best = NULL;
 		struct worker *bw = NULL;
-		int best_load = 0;
-		double best_last = 0;
+		int best_cload = 0, best_load = 0;
+		double best_clast = 0, best_last = 0;
 		for (struct exec *e = h->qhead; e != NULL; e = e->next) {
+			/* A client that does not read its replies: while MAX_OUT_PENDING
+			 * of them wait, none of its execs starts, so what waits is that
+			 * plus the replies of its execs running now, not one reply per
+			 * queued exec. */
+			if (e->c->out_len >= MAX_OUT_PENDING)
+				continue;
 			struct worker *w = worker_for(h, e);
 			if (w == NULL)
 				continue;
+			int cload = client_running(h, e);
 			int load = flow_running(h, e);
-			double last = *flow_last_start(h, e);
-			if (best == NULL || load < best_load ||
-			    (load == best_load && last < best_last)) {
+			double clast = e->c->last_start, last = *flow_last_start(h, e);
+			int better = best == NULL || cload < best_cload ||
+				     (cload == best_cload && clast < best_clast);
+			if (!better && cload == best_cload && clast == best_clast)
+				better =
+				    load < best_load || (load == best_load && last < best_last);
+			if (better) {
 				best = e;
 				bw = w;
+				best_cload = cload;
+				best_clast = clast;
 				best_load = load;
 				best_last = last;
 			}
 		}
 		if (best == NULL)
 			break;
-		*flow_last_start(h, best) = tp_host_now_ms();
+		*flow_last_start(h, best) = best->c->last_start = tp_host_now_ms();
 		tp_pool_unqueue(h, best);
 		if (assign(h, best, bw) != 0) {
 			bw->exec = best;

@@ -23,25 +23,29 @@
 
 /* ---- finding and remembering -------------------------------------------------- */
 
-struct session *tp_sess_find(struct tp_host *h, const char *id)
+/* A session is its client's: another client's is never found, listed or
+ * closed, nor is it told that the id exists or why it ended (docs/clients.md). */
+struct session *tp_sess_find(struct tp_host *h, const struct client *c, const char *id)
 {
 	for (struct session *s = h->sessions; s != NULL; s = s->next)
-		if (strcmp(s->id, id) == 0)
+		if (s->owner == c && strcmp(s->id, id) == 0)
 			return s;
 	return NULL;
 }
 
-static const char *ended_why(const struct tp_host *h, const char *id)
+static const char *ended_why(const struct tp_host *h, const struct client *c, const char *id)
 {
 	for (unsigned i = 0; i < ENDED_KEPT; i++)
-		if (h->ended[i].id[0] != '\0' && strcmp(h->ended[i].id, id) == 0)
+		if (h->ended[i].id[0] != '\0' && h->ended[i].owner == c->num &&
+		    strcmp(h->ended[i].id, id) == 0)
 			return h->ended[i].why;
 	return NULL;
 }
 
-void tp_sess_unknown_msg(const struct tp_host *h, const char *id, int tool, char *msg, size_t cap)
+void tp_sess_unknown_msg(const struct tp_host *h, const struct client *c, const char *id, int tool,
+			 char *msg, size_t cap)
 {
-	const char *why = ended_why(h, id);
+	const char *why = ended_why(h, c, id);
 	if (why != NULL)
 		snprintf(msg, cap, "session '%s' has ended: %s", id, why);
 	else if (tool)
@@ -56,11 +60,11 @@ void tp_sess_unknown_msg(const struct tp_host *h, const char *id, int tool, char
 			 id);
 }
 
-void tp_sess_unknown(struct tp_host *h, const json_t *rpc_id, const char *id)
+void tp_sess_unknown(struct tp_host *h, struct client *c, const json_t *rpc_id, const char *id)
 {
 	char msg[256];
-	tp_sess_unknown_msg(h, id, 0, msg, sizeof msg);
-	tp_out_error(h, (json_t *)rpc_id, TP_RPC_NO_SESSION, msg);
+	tp_sess_unknown_msg(h, c, id, 0, msg, sizeof msg);
+	tp_out_error(c, (json_t *)rpc_id, TP_RPC_NO_SESSION, msg);
 }
 
 static int queued_on(const struct tp_host *h, const struct session *s)
@@ -101,7 +105,7 @@ static void fail_queued(struct tp_host *h, struct session *s, const char *why)
 			h->qtail = prev;
 		h->queued--;
 		if (e->id != NULL && !e->cancelled)
-			tp_out_error(h, e->id, TP_RPC_NO_SESSION, msg);
+			tp_out_error(e->c, e->id, TP_RPC_NO_SESSION, msg);
 		tp_host_exec_free(e);
 	}
 }
@@ -117,6 +121,7 @@ void tp_sess_end(struct tp_host *h, struct session *s, const char *why)
 	h->nsessions--;
 	struct ended_session *x = &h->ended[h->nended++ % ENDED_KEPT];
 	snprintf(x->id, sizeof x->id, "%s", s->id);
+	x->owner = s->owner->num;
 	snprintf(x->why, sizeof x->why, "%s", why);
 	fail_queued(h, s, why);
 	if (s->w != NULL) {
@@ -130,6 +135,15 @@ void tp_sess_end(struct tp_host *h, struct session *s, const char *why)
 	 * base is removed whole then). */
 	tp_files_remove(h, s);
 	free(s);
+}
+
+void tp_sess_end_client(struct tp_host *h, struct client *c, const char *why)
+{
+	for (struct session *s = h->sessions, *next; s != NULL; s = next) {
+		next = s->next;
+		if (s->owner == c)
+			tp_sess_end(h, s, why);
+	}
 }
 
 /* ---- the methods ------------------------------------------------------------------- */
@@ -162,8 +176,20 @@ static json_t *limits_json(const struct tp_limits *l)
 	return o;
 }
 
-struct session *tp_sess_create(struct tp_host *h, const struct tp_exec_session *ses, int *code,
-			       char *msg, size_t len)
+/* An id never given before, to any client (open or ended ones kept). */
+static int id_taken(const struct tp_host *h, const char *id)
+{
+	for (const struct session *s = h->sessions; s != NULL; s = s->next)
+		if (strcmp(s->id, id) == 0)
+			return 1;
+	for (unsigned i = 0; i < ENDED_KEPT; i++)
+		if (strcmp(h->ended[i].id, id) == 0)
+			return 1;
+	return 0;
+}
+
+struct session *tp_sess_create(struct tp_host *h, struct client *c,
+			       const struct tp_exec_session *ses, int *code, char *msg, size_t len)
 {
 	struct tp_exec_session es = *ses;
 	size_t pi = tp_policy_set_index(h->pols.set, es.policy);
@@ -199,7 +225,8 @@ struct session *tp_sess_create(struct tp_host *h, const struct tp_exec_session *
 	s->tokens_at = s->opened;
 	do
 		new_id(s->id);
-	while (tp_sess_find(h, s->id) != NULL || ended_why(h, s->id) != NULL);
+	while (id_taken(h, s->id));
+	s->owner = c;
 	h->zyg[s->zi].used = 1;
 	s->ws_dir = -1;
 	int ws = tp_files_create(h, s, msg, len);
@@ -223,19 +250,19 @@ struct session *tp_sess_create(struct tp_host *h, const struct tp_exec_session *
 	return s;
 }
 
-void tp_sess_open(struct tp_host *h, const struct tp_rpc *rpc)
+void tp_sess_open(struct tp_host *h, struct client *c, const struct tp_rpc *rpc)
 {
 	struct tp_exec_session es;
 	struct tp_err err = { 0 };
 	char msg[256];
 	int code;
 	if (tp_session_params_parse(rpc->params, &h->pols, &es, &err) != 0) {
-		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, err.msg);
+		tp_out_error(c, rpc->id, TP_RPC_INVALID_PARAMS, err.msg);
 		return;
 	}
-	struct session *s = tp_sess_create(h, &es, &code, msg, sizeof msg);
+	struct session *s = tp_sess_create(h, c, &es, &code, msg, sizeof msg);
 	if (s == NULL) {
-		tp_out_error(h, rpc->id, code, msg);
+		tp_out_error(c, rpc->id, code, msg);
 		return;
 	}
 	const struct tp_policy_session *ps = &es.policy->session;
@@ -249,47 +276,49 @@ void tp_sess_open(struct tp_host *h, const struct tp_rpc *rpc)
 				    json_pack("{s:s, s:I}", "path", s->ws_path, "file_bytes",
 					      (json_int_t)ps->workspace_bytes));
 	if (r == NULL)
-		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+		tp_out_error(c, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
 	else
-		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, r));
+		tp_out_emit(c, rpc->id, tp_rpc_result(rpc->id, r));
 }
 
 /* params {session_id}: the one session_id key, a string. NULL after answering. */
-static const char *session_param(struct tp_host *h, const struct tp_rpc *rpc)
+static const char *session_param(struct client *c, const struct tp_rpc *rpc)
 {
 	json_t *id = json_object_get(rpc->params, "session_id");
 	if (!json_is_object(rpc->params) || !json_is_string(id) ||
 	    json_object_size(rpc->params) != 1) {
-		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS,
+		tp_out_error(c, rpc->id, TP_RPC_INVALID_PARAMS,
 			     "params must be {\"session_id\": a session's id}");
 		return NULL;
 	}
 	return json_string_value(id);
 }
 
-void tp_sess_close(struct tp_host *h, const struct tp_rpc *rpc)
+void tp_sess_close(struct tp_host *h, struct client *c, const struct tp_rpc *rpc)
 {
-	const char *id = session_param(h, rpc);
-	struct session *s = id ? tp_sess_find(h, id) : NULL;
+	const char *id = session_param(c, rpc);
+	struct session *s = id ? tp_sess_find(h, c, id) : NULL;
 	if (id == NULL)
 		return;
 	if (s == NULL) {
-		tp_sess_unknown(h, rpc->id, id);
+		tp_sess_unknown(h, c, rpc->id, id);
 		return;
 	}
 	json_t *r = close_session(h, s);
 	if (r == NULL)
-		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+		tp_out_error(c, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
 	else
-		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, r));
+		tp_out_emit(c, rpc->id, tp_rpc_result(rpc->id, r));
 }
 
-static json_t *list_json(struct tp_host *h)
+static json_t *list_json(struct tp_host *h, const struct client *c)
 {
 	double now = tp_host_now_ms();
 	tp_sess_watch(h, now, TP_WATCH_ALL);
 	json_t *a = json_array();
 	for (const struct session *s = h->sessions; a != NULL && s != NULL; s = s->next) {
+		if (s->owner != c)
+			continue;
 		int running = s->w != NULL && s->w->exec != NULL;
 		double idle = running || queued_on(h, s) ? 0 : now - s->last_used;
 		json_array_append_new(
@@ -303,18 +332,18 @@ static json_t *list_json(struct tp_host *h)
 	return a ? json_pack("{s:o}", "sessions", a) : NULL;
 }
 
-void tp_sess_list(struct tp_host *h, const struct tp_rpc *rpc)
+void tp_sess_list(struct tp_host *h, struct client *c, const struct tp_rpc *rpc)
 {
 	if (rpc->params != NULL &&
 	    !(json_is_object(rpc->params) && json_object_size(rpc->params) == 0)) {
-		tp_out_error(h, rpc->id, TP_RPC_INVALID_PARAMS, "params must be {} or absent");
+		tp_out_error(c, rpc->id, TP_RPC_INVALID_PARAMS, "params must be {} or absent");
 		return;
 	}
-	json_t *r = list_json(h);
+	json_t *r = list_json(h, c);
 	if (r == NULL)
-		tp_out_error(h, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+		tp_out_error(c, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
 	else
-		tp_out_emit(h, rpc->id, tp_rpc_result(rpc->id, r));
+		tp_out_emit(c, rpc->id, tp_rpc_result(rpc->id, r));
 }
 
 /* Closes s (stopping a running exec, which is answered cancelled); its summary. */
@@ -333,7 +362,8 @@ static json_t *close_session(struct tp_host *h, struct session *s)
 /* The MCP tools list_sessions {} and close_session {session_id}: tool results,
  * isError (with the reason as its text) for bad arguments or a session that
  * is not open. */
-void tp_sess_mcp_tool(struct tp_host *h, const struct tp_rpc *rpc, const char *name)
+void tp_sess_mcp_tool(struct tp_host *h, struct client *c, const struct tp_rpc *rpc,
+		      const char *name)
 {
 	json_t *args = json_object_get(rpc->params, "arguments");
 	json_t *r = NULL;
@@ -344,12 +374,13 @@ void tp_sess_mcp_tool(struct tp_host *h, const struct tp_rpc *rpc, const char *n
 		if (args != NULL && json_object_size(args) != 0)
 			snprintf(msg, sizeof msg, "list_sessions takes no arguments");
 		else
-			r = list_json(h);
+			r = list_json(h, c);
 	} else {
 		json_t *id = json_object_get(args, "session_id");
 		struct session *s =
-		    json_is_string(id) ? tp_sess_find(h, json_string_value(id)) : NULL;
-		const char *why = json_is_string(id) ? ended_why(h, json_string_value(id)) : NULL;
+		    json_is_string(id) ? tp_sess_find(h, c, json_string_value(id)) : NULL;
+		const char *why =
+		    json_is_string(id) ? ended_why(h, c, json_string_value(id)) : NULL;
 		if (!json_is_string(id) || json_object_size(args) != 1)
 			snprintf(msg, sizeof msg, "close_session takes {\"session_id\": a string}");
 		else if (s == NULL && why != NULL)
@@ -361,7 +392,7 @@ void tp_sess_mcp_tool(struct tp_host *h, const struct tp_rpc *rpc, const char *n
 			r = close_session(h, s);
 	}
 	json_t *res = r != NULL ? tp_mcp_tool_value(r, 0) : msg[0] ? tp_mcp_tool_text(msg) : NULL;
-	tp_host_tool_reply(h, rpc->id, rpc->params, res);
+	tp_host_tool_reply(c, rpc->id, rpc->params, res);
 }
 
 /* ---- its execs ---------------------------------------------------------------------- */
@@ -399,7 +430,7 @@ int tp_sess_admit(struct tp_host *h, struct session *s, const json_t *rpc_id, do
 	}
 	char msg[256];
 	snprintf(msg, sizeof msg, "session '%s' can run no more: %s", s->id, why);
-	tp_out_error(h, (json_t *)rpc_id, TP_RPC_NO_SESSION, msg);
+	tp_out_error(s->owner, (json_t *)rpc_id, TP_RPC_NO_SESSION, msg);
 	if (!busy(h, s))
 		tp_sess_end(h, s, why);
 	return -1;

@@ -26,8 +26,7 @@ static const char *const stream_names[2] = { "stdout", "stderr" };
 /* Sends one stream's bytes from e->sent[s] up to len, in notifications of at
  * most STREAM_CHUNK bytes; an incomplete character at the end waits for more,
  * unless this is the end (final). */
-static void send_stream(struct tp_host *h, struct exec *e, int s, const char *area, size_t len,
-			int final)
+static void send_stream(struct exec *e, int s, const char *area, size_t len, int final)
 {
 	char *copy = NULL;
 	if (len < e->sent[s]) { /* a page that shrank: the worker forged it */
@@ -46,13 +45,13 @@ static void send_stream(struct tp_host *h, struct exec *e, int s, const char *ar
 		size_t n = final && take == avail ? take : tp_utf8_complete(copy, take);
 		if (n == 0)
 			break; /* only the start of a character so far */
-		if (h->out_len >= STREAM_MAX_PENDING) {
+		if (e->c->out_len >= STREAM_MAX_PENDING) {
 			e->stream_off = 1; /* a slow client: the reply carries it all */
 			break;
 		}
 		json_t *params = json_pack("{s:O, s:s, s:o}", "exec_id", e->id, "stream",
 					   stream_names[s], "text", tp_utf8_json(copy, n));
-		if (tp_out_send(h, tp_rpc_notification("sandbox/output", params)) != 0) {
+		if (tp_out_send(e->c, tp_rpc_notification("sandbox/output", params)) != 0) {
 			e->stream_off = 1;
 			break;
 		}
@@ -61,20 +60,20 @@ static void send_stream(struct tp_host *h, struct exec *e, int s, const char *ar
 	free(copy);
 }
 
-static void send_page(struct tp_host *h, struct exec *e, const struct tp_shm_view *v, int final)
+static void send_page(struct exec *e, const struct tp_shm_view *v, int final)
 {
 	for (int s = 0; s < 2; s++)
-		send_stream(h, e, s, v->out[s], v->len[s], final);
+		send_stream(e, s, v->out[s], v->len[s], final);
 }
 
 /* Progress: ms since the call (its time queued counts, as for wall_ms),
  * strictly increasing. Skipped, not stopped, while the client is slow. */
-static void progress(struct tp_host *h, struct exec *e, double now)
+static void progress(struct exec *e, double now)
 {
 	if (e->p.progress_token == NULL || e->cancelled || now < e->next_progress)
 		return;
 	e->next_progress = now + PROGRESS_MS;
-	if (h->out_len >= STREAM_MAX_PENDING)
+	if (e->c->out_len >= STREAM_MAX_PENDING)
 		return;
 	json_int_t ms = (json_int_t)(now - e->t_arrival);
 	if (ms <= e->progress)
@@ -84,7 +83,7 @@ static void progress(struct tp_host *h, struct exec *e, double now)
 		 (double)ms / 1000.0);
 	json_t *params = json_pack("{s:O, s:I, s:s}", "progressToken", e->p.progress_token,
 				   "progress", ms, "message", text);
-	if (tp_out_send(h, tp_rpc_notification("notifications/progress", params)) == 0)
+	if (tp_out_send(e->c, tp_rpc_notification("notifications/progress", params)) == 0)
 		e->progress = ms;
 }
 
@@ -103,19 +102,19 @@ void tp_stream_tick(struct tp_host *h, double now)
 			struct tp_shm_view v;
 			tp_shm_snapshot(w->shm, w->area, &v);
 			tp_shm_view_cap(&v, e->p.limits.output_bytes); /* finish says why */
-			send_page(h, e, &v, 0);
+			send_page(e, &v, 0);
 			e->next_tick = now + STREAM_TICK_MS;
 		}
-		progress(h, e, now);
+		progress(e, now);
 	}
 	for (struct exec *e = h->qhead; e != NULL; e = e->next)
-		progress(h, e, now);
+		progress(e, now);
 }
 
-void tp_stream_flush(struct tp_host *h, struct exec *e, const struct tp_shm_view *v)
+void tp_stream_flush(struct exec *e, const struct tp_shm_view *v)
 {
 	if (streaming(e))
-		send_page(h, e, v, 1);
+		send_page(e, v, 1);
 }
 
 static void sooner(double *best, int *any, double left)

@@ -121,12 +121,14 @@ void tp_tools_from_worker(struct tp_host *h, struct worker *w, const char *buf, 
 			 e->p.limits.tool_calls);
 		log_call(e, c.name, "refused: tool_calls");
 		refuse(h, w, TP_KIND_TOOL_LIMIT, msg);
-	} else if (!h->stdin_open) {
-		/* No client can answer: it closed stdin, or there is none (run). */
+	} else if (!e->c->open || e->c->gone) {
+		/* Its client cannot answer: it closed its end, or there is none
+		 * (run's in-process host). */
 		log_call(e, c.name, "refused: no client");
 		answer_text(h, w, TP_TOOL_REFUSED,
-			    h->cfg.use_stdin ? TP_MSG_NO_TOOL_CLIENT
-					     : "no client answers tools here");
+			    e->c->kind == TP_CLIENT_CALLBACK ? "no client answers tools here"
+			    : e->c->gone                     ? TP_MSG_CLIENT_GONE
+							     : TP_MSG_NO_TOOL_CLIENT);
 	} else if (tp_err_failed(&e->verdict) || e->stop_deadline > 0) {
 		log_call(e, c.name, "refused: stopping");
 		answer_text(h, w, TP_TOOL_REFUSED, "the exec is being stopped");
@@ -140,7 +142,7 @@ void tp_tools_from_worker(struct tp_host *h, struct worker *w, const char *buf, 
 		json_t *req = params ? json_pack("{s:s, s:s, s:s, s:o}", "jsonrpc", "2.0", "id", id,
 						 "method", "sandbox/tool_call", "params", params)
 				     : NULL;
-		if (req == NULL || tp_out_send(h, req) != 0) {
+		if (req == NULL || tp_out_send(e->c, req) != 0) {
 			log_call(e, c.name, "refused: out of memory");
 			answer_text(h, w, TP_TOOL_REFUSED, "out of memory sending the tool call");
 		} else {
@@ -185,20 +187,22 @@ static size_t depth(const json_t *v, size_t cap)
 	return d + 1;
 }
 
-static struct worker *pending_for(struct tp_host *h, const char *id)
+/* The worker whose exec waits on our call id, made to client c: an answer
+ * from another client is not one (each client answers only its own calls). */
+static struct worker *pending_for(struct tp_host *h, const struct client *c, const char *id)
 {
 	for (struct worker *w = h->workers; w != NULL; w = w->next)
-		if (w->exec != NULL && !w->answered && !w->killed &&
+		if (w->exec != NULL && !w->answered && !w->killed && w->exec->c == c &&
 		    strcmp(w->exec->tool_pending, id) == 0)
 			return w;
 	return NULL;
 }
 
-void tp_tools_response(struct tp_host *h, const struct tp_rpc *rpc)
+void tp_tools_response(struct tp_host *h, struct client *c, const struct tp_rpc *rpc)
 {
 	const char *id = json_string_value(rpc->id);
 	struct worker *w =
-	    id != NULL && strncmp(id, "tp-tool-", 8) == 0 ? pending_for(h, id) : NULL;
+	    id != NULL && strncmp(id, "tp-tool-", 8) == 0 ? pending_for(h, c, id) : NULL;
 	if (w == NULL)
 		return; /* not ours, or its exec is gone: nothing waits for it */
 	struct exec *e = w->exec;
