@@ -74,6 +74,7 @@ struct client {
 	const json_t *line_id; /* the id of the single request being handled: its
 				* reply is never a batch member's */
 	int refs;              /* execs that point at it */
+	double last_start;     /* when its last exec started (fair dispatch) */
 };
 
 #define SESSION_ID_LEN 20 /* "s-" and 16 hex digits: 64 random bits */
