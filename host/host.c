@@ -787,7 +787,9 @@ static void poll_once(struct tp_host *h)
 			if (out->revents & POLLOUT ||
 			    (c->out_len > 0 && out->revents & (POLLERR | POLLHUP)))
 				tp_out_flush(c);
-			else if (c->rfd != c->wfd && out->revents & (POLLERR | POLLHUP))
+			/* A pipe's reader closed, or a socket closed both ways (a
+			 * half-close, SHUT_WR, is only the end of its requests). */
+			if (out->revents & (POLLERR | POLLHUP))
 				c->gone = 1;
 			if (c->kind == TP_CLIENT_STDIO && c->gone && !h->gone)
 				stdio_gone(h, c);
