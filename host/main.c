@@ -56,8 +56,11 @@ static int usage(FILE *f)
 	    "and tidepool exits 0 at once. SIGTERM or SIGINT cancels every exec (a\n"
 	    "sandbox/exec is answered with kind cancelled, a tools/call is not answered) and\n"
 	    "tidepool exits with 128 + the signal within half a second. SIGHUP reopens the\n"
-	    "--audit file and changes nothing else. With --listen, the end of stdin ends\n"
-	    "only that client: tidepool serves the socket until SIGTERM or SIGINT.\n",
+	    "--audit file and changes nothing else.\n"
+	    "\n"
+	    "With --listen, each connection is a client like stdio, with its own requests,\n"
+	    "replies, tool calls and sessions (docs/clients.md); the end of stdin ends only\n"
+	    "the stdio client, and tidepool serves the socket until SIGTERM or SIGINT.\n",
 	    tp_cli_preset_names(presets, sizeof presets));
 	return f == stdout ? 0 : 2;
 }
