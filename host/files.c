@@ -495,9 +495,10 @@ static json_t *do_list(struct session *s)
 	return json_pack("{s:o, s:b}", "files", sorted, "complete", !l.full && !l.hidden);
 }
 
-void tp_files_method(struct tp_host *h, struct client *c, const struct tp_rpc *rpc,
-		     const char *what)
+void tp_files_method(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 {
+	/* sandbox/session/files/put, get or list (host.c's registry routes them here) */
+	const char *what = strrchr(rpc->method, '/') + 1;
 	static const char *const keys_put[] = { "session_id", "path", "data", NULL };
 	static const char *const keys_get[] = { "session_id", "path", NULL };
 	static const char *const keys_list[] = { "session_id", NULL };

@@ -316,17 +316,6 @@ static void start_exec(struct tp_host *h, struct client *c, struct tp_rpc *rpc, 
 	if (rpc->id == NULL)
 		return; /* an exec nobody can hear about is not run */
 	const char *tname = tool ? json_string_value(json_object_get(rpc->params, "name")) : NULL;
-	if (tname != NULL &&
-	    (strcmp(tname, "list_sessions") == 0 || strcmp(tname, "close_session") == 0)) {
-		tp_sess_mcp_tool(h, c, rpc, tname);
-		return;
-	}
-	if (tname != NULL && h->pols.deflt->session.workspace_bytes > 0 &&
-	    (strcmp(tname, "write_file") == 0 || strcmp(tname, "read_file") == 0 ||
-	     strcmp(tname, "list_files") == 0)) {
-		tp_files_mcp_tool(h, c, rpc, tname);
-		return;
-	}
 	/* An unknown tool or a bad _meta is a fault of the call: -32602. */
 	if (tool && tp_exec_params_tool_meta(rpc->params, &err) != 0) {
 		tp_out_error(c, rpc->id, TP_RPC_INVALID_PARAMS, err.msg);
@@ -435,7 +424,7 @@ refused:
 
 /* ---- policies: which there are, and what one allows ---------------------------- */
 
-static void policy_list(struct tp_host *h, struct client *c, const struct tp_rpc *rpc)
+static void policy_list(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; a != NULL && i < tp_policy_set_count(h->pols.set); i++) {
@@ -452,7 +441,7 @@ static void policy_list(struct tp_host *h, struct client *c, const struct tp_rpc
 }
 
 /* The effective policy; redact shows only how much it holds, never a secret. */
-static void policy_get(struct tp_host *h, struct client *c, const struct tp_rpc *rpc)
+static void policy_get(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 {
 	json_t *name = json_object_get(rpc->params, "name");
 	const struct tp_policy *p =
@@ -500,7 +489,7 @@ static void mcp_reply(struct client *c, const struct tp_rpc *rpc, json_t *res)
 		tp_out_emit(c, rpc->id, tp_rpc_result(rpc->id, res));
 }
 
-static void initialize(struct tp_host *h, struct client *c, const struct tp_rpc *rpc)
+static void initialize(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 {
 	const char *v = tp_mcp_initialize_version(rpc->params);
 	if (v == NULL) {
@@ -513,7 +502,7 @@ static void initialize(struct tp_host *h, struct client *c, const struct tp_rpc 
 }
 
 /* tools/list has one page: a cursor can only be one we never gave. */
-static void tools_list(struct tp_host *h, struct client *c, const struct tp_rpc *rpc)
+static void tools_list(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 {
 	json_t *cursor = json_object_get(rpc->params, "cursor");
 	if (cursor != NULL) {
@@ -529,9 +518,77 @@ static void tools_list(struct tp_host *h, struct client *c, const struct tp_rpc 
 	mcp_reply(c, rpc, tp_mcp_tools_list(h->pols.deflt, tp_mcp_modern(rpc->params)));
 }
 
+static void exec_native(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
+{
+	start_exec(h, c, rpc, 0);
+}
+
+/* tools/call, routed by mcp.c's registry: a session's or a workspace's tool,
+ * else an exec (whose parameters name an unknown tool: -32602). */
+static void exec_tool(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
+{
+	struct tp_mcp_tool t;
+	const char *name = json_string_value(json_object_get(rpc->params, "name"));
+	int found = rpc->id != NULL && tp_mcp_tool_find(h->pols.deflt, name, &t) == 0;
+	if (found && t.kind == TP_MCP_TOOL_SESSIONS)
+		tp_sess_mcp_tool(h, c, rpc, t.name);
+	else if (found && t.kind == TP_MCP_TOOL_FILES)
+		tp_files_mcp_tool(h, c, rpc, t.name);
+	else
+		start_exec(h, c, rpc, 1);
+}
+
+static void cancelled(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
+{
+	cancel(h, c, rpc->params);
+}
+
+static void discover(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
+{
+	mcp_reply(c, rpc, tp_mcp_discover(h->pols.deflt));
+}
+
+static void ping(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
+{
+	(void)h;
+	mcp_reply(c, rpc, json_object());
+}
+
+/* The registry: every method tidepool handles, and every one it sends, with
+ * what it is. Dispatch reads it; so do the man page's and docs/protocol.md's
+ * method lists, which tests/unit/test_methods.c holds to it. Adding a method
+ * is one row here (and its handler). MCP's tools are mcp.c's registry. */
+static const struct tp_method methods[] = {
+	{ "initialize", initialize, TP_METHOD_REQUEST, "MCP: the handshake; picks the revision" },
+	{ "notifications/initialized", NULL, TP_METHOD_NOTIFICATION, "MCP: needs nothing" },
+	{ "server/discover", discover, TP_METHOD_REQUEST,
+	  "MCP 2026-07-28: what the server offers" },
+	{ "ping", ping, TP_METHOD_REQUEST, "{}" },
+	{ "tools/list", tools_list, TP_METHOD_REQUEST, "MCP: the tools (mcp.c's registry)" },
+	{ "tools/call", exec_tool, TP_METHOD_ANY, "MCP: a tool's call: an exec, or a session's" },
+	{ "notifications/cancelled", cancelled, TP_METHOD_ANY, "stops a request's exec" },
+	{ "sandbox/exec", exec_native, TP_METHOD_ANY, "runs a snippet; its result" },
+	{ "sandbox/policy/list", policy_list, TP_METHOD_REQUEST, "the policies there are" },
+	{ "sandbox/policy/get", policy_get, TP_METHOD_REQUEST, "one effective policy" },
+	{ "sandbox/session/open", tp_sess_open, TP_METHOD_REQUEST, "opens a session" },
+	{ "sandbox/session/close", tp_sess_close, TP_METHOD_REQUEST, "ends a session" },
+	{ "sandbox/session/list", tp_sess_list, TP_METHOD_REQUEST, "the client's open sessions" },
+	{ "sandbox/session/files/put", tp_files_method, TP_METHOD_REQUEST, "writes a file" },
+	{ "sandbox/session/files/get", tp_files_method, TP_METHOD_REQUEST, "reads a file" },
+	{ "sandbox/session/files/list", tp_files_method, TP_METHOD_REQUEST, "lists the files" },
+	{ "sandbox/output", NULL, TP_METHOD_SENT, "new output of a streaming exec" },
+	{ "sandbox/tool_call", NULL, TP_METHOD_SENT, "the code calls one of the client's tools" },
+	{ "notifications/progress", NULL, TP_METHOD_SENT, "MCP: a tools/call still runs" },
+};
+
+const struct tp_method *tp_host_methods(size_t *n)
+{
+	*n = sizeof methods / sizeof methods[0];
+	return methods;
+}
+
 static void handle(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 {
-	const char *m = rpc->method;
 	struct worker *w;
 	char msg[200];
 	json_t *data;
@@ -540,6 +597,10 @@ static void handle(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 		return;
 	}
 	int code = tp_mcp_era(rpc->params, msg, sizeof msg, &data);
+	const struct tp_method *m = NULL;
+	for (size_t i = 0; i < sizeof methods / sizeof methods[0] && m == NULL; i++)
+		if (methods[i].fn != NULL && strcmp(methods[i].name, rpc->method) == 0)
+			m = &methods[i];
 	/* An id names one request until it is answered: any request reusing it, an
 	 * exec or not, is refused, and the first keeps its one answer. */
 	if (rpc->id != NULL && find_exec(h, c, rpc->id, &w) != NULL) {
@@ -551,37 +612,9 @@ static void handle(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 			tp_out_emit(c, rpc->id, tp_rpc_error(rpc->id, code, msg, data));
 		else
 			json_decref(data);
-	} else if (strcmp(m, "sandbox/exec") == 0)
-		start_exec(h, c, rpc, 0);
-	else if (strcmp(m, "tools/call") == 0)
-		start_exec(h, c, rpc, 1);
-	else if (strcmp(m, "notifications/cancelled") == 0)
-		cancel(h, c, rpc->params);
-	else if (rpc->id == NULL)
-		return; /* other notifications (initialized, unknown) need nothing */
-	else if (strcmp(m, "initialize") == 0)
-		initialize(h, c, rpc);
-	else if (strcmp(m, "server/discover") == 0)
-		mcp_reply(c, rpc, tp_mcp_discover(h->pols.deflt));
-	else if (strcmp(m, "ping") == 0)
-		mcp_reply(c, rpc, json_object());
-	else if (strcmp(m, "tools/list") == 0)
-		tools_list(h, c, rpc);
-	else if (strcmp(m, "sandbox/policy/list") == 0)
-		policy_list(h, c, rpc);
-	else if (strcmp(m, "sandbox/policy/get") == 0)
-		policy_get(h, c, rpc);
-	else if (strcmp(m, "sandbox/session/open") == 0)
-		tp_sess_open(h, c, rpc);
-	else if (strcmp(m, "sandbox/session/close") == 0)
-		tp_sess_close(h, c, rpc);
-	else if (strcmp(m, "sandbox/session/list") == 0)
-		tp_sess_list(h, c, rpc);
-	else if (strncmp(m, "sandbox/session/files/", 22) == 0 &&
-		 (strcmp(m + 22, "put") == 0 || strcmp(m + 22, "get") == 0 ||
-		  strcmp(m + 22, "list") == 0))
-		tp_files_method(h, c, rpc, m + 22);
-	else
+	} else if (m != NULL && (m->kind == TP_METHOD_ANY || rpc->id != NULL))
+		m->fn(h, c, rpc);
+	else if (rpc->id != NULL) /* other notifications (initialized, unknown) need nothing */
 		tp_out_error(c, rpc->id, TP_RPC_METHOD_NOT_FOUND, "Method not found");
 }
 

@@ -21,6 +21,7 @@
 #include "policy.h"
 
 struct tp_host;
+struct client;
 
 struct tp_host_cfg {
 	int use_stdin;
@@ -59,5 +60,21 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err);
 void tp_host_line(struct tp_host *h, const char *line, size_t len);
 int tp_host_run(struct tp_host *h);
 void tp_host_free(struct tp_host *h);
+
+/* The registry of JSON-RPC methods (host.c): each handled or sent method. */
+struct tp_rpc;
+enum tp_method_kind {
+	TP_METHOD_REQUEST,      /* answered; sent without an id, it is ignored */
+	TP_METHOD_ANY,          /* handled with or without an id */
+	TP_METHOD_NOTIFICATION, /* a client's notification that needs nothing */
+	TP_METHOD_SENT,         /* one tidepool sends to the client */
+};
+struct tp_method {
+	const char *name;
+	void (*fn)(struct tp_host *h, struct client *c, struct tp_rpc *rpc); /* NULL: not handled */
+	enum tp_method_kind kind;
+	const char *summary;
+};
+const struct tp_method *tp_host_methods(size_t *n);
 
 #endif

@@ -279,8 +279,7 @@ void tp_files_teardown(struct tp_host *h);
  * when its policy has none, -1 with msg on failure. */
 int tp_files_create(struct tp_host *h, struct session *s, char *msg, size_t len);
 void tp_files_remove(struct tp_host *h, struct session *s);
-void tp_files_method(struct tp_host *h, struct client *c, const struct tp_rpc *rpc,
-		     const char *what);
+void tp_files_method(struct tp_host *h, struct client *c, struct tp_rpc *rpc);
 /* tools/call of write_file, read_file or list_files (MCP: text in and out). */
 void tp_files_mcp_tool(struct tp_host *h, struct client *c, const struct tp_rpc *rpc,
 		       const char *name);
@@ -316,15 +315,15 @@ void tp_pool_check_timeouts(struct tp_host *h, double now);
 int tp_pool_next_timeout(const struct tp_host *h, double now);
 
 /* session.c: sessions over the methods sandbox/session/open, close and list. */
-void tp_sess_open(struct tp_host *h, struct client *c, const struct tp_rpc *rpc);
+void tp_sess_open(struct tp_host *h, struct client *c, struct tp_rpc *rpc);
 /* Opens a session; NULL with the JSON-RPC error code and message to answer. */
 struct session *tp_sess_create(struct tp_host *h, struct client *c,
 			       const struct tp_exec_session *es, int *code, char *msg, size_t len);
 /* tools/call of list_sessions or close_session. */
 void tp_sess_mcp_tool(struct tp_host *h, struct client *c, const struct tp_rpc *rpc,
 		      const char *name);
-void tp_sess_close(struct tp_host *h, struct client *c, const struct tp_rpc *rpc);
-void tp_sess_list(struct tp_host *h, struct client *c, const struct tp_rpc *rpc);
+void tp_sess_close(struct tp_host *h, struct client *c, struct tp_rpc *rpc);
+void tp_sess_list(struct tp_host *h, struct client *c, struct tp_rpc *rpc);
 /* c's open session of that id (another client's is not found). */
 struct session *tp_sess_find(struct tp_host *h, const struct client *c, const char *id);
 /* Ends every session c opened (it is closed or gone). */

@@ -400,19 +400,23 @@ static json_t *tool(const struct tp_lang_info *l, const struct tp_policy *p)
 	return t;
 }
 
-/* list_sessions and close_session. */
-static json_t *session_tools(void)
+static json_t *list_sessions_tool(void)
+{
+	return json_pack("{s:s, s:s, s:s, s:{s:s, s:{}, s:b}, s:{s:s, s:{s:{s:s}}, s:[s]}, s:o}",
+			 "name", "list_sessions", "title", "List sessions", "description",
+			 "The open sessions: language, policy, age and idle time in ms, execs, "
+			 "memory.",
+			 "inputSchema", "type", "object", "properties", "additionalProperties", 0,
+			 "outputSchema", "type", "object", "properties", "sessions", "type",
+			 "array", "required", "sessions", "annotations", annotations(1, 0, 1, 0));
+}
+
+static json_t *close_session_tool(void)
 {
 	return json_pack(
-	    "[{s:s, s:s, s:s, s:{s:s, s:{}, s:b}, s:{s:s, s:{s:{s:s}}, s:[s]}, s:o}, "
 	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}}, s:[s], s:b}, "
-	    "s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}, s:[s,s,s]}, s:o}]",
-	    "name", "list_sessions", "title", "List sessions", "description",
-	    "The open sessions: language, policy, age and idle time in ms, execs, memory.",
-	    "inputSchema", "type", "object", "properties", "additionalProperties", 0,
-	    "outputSchema", "type", "object", "properties", "sessions", "type", "array", "required",
-	    "sessions", "annotations", annotations(1, 0, 1, 0), "name", "close_session", "title",
-	    "Close a session", "description",
+	    "s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}, s:[s,s,s]}, s:o}",
+	    "name", "close_session", "title", "Close a session", "description",
 	    "Ends a session and frees what it holds; its variables are gone.", "inputSchema",
 	    "type", "object", "properties", "session_id", "type", "string", "required",
 	    "session_id", "additionalProperties", 0, "outputSchema", "type", "object", "properties",
@@ -440,29 +444,84 @@ static json_t *file_schema(const char *name)
 			 "boolean", "required", "files", "complete");
 }
 
-static json_t *file_tools(void)
+static json_t *write_file_tool(void)
 {
 	return json_pack(
-	    "[{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}, s:[s,s,s], s:b}, s:o, s:o}, "
-	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}}, s:[s,s], s:b}, s:o, s:o}, "
-	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}}, s:[s], s:b}, s:o, s:o}]",
+	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}, s:{s:s}}, s:[s,s,s], s:b}, s:o, s:o}",
 	    "name", "write_file", "title", "Write a file", "description",
 	    "Writes text to a file in a session's workspace (its working directory), for the "
 	    "session's code to read with a relative path. Open the session with session: \"new\".",
 	    "inputSchema", "type", "object", "properties", "session_id", "type", "string", "path",
 	    "type", "string", "text", "type", "string", "required", "session_id", "path", "text",
 	    "additionalProperties", 0, "outputSchema", file_schema("write_file"), "annotations",
-	    annotations(0, 1, 1, 0), "name", "read_file", "title", "Read a file", "description",
+	    annotations(0, 1, 1, 0));
+}
+
+static json_t *read_file_tool(void)
+{
+	return json_pack(
+	    "{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}, s:{s:s}}, s:[s,s], s:b}, s:o, s:o}", "name",
+	    "read_file", "title", "Read a file", "description",
 	    "Reads a file the session's code wrote in its workspace: text, or base64 in data when "
 	    "it is not UTF-8.",
 	    "inputSchema", "type", "object", "properties", "session_id", "type", "string", "path",
 	    "type", "string", "required", "session_id", "path", "additionalProperties", 0,
-	    "outputSchema", file_schema("read_file"), "annotations", annotations(1, 0, 1, 0),
-	    "name", "list_files", "title", "List files", "description",
-	    "The files in a session's workspace, with their sizes.", "inputSchema", "type",
-	    "object", "properties", "session_id", "type", "string", "required", "session_id",
-	    "additionalProperties", 0, "outputSchema", file_schema("list_files"), "annotations",
-	    annotations(1, 0, 1, 0));
+	    "outputSchema", file_schema("read_file"), "annotations", annotations(1, 0, 1, 0));
+}
+
+static json_t *list_files_tool(void)
+{
+	return json_pack("{s:s, s:s, s:s, s:{s:s, s:{s:{s:s}}, s:[s], s:b}, s:o, s:o}", "name",
+			 "list_files", "title", "List files", "description",
+			 "The files in a session's workspace, with their sizes.", "inputSchema",
+			 "type", "object", "properties", "session_id", "type", "string", "required",
+			 "session_id", "additionalProperties", 0, "outputSchema",
+			 file_schema("list_files"), "annotations", annotations(1, 0, 1, 0));
+}
+
+static int always(const struct tp_policy *deflt)
+{
+	(void)deflt;
+	return 1;
+}
+
+/* A workspace's tools exist when the default policy gives sessions one. */
+static int with_workspace(const struct tp_policy *deflt)
+{
+	return deflt->session.workspace_bytes > 0;
+}
+
+/* The registry of MCP tools besides each language's run tool (common/langs.c
+ * names those): tools/list lists them in this order, and tools/call routes by
+ * it (host.c). Adding a tool is one row here and its handler. */
+static const struct row {
+	struct tp_mcp_tool t;
+	json_t *(*descriptor)(void);
+	int (*offered)(const struct tp_policy *deflt);
+} rows[] = {
+	{ { "list_sessions", TP_MCP_TOOL_SESSIONS, NULL }, list_sessions_tool, always },
+	{ { "close_session", TP_MCP_TOOL_SESSIONS, NULL }, close_session_tool, always },
+	{ { "write_file", TP_MCP_TOOL_FILES, NULL }, write_file_tool, with_workspace },
+	{ { "read_file", TP_MCP_TOOL_FILES, NULL }, read_file_tool, with_workspace },
+	{ { "list_files", TP_MCP_TOOL_FILES, NULL }, list_files_tool, with_workspace },
+};
+
+int tp_mcp_tool_find(const struct tp_policy *deflt, const char *name, struct tp_mcp_tool *out)
+{
+	if (name == NULL)
+		return -1;
+	for (int i = 0; i < TP_NLANGS; i++)
+		if (strcmp(tp_langs[i].tool, name) == 0) {
+			*out =
+			    (struct tp_mcp_tool){ tp_langs[i].tool, TP_MCP_TOOL_RUN, &tp_langs[i] };
+			return 0;
+		}
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+		if (strcmp(rows[i].t.name, name) == 0 && rows[i].offered(deflt)) {
+			*out = rows[i].t;
+			return 0;
+		}
+	return -1;
 }
 
 json_t *tp_mcp_tools_list(const struct tp_policy *deflt, int modern)
@@ -476,16 +535,13 @@ json_t *tp_mcp_tools_list(const struct tp_policy *deflt, int modern)
 			json_decref(tools);
 			return NULL;
 		}
-	/* Then the sessions' tools, and a workspace's when the policy gives one. */
-	json_t *more[2] = { session_tools(),
-			    deflt->session.workspace_bytes > 0 ? file_tools() : json_array() };
-	for (int i = 0; i < 2; i++) {
-		if (tools != NULL && (more[i] == NULL || json_array_extend(tools, more[i]) != 0)) {
+	/* Then the registry's: the sessions', and a workspace's when the policy gives one. */
+	for (size_t i = 0; tools != NULL && i < sizeof rows / sizeof rows[0]; i++)
+		if (rows[i].offered(deflt) &&
+		    json_array_append_new(tools, rows[i].descriptor()) != 0) {
 			json_decref(tools);
 			tools = NULL;
 		}
-		json_decref(more[i]);
-	}
 	if (tools == NULL)
 		return NULL;
 	/* 2026-07-28's CacheableResult: the list never changes in this process. */

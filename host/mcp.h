@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 
+#include "langs.h"
 #include "policy.h"
 
 #define TP_VERSION "0.1.0" /* serverInfo's and `tidepool --version`'s */
@@ -40,6 +41,20 @@ json_t *tp_mcp_stamp(json_t *result, const json_t *params);
 /* deflt: the policy tools/call runs under (its limits, imports and session
  * values are quoted); modern: 2026-07-28's cache fields. */
 json_t *tp_mcp_tools_list(const struct tp_policy *deflt, int modern);
+/* The tools: each language's run tool, and the registry's (mcp.c). */
+enum tp_mcp_tool_kind {
+	TP_MCP_TOOL_RUN,      /* run_lua, run_python: an exec (lang names which) */
+	TP_MCP_TOOL_SESSIONS, /* list_sessions, close_session: session.c */
+	TP_MCP_TOOL_FILES,    /* write_file, read_file, list_files: files.c */
+};
+struct tp_mcp_tool {
+	const char *name;
+	enum tp_mcp_tool_kind kind;
+	const struct tp_lang_info *lang; /* TP_MCP_TOOL_RUN's language */
+};
+/* 0 and *out: the tool of that name under the default policy (whether it
+ * offers the language is the exec's check); -1: no such tool. */
+int tp_mcp_tool_find(const struct tp_policy *deflt, const char *name, struct tp_mcp_tool *out);
 /* A tool result of a JSON object (stolen): as text and structuredContent. */
 json_t *tp_mcp_tool_value(json_t *obj, int is_error);
 /* A tool result that is only an error text (isError: true). */

@@ -250,7 +250,7 @@ struct session *tp_sess_create(struct tp_host *h, struct client *c,
 	return s;
 }
 
-void tp_sess_open(struct tp_host *h, struct client *c, const struct tp_rpc *rpc)
+void tp_sess_open(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 {
 	struct tp_exec_session es;
 	struct tp_err err = { 0 };
@@ -294,7 +294,7 @@ static const char *session_param(struct client *c, const struct tp_rpc *rpc)
 	return json_string_value(id);
 }
 
-void tp_sess_close(struct tp_host *h, struct client *c, const struct tp_rpc *rpc)
+void tp_sess_close(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 {
 	const char *id = session_param(c, rpc);
 	struct session *s = id ? tp_sess_find(h, c, id) : NULL;
@@ -332,7 +332,7 @@ static json_t *list_json(struct tp_host *h, const struct client *c)
 	return a ? json_pack("{s:o}", "sessions", a) : NULL;
 }
 
-void tp_sess_list(struct tp_host *h, struct client *c, const struct tp_rpc *rpc)
+void tp_sess_list(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 {
 	if (rpc->params != NULL &&
 	    !(json_is_object(rpc->params) && json_object_size(rpc->params) == 0)) {
