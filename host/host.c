@@ -29,140 +29,6 @@
 #include "result.h"
 #include "spawn.h"
 
-double tp_host_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* ---- execs ------------------------------------------------------------------ */
-
-void tp_host_exec_free(struct exec *e)
-{
-	if (e != NULL) {
-		json_decref(e->msg);
-		json_decref(e->tool_log);
-		tp_client_unref(e->c);
-	}
-	free(e);
-}
-
-/* usage.cpu_ms of an exec without a reply (README "Usage"). A reaped worker:
- * its rusage (its whole life, the scheduler's exact runtime) less its CPU clock
- * when the exec's clock started, which it left in the page; one not reaped yet
- * (the host refused its reply): the figure it last published. 0 when the
- * exec's clock never started. The page is the worker's: clamped. */
-static double cpu_without_reply(const struct worker *w, const struct tp_shm_view *v)
-{
-	if (v->cpu_begin_us == TP_SHM_CPU_UNSET)
-		return 0;
-	if (!w->exited)
-		return v->cpu_us < ((uint64_t)1 << 52) ? (double)v->cpu_us / 1000.0 : 0;
-	double begin = (double)v->cpu_begin_us / 1000.0;
-	return w->cpu_ms > begin ? w->cpu_ms - begin : 0;
-}
-
-void tp_host_tool_reply(struct client *c, json_t *id, const json_t *params, json_t *res)
-{
-	res = tp_mcp_stamp(res, params);
-	if (res == NULL)
-		tp_out_error(c, id, TP_RPC_INTERNAL_ERROR, "out of memory building the result");
-	else
-		tp_out_emit(c, id, tp_rpc_result(id, res));
-}
-
-/* An exec's result (stolen; NULL when out of memory), as sandbox/exec's reply
- * or in the tools/call shape. */
-static void reply(struct client *c, json_t *id, const json_t *params, int tool, json_t *res)
-{
-	if (tool)
-		tp_host_tool_reply(c, id, params, tp_mcp_tool_result(res));
-	else if (res == NULL)
-		tp_out_error(c, id, TP_RPC_INTERNAL_ERROR, "out of memory building the result");
-	else
-		tp_out_emit(c, id, tp_rpc_result(id, res));
-}
-
-/* Sends the exec's one reply, built from everything known about the worker. */
-void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *err)
-{
-	struct exec *e = w->exec;
-	struct tp_shm_view view;
-	if (e == NULL || w->answered)
-		return;
-	w->answered = 1;
-	if (e->cancelled || e->id == NULL) {
-		tp_audit_exec(h->audit_fd, &h->hp[e->zi / TP_NLANGS], e->id, e->p.lang, e->p.code,
-			      e->p.code_len, NULL, "cancelled", e->tool_log);
-		return;
-	}
-	tp_err_copy(&e->verdict, err); /* a timeout recorded before stays the verdict */
-	tp_shm_snapshot(w->shm, w->area, &view);
-	/* The host holds output_bytes itself: a page that claims more was not
-	 * written by the language layer, which trips output_limit first. */
-	if (tp_shm_view_cap(&view, e->p.limits.output_bytes) && !view.tripped)
-		tp_err_set(&e->verdict, TP_KIND_OUTPUT_LIMIT, TP_LAYER_HOST, 0,
-			   "output limit exceeded: the worker's page held %llu bytes of output; "
-			   "the host kept output_bytes",
-			   (unsigned long long)view.out_claimed);
-	tp_stream_flush(e, &view); /* the notifications end as the reply's output */
-	struct tp_outcome o = {
-		.reply = w->reply,
-		.shm = &view,
-		.exited = w->exited,
-		.status = w->status,
-		.host = &e->verdict,
-		.wall_ms = tp_host_now_ms() - e->t_start,
-		.queue_ms = e->queue_ms,
-		.tool_calls = e->tool_calls,
-		.tool_attempts = e->tool_attempts,
-		/* A session's worker was reaped after many execs: this one's share. */
-		.cpu_ms = !w->exited                 ? -1
-			  : w->cpu_ms > w->cpu_prior ? w->cpu_ms - w->cpu_prior
-						     : 0,
-		.cpu_exec_ms = w->reply ? 0 : cpu_without_reply(w, &view),
-		.limits = &e->p.limits,
-	};
-	const struct tp_hpolicy *hp = &h->hp[e->zi / TP_NLANGS];
-	json_t *res = tp_result_build(&o);
-	if (res != NULL && e->sess == NULL && e->session_id[0] == '\0' &&
-	    tp_pool_zygote_state(h, w->zi))
-		/* Under a policy of isolation "state": what this exec had, and
-		 * whether its process was fresh (worker_exec 1) or served before. */
-		json_object_set_new(res, "isolation",
-				    json_pack("{s:s, s:I}", "level",
-					      e->p.state ? "state" : "process", "worker_exec",
-					      (json_int_t)w->uses + 1));
-	if (res != NULL && e->session_id[0] != '\0') {
-		/* Lost: its worker is gone (killed, crashed, or the session closed). */
-		int lost = e->sess == NULL || w->exited || w->killed || w->reply == NULL;
-		json_object_set_new(res, "session_id", json_string(e->session_id));
-		json_object_set_new(res, "session_lost", json_boolean(lost));
-	}
-	res = tp_hpolicy_redact(hp, res);
-	tp_audit_exec(h->audit_fd, hp, e->id, e->p.lang, e->p.code, e->p.code_len, res,
-		      "internal_error", e->tool_log);
-	reply(e->c, e->id, json_object_get(e->msg, "params"), e->p.tool_call, res);
-}
-
-void tp_host_answer_unrun(struct tp_host *h, struct exec *e)
-{
-	struct tp_outcome o = { .host = &e->verdict,
-				.limits = &e->p.limits,
-				.queue_ms = tp_host_now_ms() - e->t_arrival };
-	const struct tp_hpolicy *hp = &h->hp[e->zi / TP_NLANGS];
-	json_t *res = tp_result_build(&o);
-	if (res != NULL && e->session_id[0] != '\0') { /* never ran: the session is as it was */
-		json_object_set_new(res, "session_id", json_string(e->session_id));
-		json_object_set_new(res, "session_lost", json_boolean(e->sess == NULL));
-	}
-	res = tp_hpolicy_redact(hp, res);
-	tp_audit_exec(h->audit_fd, hp, e->id, e->p.lang, e->p.code, e->p.code_len, res,
-		      "internal_error", e->tool_log);
-	reply(e->c, e->id, json_object_get(e->msg, "params"), e->p.tool_call, res);
-}
-
 /* ---- requests --------------------------------------------------------------- */
 
 /* c's exec of that request id (each client has its own id space). */
@@ -199,17 +65,17 @@ static void cancel_exec(struct tp_host *h, struct exec *e, struct worker *w, con
 	if (!tp_err_failed(&e->verdict))
 		tp_err_set(&e->verdict, TP_KIND_CANCELLED, TP_LAYER_HOST, 0, "%s", why);
 	if (w == NULL) {
-		tp_pool_unqueue(h, e);
+		tp_queue_remove(h, e);
 		if (!e->cancelled)
-			tp_host_answer_unrun(h, e);
+			tp_answer_unrun(h, e);
 		else
 			tp_audit_exec(h->audit_fd, &h->hp[e->zi / TP_NLANGS], e->id, e->p.lang,
 				      e->p.code, e->p.code_len, NULL, "cancelled", e->tool_log);
-		tp_host_exec_free(e);
+		tp_exec_free(e);
 	} else if (w->sess != NULL) {
 		tp_pool_stop_worker(h, w);
 	} else {
-		tp_pool_kill_worker(w);
+		tp_worker_kill(w);
 	}
 }
 
@@ -250,7 +116,7 @@ static int stop_all(struct tp_host *h, const struct client *c, const char *why)
 			tp_err_set(&e->verdict, TP_KIND_CANCELLED, TP_LAYER_HOST, 0, "%s", why);
 		if (w->pid > 0 && !w->exited)
 			kill(w->pid, SIGKILL);
-		tp_host_finish(h, w, NULL);
+		tp_answer_finish(h, w, NULL);
 		n++;
 	}
 	return n;
@@ -285,14 +151,14 @@ static void rate_limited(struct tp_host *h, struct client *c, const struct tp_rp
 	res = tp_hpolicy_redact(hp, res);
 	tp_audit_exec(h->audit_fd, hp, rpc->id, p->lang, p->code, p->code_len, res, "rate_limit",
 		      NULL);
-	reply(c, rpc->id, rpc->params, p->tool_call, res);
+	tp_answer_reply(c, rpc->id, rpc->params, p->tool_call, res);
 }
 
 /* A tools/call whose arguments are wrong: a result the model reads and can
  * correct its call from (MCP 2025-11-25), not a JSON-RPC error. */
 static void tool_refused(struct client *c, const struct tp_rpc *rpc, const char *msg)
 {
-	tp_host_tool_reply(c, rpc->id, rpc->params, tp_mcp_tool_text(msg));
+	tp_answer_tool_reply(c, rpc->id, rpc->params, tp_mcp_tool_text(msg));
 }
 
 /* A refusal of start_exec's: an isError result for a tool's arguments, else
@@ -390,7 +256,7 @@ static void start_exec(struct tp_host *h, struct client *c, struct tp_rpc *rpc, 
 		tp_out_error(c, rpc->id, TP_RPC_INVALID_PARAMS, hp->why);
 		goto refused;
 	}
-	double wait = tp_hpolicy_admit(hp, tp_host_now_ms());
+	double wait = tp_hpolicy_admit(hp, tp_now_ms());
 	if (wait > 0) {
 		rate_limited(h, c, rpc, &e->p, hp, wait, 0);
 		goto refused;
@@ -399,7 +265,7 @@ static void start_exec(struct tp_host *h, struct client *c, struct tp_rpc *rpc, 
 	e->id = rpc->id;
 	e->c = c;
 	tp_client_ref(c);
-	e->t_arrival = tp_host_now_ms();
+	e->t_arrival = tp_now_ms();
 	e->next_progress = e->t_arrival + PROGRESS_MS;
 	e->zi = (int)tp_policy_set_index(h->pols.set, e->p.policy) * TP_NLANGS + (int)e->p.lang;
 	if (s != NULL) {
@@ -806,11 +672,11 @@ static void poll_once(struct tp_host *h)
 	for (int z = 0; z < h->nzyg; z++)
 		zfds[z] = (struct pollfd){ h->zyg[z].ctl, POLLIN, 0 };
 	int r = poll(fds, (nfds_t)(P_FIXED + 2 * nc + nw + h->nzyg),
-		     tp_pool_next_timeout(h, tp_host_now_ms()));
+		     tp_pool_next_timeout(h, tp_now_ms()));
 	if (r > 0) {
 		for (i = 0; i < nw; i++) {
 			if (wfds[i].revents & POLLOUT)
-				tp_pool_flush_tx(ws[i]);
+				tp_worker_flush_tx(ws[i]);
 			if (ws[i]->chan >= 0 && wfds[i].revents & (POLLIN | POLLHUP | POLLERR))
 				tp_pool_read_chan(h, ws[i]);
 		}
@@ -837,10 +703,10 @@ static void poll_once(struct tp_host *h)
 		if (fds[P_LISTEN].revents)
 			tp_listen_accept(h);
 	}
-	tp_pool_check_timeouts(h, tp_host_now_ms());
-	tp_sess_check_timeouts(h, tp_host_now_ms());
+	tp_pool_check_timeouts(h, tp_now_ms());
+	tp_sess_check_timeouts(h, tp_now_ms());
 	tp_pool_dispatch_queue(h);
-	tp_stream_tick(h, tp_host_now_ms());
+	tp_stream_tick(h, tp_now_ms());
 	check_clients(h);
 }
 
@@ -883,7 +749,7 @@ static int shut_down(struct tp_host *h)
 	}
 	if (h->gone)
 		return 0;
-	double end = tp_host_now_ms() + SHUTDOWN_FLUSH_MS;
+	double end = tp_now_ms() + SHUTDOWN_FLUSH_MS;
 	for (;;) { /* a terminal or a file is written blocking, at once */
 		size_t pending = 0;
 		struct pollfd fds[64];
@@ -896,7 +762,7 @@ static int shut_down(struct tp_host *h)
 					fds[nf++] = (struct pollfd){ c->wfd, POLLOUT, 0 };
 			}
 		}
-		double left = end - tp_host_now_ms();
+		double left = end - tp_now_ms();
 		if (pending == 0 || left <= 0)
 			break;
 		poll(fds, nf, (int)left + 1);
@@ -1015,7 +881,7 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err)
 			goto out_free;
 	if (cfg->audit_path != NULL && (h->audit_fd = tp_audit_open(cfg->audit_path, err)) < 0)
 		goto out_free;
-	if (tp_files_setup(h, err) != 0)
+	if (tp_ws_setup(h, err) != 0)
 		goto out_free;
 	h->nzyg = (int)tp_policy_set_count(h->pols.set) * TP_NLANGS;
 	h->zyg = calloc((size_t)h->nzyg, sizeof *h->zyg);
@@ -1093,16 +959,16 @@ void tp_host_free(struct tp_host *h)
 	while (h->sessions != NULL) { /* their workers were killed above */
 		struct session *s = h->sessions;
 		h->sessions = s->next;
-		tp_files_remove(h, s);
+		tp_ws_remove(h, s);
 		free(s);
 	}
-	tp_files_teardown(h);
+	tp_ws_teardown(h);
 	while (h->workers != NULL)
-		tp_pool_worker_free(h, h->workers);
+		tp_worker_free(h, h->workers);
 	while (h->qhead != NULL) {
 		struct exec *e = h->qhead;
 		h->qhead = e->next;
-		tp_host_exec_free(e);
+		tp_exec_free(e);
 	}
 	for (int i = 0; h->zyg != NULL && i < h->nzyg; i++) {
 		if (h->zyg[i].ctl >= 0)

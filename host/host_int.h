@@ -4,10 +4,14 @@
  *   listen.c  tp_listen_*  the Unix-socket listener (--listen unix:PATH)
  *   output.c  tp_out_*     a client's writer, its out-of-memory reserve, its
  *                          batches; stderr logs
- *   pool.c    tp_pool_*    the zygotes and workers: spawn, refill, dispatch, reap
- *   session.c tp_sess_*    sessions; files.c tp_files_*: their workspaces
+ *   worker.c  tp_worker_*  a worker and its zygote: spawn, assign, kill, free
+ *   pool.c    tp_pool_*    the warm pool, the queue, dispatch, channels, reaping
+ *   session.c tp_sess_*    sessions; workspace.c tp_ws_*: their directories;
+ *   files.c   tp_files_*   the sandbox/session/files methods, the MCP file tools
  *   stream.c, tools.c      what an exec says while it runs; its tool calls
- *   host.c    tp_host_*    the requests and their execs, the loop, setup, teardown
+ *   answer.c  tp_answer_*  an exec's one reply (result, redaction, audit, client)
+ *   host.c    tp_host_*    the requests and the method registry, the loop, setup,
+ *                          teardown
  * Nothing outside host/ includes it: the public API is host.h.
  */
 #ifndef TP_HOST_INT_H
@@ -17,6 +21,7 @@
 #include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "err.h"
@@ -159,9 +164,9 @@ struct session {
 	uint64_t done;            /* execs answered */
 	uint64_t memory;          /* the language's heap after its last exec */
 	double tokens, tokens_at; /* rate.session_per_minute: a bucket refilled per minute */
-	int ws_dir;               /* its workspace, opened O_DIRECTORY by the host (files.c); -1 */
-	char ws_path[512];        /* the workspace's absolute path, or "" */
-	double next_watch;        /* when the idle watch reads its worker's CPU time next */
+	int ws_dir;        /* its workspace, opened O_DIRECTORY by the host (workspace.c); -1 */
+	char ws_path[512]; /* the workspace's absolute path, or "" */
+	double next_watch; /* when the idle watch reads its worker's CPU time next */
 };
 
 struct ended_session {
@@ -184,7 +189,7 @@ struct zygote {
 	pid_t pid;
 	int ctl;
 	int failures;             /* consecutive: a worker that replied resets it */
-	double retry_at;          /* no spawn before this (tp_host_now_ms), after a failure */
+	double retry_at;          /* no spawn before this (tp_now_ms), after a failure */
 	int used;                 /* keep a warm pool only for languages a client has used */
 	double last_start;        /* when its last one-shot exec started (fair dispatch) */
 	struct worker **spawning; /* FIFO awaiting a pid from the zygote */
@@ -272,13 +277,15 @@ int tp_listen_open(struct tp_host *h, const char *spec, unsigned mode, struct tp
 void tp_listen_accept(struct tp_host *h);
 void tp_listen_close(struct tp_host *h);
 
-/* files.c: sessions' workspaces and sandbox/session/files/put, get, list. */
-int tp_files_setup(struct tp_host *h, struct tp_err *err);
-void tp_files_teardown(struct tp_host *h);
+/* workspace.c: sessions' workspaces on disk. */
+int tp_ws_setup(struct tp_host *h, struct tp_err *err);
+void tp_ws_teardown(struct tp_host *h);
 /* Makes s's workspace; the O_PATH fd its worker gets (the caller closes it), 0
  * when its policy has none, -1 with msg on failure. */
-int tp_files_create(struct tp_host *h, struct session *s, char *msg, size_t len);
-void tp_files_remove(struct tp_host *h, struct session *s);
+int tp_ws_create(struct tp_host *h, struct session *s, char *msg, size_t len);
+void tp_ws_remove(struct tp_host *h, struct session *s);
+
+/* files.c: sandbox/session/files/put, get, list, and the MCP file tools. */
 void tp_files_method(struct tp_host *h, struct client *c, struct tp_rpc *rpc);
 /* tools/call of write_file, read_file or list_files (MCP: text in and out). */
 void tp_files_mcp_tool(struct tp_host *h, struct client *c, const struct tp_rpc *rpc,
@@ -297,20 +304,40 @@ void tp_tools_abort(struct tp_host *h, struct worker *w, const char *why);
 /* How long an exec asked to stop may take to return before it is killed. */
 #define STOP_GRACE_MS 250.0
 
-/* pool.c: workers and zygotes. */
-void tp_pool_kill_worker(struct worker *w);
+/* worker.c: a worker and its zygote, below sessions, tools and the pool. */
+void tp_worker_kill(struct worker *w);
+void tp_worker_flush_tx(struct worker *w);
+void tp_worker_free(struct tp_host *h, struct worker *w);
+/* A worker of zygote zi (session: a session's), or NULL (its language backs
+ * off then: tp_zygote_failed). */
+struct worker *tp_worker_spawn(struct tp_host *h, int zi, enum tp_spawn_kind kind, int ws_fd);
+/* Grows the poll arrays to hold n more workers; 0, or -1 out of memory. */
+int tp_worker_reserve(struct tp_host *h, int n);
+/* Hands e to w (its request frame, its clocks); -1 out of memory. */
+int tp_worker_assign(struct tp_host *h, struct exec *e, struct worker *w);
+/* The normal priority for the worker that runs an exec. */
+void tp_worker_boost(struct worker *w);
+/* A session's exec: its CPU bound, by the kernel where the host may, else read. */
+void tp_worker_bound_cpu(struct tp_host *h, struct worker *w);
+/* One more consecutive failure of z's workers: its backoff (and after many,
+ * its restart and its queue answered). */
+void tp_zygote_failed(struct tp_host *h, struct zygote *z);
+int tp_zygote_backing_off(const struct zygote *z, double now);
+/* Takes a queued exec out of the queue (the caller owns it then). */
+void tp_queue_remove(struct tp_host *h, struct exec *e);
+/* A process's state letter and CPU time (utime+stime, ms) from /proc/PID/stat;
+ * -1 when it cannot be read. */
+int tp_proc_stat(pid_t pid, char *state, double *cpu_ms);
+
+/* pool.c: the warm pool, the dispatch queue, channels, reaping, timeouts. */
 /* Asks w's running exec to stop (the page's stop, SIGUSR1), killing it if it
  * has not returned after STOP_GRACE_MS; kills at once a worker not yet born. */
 void tp_pool_stop_worker(struct tp_host *h, struct worker *w);
-void tp_pool_flush_tx(struct worker *w);
-void tp_pool_worker_free(struct tp_host *h, struct worker *w);
 int tp_pool_running(const struct tp_host *h);
 void tp_pool_dispatch_queue(struct tp_host *h);
 void tp_pool_read_chan(struct tp_host *h, struct worker *w);
 void tp_pool_read_zygote(struct tp_host *h, struct zygote *z);
 void tp_pool_reap(struct tp_host *h);
-/* Takes a queued exec out of the queue (the caller owns it then). */
-void tp_pool_unqueue(struct tp_host *h, struct exec *e);
 void tp_pool_check_timeouts(struct tp_host *h, double now);
 int tp_pool_next_timeout(const struct tp_host *h, double now);
 
@@ -360,17 +387,14 @@ int tp_sess_worker_waiting(const struct worker *w);
  * idle, answering its queued execs crashed. */
 enum tp_watch { TP_WATCH_DUE, TP_WATCH_QUEUED, TP_WATCH_ALL };
 void tp_sess_watch(struct tp_host *h, double now, enum tp_watch which);
-/* A process's state letter and CPU time (utime+stime, ms) from /proc/PID/stat;
- * -1 when it cannot be read. */
-int tp_proc_stat(pid_t pid, char *state, double *cpu_ms);
 
-/* pool.c, for sessions: a worker of zygote zi (session: a session's), or NULL. */
-struct worker *tp_pool_spawn(struct tp_host *h, int zi, enum tp_spawn_kind kind, int ws_fd);
 /* The zygote's one-shot execs may run with isolation "state" (its policy says
  * so, and its language has it). */
-int tp_pool_zygote_state(const struct tp_host *h, int zi);
-/* Grows the poll arrays to hold n more workers; 0, or -1 out of memory. */
-int tp_pool_reserve(struct tp_host *h, int n);
+static inline int tp_zygote_state(const struct tp_host *h, int zi)
+{
+	const struct zygote *z = &h->zyg[zi];
+	return z->lang->id == TP_LANG_LUA && strcmp(z->policy->isolation, "state") == 0;
+}
 
 /* stream.c: sandbox/output notifications of an exec's new output ("stream":
  * true) and MCP notifications/progress (a tools/call's _meta.progressToken). */
@@ -387,17 +411,20 @@ void tp_stream_flush(struct exec *e, const struct tp_shm_view *v);
 /* ms until the next tick is due (-1: nothing to say). */
 double tp_stream_next_timeout(const struct tp_host *h, double now);
 
-/* host.c: an exec's life and its one reply; the loop's clock. */
-double tp_host_now_ms(void);
-void tp_host_exec_free(struct exec *e);
+/* answer.c: an exec's one reply; its end; the loop's clock. */
+double tp_now_ms(void);
+void tp_exec_free(struct exec *e);
+/* An exec's result (stolen; NULL when out of memory), as sandbox/exec's reply
+ * or in the tools/call shape (tool). */
+void tp_answer_reply(struct client *c, json_t *id, const json_t *params, int tool, json_t *res);
 /* Sends the exec's one reply, built from everything known about the worker and
  * err, the host's own verdict (NULL when it has none; a timeout recorded in the
  * exec before wins over it). */
-void tp_host_finish(struct tp_host *h, struct worker *w, const struct tp_err *err);
+void tp_answer_finish(struct tp_host *h, struct worker *w, const struct tp_err *err);
 /* Answers an exec that never ran (cancelled while queued) with its verdict. */
-void tp_host_answer_unrun(struct tp_host *h, struct exec *e);
+void tp_answer_unrun(struct tp_host *h, struct exec *e);
 /* A tools/call's answer: res (stolen; NULL when out of memory) stamped for the
  * request's era (mcp.h) and sent. */
-void tp_host_tool_reply(struct client *c, json_t *id, const json_t *params, json_t *res);
+void tp_answer_tool_reply(struct client *c, json_t *id, const json_t *params, json_t *res);
 
 #endif

@@ -1,9 +1,10 @@
 /*
- * pool.c — the workers and the zygotes: spawning through a zygote, the warm
- * pool, the dispatch queue, worker channels, reaping, zygote death, early exits
- * and timeouts. Invariants: nothing here blocks (worker channels are written
- * only when poll says so), and every worker is reaped by this process (it is
- * their parent via CLONE_PARENT).
+ * pool.c — the warm pool, the dispatch queue, worker channels, reaping, zygote
+ * death, early exits and timeouts, over worker.c's workers. Invariants:
+ * nothing here blocks (worker channels are written only when poll says so),
+ * and every worker is reaped by this process (it is their parent via
+ * CLONE_PARENT). Calls down into sessions, tools, the stream and the answer
+ * path; nothing below calls back.
  */
 #include "host_int.h"
 
@@ -29,32 +30,6 @@
 #include "spawn.h"
 #include "zygote_ctl.h"
 
-/* Consecutive failures of one language's workers (a zygote that will not start
- * or died, a fork that failed, a warm worker dead before use) back off
- * exponentially, and every FAIL_QUEUE_AFTER of them the zygote is restarted and
- * what is queued for that language is answered rather than held. Nothing is
- * permanent (a worker that replies resets the count), and one language's
- * trouble never stops the other's. */
-#define FAIL_QUEUE_AFTER 8
-#define BACKOFF_MIN_MS 10.0
-#define BACKOFF_MAX_MS 2000.0
-
-/* ---- workers and the zygote --------------------------------------------------- */
-
-void tp_pool_kill_worker(struct worker *w)
-{
-	if (w->exited)
-		return;
-	w->killed = 1;
-	if (w->pid > 0) {
-		/* Its exit (unmapping everything) is cleanup: nobody waits for it. */
-		setpriority(PRIO_PROCESS, (id_t)w->pid, 19);
-		kill(w->pid, SIGKILL);
-	} else {
-		w->kill_pending = 1;
-	}
-}
-
 void tp_pool_stop_worker(struct tp_host *h, struct worker *w)
 {
 	if (w->exited || w->killed || w->exec == NULL || w->exec->stop_deadline > 0)
@@ -66,332 +41,9 @@ void tp_pool_stop_worker(struct tp_host *h, struct worker *w)
 	}
 	w->stop_pending = 0;
 	kill(w->pid, SIGUSR1);
-	w->exec->stop_deadline = tp_host_now_ms() + STOP_GRACE_MS;
+	w->exec->stop_deadline = tp_now_ms() + STOP_GRACE_MS;
 	/* Waiting on the client's tool: the answer is now, so the code can stop. */
 	tp_tools_abort(h, w, "the exec is being stopped");
-}
-
-/* Warm workers wait at the zygote's background priority; the one that runs an
- * exec gets the normal one (setpriority fails harmlessly when not root). */
-static void boost(struct worker *w)
-{
-	if (w->pid > 0)
-		setpriority(PRIO_PROCESS, (id_t)w->pid, 0);
-}
-
-/* The request message (common/msg.h) in one frame, header included. */
-static char *request_frame(const struct exec *e, size_t *len)
-{
-	struct tp_request req = { .seq = e->seq,
-				  .code = e->p.code,
-				  .code_len = e->p.code_len,
-				  .inputs = e->p.inputs,
-				  .limits = e->p.limits,
-				  .has_seed = e->p.has_seed,
-				  .seed = (uint64_t)e->p.seed,
-				  .session = e->sess != NULL,
-				  .workspace =
-				      e->sess && e->sess->ws_path[0] ? e->sess->ws_path : NULL };
-	size_t n;
-	char *body = tp_msg_request_encode(&req, &n);
-	char *frame = body ? malloc(n + TP_FRAME_HDR) : NULL;
-
-	if (frame != NULL) {
-		tp_frame_header(frame, n);
-		memcpy(frame + TP_FRAME_HDR, body, n);
-		*len = n + TP_FRAME_HDR;
-	}
-	free(body);
-	return frame;
-}
-
-void tp_pool_flush_tx(struct worker *w)
-{
-	while (w->tx != NULL && w->tx_off < w->tx_len) {
-		ssize_t n = send(w->chan, w->tx + w->tx_off, w->tx_len - w->tx_off,
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break; /* EAGAIN: poll for POLLOUT; EPIPE: the exit will be reaped */
-		w->tx_off += (size_t)n;
-	}
-	if (w->tx != NULL && w->tx_off == w->tx_len) {
-		free(w->tx);
-		w->tx = NULL;
-	}
-}
-
-/* 1 when the host may raise a hard limit (CAP_SYS_RESOURCE: a root host). */
-static int may_raise_hard(void)
-{
-	static int known = -1;
-	if (known < 0) {
-		struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-		struct __user_cap_data_struct d[2];
-		memset(d, 0, sizeof d);
-		known = syscall(SYS_capget, &hdr, d) == 0 &&
-			(d[CAP_SYS_RESOURCE / 32].effective & (1u << (CAP_SYS_RESOURCE % 32))) != 0;
-	}
-	return known;
-}
-
-/* A session's exec gets a CPU bound from the kernel, which the worker cannot
- * lift (its filter refuses setrlimit, and prlimit64 with a new limit): before
- * the exec is handed over, the host sets the worker's RLIMIT_CPU (prlimit) to
- * its CPU time so far (/proc/PID/stat) plus the exec's cpu_ms and
- * TP_CPU_GRACE_MS, rounded up to a second, plus a second of margin; the hard
- * limit, one more (SIGKILL). The language's timer ends an honest exec long
- * before; code that switched the timer off and ignores its stop and SIGXCPU
- * dies of the hard limit, a cpu_limit at the kernel layer, instead of running
- * until its wall clock ends. Never above what the lockdown set (the session's
- * lifetime: sandbox/zygote.c). A host without CAP_SYS_RESOURCE could never
- * raise a hard limit it lowered (nor set any limit of a worker of another
- * uid): it sets the soft limit only, where it may (SIGXCPU, which native code
- * may ignore), and reads the worker's CPU time every IDLE_WATCH_MS while the
- * exec runs, killing it past where the hard limit would have been: a cpu_limit
- * at the host layer. */
-static void bound_session_cpu(struct tp_host *h, struct worker *w)
-{
-	char state;
-	double used;
-	struct rlimit old, lim;
-	w->cpu_kill_ms = 0;
-	if (w->sess == NULL || w->exec == NULL || w->pid <= 0 ||
-	    tp_proc_stat(w->pid, &state, &used) != 0)
-		return;
-	rlim_t life = (rlim_t)(h->zyg[w->zi].policy->session.lifetime_ms / 1000 + 1);
-	rlim_t soft =
-	    ((rlim_t)used + (rlim_t)w->exec->p.limits.cpu_ms + TP_CPU_GRACE_MS + 999) / 1000 + 1;
-	lim.rlim_cur = soft < life ? soft : life;
-	lim.rlim_max = lim.rlim_cur + 1;
-	if (may_raise_hard() && prlimit(w->pid, RLIMIT_CPU, &lim, NULL) == 0)
-		return; /* the kernel's */
-	/* The host's: at the hard limit it would have set; the soft one if it may
-	 * (a worker of another uid needs CAP_SYS_RESOURCE even for that). */
-	w->cpu_kill_ms = (double)lim.rlim_max * 1000.0;
-	w->cpu_check_at = tp_host_now_ms() + IDLE_WATCH_MS;
-	if (prlimit(w->pid, RLIMIT_CPU, NULL, &old) == 0) {
-		lim.rlim_max = old.rlim_max;
-		if (lim.rlim_cur > lim.rlim_max)
-			lim.rlim_cur = lim.rlim_max;
-		prlimit(w->pid, RLIMIT_CPU, &lim, NULL);
-	}
-}
-
-static int assign(struct tp_host *h, struct exec *e, struct worker *w)
-{
-	free(w->tx); /* nothing unsent is left for a worker that gets an exec */
-	e->seq = ++h->exec_seq;
-	w->tx = request_frame(e, &w->tx_len);
-	if (w->tx == NULL)
-		return -1;
-	w->tx_off = 0;
-	w->exec = e;
-	e->w = w;
-	bound_session_cpu(h, w); /* before the request is sent */
-	boost(w);
-	e->t_start = tp_host_now_ms();
-	e->queue_ms = e->t_start - e->t_arrival;
-	/* The page's output is this exec's from here on (a session's worker holds
-	 * its last exec's until the next begins): a stream reads it from 0. The
-	 * worker waits for this request, so it writes nothing meanwhile. */
-	__atomic_store_n(&w->shm->len[0], 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&w->shm->len[1], 0, __ATOMIC_RELEASE);
-	/* No CPU clock until this exec's starts (a worker killed before: 0 ms). */
-	w->shm->cpu_begin_us = TP_SHM_CPU_UNSET;
-	w->shm->cpu_us = 0;
-	/* A worker still rehearsing stops at its next step: the request goes first. */
-	__atomic_store_n(&w->shm->handed, 1, __ATOMIC_RELEASE);
-	syscall(SYS_futex, &w->shm->handed, FUTEX_WAKE, 1, NULL, NULL, 0);
-	e->next_tick = e->t_start + STREAM_TICK_MS;
-	/* wall_ms is the snippet's: it runs from here. Its wait in the queue
-	 * had its own bound (expire_queue). */
-	e->deadline = e->t_start + (double)e->p.limits.wall_ms;
-	tp_frame_rx_free(&w->rx);
-	tp_frame_rx_init(&w->rx, tp_msg_reply_max(&e->p.limits));
-	tp_pool_flush_tx(w);
-	return 0;
-}
-
-void tp_pool_worker_free(struct tp_host *h, struct worker *w)
-{
-	struct worker **pp = &h->workers;
-	while (*pp != NULL && *pp != w)
-		pp = &(*pp)->next;
-	if (*pp == w)
-		*pp = w->next;
-	if (w->chan >= 0)
-		close(w->chan);
-	if (w->shm != NULL)
-		munmap(w->shm, tp_shm_size(w->area));
-	tp_frame_rx_free(&w->rx);
-	free(w->tx);
-	if (w->reply != NULL)
-		tp_reply_free(w->reply);
-	free(w->reply);
-	tp_host_exec_free(w->exec);
-	free(w);
-	h->nworkers--;
-}
-
-int tp_pool_reserve(struct tp_host *h, int n)
-{
-	int want = h->nworkers + n;
-	if (want <= h->poll_cap)
-		return 0;
-	want += want / 2 + 8;
-	struct pollfd *f =
-	    realloc(h->pfds, (size_t)(P_FIXED + 2 * h->client_cap + want + h->nzyg) * sizeof *f);
-	if (f == NULL)
-		return -1;
-	h->pfds = f;
-	struct worker **ws = realloc(h->pws, (size_t)want * sizeof *ws);
-	if (ws == NULL)
-		return -1;
-	h->pws = ws;
-	h->poll_cap = want;
-	return 0;
-}
-
-static void fail_queue(struct tp_host *h, int zi, const char *msg);
-
-/* One more consecutive failure of this language's workers. What is queued for it
- * waits out the backoff, unless the failures go on: then it is answered. */
-static void zygote_failed(struct tp_host *h, struct zygote *z)
-{
-	double backoff = BACKOFF_MIN_MS;
-	z->failures++;
-	for (int i = 1; i < z->failures && backoff < BACKOFF_MAX_MS; i++)
-		backoff *= 2;
-	z->retry_at = tp_host_now_ms() + (backoff < BACKOFF_MAX_MS ? backoff : BACKOFF_MAX_MS);
-	if (z->failures % FAIL_QUEUE_AFTER == 0 && z->pid > 0) {
-		tp_out_log("restarting the %s zygote: its workers keep failing", z->lang->name);
-		kill(z->pid, SIGKILL); /* reaped as any zygote death; the next spawn starts one */
-	}
-	if (z->failures >= FAIL_QUEUE_AFTER)
-		fail_queue(h, (int)(z - h->zyg), "workers fail to start: see the host's stderr");
-}
-
-static int backing_off(const struct zygote *z, double now)
-{
-	return z->failures > 0 && now < z->retry_at;
-}
-
-static int start_zygote(struct tp_host *h, struct zygote *z)
-{
-	struct tp_err err = { 0 };
-	if (z->ctl >= 0)
-		return 0;
-	z->ctl = tp_zygote_start(z->lang, z->policy, h->ws_base, &z->pid, &err);
-	if (z->ctl < 0) {
-		zygote_failed(h, z);
-		tp_out_log("%s", err.msg);
-		return -1;
-	}
-	return 0;
-}
-
-/* A page per worker; sealed so a worker cannot shrink it under the host's reads. */
-static int new_page(struct worker *w)
-{
-	int fd = memfd_create("tidepool-page", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	size_t size = tp_shm_size(w->area);
-	if (fd < 0)
-		return -1;
-	if (ftruncate(fd, (off_t)size) != 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-		close(fd);
-		return -1;
-	}
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		close(fd);
-		return -1;
-	}
-	w->shm = p;
-	tp_shm_init(w->shm, w->area);
-	return fd;
-}
-
-int tp_pool_zygote_state(const struct tp_host *h, int zi)
-{
-	const struct zygote *z = &h->zyg[zi];
-	return z->lang->id == TP_LANG_LUA && strcmp(z->policy->isolation, "state") == 0;
-}
-
-static struct worker *spawn(struct tp_host *h, int zi, enum tp_spawn_kind kind, int ws_fd)
-{
-	int sv[2], page;
-	struct zygote *z = &h->zyg[zi];
-	if (z->nspawning == z->spawning_cap) {
-		int cap = z->spawning_cap ? 2 * z->spawning_cap : 16;
-		struct worker **f = realloc(z->spawning, (size_t)cap * sizeof *f);
-		if (f == NULL)
-			return NULL;
-		z->spawning = f;
-		z->spawning_cap = cap;
-	}
-	if (tp_pool_reserve(h, 1) != 0 || start_zygote(h, z) != 0)
-		return NULL;
-	struct worker *w = calloc(1, sizeof *w);
-	if (w == NULL)
-		return NULL;
-	h->nworkers++;
-	w->zi = zi;
-	w->idle_cpu_ms = -1;
-	w->state = kind == TP_SPAWN_STATE;
-	w->area = tp_zygote_area_bytes(z->policy);
-	w->chan = -1;
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-		free(w);
-		h->nworkers--;
-		return NULL;
-	}
-	page = new_page(w);
-	if (page < 0 || tp_spawn_send(z->ctl, sv[1], page, w->area, kind, ws_fd) != 0) {
-		if (page >= 0)
-			close(page);
-		close(sv[1]);
-		w->chan = sv[0];
-		w->next = h->workers;
-		h->workers = w;
-		tp_pool_worker_free(h, w);
-		return NULL;
-	}
-	close(page);
-	close(sv[1]);
-	w->chan = sv[0];
-	fcntl(w->chan, F_SETFL, O_NONBLOCK);
-	/* Oldest first: dispatch takes the worker most likely done with its lockdown. */
-	struct worker **tail = &h->workers;
-	while (*tail != NULL)
-		tail = &(*tail)->next;
-	*tail = w;
-	z->spawning[z->nspawning++] = w;
-	return w;
-}
-
-/* A spawn that fails for want of memory, a socket or a page counts as a failure
- * of the language, as a zygote that will not start does: its backoff is the
- * loop's reason to wake and try again, since nothing else may come (stdin at
- * EOF, no worker in flight) before the queued execs' deadlines. */
-struct worker *tp_pool_spawn(struct tp_host *h, int zi, enum tp_spawn_kind kind, int ws_fd)
-{
-	struct zygote *z = &h->zyg[zi];
-	int failures = z->failures;
-	struct worker *w = spawn(h, zi, kind, ws_fd);
-	if (w == NULL && z->failures == failures)
-		zygote_failed(h, z);
-	return w;
-}
-
-int tp_pool_running(const struct tp_host *h)
-{
-	for (const struct worker *w = h->workers; w != NULL; w = w->next)
-		if (w->exec != NULL && !w->answered)
-			return 1;
-	return 0;
 }
 
 /* Its exec waits for the client's answer to a tool call: it runs nothing. */
@@ -448,36 +100,12 @@ static int queued_for(const struct tp_host *h, int zi)
 	return n;
 }
 
-void tp_pool_unqueue(struct tp_host *h, struct exec *e)
+int tp_pool_running(const struct tp_host *h)
 {
-	struct exec **pp = &h->qhead, *prev = NULL;
-	while (*pp != NULL && *pp != e) {
-		prev = *pp;
-		pp = &(*pp)->next;
-	}
-	if (*pp == NULL)
-		return;
-	*pp = e->next;
-	if (h->qtail == e)
-		h->qtail = prev;
-	e->next = NULL;
-	h->queued--;
-}
-
-/* Answers every queued exec of one language with an error. */
-static void fail_queue(struct tp_host *h, int zi, const char *msg)
-{
-	struct exec *e = h->qhead;
-	while (e != NULL) {
-		struct exec *next = e->next;
-		if (e->zi == zi && e->sess == NULL) {
-			tp_pool_unqueue(h, e);
-			if (e->id != NULL && !e->cancelled)
-				tp_out_error(e->c, e->id, TP_RPC_INTERNAL_ERROR, msg);
-			tp_host_exec_free(e);
-		}
-		e = next;
-	}
+	for (const struct worker *w = h->workers; w != NULL; w = w->next)
+		if (w->exec != NULL && !w->answered)
+			return 1;
+	return 0;
 }
 
 /* Keeps pool_size warm workers per used language, plus one for each queued
@@ -498,7 +126,7 @@ static int evict_warm(struct tp_host *h, int zi)
 	}
 	for (struct worker *w = h->workers; best >= 0 && w != NULL; w = w->next)
 		if (is_warm(w) && w->zi == best) {
-			tp_pool_kill_worker(w);
+			tp_worker_kill(w);
 			return 0;
 		}
 	return -1;
@@ -508,7 +136,7 @@ static void refill_lang(struct tp_host *h, int zi)
 {
 	struct zygote *z = &h->zyg[zi];
 	int warm, live = count_live(h, zi, &warm), queued = queued_for(h, zi);
-	if (backing_off(z, tp_host_now_ms()))
+	if (tp_zygote_backing_off(z, tp_now_ms()))
 		return; /* tp_pool_next_timeout wakes the loop when it is over */
 	/* Once stdin is closed no new exec can come: stop keeping workers warm.
 	 * More than jobs of the queued cannot start at once. */
@@ -523,9 +151,9 @@ static void refill_lang(struct tp_host *h, int zi)
 	if (queued > 0 && warm == 0 && live >= h->cfg.max_workers && evict_warm(h, zi) == 0)
 		live--;
 	while (warm < target && live < h->cfg.max_workers) {
-		if (tp_pool_spawn(h, zi,
-				  tp_pool_zygote_state(h, zi) ? TP_SPAWN_STATE : TP_SPAWN_ONESHOT,
-				  0) == NULL)
+		if (tp_worker_spawn(h, zi,
+				    tp_zygote_state(h, zi) ? TP_SPAWN_STATE : TP_SPAWN_ONESHOT,
+				    0) == NULL)
 			break;
 		warm++;
 		live++;
@@ -560,7 +188,7 @@ static struct worker *worker_for(struct tp_host *h, const struct exec *e)
 		return used != NULL ? used : fresh;
 	/* One at a time: dispatch asks again each loop while the refill forks. */
 	if (fresh == NULL && used != NULL && h->zyg[e->zi].nspawning == 0)
-		tp_pool_kill_worker(used); /* the refill makes a fresh one */
+		tp_worker_kill(used); /* the refill makes a fresh one */
 	return fresh;
 }
 
@@ -597,8 +225,8 @@ static void recycle(struct worker *w)
 	w->cpu_prior += (double)w->reply->usage.cpu_us / 1000.0;
 	w->uses++;
 	w->ready_seq = w->exec->seq;
-	w->ready_by = tp_host_now_ms() + STATE_RESET_MS;
-	tp_host_exec_free(w->exec);
+	w->ready_by = tp_now_ms() + STATE_RESET_MS;
+	tp_exec_free(w->exec);
 	w->exec = NULL;
 	w->answered = 0;
 	tp_reply_free(w->reply);
@@ -652,7 +280,7 @@ static void expire_queue(struct tp_host *h, double now)
 	while (e != NULL) {
 		struct exec *next = e->next;
 		if (now >= queue_deadline(e)) {
-			tp_pool_unqueue(h, e);
+			tp_queue_remove(h, e);
 			tp_err_set(
 			    &e->verdict, TP_KIND_QUEUE_TIMEOUT, TP_LAYER_HOST, 0,
 			    "it waited %.0f ms in the queue and never started (an exec waits "
@@ -660,8 +288,8 @@ static void expire_queue(struct tp_host *h, double now)
 			    "later",
 			    now - e->t_arrival);
 			if (e->id != NULL && !e->cancelled)
-				tp_host_answer_unrun(h, e);
-			tp_host_exec_free(e);
+				tp_answer_unrun(h, e);
+			tp_exec_free(e);
 		}
 		e = next;
 	}
@@ -674,7 +302,7 @@ static void broke_protocol(struct tp_host *h, struct worker *w, const char *msg)
 {
 	struct tp_err err = { 0 };
 	tp_err_set(&err, TP_KIND_CRASHED, TP_LAYER_PROCESS, 0, "%s", msg);
-	tp_host_finish(h, w, &err);
+	tp_answer_finish(h, w, &err);
 }
 
 /* The host's own failure answers the worker's exec: TP_KIND_INTERNAL at TP_LAYER_HOST. */
@@ -682,7 +310,7 @@ static void fail_exec(struct tp_host *h, struct worker *w, int sys_errno, const 
 {
 	struct tp_err err = { 0 };
 	tp_err_set(&err, TP_KIND_INTERNAL, TP_LAYER_HOST, sys_errno, "%s", msg);
-	tp_host_finish(h, w, &err);
+	tp_answer_finish(h, w, &err);
 }
 
 /* Starts queued execs while fewer than jobs compute (an exec waiting for the
@@ -696,10 +324,10 @@ static void fail_exec(struct tp_host *h, struct worker *w, int sys_errno, const 
 void tp_pool_dispatch_queue(struct tp_host *h)
 {
 	int running = waiting_over_cap(h);
-	expire_queue(h, tp_host_now_ms());
+	expire_queue(h, tp_now_ms());
 	/* A session's worker that ran while idle ends here, before its exec is
 	 * handed over (session.c: the idle watch). */
-	tp_sess_watch(h, tp_host_now_ms(), TP_WATCH_QUEUED);
+	tp_sess_watch(h, tp_now_ms(), TP_WATCH_QUEUED);
 	for (const struct worker *w = h->workers; w != NULL; w = w->next)
 		running += computing(w);
 	while (running < h->cfg.jobs && h->qhead != NULL) {
@@ -736,12 +364,12 @@ void tp_pool_dispatch_queue(struct tp_host *h)
 		}
 		if (best == NULL)
 			break;
-		*flow_last_start(h, best) = best->c->last_start = tp_host_now_ms();
-		tp_pool_unqueue(h, best);
-		if (assign(h, best, bw) != 0) {
+		*flow_last_start(h, best) = best->c->last_start = tp_now_ms();
+		tp_queue_remove(h, best);
+		if (tp_worker_assign(h, best, bw) != 0) {
 			bw->exec = best;
 			fail_exec(h, bw, ENOMEM, "out of memory sending the request");
-			tp_pool_kill_worker(bw);
+			tp_worker_kill(bw);
 		}
 		running++;
 	}
@@ -776,7 +404,7 @@ static void drop_unborn(struct tp_host *h, struct worker *w)
 	}
 	if (w->sess != NULL)
 		tp_sess_end(h, w->sess, "its worker could not start: see the host's stderr");
-	tp_pool_worker_free(h, w);
+	tp_worker_free(h, w);
 }
 
 /* ---- worker channels ---------------------------------------------------------- */
@@ -791,7 +419,7 @@ static void take_reply(struct tp_host *h, struct worker *w, const char *buf, siz
 		return;
 	}
 	if (w->exec == NULL || w->answered) {
-		tp_pool_kill_worker(w); /* unsolicited bytes: the worker is not behaving */
+		tp_worker_kill(w); /* unsolicited bytes: the worker is not behaving */
 		return;
 	}
 	if (tp_msg_type(buf, len) == TP_MSG_TOOL_CALL) {
@@ -805,8 +433,8 @@ static void take_reply(struct tp_host *h, struct worker *w, const char *buf, siz
 			   w->exec->tool_pending[0] != '\0'
 			       ? "sent while its tool call was unanswered"
 			       : "sent before it read what the host sent");
-		tp_pool_kill_worker(w);
-		tp_host_finish(h, w, &err);
+		tp_worker_kill(w);
+		tp_answer_finish(h, w, &err);
 		return;
 	}
 	r = malloc(sizeof *r);
@@ -814,14 +442,14 @@ static void take_reply(struct tp_host *h, struct worker *w, const char *buf, siz
 		fail_exec(h, w, ENOMEM, "out of memory reading the worker reply");
 	} else if (tp_msg_reply_decode(buf, len, &w->exec->p.limits, r, &err) != 0) {
 		free(r);
-		tp_host_finish(h, w, &err);
+		tp_answer_finish(h, w, &err);
 	} else if (r->seq != w->exec->seq) {
 		tp_reply_free(r);
 		free(r);
 		tp_err_set(&err, TP_KIND_CRASHED, TP_LAYER_PROCESS, 0,
 			   "worker reply refused: it answers another request");
-		tp_pool_kill_worker(w);
-		tp_host_finish(h, w, &err);
+		tp_worker_kill(w);
+		tp_answer_finish(h, w, &err);
 	} else if (!r->ok && r->error.kind == TP_KIND_CANCELLED && w->exec->stop_deadline == 0 &&
 		   !w->stop_pending) {
 		/* (A stop asked before the zygote told the worker's pid is one: the
@@ -830,24 +458,24 @@ static void take_reply(struct tp_host *h, struct worker *w, const char *buf, siz
 		free(r);
 		tp_err_set(&err, TP_KIND_CRASHED, TP_LAYER_PROCESS, 0,
 			   "worker reply refused: a stop the host did not ask for");
-		tp_pool_kill_worker(w); /* before finish: a session's reply says it is lost */
-		tp_host_finish(h, w, &err);
+		tp_worker_kill(w); /* before finish: a session's reply says it is lost */
+		tp_answer_finish(h, w, &err);
 	} else {
 		w->reply = r;
 		h->zyg[w->zi].failures = 0; /* this language's workers work */
 		if (w->sess != NULL && !w->killed) {
 			/* A session's worker lives on for the next exec. */
-			tp_host_finish(h, w, NULL);
+			tp_answer_finish(h, w, NULL);
 			tp_sess_exec_done(h, w);
 			return;
 		}
-		tp_host_finish(h, w, NULL);
+		tp_answer_finish(h, w, NULL);
 		if (reusable(h, w)) {
 			recycle(w);
 			return;
 		}
 	}
-	tp_pool_kill_worker(w); /* one-shot: it has said all it may say */
+	tp_worker_kill(w); /* one-shot: it has said all it may say */
 }
 
 void tp_pool_read_chan(struct tp_host *h, struct worker *w)
@@ -862,11 +490,11 @@ void tp_pool_read_chan(struct tp_host *h, struct worker *w)
 			continue;
 		if (sys_errno == EMSGSIZE) {
 			broke_protocol(h, w, "worker reply larger than the frame cap");
-			tp_pool_kill_worker(w);
+			tp_worker_kill(w);
 		}
 		if (sys_errno == ENOMEM) { /* our failure, not the snippet's */
 			fail_exec(h, w, sys_errno, "out of memory reading the worker reply");
-			tp_pool_kill_worker(w);
+			tp_worker_kill(w);
 		}
 		if (n <= 0) {
 			if (n == 0 || sys_errno != EAGAIN) {
@@ -881,12 +509,12 @@ void tp_pool_read_chan(struct tp_host *h, struct worker *w)
 		}
 		if (r == -2) { /* our failure, not the worker's */
 			fail_exec(h, w, ENOMEM, "out of memory reading the worker reply");
-			tp_pool_kill_worker(w);
+			tp_worker_kill(w);
 			break;
 		}
 		if (r < 0) {
 			broke_protocol(h, w, "worker broke the channel framing");
-			tp_pool_kill_worker(w);
+			tp_worker_kill(w);
 			break;
 		}
 	}
@@ -917,16 +545,16 @@ static void worker_exited(struct tp_host *h, struct worker *w, int status, doubl
 		tp_sess_end(h, w->sess, why);
 	}
 	if (w->exec != NULL) {
-		tp_host_finish(h, w, NULL);
+		tp_answer_finish(h, w, NULL);
 	} else if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) &&
 		   !(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)) {
 		char d[64];
 		snprintf(d, sizeof d, "%s %d", WIFEXITED(status) ? "status" : "signal",
 			 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 		tp_out_log("a warm worker died before use (%s)", d);
-		zygote_failed(h, &h->zyg[w->zi]);
+		tp_zygote_failed(h, &h->zyg[w->zi]);
 	}
-	tp_pool_worker_free(h, w);
+	tp_worker_free(h, w);
 }
 
 /* ---- zygote and child exits ------------------------------------------------- */
@@ -937,7 +565,7 @@ static void zygote_gone(struct tp_host *h, struct zygote *z)
 		close(z->ctl);
 	z->ctl = -1;
 	z->pid = 0;
-	zygote_failed(h, z);
+	tp_zygote_failed(h, z);
 	for (int i = 0; i < z->nspawning; i++)
 		drop_unborn(h, z->spawning[i]);
 	z->nspawning = 0;
@@ -969,14 +597,14 @@ void tp_pool_read_zygote(struct tp_host *h, struct zygote *z)
 			(size_t)--z->nspawning * sizeof z->spawning[0]);
 		if (pid <= 0) {
 			tp_out_log("the zygote could not fork: %s", strerror(-pid));
-			zygote_failed(h, z);
+			tp_zygote_failed(h, z);
 			drop_unborn(h, w);
 			continue;
 		}
 		w->pid = pid;
 		if (w->exec != NULL) {
-			bound_session_cpu(h, w);
-			boost(w);
+			tp_worker_bound_cpu(h, w);
+			tp_worker_boost(w);
 		}
 		if (w->kill_pending)
 			kill(pid, SIGKILL);
@@ -1013,7 +641,7 @@ void tp_pool_check_timeouts(struct tp_host *h, double now)
 	for (struct worker *w = h->workers; w != NULL; w = w->next) {
 		struct exec *e = w->exec;
 		if (e == NULL && w->ready_seq != 0 && !w->killed && now >= w->ready_by)
-			tp_pool_kill_worker(w);
+			tp_worker_kill(w);
 		if (e == NULL || w->answered)
 			continue;
 		if (w->cpu_kill_ms > 0 && now >= w->cpu_check_at && !w->killed) {
@@ -1026,7 +654,7 @@ void tp_pool_check_timeouts(struct tp_host *h, double now)
 				if (!tp_err_failed(&e->verdict))
 					tp_err_set(&e->verdict, TP_KIND_CPU_LIMIT, TP_LAYER_HOST, 0,
 						   "%s", tp_limit_message(TP_LIMIT_CPU_MS));
-				tp_pool_kill_worker(w);
+				tp_worker_kill(w);
 				continue;
 			}
 		}
@@ -1041,7 +669,7 @@ void tp_pool_check_timeouts(struct tp_host *h, double now)
 			if (w->sess != NULL)
 				tp_pool_stop_worker(h, w);
 			else
-				tp_pool_kill_worker(w);
+				tp_worker_kill(w);
 		} else if (e->stop_deadline > 0 && now >= e->stop_deadline) {
 			/* Its answer may have come since the loop's poll returned (a
 			 * loaded machine): read it first; a session then stays. */
@@ -1050,7 +678,7 @@ void tp_pool_check_timeouts(struct tp_host *h, double now)
 			if (w->chan >= 0 && poll(&p, 1, 0) > 0)
 				tp_pool_read_chan(h, w);
 			if (w->exec != NULL && w->exec->seq == seq && !w->answered)
-				tp_pool_kill_worker(w);
+				tp_worker_kill(w);
 		}
 	}
 }
@@ -1083,7 +711,7 @@ int tp_pool_next_timeout(const struct tp_host *h, double now)
 	 * work or keeps a warm pool. */
 	for (int i = 0; i < h->nzyg; i++) {
 		const struct zygote *z = &h->zyg[i];
-		if (!backing_off(z, now) || (!z->used && queued_for(h, i) == 0))
+		if (!tp_zygote_backing_off(z, now) || (!z->used && queued_for(h, i) == 0))
 			continue;
 		double left = z->retry_at - now;
 		if (!any || left < best)

@@ -106,7 +106,7 @@ static void fail_queued(struct tp_host *h, struct session *s, const char *why)
 		h->queued--;
 		if (e->id != NULL && !e->cancelled)
 			tp_out_error(e->c, e->id, TP_RPC_NO_SESSION, msg);
-		tp_host_exec_free(e);
+		tp_exec_free(e);
 	}
 }
 
@@ -129,11 +129,11 @@ void tp_sess_end(struct tp_host *h, struct session *s, const char *why)
 		w->sess = NULL;
 		if (w->exec != NULL && w->exec->sess == s)
 			w->exec->sess = NULL; /* its reply says session_lost */
-		tp_pool_kill_worker(w);
+		tp_worker_kill(w);
 	}
 	/* After the kill: what a dying worker still writes is swept at exit (the
 	 * base is removed whole then). */
-	tp_files_remove(h, s);
+	tp_ws_remove(h, s);
 	free(s);
 }
 
@@ -155,7 +155,7 @@ static void new_id(char *out)
 	uint64_t r = 0;
 	static uint64_t counter;
 	if (getrandom(&r, sizeof r, GRND_NONBLOCK) != sizeof r)
-		r = (uint64_t)tp_host_now_ms() * 2654435761u ^ ++counter; /* unique, not secret */
+		r = (uint64_t)tp_now_ms() * 2654435761u ^ ++counter; /* unique, not secret */
 	snprintf(out, SESSION_ID_LEN + 1, "s-%016" PRIx64, r);
 }
 
@@ -213,14 +213,14 @@ struct session *tp_sess_create(struct tp_host *h, struct client *c,
 	}
 	*code = TP_RPC_INTERNAL_ERROR;
 	struct session *s = calloc(1, sizeof *s);
-	if (s == NULL || tp_pool_reserve(h, 1) != 0) {
+	if (s == NULL || tp_worker_reserve(h, 1) != 0) {
 		free(s);
 		snprintf(msg, len, "out of memory");
 		return NULL;
 	}
 	s->zi = (int)pi * TP_NLANGS + (int)es.lang;
 	s->ceiling = es.ceiling;
-	s->opened = s->last_used = tp_host_now_ms();
+	s->opened = s->last_used = tp_now_ms();
 	s->tokens = (double)es.policy->rate.session_per_minute;
 	s->tokens_at = s->opened;
 	do
@@ -229,16 +229,16 @@ struct session *tp_sess_create(struct tp_host *h, struct client *c,
 	s->owner = c;
 	h->zyg[s->zi].used = 1;
 	s->ws_dir = -1;
-	int ws = tp_files_create(h, s, msg, len);
+	int ws = tp_ws_create(h, s, msg, len);
 	if (ws < 0) {
 		free(s);
 		return NULL;
 	}
-	s->w = tp_pool_spawn(h, s->zi, TP_SPAWN_SESSION, ws);
+	s->w = tp_worker_spawn(h, s->zi, TP_SPAWN_SESSION, ws);
 	if (ws > 0)
 		close(ws); /* the zygote has its own copy, queued with the spawn */
 	if (s->w == NULL) {
-		tp_files_remove(h, s);
+		tp_ws_remove(h, s);
 		free(s);
 		snprintf(msg, len, "could not start the session's worker: see the host's stderr");
 		return NULL;
@@ -313,7 +313,7 @@ void tp_sess_close(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 
 static json_t *list_json(struct tp_host *h, const struct client *c)
 {
-	double now = tp_host_now_ms();
+	double now = tp_now_ms();
 	tp_sess_watch(h, now, TP_WATCH_ALL);
 	json_t *a = json_array();
 	for (const struct session *s = h->sessions; a != NULL && s != NULL; s = s->next) {
@@ -392,7 +392,7 @@ void tp_sess_mcp_tool(struct tp_host *h, struct client *c, const struct tp_rpc *
 			r = close_session(h, s);
 	}
 	json_t *res = r != NULL ? tp_mcp_tool_value(r, 0) : msg[0] ? tp_mcp_tool_text(msg) : NULL;
-	tp_host_tool_reply(c, rpc->id, rpc->params, res);
+	tp_answer_tool_reply(c, rpc->id, rpc->params, res);
 }
 
 /* ---- its execs ---------------------------------------------------------------------- */
@@ -401,7 +401,7 @@ int tp_sess_admit(struct tp_host *h, struct session *s, const json_t *rpc_id, do
 {
 	const struct tp_policy *p = policy_of(h, s);
 	char why[160];
-	double now = tp_host_now_ms();
+	double now = tp_now_ms();
 	*wait_ms = 0;
 	if (s->accepted >= p->session.max_execs) {
 		snprintf(why, sizeof why,
@@ -445,8 +445,8 @@ void tp_sess_exec_done(struct tp_host *h, struct worker *w)
 	if (w->reply != NULL)
 		w->cpu_prior += (double)w->reply->usage.cpu_us / 1000.0;
 	s->done++;
-	s->last_used = tp_host_now_ms();
-	tp_host_exec_free(w->exec);
+	s->last_used = tp_now_ms();
+	tp_exec_free(w->exec);
 	w->exec = NULL;
 	w->answered = 0;
 	w->shm->stop = 0; /* the next exec starts unasked */
@@ -497,31 +497,6 @@ int tp_sess_worker_idle(const struct worker *w)
  * 10 ms ticks. The tolerance is ten ticks: ample for a loaded machine, and a
  * worker that spins is found within IDLE_WATCH_MS plus the tolerance. */
 
-int tp_proc_stat(pid_t pid, char *state, double *cpu_ms)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	/* The name (field 2) may hold anything: the fields after its last ')'. */
-	char *p = strrchr(buf, ')');
-	unsigned long long ut, st;
-	if (p == NULL || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-				state, &ut, &st) != 3)
-		return -1;
-	static long hz;
-	if (hz <= 0)
-		hz = sysconf(_SC_CLK_TCK);
-	*cpu_ms = (double)(ut + st) * 1000.0 / (double)(hz > 0 ? hz : 100);
-	return 0;
-}
-
 int tp_sess_worker_waiting(const struct worker *w)
 {
 	char state;
@@ -547,17 +522,17 @@ static void end_running(struct tp_host *h, struct session *s, double used)
 	snprintf(why, sizeof why, IDLE_SPIN_WHY, IDLE_CPU_TOLERANCE_MS);
 	snprintf(log, sizeof log, "%.0f ms", used);
 	tp_out_log("a session's worker used %s of CPU while idle: its session is ended", log);
-	tp_pool_kill_worker(s->w);
+	tp_worker_kill(s->w);
 	struct exec *e = h->qhead;
 	while (e != NULL) {
 		struct exec *next = e->next;
 		if (e->sess == s) {
-			tp_pool_unqueue(h, e);
+			tp_queue_remove(h, e);
 			e->sess = NULL; /* its reply says session_lost */
 			tp_err_set(&e->verdict, TP_KIND_CRASHED, TP_LAYER_PROCESS, 0, "%s", why);
 			if (e->id != NULL && !e->cancelled)
-				tp_host_answer_unrun(h, e);
-			tp_host_exec_free(e);
+				tp_answer_unrun(h, e);
+			tp_exec_free(e);
 		}
 		e = next;
 	}

@@ -31,8 +31,8 @@ static void answer(struct tp_host *h, struct worker *w, struct tp_tool_result *r
 		tp_err_set(&err, TP_KIND_INTERNAL, TP_LAYER_HOST, 0,
 			   "out of memory answering a tool call");
 		free(body);
-		tp_pool_kill_worker(w);
-		tp_host_finish(h, w, &err);
+		tp_worker_kill(w);
+		tp_answer_finish(h, w, &err);
 		return;
 	}
 	tp_frame_header(frame, n);
@@ -41,7 +41,7 @@ static void answer(struct tp_host *h, struct worker *w, struct tp_tool_result *r
 	w->tx = frame;
 	w->tx_len = n + TP_FRAME_HDR;
 	w->tx_off = 0;
-	tp_pool_flush_tx(w);
+	tp_worker_flush_tx(w);
 }
 
 static void answer_text(struct tp_host *h, struct worker *w, enum tp_tool_status st,
@@ -100,8 +100,8 @@ void tp_tools_from_worker(struct tp_host *h, struct worker *w, const char *buf, 
 				   "worker tool call refused: %s",
 				   e->tool_pending[0] ? "a second call while one waits"
 						      : "malformed");
-		tp_pool_kill_worker(w);
-		tp_host_finish(h, w, &err);
+		tp_worker_kill(w);
+		tp_answer_finish(h, w, &err);
 		return;
 	}
 	e->tool_attempts++;
