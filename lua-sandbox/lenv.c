@@ -16,6 +16,7 @@
 
 #include "lang.h"
 #include "policy.h"
+#include "policy_catalog.h"
 
 #define IDS_KEY "tidepool.ids" /* registry: weak-keyed object -> id for tostring */
 

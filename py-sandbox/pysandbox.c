@@ -18,6 +18,7 @@
 #include "pysandbox.h"
 #include "pyalloc.h"
 #include "pyjson.h"
+#include "policy_catalog.h"
 #include "pyshim.h"
 
 #define RECURSION_LIMIT 200 /* frames while snippet code runs (Python + C) */
