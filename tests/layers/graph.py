@@ -85,10 +85,11 @@ class Graph:
                 m = INCLUDE.match(line)
                 if not m:
                     continue
-                p = resolve(m.group(1), f, self.root.resolve(), self.dirs)
-                if p is None or p.parent.name not in self.dirs:
+                top = self.root.resolve()
+                p = resolve(m.group(1), f, top, self.dirs)
+                if p is None or p.parent.relative_to(top).as_posix() not in self.dirs:
                     continue  # a system or library header, or outside the layers
-                b = node_of(p, self.root.resolve())
+                b = node_of(p, top)
                 if b != a and b in self.nodes:
                     rel = f.relative_to(self.root).as_posix()
                     self.edges[a][b]["includes"].append((f"{rel}:{n}", m.group(1)))

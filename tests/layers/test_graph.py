@@ -69,6 +69,12 @@ def test_cycle_fails_naming_files_and_functions(tmp_path):
         "  toy-sandbox/upper.c -> toy-sandbox/lower.c: calls lower_fn; includes lower.h (toy-sandbox/upper.c:1)",
     ]
     assert len(err.splitlines()) == 4 and err.splitlines()[3].startswith("graph: the layers")
+    rc, _, err = run(tmp_path, "-v", *ALL)  # every edge inside the cycle, in order
+    assert rc == 1 and err.splitlines()[3:6] == [
+        "  every edge inside it:",
+        "    toy-sandbox/lower.c -> toy-sandbox/upper.c: calls upper_fn",
+        "    toy-sandbox/upper.c -> toy-sandbox/lower.c: calls lower_fn; includes lower.h (toy-sandbox/upper.c:1)",
+    ]
 
 
 def test_upward_include_and_call_fail(tmp_path):
