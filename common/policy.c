@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "jsonio.h"
+#include "policy_catalog.h"
 #include "regex_cost.h"
 
 #define MAX_FILE (1u << 20)

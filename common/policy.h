@@ -216,11 +216,4 @@ int tp_policy_allows_lang(const struct tp_policy *p, enum tp_lang_id lang);
 /* Is path (absolute, normalized) at or beneath an entry of v? */
 int tp_policy_path_within(const struct tp_strv *v, const char *path);
 
-/* The catalogs a policy chooses from (common/policy_catalog.c): what tidepool
- * knows how to offer safely in each language. NULL-terminated. */
-extern const char *const tp_catalog_lua_libraries[];
-extern const char *const tp_catalog_lua_functions[]; /* "print", "string.format", ... */
-extern const char *const tp_catalog_py_modules[];
-extern const char *const tp_catalog_py_builtins[];
-
 #endif

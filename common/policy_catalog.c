@@ -5,7 +5,9 @@
  * outside a catalog is a validation error: the language layer could not
  * preload it safely. Data only.
  */
-#include "policy.h"
+#include "policy_catalog.h"
+
+#include <stddef.h>
 
 const char *const tp_catalog_lua_libraries[] = {
 	"base", "string", "table", "math", "utf8", "coroutine", "os", "io", "json", NULL,

@@ -19,6 +19,7 @@
 #include "langs.h"
 #include "limits.h"
 #include "policy.h"
+#include "policy_catalog.h"
 #include "seccomp_policy.h"
 #include "spawn.h"
 

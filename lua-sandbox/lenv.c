@@ -3,6 +3,8 @@
  * and the functions we replace. Invariant: nothing outside the allowlist is
  * reachable from _G, from the string metatable, or through a replaced function;
  * no function prints an address; errors that carry a limit cannot be caught.
+ * The middle of the Lua layer: it calls down into the guard (lguard.c) and the
+ * json module (ljsonlib.c), never up into the exec (lsandbox.c), which calls it.
  */
 #include "lenv.h"
 
@@ -15,7 +17,10 @@
 #include <time.h>
 
 #include "lang.h"
+#include "lguard.h"
+#include "ljsonlib.h"
 #include "policy.h"
+#include "policy_catalog.h"
 
 #define IDS_KEY "tidepool.ids" /* registry: weak-keyed object -> id for tostring */
 
@@ -303,23 +308,13 @@ static int l_pcall(lua_State *L)
 }
 
 /* Runs the caller's handler, unless a limit tripped: then no snippet code may run. */
-int tp_lenv_xpcall_msgh(lua_State *L)
-{
-	if (tp_lua_guard_tripped())
-		return 1;
-	lua_pushvalue(L, lua_upvalueindex(1));
-	lua_insert(L, 1);
-	lua_call(L, lua_gettop(L) - 1, 1);
-	return 1;
-}
-
 static int l_xpcall(lua_State *L)
 {
 	int n = lua_gettop(L);
 
 	luaL_checktype(L, 2, LUA_TFUNCTION);
 	lua_pushvalue(L, 2);
-	lua_pushcclosure(L, tp_lenv_xpcall_msgh, 1);
+	lua_pushcclosure(L, tp_lua_guard_xpcall_msgh, 1);
 	lua_replace(L, 2);
 	lua_pushboolean(L, 1);
 	lua_pushvalue(L, 1);

@@ -4,15 +4,17 @@
  * result_depth): raw access only (no metamethod, __index, __pairs or
  * __tostring runs), the collector stopped while converting, and every refusal
  * an ordinary error the snippet can catch with pcall. A memory error is the
- * memory limit, as everywhere (tp_lua_guard_status).
+ * memory limit, as everywhere (tp_lua_guard_status). It calls down into the
+ * guard (lguard.c) and ljson.c only; the environment (lenv.c) opens it.
  */
-#include "lenv.h"
+#include "ljsonlib.h"
 
 #include <lauxlib.h>
 #include <stdlib.h>
 
 #include "err.h"
 #include "jsonio.h"
+#include "lguard.h"
 
 /* Protected: [1] = a NUL-terminated malloc'd text, pushed as a string. */
 static int push_text(lua_State *L)

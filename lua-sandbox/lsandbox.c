@@ -1,13 +1,15 @@
 /*
- * lsandbox.c — the Lua language layer: the pristine state (zygote), the reseed
- * (worker), and one exec under the memory, instruction, CPU and output limits.
- * Invariant: once a limit trips (a sticky C flag, first one wins) no more snippet
- * code runs — the hook raises at every step, the wrappers rethrow, the GC stops —
- * and the verdict comes from that flag, never from an error value.
+ * lsandbox.c — the top of the Lua language layer: the pristine state (zygote),
+ * the reseed (worker), and one exec under the memory, instruction, CPU and
+ * output limits, which the guard below keeps (lguard.c: once a limit trips no
+ * more snippet code runs, and the verdict comes from that sticky flag, never
+ * from an error value). It calls down into the environment (lenv.c), the guard
+ * and the converters (ljson.c); nothing in lua-sandbox/ but lmain.c calls it.
  */
 #include "lsandbox.h"
 
 #include "lenv.h"
+#include "lguard.h"
 
 #include <errno.h>
 #include <lauxlib.h>
@@ -28,246 +30,16 @@
 #include "lockdown.h"
 #include "toolcall.h"
 
-#define HOOK_ALL (LUA_MASKCOUNT | LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE)
-#define MAIN_CHUNK 1000     /* instructions charged per hook of the main thread */
-#define CO_CHUNK 100        /* per hook of a coroutine (its rest is lost at death) */
-#define RESERVE (64u << 10) /* heap lent to tracebacks and the result conversion */
 #define SEED_KEY TP_LENV_SEED_KEY
-#define CHUNKNAME "=snippet"
+#define CHUNKNAME TP_LUA_CHUNKNAME
+#define MAIN_CHUNK TP_LUA_MAIN_CHUNK
 
 static lua_State *g_L; /* the pristine state; workers inherit a copy */
 static struct tp_lalloc g_alloc;
-/* One exec's bookkeeping, rebuilt by begin() for every exec (of any isolation,
- * a session's too): nothing of it passes from one exec to the next. What the
- * environment keeps for the exec's state is lenv.c's struct exec_env (tostring's
- * numbering, warn()'s switch, os.clock()'s origin), rebuilt there; the rest of
- * an exec's doing is in g_L, which isolation "state" replaces (tp_lua_reset). */
-static struct exec {
-	struct tp_shm *shm;          /* the request's page; NULL outside an exec */
-	struct tp_limits lim;        /* the request's limits */
-	lua_State *volatile running; /* the thread the SIGPROF handler hooks */
-	volatile uint64_t charged;   /* instructions charged so far */
-	int err_line;                /* snippet line of the first error the handler saw */
-	int have_tb;                 /* a traceback was kept */
-	int tb_ref;                  /* registry ref of that traceback, or LUA_NOREF */
-	char refusal[512];           /* the message of a policy or kernel refusal */
-	char conv_message[TP_LJSON_MESSAGE_MAX]; /* a result error's message */
-} g_x;
+/* The exec's bookkeeping is lguard.c's tp_lua_x, rebuilt by begin() for every
+ * exec; g_L and g_alloc are handed to the guard whenever the state is built. */
 static int g_session_begun; /* this process's state has served a session's exec: the
 			     * session's next execs keep its exec_env (lenv.c) */
-
-/* ---- the sticky verdict -------------------------------------------------------- */
-
-static void hook(lua_State *L, lua_Debug *ar);
-
-/* Async-signal-safe (tp_verdict calls it from the CPU timer's handler). */
-static void publish_usage(struct tp_shm *shm)
-{
-	shm->instructions = g_x.charged;
-	shm->mem_peak = g_alloc.peak;
-	shm->cpu_us = tp_verdict_cpu_us();
-}
-
-/* Async-signal-safe: every further step of the running thread raises. */
-static void interrupt(void)
-{
-	lua_State *T = g_x.running;
-	if (T != NULL)
-		lua_sethook(T, hook, HOOK_ALL, 1); /* lua_sethook is signal-safe */
-}
-
-static const struct tp_verdict_ops verdict_ops = { publish_usage, interrupt };
-
-static int tripped(void)
-{
-	return tp_verdict_kind() != TP_KIND_NONE;
-}
-
-static void trip(enum tp_kind kind, enum tp_limit_id id, uint64_t limit, uint64_t used)
-{
-	tp_verdict_trip(kind, (int)id, limit, used);
-}
-
-static void trip_memory(void)
-{
-	uint64_t used = g_alloc.refused_total ? g_alloc.refused_total : g_alloc.current;
-
-	trip(TP_KIND_MEMORY_LIMIT, TP_LIMIT_MEMORY_BYTES, g_x.lim.memory_bytes, used);
-}
-
-/* Lends the heap RESERVE bytes above the limit (on) or takes them back (off). */
-static void lend_reserve(int on)
-{
-	if (g_x.lim.memory_bytes != 0)
-		tp_lalloc_set_limit(&g_alloc, g_x.lim.memory_bytes + (on ? RESERVE : 0));
-}
-
-/* ---- instruction hook --------------------------------------------------------- */
-
-static int msgh(lua_State *L);
-
-/* Precharges the next chunk and hooks L for it; 0 when nothing remains. */
-static int charge(lua_State *L, uint64_t chunk)
-{
-	uint64_t left = g_x.lim.instructions - g_x.charged;
-
-	if (left == 0)
-		return 0;
-	if (chunk > left)
-		chunk = left;
-	g_x.charged += chunk;
-	publish_usage(g_x.shm);
-	lua_sethook(L, hook, LUA_MASKCOUNT, (int)chunk);
-	return 1;
-}
-
-static void trip_instructions(void)
-{
-	trip(TP_KIND_INSTRUCTION_LIMIT, TP_LIMIT_INSTRUCTIONS, g_x.lim.instructions, g_x.charged);
-}
-
-/* Our C message handlers must run after a trip: they only read the stack. */
-static int calls_handler(lua_State *L, lua_Debug *ar)
-{
-	lua_CFunction f;
-
-	if (!lua_getinfo(L, "f", ar))
-		return 0;
-	f = lua_tocfunction(L, -1);
-	lua_pop(L, 1);
-	return f == msgh || f == tp_lenv_xpcall_msgh;
-}
-
-static void hook(lua_State *L, lua_Debug *ar)
-{
-	if (!tripped()) {
-		if (ar->event != LUA_HOOKCOUNT)
-			return;
-		if (charge(L, L == g_L ? MAIN_CHUNK : CO_CHUNK))
-			return;
-		trip_instructions();
-	}
-	if (ar->event == LUA_HOOKCALL && calls_handler(L, ar))
-		return;
-	tp_lua_guard_raise(L);
-}
-
-/* ---- the guard the environment calls (lenv.h) ------------------------------------ */
-
-int tp_lua_guard_tripped(void)
-{
-	return tripped();
-}
-
-int tp_lua_guard_raise(lua_State *L)
-{
-	/* Every further step of this thread raises again, and no finalizer runs. */
-	lua_sethook(L, hook, HOOK_ALL, 1);
-	lua_gc(L, LUA_GCSTOP);
-	if (tp_verdict_kind() == TP_KIND_POLICY_VIOLATION ||
-	    tp_verdict_kind() == TP_KIND_SANDBOX_VIOLATION)
-		lua_pushstring(L, g_x.refusal);
-	else
-		lua_pushstring(L, tp_limit_message((int)g_x.shm->tripped_limit));
-	return lua_error(L);
-}
-
-int tp_lua_guard_refuse(lua_State *L, enum tp_kind kind, const char *msg)
-{
-	if (g_x.shm == NULL) /* in the zygote: a bug, not a snippet */
-		return luaL_error(L, "%s", msg);
-	if (!tripped()) {
-		snprintf(g_x.refusal, sizeof g_x.refusal, "%s", msg);
-		tp_shm_note(g_x.shm, msg);
-		trip(kind, (enum tp_limit_id) - 1, 0, 0);
-	}
-	return tp_lua_guard_raise(L);
-}
-
-void tp_lua_guard_status(lua_State *L, int status)
-{
-	if (status == LUA_ERRMEM)
-		trip_memory(); /* sticky even when a pcall would have caught it */
-	if (tripped())
-		tp_lua_guard_raise(L);
-	if (status == LUA_ERRERR)
-		lua_error(L);
-}
-
-void tp_lua_guard_caps(struct tp_ljson_caps *caps)
-{
-	caps->depth = g_x.lim.result_depth;
-	caps->bytes = g_x.lim.result_bytes;
-}
-
-void tp_lua_guard_thread(lua_State *L, lua_State *co)
-{
-	if (tripped())
-		tp_lua_guard_raise(L);
-	/* A new thread copies its creator's hook; give it its own precharged chunk
-	 * so the count stays an upper bound whatever the thread leaves unused. */
-	if (g_x.lim.instructions != 0 && !charge(co, CO_CHUNK)) {
-		trip_instructions();
-		tp_lua_guard_raise(L);
-	}
-}
-
-lua_State *tp_lua_guard_enter(lua_State *co)
-{
-	lua_State *prev = g_x.running;
-
-	g_x.running = co;
-	return prev;
-}
-
-void tp_lua_guard_leave(lua_State *prev)
-{
-	g_x.running = prev;
-}
-
-void tp_lua_guard_write(lua_State *L, enum tp_stream s, const char *buf, size_t n)
-{
-	lua_State *T = g_x.running;
-
-	if (g_x.shm == NULL || tripped()) /* nothing is written after a limit */
-		return;
-	if (tp_shm_write(g_x.shm, s, buf, n) == 0)
-		return;
-	trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_OUTPUT_BYTES, g_x.lim.output_bytes, g_x.shm->wanted);
-	if (L != NULL)
-		tp_lua_guard_raise(L);
-	else if (T != NULL)
-		lua_sethook(T, hook, HOOK_ALL, 1); /* maybe inside the GC: raise at the next step */
-}
-
-/* ---- message handler --------------------------------------------------------------- */
-
-/* The line of the innermost frame of the snippet's own chunk, or -1. */
-static int snippet_line(lua_State *L)
-{
-	lua_Debug ar;
-
-	for (int level = 1; lua_getstack(L, level, &ar); level++)
-		if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0 &&
-		    strcmp(ar.source, CHUNKNAME) == 0)
-			return ar.currentline;
-	return -1;
-}
-
-/* Keeps the first traceback and line; leaves the error value as it is. */
-static int msgh(lua_State *L)
-{
-	if (g_x.err_line < 0)
-		g_x.err_line = snippet_line(L);
-	if (!g_x.have_tb) {
-		g_x.have_tb = 1;
-		lend_reserve(1);
-		luaL_traceback(L, L, NULL, 1);
-		g_x.tb_ref = luaL_ref(L, LUA_REGISTRYINDEX); /* read back without allocating */
-		lend_reserve(0);
-	}
-	return 1;
-}
 
 /* ---- one exec ------------------------------------------------------------------------ */
 
@@ -284,12 +56,12 @@ static void reseed(uint64_t seed)
 
 static void begin(const struct tp_request *req, struct tp_shm *shm)
 {
-	memset(&g_x, 0, sizeof g_x); /* the CPU timer is off: no handler reads it */
-	g_x.shm = shm;
-	g_x.lim = req->limits;
-	g_x.running = g_L;
-	g_x.err_line = -1;
-	g_x.tb_ref = LUA_NOREF;
+	memset(&tp_lua_x, 0, sizeof tp_lua_x); /* the CPU timer is off: no handler reads it */
+	tp_lua_x.shm = shm;
+	tp_lua_x.lim = req->limits;
+	tp_lua_x.running = g_L;
+	tp_lua_x.err_line = -1;
+	tp_lua_x.tb_ref = LUA_NOREF;
 	tp_shm_begin(shm, req->limits.output_bytes);
 	tp_lalloc_set_limit(&g_alloc, 0); /* until the exec's own: these must not fail */
 	if (!req->session || !g_session_begun)
@@ -301,8 +73,8 @@ static void begin(const struct tp_request *req, struct tp_shm *shm)
 	g_alloc.refusals = 0;
 	g_alloc.refused_total = 0;
 	tp_lalloc_reset_peak(&g_alloc);
-	publish_usage(shm);
-	tp_verdict_begin(shm, req->limits.cpu_ms, &verdict_ops);
+	tp_lua_guard_publish(shm);
+	tp_verdict_begin(shm, req->limits.cpu_ms, &tp_lua_verdict_ops);
 }
 
 /* Protected: [1] = the request. Each key of inputs becomes a global. */
@@ -318,7 +90,7 @@ static int inputs_main(lua_State *L)
 	lua_pushglobaltable(L);
 	for (void *it = json_object_iter(obj); it; it = json_object_iter_next(obj, it)) {
 		lua_pushlstring(L, json_object_iter_key(it), json_object_iter_key_len(it));
-		tp_ljson_push(L, json_object_iter_value(it), g_x.lim.result_depth);
+		tp_ljson_push(L, json_object_iter_value(it), tp_lua_x.lim.result_depth);
 		lua_rawset(L, -3);
 	}
 	return 0;
@@ -333,8 +105,9 @@ static int set_inputs(lua_State *L, const struct tp_request *req)
 
 static int run(lua_State *L)
 {
-	if (g_x.lim.instructions != 0)
-		charge(L, MAIN_CHUNK); /* the hook is on before any snippet instruction */
+	if (tp_lua_x.lim.instructions != 0)
+		tp_lua_guard_charge(L,
+				    MAIN_CHUNK); /* the hook is on before any snippet instruction */
 	/* end_run stopped the collector after a session's last exec: it runs again
 	 * only now, under this exec's limits (finalizers the last exec left are
 	 * this one's work). */
@@ -348,9 +121,9 @@ static void end_run(lua_State *L, int status)
 	lua_gc(L, LUA_GCSTOP);
 	tp_verdict_end();
 	lua_sethook(L, NULL, 0, 0);
-	g_x.running = NULL;
+	tp_lua_x.running = NULL;
 	if (status == LUA_ERRMEM)
-		trip_memory();
+		tp_lua_guard_trip_memory();
 }
 
 /* ---- the reply ----------------------------------------------------------------------- */
@@ -382,9 +155,9 @@ static json_t *traceback(lua_State *L)
 	const char *s;
 	json_t *v;
 
-	if (g_x.tb_ref == LUA_NOREF || g_x.tb_ref == LUA_REFNIL)
+	if (tp_lua_x.tb_ref == LUA_NOREF || tp_lua_x.tb_ref == LUA_REFNIL)
 		return NULL;
-	lua_rawgeti(L, LUA_REGISTRYINDEX, g_x.tb_ref);
+	lua_rawgeti(L, LUA_REGISTRYINDEX, tp_lua_x.tb_ref);
 	s = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
 	v = s ? capped_string(s, n) : NULL;
 	lua_pop(L, 1);
@@ -394,7 +167,7 @@ static json_t *traceback(lua_State *L)
 static int limit_failure(lua_State *L, struct tp_failure *f)
 {
 	json_t *tb = traceback(L);
-	int rc = tp_verdict_tripped_failure(f, g_x.refusal, tb, g_x.err_line);
+	int rc = tp_verdict_tripped_failure(f, tp_lua_x.refusal, tb, tp_lua_x.err_line);
 
 	json_decref(tb);
 	return rc;
@@ -449,15 +222,15 @@ static json_t *error_message(lua_State *L, int idx, int *line)
  * message then says why. */
 static json_t *table_error(lua_State *L, json_t **msg)
 {
-	struct tp_ljson_caps caps = { g_x.lim.result_depth, g_x.lim.result_bytes };
+	struct tp_ljson_caps caps = { tp_lua_x.lim.result_depth, tp_lua_x.lim.result_bytes };
 	struct tp_ljson_out out;
 	char buf[TP_LJSON_MESSAGE_MAX + 64], cap[64];
 	const char *why = NULL;
 	int has_message = 0;
 
-	lend_reserve(1); /* like the returned value's conversion */
+	tp_lua_guard_lend(1); /* like the returned value's conversion */
 	if (!lua_checkstack(L, 4)) {
-		lend_reserve(0);
+		tp_lua_guard_lend(0);
 		return NULL;
 	}
 	lua_pushliteral(L, "message");
@@ -471,7 +244,7 @@ static json_t *table_error(lua_State *L, json_t **msg)
 	lua_pop(L, 1);
 	lua_pushvalue(L, -1);
 	tp_ljson_from_lua(L, 1, &caps, &out); /* pops the copy */
-	lend_reserve(0);
+	tp_lua_guard_lend(0);
 	switch (out.fail) {
 	case TP_LJSON_OK: break;
 	case TP_LJSON_DEPTH:
@@ -525,7 +298,7 @@ static int error_failure(lua_State *L, enum stage stage, struct tp_failure *f)
 	else {
 		tb = traceback(L);
 		rc = tp_verdict_failure(f, TP_KIND_RUNTIME_ERROR, type, msg, tb,
-					line > 0 ? line : g_x.err_line);
+					line > 0 ? line : tp_lua_x.err_line);
 		if (rc == 0)
 			f->data = json_incref(data);
 	}
@@ -548,35 +321,37 @@ static int result_failure(struct tp_failure *f, const char *message)
  * keys that collide, NaN, a value that cannot be converted) or a trip. */
 static json_t *convert_result(lua_State *L, const char **fail)
 {
-	char *message = g_x.conv_message;
-	struct tp_ljson_caps caps = { g_x.lim.result_depth, g_x.lim.result_bytes };
+	char *message = tp_lua_x.conv_message;
+	struct tp_ljson_caps caps = { tp_lua_x.lim.result_depth, tp_lua_x.lim.result_bytes };
 	struct tp_ljson_out out;
 
-	lend_reserve(1);
+	tp_lua_guard_lend(1);
 	if (!lua_checkstack(L, 4)) {
-		lend_reserve(0);
-		trip_memory();
+		tp_lua_guard_lend(0);
+		tp_lua_guard_trip_memory();
 		return NULL;
 	}
 	tp_ljson_from_lua(L, lua_gettop(L) - 1, &caps, &out);
-	lend_reserve(0);
+	tp_lua_guard_lend(0);
 	switch (out.fail) {
 	case TP_LJSON_OK: return out.value;
 	case TP_LJSON_DEPTH:
-		trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_RESULT_DEPTH, caps.depth, out.used);
+		tp_lua_guard_trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_RESULT_DEPTH, caps.depth,
+				  out.used);
 		break;
 	case TP_LJSON_BYTES:
-		trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_RESULT_BYTES, caps.bytes, out.used);
+		tp_lua_guard_trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_RESULT_BYTES, caps.bytes,
+				  out.used);
 		break;
 	case TP_LJSON_CYCLE: *fail = "cycle in returned value"; break;
 	case TP_LJSON_KEYS:
 	case TP_LJSON_NUMBER:
-		memcpy(message, out.message, sizeof g_x.conv_message);
+		memcpy(message, out.message, sizeof tp_lua_x.conv_message);
 		*fail = message;
 		break;
 	case TP_LJSON_LUAERR:
 		if (out.lua_status == LUA_ERRMEM)
-			trip_memory();
+			tp_lua_guard_trip_memory();
 		else
 			*fail = "the returned value could not be converted";
 	}
@@ -645,8 +420,8 @@ static int value_text(const json_t *value, int nvals, struct tp_reply *out)
 		}
 	if (buf == NULL)
 		return 0;
-	if (len > g_x.lim.result_bytes) {
-		len = (size_t)g_x.lim.result_bytes;
+	if (len > tp_lua_x.lim.result_bytes) {
+		len = (size_t)tp_lua_x.lim.result_bytes;
 		while (len > 0 && ((unsigned char)buf[len] & 0xc0) == 0x80)
 			len--;
 		buf[len] = '\0';
@@ -659,7 +434,7 @@ static int value_text(const json_t *value, int nvals, struct tp_reply *out)
 
 static void usage(struct tp_usage *u)
 {
-	u->instructions = g_x.lim.instructions ? g_x.charged : 0;
+	u->instructions = tp_lua_x.lim.instructions ? tp_lua_x.charged : 0;
 	u->memory_peak_bytes = g_alloc.peak;
 	u->cpu_us = tp_verdict_cpu_us();
 }
@@ -671,11 +446,11 @@ static int reply(lua_State *L, enum stage stage, int status, struct tp_reply *ou
 	int nvals = lua_gettop(L) - 1; /* above the message handler */
 
 	memset(out, 0, sizeof *out);
-	if (!tripped() && status == LUA_OK)
+	if (!tp_lua_guard_tripped() && status == LUA_OK)
 		value = convert_result(L, &fail);
-	publish_usage(g_x.shm);
+	tp_lua_guard_publish(tp_lua_x.shm);
 	usage(&out->usage);
-	if (tripped()) {
+	if (tp_lua_guard_tripped()) {
 		json_decref(value);
 		return limit_failure(L, &out->error);
 	}
@@ -695,7 +470,7 @@ static int reply(lua_State *L, enum stage stage, int status, struct tp_reply *ou
 	out->ok = 1;
 	out->value = value;
 	if (value != NULL && value_text(value, nvals, out) != 0) {
-		trip_memory();
+		tp_lua_guard_trip_memory();
 		json_decref(value);
 		out->ok = 0;
 		out->value = NULL;
@@ -714,7 +489,7 @@ int tp_lua_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_repl
 		return -1;
 	begin(req, shm);
 	lua_settop(L, 0);
-	lua_pushcfunction(L, msgh); /* index 1 for the whole exec */
+	lua_pushcfunction(L, tp_lua_guard_msgh); /* index 1 for the whole exec */
 	status = set_inputs(L, req);
 	if (status == LUA_OK) {
 		stage = ST_LOAD;
@@ -732,7 +507,7 @@ int tp_lua_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_repl
 		 * left it (the same memory figures); the heap is a few pages. */
 		lua_settop(L, 0);
 		lua_gc(L, LUA_GCCOLLECT);
-		g_x.shm = NULL;
+		tp_lua_x.shm = NULL;
 	}
 	return rc;
 }
@@ -745,7 +520,7 @@ int tp_lua_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_repl
 static int l_tools_call(lua_State *L)
 {
 	const char *name = luaL_checkstring(L, 1);
-	struct tp_ljson_caps caps = { g_x.lim.result_depth, g_x.lim.result_bytes };
+	struct tp_ljson_caps caps = { tp_lua_x.lim.result_depth, tp_lua_x.lim.result_bytes };
 	struct tp_ljson_out conv;
 	struct tp_tool_result res;
 	json_t *args;
@@ -762,12 +537,12 @@ static int l_tools_call(lua_State *L)
 			return luaL_error(L,
 					  "tools.call: arguments cannot become JSON: they are "
 					  "more than %I bytes of JSON (result_bytes)",
-					  (lua_Integer)g_x.lim.result_bytes);
+					  (lua_Integer)tp_lua_x.lim.result_bytes);
 		if (conv.fail == TP_LJSON_DEPTH)
 			return luaL_error(L,
 					  "tools.call: arguments cannot become JSON: they are "
 					  "nested deeper than result_depth (%I)",
-					  (lua_Integer)g_x.lim.result_depth);
+					  (lua_Integer)tp_lua_x.lim.result_depth);
 		if (conv.fail == TP_LJSON_CYCLE)
 			return luaL_error(L, "tools.call: arguments cannot become JSON: a table "
 					     "contains itself");
@@ -787,12 +562,12 @@ static int l_tools_call(lua_State *L)
 	}
 	if (args == NULL)
 		return luaL_error(L, "not enough memory");
-	int rc = tp_tool_invoke(name, args, &g_x.lim, &res);
+	int rc = tp_tool_invoke(name, args, &tp_lua_x.lim, &res);
 	json_decref(args);
 	if (rc != 0)
 		_exit(TP_EXIT_FATAL); /* the channel is gone: so is the host */
 	if (res.status == TP_TOOL_OK) {
-		tp_ljson_push(L, res.value, g_x.lim.result_depth);
+		tp_ljson_push(L, res.value, tp_lua_x.lim.result_depth);
 		tp_tool_result_free(&res);
 		return 1;
 	}
@@ -865,6 +640,7 @@ static int build_state(struct tp_err *err, int scrub, int collect)
 	tp_lalloc_init(&g_alloc, 0);
 	g_alloc.scrub = scrub;
 	g_L = lua_newstate(tp_lalloc, &g_alloc);
+	tp_lua_guard_init(g_L, &g_alloc);
 	if (g_L == NULL)
 		return tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_LANGUAGE, ENOMEM,
 				  "lua_newstate: out of memory");
@@ -912,15 +688,15 @@ static int tp_lua_reset(uint64_t entropy)
 	struct tp_err err = { 0 };
 	if (g_L == NULL)
 		return -1;
-	g_x.shm = NULL;    /* no output from here on, whatever runs */
-	g_alloc.limit = 0; /* closing only frees; its errors must not fail for memory */
+	tp_lua_x.shm = NULL; /* no output from here on, whatever runs */
+	g_alloc.limit = 0;   /* closing only frees; its errors must not fail for memory */
 	g_alloc.scrub = 1;
 	lua_sethook(g_L, refuse_all, LUA_MASKCALL | LUA_MASKCOUNT, 1);
 	lua_setwarnf(g_L, warn_nothing, NULL);
 	lua_close(g_L);
 	g_L = NULL;
-	explicit_bzero(g_x.refusal, sizeof g_x.refusal);
-	explicit_bzero(g_x.conv_message, sizeof g_x.conv_message);
+	explicit_bzero(tp_lua_x.refusal, sizeof tp_lua_x.refusal);
+	explicit_bzero(tp_lua_x.conv_message, sizeof tp_lua_x.conv_message);
 	if (g_alloc.current != 0)
 		return -1; /* a block the scrub did not see: do not serve on it */
 	if (build_state(&err, 1, 0) != 0)

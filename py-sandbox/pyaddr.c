@@ -17,6 +17,8 @@
  * (the %p of a known object, which nothing the snippet controls can follow)
  * rewritten: never a search for hex digits in text the snippet may have
  * written, which would tell it whether a guessed address was right.
+ * Layer (pyint.h): near the top; it calls pyerror.c (tp_py_fail) and nothing
+ * else of py-sandbox/; pysandbox.c calls it at each stage.
  */
 #include <Python.h>
 

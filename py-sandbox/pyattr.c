@@ -36,6 +36,10 @@
  * skip the value check, so the snippet's loads from the zygote's instances are
  * never specialised (module_load_unspecialised); what crosses from trusted code
  * by other ways is the membrane's (pymembrane.c).
+ *
+ * Layer (pyint.h): above the membrane; it calls pystate.c (where its install
+ * records the zygote's namespaces, module types and types), pyguard.c and
+ * pymembrane.c, nothing above them.
  */
 #include "pyint.h"
 
@@ -48,27 +52,14 @@
 
 static getattrofunc g_orig[NTRAMP];
 static int g_ntramp;
-static PyObject *g_deny; /* frozenset of str */
 static Py_ssize_t g_minlen, g_maxlen;
 static unsigned char g_prefix[128][128]; /* the denied names' first two characters */
-static int g_armed;
-static PyObject **g_real; /* sorted namespaces of the modules loaded in the zygote */
-static size_t g_nreal;
 static PyCFunction g_subclasses;
-static PyTypeObject **g_ztypes; /* sorted: every type that existed when the guard was armed */
-static size_t g_nztypes, g_cap_ztypes;
 /* subtype_dict: the __dict__ getter of a class CPython adds a dict to */
 static getter g_subtype_dict;
-static PyObject *g_dict_name;       /* "__dict__" */
-static PyObject *g_dir_name;        /* "__dir__" */
-static PyTypeObject *g_modtypes[8]; /* the types of the modules loaded in the zygote, */
-/* but the module type itself (six._MovedItems under the data preset) */
-static int g_nmodtypes;
-/* The interpreter frame (tstate->cframe->current_frame: no frame object is made for it)
- * whose attrgetter/methodcaller reads now. */
-static const void *g_acting;
-static int g_acting_slot;        /* ... or whose attribute slot wrapper does */
-static PyObject *g_acting_args;  /* the arguments of that call (borrowed, while it runs) */
+static PyObject *g_dict_name;    /* "__dict__" */
+static PyObject *g_dir_name;     /* "__dir__" */
+static PyObject *g_acting_args;  /* the arguments of the acting call (tp_py_acting), borrowed */
 static PyObject *g_acting_bound; /* a bound wrapper's object (obj.__getattribute__), or NULL */
 
 static PyObject *guarded(PyObject *obj, PyObject *name, getattrofunc orig);
@@ -92,81 +83,7 @@ TRAMP8(5)
 	    tramp##k##7
 static const getattrofunc g_tramp[NTRAMP] = { T8(0), T8(1), T8(2), T8(3), T8(4), T8(5) };
 
-/* ---- which namespaces are the stdlib's ------------------------------------------------ */
-
-static int cmp_ptr(const void *a, const void *b)
-{
-	uintptr_t x = (uintptr_t) * (PyObject *const *)a, y = (uintptr_t) * (PyObject *const *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* True when d is the namespace of a module that was loaded in the zygote (every
- * one but __main__): the stdlib's and the C modules' globals, never the
- * snippet's, a facade's or a dict the snippet made. */
-int tp_py_real_namespace(PyObject *d)
-{
-	return d != NULL && g_nreal > 0 &&
-	       bsearch(&d, g_real, g_nreal, sizeof *g_real, cmp_ptr) != NULL;
-}
-
-static int collect_namespaces(void)
-{
-	PyObject *mods = PyImport_GetModuleDict(), *key, *v;
-	Py_ssize_t pos = 0, n = PyDict_Size(mods);
-
-	g_real = calloc((size_t)n + 1, sizeof *g_real);
-	if (g_real == NULL) {
-		PyErr_NoMemory();
-		return -1;
-	}
-	while (PyDict_Next(mods, &pos, &key, &v)) {
-		if (!PyModule_Check(v) || !PyUnicode_Check(key) ||
-		    PyUnicode_CompareWithASCIIString(key, "__main__") == 0)
-			continue;
-		PyObject *d = PyModule_GetDict(v); /* borrowed; modules stay loaded */
-		int k = 0;
-		if (d != NULL && (size_t)n > g_nreal)
-			g_real[g_nreal++] = d;
-		while (k < g_nmodtypes && g_modtypes[k] != Py_TYPE(v))
-			k++;
-		if (k == g_nmodtypes && Py_TYPE(v) != &PyModule_Type) { /* module_type() knows it */
-			if (k == (int)(sizeof g_modtypes / sizeof g_modtypes[0])) {
-				PyErr_SetString(PyExc_RuntimeError,
-						"attribute guard: too many module types");
-				return -1;
-			}
-			g_modtypes[g_nmodtypes++] = Py_TYPE(v);
-		}
-	}
-	qsort(g_real, g_nreal, sizeof *g_real, cmp_ptr);
-	return 0;
-}
-
 /* ---- the check ------------------------------------------------------------------------------ */
-
-int tp_py_attr_denied(PyObject *name)
-{
-	int r;
-
-	if (g_deny == NULL || !PyUnicode_Check(name))
-		return 0;
-	if (!PyUnicode_CheckExact(name)) {
-		PyObject *s = PyUnicode_FromObject(name); /* its real characters */
-		if (s == NULL) {
-			PyErr_Clear();
-			return 0;
-		}
-		r = tp_py_attr_denied(s);
-		Py_DECREF(s);
-		return r;
-	}
-	r = PySet_Contains(g_deny, name);
-	if (r < 0) {
-		PyErr_Clear();
-		return 0;
-	}
-	return r;
-}
 
 static int is_dict_name(PyObject *name)
 {
@@ -203,39 +120,6 @@ static int object_exempt(PyObject *obj, PyObject *name)
 }
 
 /* ---- real modules -------------------------------------------------------------------------- */
-
-/* A module the zygote loaded (the standard library's, a data package's): its
- * namespace is a real one. Never a facade, nor a module the snippet made. */
-static inline int module_type(PyTypeObject *t)
-{
-	if (__builtin_expect(t == &PyModule_Type, 0))
-		return 1;
-	for (int i = 0; __builtin_expect(i < g_nmodtypes, 0); i++)
-		if (t == g_modtypes[i])
-			return 1;
-	return 0;
-}
-
-int tp_py_real_module(PyObject *o)
-{
-	return module_type(Py_TYPE(o)) && tp_py_real_namespace(PyModule_GetDict(o));
-}
-
-/* The frame that called an operator.attrgetter or methodcaller now reading: the
- * read is that callable's (a snippet may hand one to the stdlib, functools.
- * singledispatch(attrgetter(name)) calls it from functools' frame), not the code
- * of the frame's. False when none runs. Not an attribute slot wrapper
- * (object.__setattr__ ...), which the stdlib itself calls for denied names: those
- * count for the real-module rule only (g_acting_slot). */
-static const void *current_frame(void)
-{
-	return PyThreadState_Get()->cframe->current_frame;
-}
-
-int tp_py_acting_now(void)
-{
-	return g_acting != NULL && g_acting == current_frame() && !g_acting_slot;
-}
 
 /* The instruction f runs now reads, sets or deletes the attribute name itself
  * (x.name, from m import name, a match class pattern): the read is that code's,
@@ -350,9 +234,9 @@ static int module_ok_as(PyObject *name, int acting)
 	PyCodeObject *code;
 	int ok;
 
-	if (!g_armed || !tp_py_running)
+	if (!tp_py_attr_armed || !tp_py_running)
 		return 1; /* no snippet runs: the zygote, a worker's start (and C tests) */
-	if (f == NULL || (acting && g_acting != NULL && g_acting == current_frame()))
+	if (f == NULL || (acting && tp_py_acting != NULL && tp_py_acting == tp_py_current_frame()))
 		return 0;
 	code = PyFrame_GetCode(f);
 	ok = tp_py_caller_shim() || tp_py_frame_exempt(!tp_py_running) ||
@@ -377,11 +261,11 @@ static int module_obj_ok(PyObject *obj, PyObject *name)
 	int held = 0;
 	PyFrameObject *f;
 
-	if (g_armed && tp_py_running && !tp_py_fileop && (f = PyEval_GetFrame()) != NULL &&
+	if (tp_py_attr_armed && tp_py_running && !tp_py_fileop && (f = PyEval_GetFrame()) != NULL &&
 	    !tp_py_acting_now() && tp_py_caller_stdlib_file())
 		return spelled(f, obj, name); /* the standard library's own code, not frozen */
-	if (g_acting == NULL || g_acting != current_frame() || g_acting_args == NULL ||
-	    !PyTuple_Check(g_acting_args))
+	if (tp_py_acting == NULL || tp_py_acting != tp_py_current_frame() ||
+	    g_acting_args == NULL || !PyTuple_Check(g_acting_args))
 		return module_ok(name);
 	held = obj == g_acting_bound;
 	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(g_acting_args) && !held; i++)
@@ -422,14 +306,14 @@ static inline PyObject *module_checked(PyObject *obj, PyObject *name, getattrofu
 {
 	PyObject *r;
 
-	if (module_type(Py_TYPE(obj)) && g_armed && tp_py_real_module(obj) &&
+	if (tp_py_module_type(Py_TYPE(obj)) && tp_py_attr_armed && tp_py_real_module(obj) &&
 	    !module_obj_ok(obj, name))
 		return refuse_module(obj, name,
 				     tp_py_caller_stdlib_file() && !tp_py_acting_now() ? "spell"
 										       : "read");
 	r = orig(obj, name);
-	if (r != NULL && module_type(Py_TYPE(r)) && g_armed && tp_py_real_module(r) &&
-	    !module_ok(name)) {
+	if (r != NULL && tp_py_module_type(Py_TYPE(r)) && tp_py_attr_armed &&
+	    tp_py_real_module(r) && !module_ok(name)) {
 		Py_DECREF(r);
 		return refuse_module(r, name, NULL);
 	}
@@ -437,7 +321,7 @@ static inline PyObject *module_checked(PyObject *obj, PyObject *name, getattrofu
 	 * containers, a power module's function) read the same way: the read is the
 	 * snippet's crossing (typing.ForwardRef's __forward_code__ through a match class
 	 * pattern was a code object). Cheap: a few type compares for most values. */
-	if (r != NULL && g_armed && tp_py_running && tp_py_membrane_suspect(r)) {
+	if (r != NULL && tp_py_attr_armed && tp_py_running && tp_py_membrane_suspect(r)) {
 		const char *what = tp_py_membrane_forbidden(r);
 		if (what != NULL && !module_ok(name)) {
 			char msg[300];
@@ -491,7 +375,7 @@ static int data_spec_read(PyObject *obj, PyObject *name)
 	if (tp_py_caller_data_package())
 		return 1;
 	f = PyEval_GetFrame(); /* borrowed */
-	if (f == NULL || g_acting != NULL || !tp_py_real_module(obj) ||
+	if (f == NULL || tp_py_acting != NULL || !tp_py_real_module(obj) ||
 	    (m = PyModule_GetName(obj)) == NULL || strcmp(m, "warnings") != 0) {
 		PyErr_Clear();
 		return 0;
@@ -503,22 +387,6 @@ static int data_spec_read(PyObject *obj, PyObject *name)
 }
 
 /* ---- obj.__dict__ and vars(obj) on the snippet's own instances ---------------------------- */
-
-static int cmp_type(const void *a, const void *b)
-{
-	uintptr_t x = (uintptr_t) * (PyTypeObject *const *)a,
-		  y = (uintptr_t) * (PyTypeObject *const *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* True when t existed in the zygote when the guard was armed: a builtin, the
- * stdlib's, a data package's or the shim's class, never one the exec made
- * (remember_type keeps each alive, so its address is never reused). */
-static int zygote_type(PyTypeObject *t)
-{
-	return g_nztypes > 0 &&
-	       bsearch(&t, g_ztypes, g_nztypes, sizeof *g_ztypes, cmp_type) != NULL;
-}
 
 /* The nearest base in t's MRO that is not a heap type and gives its instances
  * a dict (BaseException, staticmethod, functools.partial, SimpleNamespace,
@@ -566,7 +434,7 @@ PyObject *tp_py_own_dict(PyObject *obj)
 			Py_RETURN_NONE;
 		Py_RETURN_FALSE;
 	}
-	if (zygote_type(t) || g_dict_name == NULL)
+	if (tp_py_ztype(t) || g_dict_name == NULL)
 		Py_RETURN_FALSE;
 	base = builtin_base_with_dict(t);
 	if (base != NULL && !PyType_IsSubtype(base, (PyTypeObject *)PyExc_BaseException))
@@ -603,7 +471,7 @@ PyObject *tp_py_own_dict(PyObject *obj)
 	 * (which copies another object's dict) can put one there. */
 	while (PyDict_Next(d, &pos, &k, &v))
 		if ((PyUnicode_Check(k) && tp_py_attr_denied(k)) ||
-		    (module_type(Py_TYPE(v)) && tp_py_real_module(v))) {
+		    (tp_py_module_type(Py_TYPE(v)) && tp_py_real_module(v))) {
 			Py_DECREF(d);
 			Py_RETURN_FALSE;
 		}
@@ -619,7 +487,7 @@ static PyObject *own_dict_attr(PyObject *obj, PyObject *name)
 	if (d == NULL || PyDict_Check(d))
 		return d;
 	if (d == Py_None && (Py_TYPE(obj)->tp_flags & Py_TPFLAGS_HEAPTYPE) &&
-	    !zygote_type(Py_TYPE(obj))) {
+	    !tp_py_ztype(Py_TYPE(obj))) {
 		Py_DECREF(d);
 		return PyErr_Format(PyExc_AttributeError, "'%.100s' object has no attribute '%U'",
 				    Py_TYPE(obj)->tp_name, name);
@@ -637,14 +505,14 @@ static int snippet_instance(PyObject *obj)
 	PyTypeObject *t = Py_TYPE(obj);
 
 	return tp_py_running && (t->tp_flags & Py_TPFLAGS_HEAPTYPE) && !PyType_Check(obj) &&
-	       !PyModule_Check(obj) && !zygote_type(t);
+	       !PyModule_Check(obj) && !tp_py_ztype(t);
 }
 
 static PyObject *guarded_slow(PyObject *obj, PyObject *name, getattrofunc orig)
 {
-	if (g_armed && is_dict_name(name) && snippet_instance(obj))
+	if (tp_py_attr_armed && is_dict_name(name) && snippet_instance(obj))
 		return own_dict_attr(obj, name);
-	if (g_armed && tp_py_attr_denied(name) && !object_exempt(obj, name) &&
+	if (tp_py_attr_armed && tp_py_attr_denied(name) && !object_exempt(obj, name) &&
 	    !tp_py_frame_exempt(!tp_py_running) && !tp_py_data_dict_ok(obj, name)) {
 		if (data_spec_read(obj, name))
 			Py_RETURN_NONE;
@@ -674,7 +542,7 @@ static int array_iface_ok(PyObject *obj, PyObject *name)
 	PyObject *mro, **dp;
 
 	if (PyType_Check(obj))
-		return zygote_type((PyTypeObject *)obj);
+		return tp_py_ztype((PyTypeObject *)obj);
 	dp = _PyObject_GetDictPtr(obj);
 	if (dp != NULL && *dp != NULL && PyDict_Check(*dp) && PyDict_Contains(*dp, name) != 0)
 		/* numpy's own carrier (as_strided, broadcast_to: refused to the snippet, and
@@ -684,7 +552,7 @@ static int array_iface_ok(PyObject *obj, PyObject *name)
 	for (Py_ssize_t i = 0; mro != NULL && i < PyTuple_GET_SIZE(mro); i++) {
 		PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
 		if (b->tp_dict != NULL && PyDict_Contains(b->tp_dict, name) == 1)
-			return zygote_type(b);
+			return tp_py_ztype(b);
 	}
 	return 0; /* __getattr__ */
 }
@@ -705,7 +573,7 @@ static PyObject *guarded(PyObject *obj, PyObject *name, getattrofunc orig)
 	if (PyUnicode_CheckExact(name) && PyUnicode_IS_COMPACT_ASCII(name)) {
 		Py_ssize_t n = PyUnicode_GET_LENGTH(name);
 		const char *s = (const char *)PyUnicode_DATA(name);
-		if (__builtin_expect(n >= 16, 0) && array_iface_name(s, n) && g_armed &&
+		if (__builtin_expect(n >= 16, 0) && array_iface_name(s, n) && tp_py_attr_armed &&
 		    tp_py_running) {
 			PyObject *v = orig(obj, name); /* none: numpy's AttributeError */
 			/* numpy uses only a dict (the interface) or a capsule (the struct) */
@@ -760,13 +628,13 @@ static PyTypeObject *generic_behind_guard(PyObject *owner, PyObject *name)
 	int k = 0, r;
 
 	if (PyType_Check(owner) || PyModule_CheckExact(owner) || !PyUnicode_CheckExact(name) ||
-	    g_deny == NULL)
+	    tp_py_deny == NULL)
 		return NULL;
 	while (k < g_ntramp && t->tp_getattro != g_tramp[k])
 		k++;
 	if (k == g_ntramp || g_orig[k] != PyObject_GenericGetAttr)
 		return NULL;
-	r = PySet_Contains(g_deny, name);
+	r = PySet_Contains(tp_py_deny, name);
 	if (r != 0) {
 		if (r < 0)
 			PyErr_Clear();
@@ -784,14 +652,14 @@ static int module_load_unspecialised(PyObject *owner, _Py_CODEUNIT *instr, PyObj
 {
 	unsigned int backoff;
 
-	if (!g_armed)
+	if (!tp_py_attr_armed)
 		return 0;
 	/* Likewise a load from an instance of a class the zygote made (the stdlib's, a data
 	 * package's) in the snippet's code: LOAD_ATTR_INSTANCE_VALUE and its kin read the
 	 * instance without tp_getattro, so a site warmed on catch_warnings(module=1) would
 	 * hand over the next instance's real module unchecked (pymembrane.c). */
 	if (tp_py_running && !PyType_Check(owner) && !PyModule_Check(owner) &&
-	    (Py_TYPE(owner)->tp_flags & Py_TPFLAGS_HEAPTYPE) && zygote_type(Py_TYPE(owner)) &&
+	    (Py_TYPE(owner)->tp_flags & Py_TPFLAGS_HEAPTYPE) && tp_py_ztype(Py_TYPE(owner)) &&
 	    tp_py_membrane_snippet_frame())
 		goto backoff;
 	if (!tp_py_real_module(owner) || module_ok(name))
@@ -834,7 +702,7 @@ int __wrap__Py_Specialize_LoadMethod(PyObject *owner, _Py_CODEUNIT *instr, PyObj
 
 static PyObject *subclasses_gate(PyObject *self, PyObject *unused)
 {
-	if (g_armed && !tp_py_frame_exempt(!tp_py_running))
+	if (tp_py_attr_armed && !tp_py_frame_exempt(!tp_py_running))
 		return tp_py_refuse("type.__subclasses__() is not allowed", -1);
 	return g_subclasses(self, unused);
 }
@@ -1054,23 +922,6 @@ static int guard_type(PyTypeObject *t)
 	return 0;
 }
 
-static int remember_type(PyObject *t)
-{
-	if (g_nztypes == g_cap_ztypes) {
-		size_t cap = g_cap_ztypes ? 2 * g_cap_ztypes : 1024;
-		PyTypeObject **n = realloc(g_ztypes, cap * sizeof *n);
-		if (n == NULL) {
-			PyErr_NoMemory();
-			return -1;
-		}
-		g_ztypes = n, g_cap_ztypes = cap;
-	}
-	/* Kept alive, so no class the exec makes can take its address. */
-	Py_INCREF(t);
-	g_ztypes[g_nztypes++] = (PyTypeObject *)t;
-	return 0;
-}
-
 /* The getter CPython puts in the `__dict__` of a class it adds a dict to
  * (typeobject.c's subtype_dict), from a class made for the purpose. */
 static int find_subtype_dict(void)
@@ -1120,7 +971,8 @@ static int guard_all_types(void)
 		if (fresh == 1 && PySet_Add(seen, id) != 0)
 			fresh = -1;
 		Py_XDECREF(id);
-		if (fresh == 1 && (guard_type((PyTypeObject *)t) != 0 || remember_type(t) != 0))
+		if (fresh == 1 &&
+		    (guard_type((PyTypeObject *)t) != 0 || tp_py_remember_type(t) != 0))
 			fresh = -1;
 		subs = fresh == 1 ? PyObject_CallOneArg(subclasses, t) : NULL; /* type too */
 		Py_DECREF(t);
@@ -1133,23 +985,16 @@ static int guard_all_types(void)
 			}
 		Py_XDECREF(subs);
 	}
-	rc = 0; /* every type there is now is the zygote's: g_ztypes */
+	rc = 0; /* every type there is now is the zygote's (pystate.c) */
 out:
 	Py_XDECREF(todo);
 	Py_XDECREF(seen);
 	return rc;
 }
 
-/* t existed when the guard was installed: a type of the standard library, a data
- * package or the interpreter, not one the snippet made. */
-int tp_py_zygote_type(PyTypeObject *t)
-{
-	return g_armed && zygote_type(t); /* g_ztypes is sorted once armed */
-}
-
 /* ---- a real module's attributes are not set by the snippet ---------------------------------- */
 
-static PyTypeObject *g_settypes[9]; /* the module type and g_modtypes */
+static PyTypeObject *g_settypes[9]; /* the module type and tp_py_modtypes */
 static setattrofunc g_modset[9];    /* each one's tp_setattro */
 static int g_nsettypes;
 
@@ -1164,7 +1009,7 @@ static int module_setattro(PyObject *obj, PyObject *name, PyObject *v)
 			;
 		t = t->tp_base;
 	}
-	if (g_armed && tp_py_real_module(obj) && !module_ok(name)) {
+	if (tp_py_attr_armed && tp_py_real_module(obj) && !module_ok(name)) {
 		refuse_module(obj, name, v ? "set" : "delete");
 		return -1;
 	}
@@ -1176,8 +1021,8 @@ static int module_setattro(PyObject *obj, PyObject *name, PyObject *v)
 static int guard_module_setattr(void)
 {
 	g_settypes[g_nsettypes++] = &PyModule_Type;
-	for (int i = 0; i < g_nmodtypes; i++)
-		g_settypes[g_nsettypes++] = g_modtypes[i];
+	for (int i = 0; i < tp_py_nmodtypes; i++)
+		g_settypes[g_nsettypes++] = tp_py_modtypes[i];
 	for (int k = 0; k < g_nsettypes; k++) {
 		PyTypeObject *t = g_settypes[k];
 		if (t->tp_setattro == NULL || t->tp_setattro == module_setattro)
@@ -1202,7 +1047,7 @@ static int guard_module_setattr(void)
  * other attribute slot wrappers (bound or not): a snippet can hand one to stdlib
  * code that calls it (functools.singledispatch(attrgetter('__code__')), pandas'
  * Series.map), and the read it makes would be checked as that code's own. While
- * one runs, the frame that called it is no standard library frame (g_acting). */
+ * one runs, the frame that called it is no standard library frame (tp_py_acting). */
 static PyTypeObject *g_acttypes[4];
 static ternaryfunc g_actcall[4];
 static const void *g_slotbase[4]; /* the wrapperbase of __getattribute__, __getattr__ ... */
@@ -1235,7 +1080,7 @@ static int reads_attr(PyObject *self, int k)
 static PyObject *acting_call(PyObject *self, PyObject *args, PyObject *kw)
 {
 	PyTypeObject *t = Py_TYPE(self);
-	const void *prev = g_acting;
+	const void *prev = tp_py_acting;
 	PyObject *r, *prev_args, *prev_bound;
 	int k = 4, prev_slot, how;
 
@@ -1251,16 +1096,16 @@ static PyObject *acting_call(PyObject *self, PyObject *args, PyObject *kw)
 	how = reads_attr(self, k);
 	if (!how)
 		return g_actcall[k](self, args, kw);
-	prev_slot = g_acting_slot;
+	prev_slot = tp_py_acting_slot;
 	prev_args = g_acting_args;
 	prev_bound = g_acting_bound;
 	g_acting_bound = k == 1 ? ((tp_method_wrapper *)self)->self : NULL;
-	g_acting = current_frame();
-	g_acting_slot = how == 2;
+	tp_py_acting = tp_py_current_frame();
+	tp_py_acting_slot = how == 2;
 	g_acting_args = args;
 	r = g_actcall[k](self, args, kw);
-	g_acting = prev;
-	g_acting_slot = prev_slot;
+	tp_py_acting = prev;
+	tp_py_acting_slot = prev_slot;
 	g_acting_args = prev_args;
 	g_acting_bound = prev_bound;
 	return r;
@@ -1326,7 +1171,7 @@ static int guard_callables(void)
 PyObject *tp_py_snippet_getattr(PyObject *const *args, Py_ssize_t n)
 {
 	PyObject *r;
-	int armed = g_armed && tp_py_running;
+	int armed = tp_py_attr_armed && tp_py_running;
 
 	if (n > 3) { /* the shim's getattr(obj, name, *default) */
 		PyErr_Format(PyExc_TypeError, "getattr expected at most 3 arguments, got %zd", n);
@@ -1358,7 +1203,7 @@ PyObject *tp_py_snippet_setattr(PyObject *const *args, Py_ssize_t n)
 		PyErr_SetString(PyExc_TypeError, "_ssetattr(obj, name[, value])");
 		return NULL;
 	}
-	if (g_armed && tp_py_running && tp_py_real_module(args[0]))
+	if (tp_py_attr_armed && tp_py_running && tp_py_real_module(args[0]))
 		return refuse_module(args[0], args[1], n == 3 ? "set" : "delete");
 	if (PyObject_SetAttr(args[0], args[1], n == 3 ? args[2] : NULL) != 0)
 		return NULL;
@@ -1387,7 +1232,7 @@ static PyObject *guarded_type_new(PyTypeObject *meta, PyObject *args, PyObject *
 	PyObject *t = g_type_new(meta, args, kw);
 	getattrofunc tramp;
 
-	if (t != NULL && g_armed && tp_py_running && PyType_Check(t) &&
+	if (t != NULL && tp_py_attr_armed && tp_py_running && PyType_Check(t) &&
 	    ((PyTypeObject *)t)->tp_getattro != NULL &&
 	    !is_tramp(((PyTypeObject *)t)->tp_getattro)) {
 		if (tramp_for(((PyTypeObject *)t)->tp_getattro, &tramp) != 0) {
@@ -1405,7 +1250,7 @@ int tp_py_guard_install(PyObject *deny)
 {
 	PyObject *it, *name;
 
-	if (g_armed)
+	if (tp_py_attr_armed)
 		return 0;
 	if (!PyAnySet_Check(deny)) {
 		PyErr_SetString(PyExc_TypeError, "the denied names must be a set");
@@ -1430,17 +1275,17 @@ int tp_py_guard_install(PyObject *deny)
 	Py_XDECREF(it);
 	if (PyErr_Occurred())
 		return -1;
-	g_deny = PyFrozenSet_New(deny);
+	tp_py_deny = PyFrozenSet_New(deny);
 	g_dict_name = PyUnicode_InternFromString("__dict__");
 	g_dir_name = PyUnicode_InternFromString("__dir__");
-	if (g_deny == NULL || g_dict_name == NULL || g_dir_name == NULL ||
-	    find_subtype_dict() != 0 || collect_namespaces() != 0 || guard_all_types() != 0 ||
+	if (tp_py_deny == NULL || g_dict_name == NULL || g_dir_name == NULL ||
+	    find_subtype_dict() != 0 || tp_py_collect_namespaces() != 0 || guard_all_types() != 0 ||
 	    gate_subclasses() != 0 || set_method(&PyBaseObject_Type, &g_dir_object) != 0 ||
 	    set_method(&PyType_Type, &g_dir_type) != 0 ||
 	    set_method(&PyModule_Type, &g_dir_module) != 0 || guard_module_setattr() != 0 ||
 	    guard_callables() != 0)
 		return -1;
-	qsort(g_ztypes, g_nztypes, sizeof *g_ztypes, cmp_type);
+	tp_py_sort_ztypes();
 	g_type_new = PyType_Type.tp_new;
 	PyType_Type.tp_new = guarded_type_new;
 	{
@@ -1455,6 +1300,6 @@ int tp_py_guard_install(PyObject *deny)
 		Py_XDECREF(st);
 		PyErr_Clear();
 	}
-	g_armed = 1;
+	tp_py_attr_armed = 1;
 	return 0;
 }

@@ -3,6 +3,8 @@
  * traceback of the snippet's own frames. Invariant: all of it is computed at
  * once, under the limits (str() may run snippet code), and every text is cut
  * to MAX_ERROR_TEXT.
+ * Layer (pyint.h): it calls pystate.c, pyguard.c and pyattr.c (tp_py_own_dict);
+ * pysandbox.c, pyshimfns.c and pyaddr.c call it.
  */
 #include "pyint.h"
 

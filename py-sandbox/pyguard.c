@@ -3,6 +3,9 @@
  * trace that counts instructions, allocator refusals), who is calling, and the
  * audit tripwire. Invariant: once a verdict is recorded no snippet code runs to
  * completion: every trace event and every pending call raises it again.
+ * Layer (pyint.h): the guard, just above pystate.c; it calls only pystate.c and
+ * pyalloc.c in py-sandbox/, never code that uses it: kernel-only mode hands
+ * its recorder over at install (tp_py_guard_kernel_recorder).
  */
 #include "pyint.h"
 
@@ -511,6 +514,14 @@ static int refuse_import(PyObject *args)
 	return -1;
 }
 
+/* Kernel-only mode's recorder (pykernel.c hands it over: tp_py_kernel_install). */
+static void (*g_kernel_record)(const char *event, PyObject *args);
+
+void tp_py_guard_kernel_recorder(void (*record)(const char *event, PyObject *args))
+{
+	g_kernel_record = record;
+}
+
 /* kernel-only: nothing is refused here; a call that may reach the kernel is
  * recorded (pykernel.c names it if the kernel refuses), and the trace function
  * that counts instructions is the budget's, not the snippet's. */
@@ -525,8 +536,8 @@ static int kernel_only_hook(const char *event, PyObject *args)
 			     event);
 		return -1;
 	}
-	if (is_kill_event(event) || strncmp(event, "_thread.", 8) == 0)
-		tp_py_kernel_record(event, args);
+	if ((is_kill_event(event) || strncmp(event, "_thread.", 8) == 0) && g_kernel_record)
+		g_kernel_record(event, args);
 	return 0;
 }
 

@@ -7,14 +7,14 @@
  * created after it with a refusal's errno trips the verdict. Invariant: only
  * EACCES, EPERM, EROFS and ENOSYS after a recorded call trip it; catching the
  * exception does not help (the verdict is sticky).
+ * Layer (pyint.h): it calls pystate.c and pyguard.c, and hands the guard's
+ * audit hook its recorder (tp_py_guard_kernel_recorder); pysandbox.c calls it.
  */
 #include "pyint.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-
-int tp_py_kernel_only;
 
 static char g_call[200]; /* the last recorded call, as "open('/etc/passwd')" */
 static char g_event[64];
@@ -40,8 +40,10 @@ static PyObject *arg(PyObject *args, Py_ssize_t i)
 	return PyTuple_Check(args) && PyTuple_GET_SIZE(args) > i ? PyTuple_GET_ITEM(args, i) : NULL;
 }
 
-/* Records an audit event that may reach the kernel: the call as a person reads it. */
-void tp_py_kernel_record(const char *event, PyObject *args)
+/* Records an audit event that may reach the kernel: the call as a person reads it.
+ * The audit hook (pyguard.c) calls it through the pointer tp_py_kernel_install
+ * hands it: the guard below never calls up into this file. */
+static void record(const char *event, PyObject *args)
 {
 	char a[150];
 	PyObject *shown = arg(args, 0);
@@ -274,12 +276,14 @@ PyMethodDef tp_py_kernel_fns[] = {
 	{ NULL, NULL, 0, NULL },
 };
 
-/* Zygote: wrap the constructors that report a refusal. */
+/* Zygote: wrap the constructors that report a refusal, and have the audit hook
+ * record the calls that may reach the kernel. */
 void tp_py_kernel_install(void)
 {
 	PyTypeObject *ose = (PyTypeObject *)PyExc_OSError;
 	PyTypeObject *rte = (PyTypeObject *)PyExc_RuntimeError;
 
+	tp_py_guard_kernel_recorder(record);
 	if (g_oserror_new != NULL)
 		return;
 	g_oserror_new = ose->tp_new;

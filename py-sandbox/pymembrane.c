@@ -32,6 +32,9 @@
  * running in the namespace of a module the zygote loaded, and the shim. Every
  * other frame is the snippet's side ("<snippet>", "<string>" code the stdlib
  * compiled from the snippet's text, code put in the snippet's namespace).
+ *
+ * Layer (pyint.h): just above the guard; it calls pystate.c (the zygote's
+ * modules and types) and pyguard.c only, never the attribute guard above it.
  */
 #define Py_BUILD_CORE 1
 #include "pyint.h"

@@ -18,6 +18,8 @@
  * consumer of the buffer protocol would hand them out. Refused unless pandas'
  * own code asks (its Cython functions take object arrays as typed buffers);
  * tobytes/tostring are the shim's (_np_bytes_guard).
+ * Layer (pyint.h): it calls pystate.c and pyguard.c; the shim's functions
+ * (pyshimfns.c) install it.
  */
 #include "pyint.h"
 
@@ -26,8 +28,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-
-const char *const tp_py_data_modules[] = { "numpy", "pandas", "matplotlib", NULL };
 
 /* numpy/ndarraytypes.h, PyDataMem_Handler version 1 */
 struct np_allocator {

@@ -3,6 +3,7 @@
  * and shim in the zygote, the after-fork reseed in a worker, one exec (with its
  * fast path) and its reply. Invariant: the reply's kind comes from the sticky
  * verdict (pyguard.c), never from an exception the snippet could raise itself.
+ * Layer (pyint.h): the top; it calls the files under it, and none of them calls it.
  */
 #include "pyint.h"
 
@@ -18,6 +19,7 @@
 #include "pysandbox.h"
 #include "pyalloc.h"
 #include "pyjson.h"
+#include "policy_catalog.h"
 #include "pyshim.h"
 
 #define RECURSION_LIMIT 200 /* frames while snippet code runs (Python + C) */
@@ -29,9 +31,6 @@ static PyObject *g_stdout, *g_stderr; /* the real sys's streams (the shim's) */
 static PyObject *g_main;              /* this exec's __main__ module */
 static char **g_deny;                 /* the shim's ATTR_DENY, for the fast path's text check */
 static size_t g_ndeny;
-
-struct tp_shm *tp_py_shm; /* NULL outside an exec */
-struct tp_limits tp_py_lim;
 
 /* ---- one exec ------------------------------------------------------------------------------ */
 
@@ -603,14 +602,6 @@ static PyObject *prepare_fast(const struct tp_request *req)
  * closed at the end of its exec, still under its limits (a close runs no code
  * of ours, but may run the snippet's), so what it wrote is on disk for the
  * client and the next exec, and a session does not run out of fds. */
-uint64_t tp_py_file_limit(const char **which)
-{
-	const struct tp_policy *p = tp_sandbox_policy();
-	uint64_t g = p != NULL && p->fs_write.n > 0 ? p->file_bytes : 0;
-	uint64_t w = p != NULL && tp_sandbox_workspace() != NULL ? p->session.workspace_bytes : 0;
-	*which = w > g ? "session.workspace_bytes" : "filesystem.file_bytes";
-	return w > g ? w : g;
-}
 
 /* A close that failed (the buffered bytes could not be written: past the file
  * size limit, EFBIG): the exec's error, when it has none yet, an OSError that

@@ -5,6 +5,8 @@
  * _within, _workspace and _fileop. Invariant: nothing
  * is written outside an exec or after a verdict, and a gated builtin runs only
  * for a trusted caller (stdlib, shim, our own C code), never for the snippet.
+ * Layer (pyint.h): below pysandbox.c only; it calls the files under it
+ * (pystate, pyguard, pymembrane, pyattr, pynumpy, pyerror), never pysandbox.c.
  */
 #include "pyint.h"
 
@@ -378,8 +380,6 @@ static PyObject *py_workspace(PyObject *self, PyObject *args)
 		Py_RETURN_NONE;
 	return PyUnicode_FromString(ws);
 }
-
-volatile sig_atomic_t tp_py_fileop;
 
 /* _fileop(fn, *args): fn(*args) with the audit hook letting its "open" and
  * "os.listdir" through: the file shim's call on a path it checked. Its

@@ -5,6 +5,7 @@
  * module or a function's globals. The host decides whether a call is allowed;
  * the client's error is raised as tools.ToolError (a RuntimeError), which the
  * code may catch.
+ * Layer (pyint.h): it calls pystate.c (the exec's limits) and pyjson.c only.
  */
 #include <Python.h>
 
