@@ -5,6 +5,7 @@
  * cancelled), and it goes to the client that sent the request, never another.
  */
 #include "host_int.h"
+#include "host.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -18,38 +18,12 @@
 #include <stddef.h>
 
 #include "err.h"
+#include "host_cfg.h"
 #include "policy.h"
 
 struct tp_host;
 struct client;
 
-struct tp_host_cfg {
-	int use_stdin;
-	size_t max_line;
-	int pool_size;   /* warm workers kept ready per language in use */
-	int jobs;        /* execs running at once at most (--jobs; default: the CPUs) */
-	int max_queue;   /* execs waiting at most; past it a request is answered busy */
-	int max_workers; /* live one-shot workers at most (warm + running) */
-	/* Where replies go; NULL writes JSON lines to stdout. Steals msg. */
-	void (*emit)(void *ctx, json_t *msg);
-	void *emit_ctx;
-	/* The policies requests may name (borrowed; NULL: the built-in presets) and
-	 * the one a request gets when it names none (NULL: "standard"). */
-	const struct tp_policy_set *policies;
-	const struct tp_policy *policy;
-	const char *audit_path; /* append one JSON line per exec here (NULL: none) */
-	/* --listen unix:PATH: a socket many clients connect to (NULL: none), its
-	 * file's mode (the access control), and how many may be connected. */
-	const char *listen;
-	unsigned listen_mode;
-	int max_clients;
-	const char *workspace_dir; /* where sessions' workspaces go (NULL: $TMPDIR or /tmp) */
-};
-
-#define TP_MAX_QUEUE_DEFAULT 256
-#define TP_MAX_JOBS 1024
-#define TP_MAX_CLIENTS_DEFAULT 64
-#define TP_MAX_CLIENTS 4096
 
 /* Defaults: jobs = the CPUs this process may run on, max_queue 256. */
 void tp_host_default_cfg(struct tp_host_cfg *cfg);

@@ -28,7 +28,7 @@
 #include "frame.h"
 #include "hpolicy.h"
 #include "msg.h"
-#include "host.h"
+#include "host_cfg.h"
 #include "limits.h"
 #include "exec_params.h"
 #include "jsonrpc.h"
