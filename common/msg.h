@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #include "err.h"
-#include "limits.h"
+#include "limit.h"
 
 #define TP_EXIT_FATAL 157     /* setup failed before any code ran */
 #define TP_EXIT_LIMIT 158     /* a limit tripped and the grace period ran out */

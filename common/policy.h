@@ -31,7 +31,7 @@
 
 #include "err.h"
 #include "langs.h"
-#include "limits.h"
+#include "limit.h"
 
 #define TP_POLICY_NAME_MAX 32
 #define TP_POLICY_MAX_ITEMS 256 /* entries in any one list */

@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "limits.h"
+#include "limit.h"
 
 size_t tp_shm_size(uint32_t area_bytes)
 {

@@ -17,7 +17,7 @@
 #include "jsonio.h"
 #include "kprobe.h"
 #include "langs.h"
-#include "limits.h"
+#include "limit.h"
 #include "policy.h"
 #include "policy_catalog.h"
 #include "seccomp_policy.h"

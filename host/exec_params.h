@@ -20,7 +20,7 @@
 
 #include "err.h"
 #include "langs.h"
-#include "limits.h"
+#include "limit.h"
 #include "policy.h"
 
 /* The policies a request may name, and the one it gets when it names none. */

@@ -24,7 +24,6 @@
 struct tp_host;
 struct client;
 
-
 /* Defaults: jobs = the CPUs this process may run on, max_queue 256. */
 void tp_host_default_cfg(struct tp_host_cfg *cfg);
 /* Sets jobs and the worker ceiling that follows from it. */

@@ -29,7 +29,7 @@
 #include "hpolicy.h"
 #include "msg.h"
 #include "host_cfg.h"
-#include "limits.h"
+#include "limit.h"
 #include "exec_params.h"
 #include "jsonrpc.h"
 #include "langs.h"

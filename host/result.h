@@ -16,7 +16,7 @@
 #include <stddef.h>
 
 #include "err.h"
-#include "limits.h"
+#include "limit.h"
 #include "msg.h"
 #include "shm.h"
 

@@ -17,7 +17,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "limits.h"
+#include "limit.h"
 #include "spawn.h"
 
 uint32_t tp_zygote_area_bytes(const struct tp_policy *policy)

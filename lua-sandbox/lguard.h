@@ -22,7 +22,7 @@
 #include <lua.h>
 
 #include "lalloc.h"
-#include "limits.h"
+#include "limit.h"
 #include "shm.h"
 #include "verdict.h"
 

@@ -26,7 +26,7 @@
 
 #include "err.h"
 #include "langs.h"
-#include "limits.h"
+#include "limit.h"
 #include "msg.h"
 #include "policy.h"
 #include "shm.h"

@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "limits.h"
+#include "limit.h"
 #include "msg.h"
 
 void tp_tool_set_channel(int fd);

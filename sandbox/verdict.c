@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "limits.h"
+#include "limit.h"
 #include "lockdown.h"
 
 static struct tp_shm *volatile g_shm;

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "lang.h"
-#include "limits.h"
+#include "limit.h"
 #include "kprobe.h"
 #include "lockdown.h"
 #include "spawn.h"

@@ -11,7 +11,7 @@
 #include "exec_params.h"
 #include "jsonrpc.h"
 #include "langs.h"
-#include "limits.h"
+#include "limit.h"
 #include "linebuf.h"
 #include "mcp.h"
 #include "msg.h"

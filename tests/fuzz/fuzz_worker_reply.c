@@ -18,7 +18,7 @@
 
 #include "err.h"
 #include "frame.h"
-#include "limits.h"
+#include "limit.h"
 #include "msg.h"
 #include "result.h"
 #include "shm.h"

@@ -9,7 +9,7 @@
 
 #include "err.h"
 #include "jsonio.h"
-#include "limits.h"
+#include "limit.h"
 #include "msg.h"
 #include "result.h"
 #include "tap.h"

@@ -1,5 +1,8 @@
 /*
- * limits.h — the budgets of one exec, their built-in defaults, and tightening.
+ * limit.h — the budgets of one exec, their built-in defaults, and tightening.
+ * (Not "limits.h": GCC's <limits.h> pulls the next limits.h on the search
+ * path with #include_next, which found this one, and -MMD then lost it as a
+ * dependency: objects went stale when a limit was added.)
  *
  * Usage:
  *   1. tp_limits_default() gives the built-in ceiling (documented in README.md).

@@ -1,9 +1,9 @@
 /*
- * limits.c — default budgets and the "a request may only tighten" rule.
+ * limit.c — default budgets and the "a request may only tighten" rule.
  * Pure: no syscalls. Every accepted value is a positive integer no larger than
  * the ceiling it replaces, so a request can never loosen a limit.
  */
-#include "limits.h"
+#include "limit.h"
 
 #include <string.h>
 
