@@ -537,24 +537,29 @@ static void client_leave(struct tp_host *h, struct client *c, const char *why)
 		if (w->exec != NULL && w->exec->c == c)
 			tp_tools_abort(h, w, TP_MSG_CLIENT_GONE);
 	tp_sess_end_client(h, c, c->gone ? "its client is gone" : "its client closed");
-	if (stopped > 0 && c->kind == TP_CLIENT_SOCKET) {
+	if (stopped > 0) {
 		snprintf(n, sizeof n, "client %llu is gone: %d", c->num, stopped);
 		tp_out_log("%s execs in flight cancelled", n);
 	}
 	tp_client_close(h, c);
 }
 
-/* A socket client that has said all it will (EOF) and has been answered, or
- * whose writer has failed, leaves. The stdio client stays until the host ends
- * (its EOF is the host's end when nothing listens: tp_host_run). */
+/* A client that has said all it will (EOF) and has been answered, or whose
+ * writer has failed, leaves. Without a listener the stdio client stays: its
+ * end is the host's (tp_host_run, shut_down); with one, it leaves as a socket
+ * client does, and the host serves on. */
 static void check_clients(struct tp_host *h)
 {
 	for (struct client *c = h->clients, *next; c != NULL; c = next) {
 		next = c->next;
-		if (c->kind != TP_CLIENT_SOCKET)
+		if (c->kind == TP_CLIENT_CALLBACK ||
+		    (c->kind == TP_CLIENT_STDIO && h->listen_fd < 0))
 			continue;
 		if (c->gone)
-			client_leave(h, c, "cancelled: the client is gone (its connection closed)");
+			client_leave(h, c,
+				     c->kind == TP_CLIENT_STDIO
+					 ? "cancelled: the client is gone (its stdout closed)"
+					 : "cancelled: the client is gone (its connection closed)");
 		else if (!c->open && c->out_len == 0 && !in_flight(h, c))
 			client_leave(h, c, "");
 	}

@@ -516,3 +516,24 @@ def test_transport_fuzz_leaves_other_clients_served(d):
     assert fds <= fds_before - 1, (fds_before, fds)
     c = d.connect()
     assert c.call("sandbox/session/list")["result"] == {"sessions": []}
+
+
+def test_with_a_listener_a_gone_stdio_client_loses_only_its_own_work(d):
+    """stdout's reader closes: stdio's running exec is cancelled at once (not
+    run out to its 10 s wall clock), and the socket is served on."""
+    a = d.connect()
+    d.host.send({"jsonrpc": "2.0", "id": 5, "method": "sandbox/exec",
+                 "params": {"lang": "lua", "code": "while true do end"}})
+    time.sleep(0.3)
+    d.host.proc.stdout.close()
+    deadline = time.monotonic() + 5
+    while not any(x.get("kind") == "cancelled" for x in
+                  (d.audit_lines() if os.path.exists(d.audit) else [])):
+        assert time.monotonic() < deadline, "stdio's exec was not cancelled"
+        time.sleep(0.05)
+    assert d.host.proc.poll() is None
+    assert a.exec("return 'served'")["value"] == "served"
+    d.host.proc.send_signal(signal.SIGTERM)
+    assert d.host.proc.wait(10) == 128 + signal.SIGTERM
+    err = d.host.proc.stderr.read().decode()
+    assert "tidepool: client 1 is gone: 1 execs in flight cancelled\n" in err, err
