@@ -314,15 +314,22 @@ def find_binary(path=None):
 # ---- the client ----------------------------------------------------------------------
 
 class Client:
-    """Starts and owns one tidepool process.
+    """Starts and owns one tidepool process, or connects to one that serves a
+    Unix socket (`tidepool --listen unix:PATH`).
 
     path: the binary (else $TIDEPOOL, else `tidepool` on PATH, else a checkout's
     build/tidepool: see find_binary); args: its options
-    (["--policy", "strict"], ["--policy-dir", DIR]); tools: {name: function} every
-    run may call. Use it as a context manager, or call close()."""
+    (["--policy", "strict"], ["--policy-dir", DIR]); socket: connect to that
+    socket instead of starting a process (path, args and env are then not
+    allowed); tools: {name: function} every run may call. Use it as a context
+    manager, or call close()."""
 
-    def __init__(self, path=None, args=(), *, tools=None, env=None, start_timeout=30.0):
-        exe = find_binary(path)
+    def __init__(self, path=None, args=(), *, tools=None, env=None, start_timeout=30.0,
+                 socket=None):
+        if socket is not None and (path is not None or args or env is not None):
+            raise ValueError("Client(socket=...) connects to a running tidepool: "
+                             "path, args and env are for one it starts")
+        exe = find_binary(path) if socket is None else None
         self._lock = threading.Lock()  # _pending, _dead
         self._wlock = threading.Lock()  # stdin
         self._ids = itertools.count(1)
@@ -331,8 +338,21 @@ class Client:
         self._closing = False
         self._tools = dict(tools or {})
         self._log = collections.deque(maxlen=50)
-        self._proc = subprocess.Popen([exe, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, env=env, close_fds=True)
+        self._proc = self._sock = None
+        if socket is None:
+            self._proc = subprocess.Popen([exe, *args], stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          env=env, close_fds=True)
+            self._w, self._r = self._proc.stdin, self._proc.stdout
+        else:
+            import socket as _socket
+            self._sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            try:
+                self._sock.connect(socket)
+            except OSError:
+                self._sock.close()
+                raise
+            self._w, self._r = self._sock.makefile("wb"), self._sock.makefile("rb")
         self._log_thread = threading.Thread(target=self._log_loop, name="tidepool-log", daemon=True)
         self._log_thread.start()
         self._reader = threading.Thread(target=self._read_loop, name="tidepool-reader", daemon=True)
@@ -346,6 +366,13 @@ class Client:
     # -- life -----------------------------------------------------------------------
     @property
     def pid(self):
+        """The tidepool process's pid (the daemon's, on a socket)."""
+        if self._sock is not None:
+            import socket as _socket
+            import struct
+            cred = self._sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED,
+                                         struct.calcsize("3i"))
+            return struct.unpack("3i", cred)[0]
         return self._proc.pid
 
     @property
@@ -355,13 +382,26 @@ class Client:
 
     def close(self, timeout=30.0):
         """Closes tidepool's stdin: it answers the requests in flight and exits.
-        Waits for it (killing it after timeout seconds); returns its exit status."""
+        Waits for it (killing it after timeout seconds); returns its exit status.
+        On a socket: ends this client's requests (a half-close), waits up to
+        timeout seconds for the answers in flight, then closes the connection
+        (what is still running is cancelled, its sessions end); returns None."""
         self._closing = True
         with self._wlock:
             try:
-                self._proc.stdin.close()
+                self._w.close()
             except OSError:
                 pass
+        if self._sock is not None:
+            import socket as _socket
+            try:
+                self._sock.shutdown(_socket.SHUT_WR)
+            except OSError:
+                pass
+            self._reader.join(timeout)
+            self._sock.close()
+            self._reader.join(10)
+            return None
         try:
             self._proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -384,8 +424,8 @@ class Client:
             if self._dead is not None:
                 raise self._dead
             try:
-                self._proc.stdin.write(line)
-                self._proc.stdin.flush()
+                self._w.write(line)
+                self._w.flush()
             except (OSError, ValueError):  # EPIPE, or stdin closed by close()
                 raise self._gone_error() from None
 
@@ -474,7 +514,7 @@ class Client:
     # -- the reader thread ----------------------------------------------------------------
     def _read_loop(self):
         try:
-            for line in self._proc.stdout:
+            for line in self._r:
                 try:
                     msg = json.loads(line)
                 except ValueError:
@@ -485,7 +525,10 @@ class Client:
                     except Exception:  # a bug here must not stop the replies
                         traceback.print_exc()
         finally:
-            self._proc.stdout.close()
+            try:
+                self._r.close()
+            except OSError:
+                pass
             self._exited()
 
     def _dispatch(self, msg):
@@ -544,18 +587,22 @@ class Client:
             pass
 
     def _log_loop(self):
+        if self._proc is None:
+            return  # a daemon's log is its own
         with self._proc.stderr:
             for line in self._proc.stderr:
                 self._log.append(line.decode("utf-8", "replace").rstrip("\n"))
 
     def _exited(self):
         try:
-            rc = self._proc.wait(5)
+            rc = self._proc.wait(5) if self._proc is not None else None
         except subprocess.TimeoutExpired:
             rc = None
         self._log_thread.join(2)
         if self._closing:
             err = ProcessExited("the tidepool client is closed", rc)
+        elif self._proc is None:
+            err = ProcessExited("tidepool closed the connection before answering")
         else:
             tail = "\n".join(list(self._log)[-5:])
             err = ProcessExited(f"tidepool {_describe_status(rc)} before answering"
