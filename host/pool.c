@@ -91,6 +91,10 @@ static int count_live(const struct tp_host *h, int zi, int *warm)
 	return n + waiting_over_cap(h);
 }
 
+/* Work queued and nothing under way for it: the loop tries the refill again
+ * this soon (tp_pool_next_timeout), whatever left it so. */
+#define REFILL_RETRY_MS 10.0
+
 /* One-shot execs queued for a zygote (a session's wait for its own worker). */
 static int queued_for(const struct tp_host *h, int zi)
 {
@@ -708,12 +712,20 @@ int tp_pool_next_timeout(const struct tp_host *h, double now)
 		any = 1;
 	}
 	/* A language backing off wakes the loop when it may try again, if it has
-	 * work or keeps a warm pool. */
+	 * work or keeps a warm pool. And liveness, whatever left it so: one-shot
+	 * work queued for a language with no warm worker, none being born and room
+	 * for one is retried after REFILL_RETRY_MS (refill spawns, or backs off). */
 	for (int i = 0; i < h->nzyg; i++) {
 		const struct zygote *z = &h->zyg[i];
-		if (!tp_zygote_backing_off(z, now) || (!z->used && queued_for(h, i) == 0))
+		int warm, queued = queued_for(h, i);
+		double left;
+		if (tp_zygote_backing_off(z, now) && (z->used || queued > 0))
+			left = z->retry_at - now;
+		else if (queued > 0 && z->nspawning == 0 &&
+			 count_live(h, i, &warm) < h->cfg.max_workers && warm == 0)
+			left = REFILL_RETRY_MS;
+		else
 			continue;
-		double left = z->retry_at - now;
 		if (!any || left < best)
 			best = left;
 		any = 1;
