@@ -57,7 +57,7 @@ endif
 
 # ---- sources -----------------------------------------------------------------
 # The binaries' entry points: each registers the languages it links (sandbox/lang.h).
-MAIN_SRCS := host/main.c lua-sandbox/lmain.c
+MAIN_SRCS := host/main.c lua-sandbox/lmain.c py-sandbox/pymain.c
 CORE_SRCS := $(filter-out $(MAIN_SRCS),$(wildcard $(SRC_DIRS:%=%/*.c)))
 CORE_OBJS := $(CORE_SRCS:%.c=$(BUILD)/obj/%.o)
 ifneq ($(SANITIZE),)
@@ -149,7 +149,11 @@ PY_STATIC  = /usr/lib/python3.11/config-3.11-x86_64-linux-gnu/libpython3.11.a
 # The specialiser's attribute entry points go through py-sandbox/pyattr.c, which
 # lets it specialise a guarded type's loads of names the guard lets through.
 PY_WRAP    = -Wl,--wrap=_Py_Specialize_LoadAttr -Wl,--wrap=_Py_Specialize_LoadMethod
-$(BUILD)/tidepool-python: $(MAIN_OBJ) $(CORE_OBJS)
+# Its main (py-sandbox/pymain.c) registers Python only: nothing of host/ or
+# lua-sandbox/ is linked (no HTTP server library in the process workers fork from).
+PY_OBJS = $(filter $(BUILD)/obj/common/% $(BUILD)/obj/sandbox/% $(BUILD)/obj/py-sandbox/% \
+            $(BUILD)/obj/tests/sanitize/%,$(CORE_OBJS)) $(BUILD)/obj/py-sandbox/pymain.o
+$(BUILD)/tidepool-python: $(PY_OBJS)
 	$(CC) $(LDFLAGS) -no-pie -Wl,-E $(PY_WRAP) -o $@ $^ -Wl,-Bstatic $(STATIC_LIBS) \
 	  -Wl,-Bdynamic $(PY_STATIC) -lz -lexpat -lutil -lm -ldl -lpthread
 
@@ -281,7 +285,7 @@ LAYER_DIRS := host lua-sandbox py-sandbox sandbox common
 # graph.py reads the objects' symbols. Not pyshim.o's: building it would
 # regenerate a stale pyshim.c before shim-check sees it (graph.py says so).
 LAYER_OBJS = $(filter-out $(BUILD)/obj/py-sandbox/pyshim.o,$(CORE_OBJS)) $(MAIN_OBJ) \
-             $(BUILD)/obj/lua-sandbox/lmain.o
+             $(BUILD)/obj/lua-sandbox/lmain.o $(BUILD)/obj/py-sandbox/pymain.o
 layer-check: $(LAYER_OBJS)
 	@$(PYTHON) tests/layers/check_includes.py
 	@$(PYTHON) tests/layers/graph.py --obj $(BUILD)/obj $(LAYER_DIRS)

@@ -1,8 +1,9 @@
 /*
  * main.c — command-line entry: serve JSON-RPC (default), the commands for
  * people (host/cli.c), or the internal `--zygote LANG` the host execs. Thin:
- * everything else is testable. tidepool and tidepool-python (this file's two
- * binaries) link both languages and register both (sandbox/lang.h).
+ * everything else is testable. tidepool (this file's binary) links both
+ * languages and registers both (sandbox/lang.h); the zygotes' own binaries,
+ * tidepool-lua and tidepool-python, have mains of their own (lmain.c, pymain.c).
  */
 #include <errno.h>
 #include <fcntl.h>
