@@ -24,8 +24,9 @@ SRC_DIRS  := common host sandbox lua-sandbox py-sandbox
 DEB_PKGS  := gcc make pkg-config liblua5.4-dev lua5.4 libseccomp-dev libjansson-dev \
              libpython3.11-dev python3.11 python3 python3-pytest clang libclang-rt-14-dev \
              clang-format groff-base python3-numpy python3-pandas python3-matplotlib \
-             python3-tabulate tzdata python3-venv python3-wheel-whl logrotate
-PKGS      := lua5.4 libseccomp jansson python3-embed
+             python3-tabulate tzdata python3-venv python3-wheel-whl logrotate \
+             libmicrohttpd-dev
+PKGS      := lua5.4 libseccomp jansson python3-embed libmicrohttpd
 WARN      := -std=c17 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wformat=2 -Wno-format-nonliteral -Werror
 OPT       ?= -O2 -g
@@ -34,7 +35,9 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 # Lua, jansson and libseccomp are linked statically: one mapping for all our
 # code makes fork cheaper, and with -z now no worker pays a lazy-binding fault.
 STATIC_LIBS := -llua5.4 -ljansson -lseccomp
-PKG_LIBS   = -Wl,-Bstatic $(STATIC_LIBS) -Wl,-Bdynamic -lpython3.11 -lm -ldl
+# libmicrohttpd (and the TLS library it brings) only in the host's binary: the
+# zygotes' own binaries (tidepool-lua, tidepool-python) link nothing of host/.
+PKG_LIBS   = -Wl,-Bstatic $(STATIC_LIBS) -Wl,-Bdynamic -lpython3.11 -lmicrohttpd -lm -ldl
 CPPFLAGS  := -D_GNU_SOURCE $(addprefix -iquote ,$(SRC_DIRS))
 CFLAGS     = $(OPT) $(WARN) -MMD -MP $(PKG_CFLAGS) $(SAN_FLAGS) $(FA_FLAGS)
 LDFLAGS    = $(SAN_FLAGS) $(FA_FLAGS) -Wl,-z,now -Wl,-z,relro
@@ -307,7 +310,7 @@ FUZZ_CFLAGS    = -O1 -g $(filter-out -Werror,$(WARN)) -Wno-missing-field-initial
 FUZZ_LIB_SRCS  = $(wildcard common/*.c) lua-sandbox/ljson.c lua-sandbox/lalloc.c \
                  $(filter-out host/main.c host/host.c host/output.c host/pool.c host/zygote_ctl.c \
                    host/cli.c host/hpolicy.c host/audit.c host/session.c host/tools.c \
-                   host/stream.c host/files.c host/answer.c host/client.c host/listen.c \
+                   host/stream.c host/files.c host/answer.c host/client.c host/listen.c host/http.c \
                    host/worker.c host/workspace.c, \
                    $(wildcard host/*.c))
 FUZZ_LIB_OBJS  = $(FUZZ_LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)

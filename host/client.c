@@ -17,7 +17,7 @@ struct client *tp_client_new(struct tp_host *h, enum tp_client_kind kind, int rf
 	struct client *c = calloc(1, sizeof *c);
 	if (c == NULL)
 		return NULL;
-	if (kind != TP_CLIENT_CALLBACK) {
+	if (kind == TP_CLIENT_STDIO || kind == TP_CLIENT_SOCKET) {
 		c->out = malloc(OUT_INITIAL); /* with its reserve for out-of-memory replies */
 		if (c->out == NULL) {
 			free(c);
@@ -79,7 +79,7 @@ void tp_client_unref(struct client *c)
 
 int tp_client_accepting(const struct tp_host *h)
 {
-	if (h->listen_fd >= 0)
+	if (h->listen_fd >= 0 || h->http != NULL)
 		return 1;
 	for (const struct client *c = h->clients; c != NULL; c = c->next)
 		if (c->open && !c->gone)

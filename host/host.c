@@ -552,7 +552,7 @@ static void check_clients(struct tp_host *h)
 {
 	for (struct client *c = h->clients, *next; c != NULL; c = next) {
 		next = c->next;
-		if (c->kind == TP_CLIENT_CALLBACK ||
+		if (c->kind == TP_CLIENT_CALLBACK || c->kind == TP_CLIENT_HTTP ||
 		    (c->kind == TP_CLIENT_STDIO && h->listen_fd < 0))
 			continue;
 		if (c->gone)
@@ -653,6 +653,7 @@ static void poll_once(struct tp_host *h)
 		ws[nw++] = w;
 	fds[P_SIG] = (struct pollfd){ h->sigfd, POLLIN, 0 };
 	fds[P_LISTEN] = (struct pollfd){ h->listen_fd, POLLIN, 0 };
+	fds[P_HTTP] = (struct pollfd){ tp_http_fd(h), POLLIN, 0 };
 	struct pollfd *cfds = fds + P_FIXED;
 	for (int i = 0; i < nc; i++) {
 		struct client *c = cl[i];
@@ -677,8 +678,11 @@ static void poll_once(struct tp_host *h)
 	struct pollfd *zfds = wfds + nw;
 	for (int z = 0; z < h->nzyg; z++)
 		zfds[z] = (struct pollfd){ h->zyg[z].ctl, POLLIN, 0 };
-	int r = poll(fds, (nfds_t)(P_FIXED + 2 * nc + nw + h->nzyg),
-		     tp_pool_next_timeout(h, tp_now_ms()));
+	int timeout = tp_pool_next_timeout(h, tp_now_ms());
+	double ht = tp_http_next_timeout(h);
+	if (ht >= 0 && (timeout < 0 || ht < timeout))
+		timeout = (int)ht;
+	int r = poll(fds, (nfds_t)(P_FIXED + 2 * nc + nw + h->nzyg), timeout);
 	if (r > 0) {
 		for (i = 0; i < nw; i++) {
 			if (wfds[i].revents & POLLOUT)
@@ -714,6 +718,7 @@ static void poll_once(struct tp_host *h)
 	tp_pool_dispatch_queue(h);
 	tp_stream_tick(h, tp_now_ms());
 	check_clients(h);
+	tp_http_run(h); /* its requests, and the replies made above */
 }
 
 /* SIGHUP: the audit log is reopened by its name (logrotate moved it), and
@@ -756,10 +761,15 @@ static int shut_down(struct tp_host *h)
 	if (h->gone)
 		return 0;
 	double end = tp_now_ms() + SHUTDOWN_FLUSH_MS;
-	for (;;) { /* a terminal or a file is written blocking, at once */
+	for (int round = 0;; round++) { /* a terminal or a file is written blocking, at once */
 		size_t pending = 0;
 		struct pollfd fds[64];
 		nfds_t nf = 0;
+		if (tp_http_is_open(h) && round < 5) { /* the HTTP answers just made */
+			tp_http_run(h);
+			fds[nf++] = (struct pollfd){ tp_http_fd(h), POLLIN, 0 };
+			pending++;
+		}
 		for (struct client *c = h->clients; c != NULL; c = c->next) {
 			tp_out_flush(c);
 			if (c->out_len > 0 && !c->gone) {
@@ -771,7 +781,7 @@ static int shut_down(struct tp_host *h)
 		double left = end - tp_now_ms();
 		if (pending == 0 || left <= 0)
 			break;
-		poll(fds, nf, (int)left + 1);
+		poll(fds, nf, left < 10 ? (int)left + 1 : 10);
 	}
 	for (struct client *c = h->clients; c != NULL; c = c->next)
 		tp_out_finish_open_line(c);
@@ -936,6 +946,9 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err)
 		tp_out_setup(c);
 	if (cfg->listen != NULL && tp_listen_open(h, cfg->listen, cfg->listen_mode, err) != 0)
 		goto out_free;
+	static const struct tp_http_ops http_ops = { client_line, client_leave };
+	if (cfg->listen_http != NULL && tp_http_open(h, cfg->listen_http, &http_ops, err) != 0)
+		goto out_free;
 	return h;
 out_free:
 	tp_host_free(h);
@@ -946,6 +959,7 @@ void tp_host_free(struct tp_host *h)
 {
 	if (h == NULL)
 		return;
+	tp_http_close(h); /* its exchanges end: their own clients leave */
 	for (struct worker *w = h->workers; w != NULL; w = w->next)
 		if (w->pid > 0 && !w->exited)
 			kill(w->pid, SIGKILL);

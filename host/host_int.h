@@ -42,7 +42,7 @@
 
 /* The poll array: these, then two per client (its read and write ends), then
  * one per worker, then one per zygote. */
-enum { P_SIG, P_LISTEN, P_FIXED };
+enum { P_SIG, P_LISTEN, P_HTTP, P_FIXED };
 
 struct worker;
 struct session;
@@ -55,16 +55,17 @@ struct batch;
  * sees, continues or closes another's. A client whose reader has gone (EOF)
  * gets the answers to what it sent; one whose writer has gone (a closed
  * socket or pipe) has its work cancelled and its sessions ended at once. */
-enum tp_client_kind { TP_CLIENT_STDIO, TP_CLIENT_SOCKET, TP_CLIENT_CALLBACK };
+enum tp_client_kind { TP_CLIENT_STDIO, TP_CLIENT_SOCKET, TP_CLIENT_CALLBACK, TP_CLIENT_HTTP };
 
 struct client {
 	struct client *next;
 	unsigned long long num; /* 1, 2, ...: named in logs as client N */
 	enum tp_client_kind kind;
 	int rfd, wfd; /* stdio: 0 and 1; a socket: its fd twice; callback: -1 */
-	void (*emit)(void *ctx, json_t *msg); /* the callback kind's writer */
+	void (*emit)(void *ctx, json_t *msg); /* the callback and HTTP kinds' writer */
 	void *emit_ctx;
-	pid_t peer_pid; /* a socket's peer (SO_PEERCRED), else 0 */
+	struct tp_http *transport; /* the HTTP kind's (http.c), else NULL */
+	pid_t peer_pid;            /* a socket's peer (SO_PEERCRED), else 0 */
 	uid_t peer_uid;
 	struct tp_linebuf lb;
 	int open;   /* its requests may still come (not at EOF) */
@@ -211,8 +212,9 @@ struct tp_host {
 	struct client *clients; /* the stdio client first, then the listener's */
 	int nclients;
 	unsigned long long client_seq;
-	int listen_fd;     /* -1: no listener */
-	char *listen_path; /* its socket's path, removed at exit */
+	int listen_fd;        /* -1: no listener */
+	struct tp_http *http; /* --listen http://...: http.c's, or NULL */
+	char *listen_path;    /* its socket's path, removed at exit */
 	int sigfd;
 	int terminated;      /* SIGTERM or SIGINT: its number */
 	int gone;            /* the stdio client's stdout closed, with no listener */
@@ -276,6 +278,22 @@ int tp_listen_open(struct tp_host *h, const char *spec, unsigned mode, struct tp
 /* Accepts what connects (each a client, up to max_clients). */
 void tp_listen_accept(struct tp_host *h);
 void tp_listen_close(struct tp_host *h);
+
+/* http.c: --listen http://127.0.0.1:PORT, MCP's Streamable HTTP transport. The
+ * host's request handling, handed over so that http.c calls nothing above it. */
+struct tp_http_ops {
+	void (*line)(struct tp_host *h, struct client *c, const char *line, size_t len);
+	void (*leave)(struct tp_host *h, struct client *c, const char *why);
+};
+int tp_http_open(struct tp_host *h, const char *spec, const struct tp_http_ops *ops,
+		 struct tp_err *err);
+/* The fd the loop polls for it (-1: none), its next timeout in ms (-1: none). */
+int tp_http_fd(const struct tp_host *h);
+double tp_http_next_timeout(const struct tp_host *h);
+/* Serves what is ready; ends MCP sessions idle too long. */
+void tp_http_run(struct tp_host *h);
+int tp_http_is_open(const struct tp_host *h);
+void tp_http_close(struct tp_host *h);
 
 /* workspace.c: sessions' workspaces on disk. */
 int tp_ws_setup(struct tp_host *h, struct tp_err *err);

@@ -32,13 +32,15 @@ static int usage(FILE *f)
 	    "usage: tidepool [--policy NAME|FILE] [--policy-dir DIR] [--audit FILE]\n"
 	    "                [--jobs N] [--queue N] [--workspace-dir DIR]\n"
 	    "                [--listen unix:PATH [--listen-mode MODE] [--max-clients N]]\n"
+	    "                [--listen http://127.0.0.1:PORT]\n"
 	    "                      serve JSON-RPC 2.0 (MCP) on stdin/stdout: run Lua 5.4 and "
 	    "Python 3.11\n"
 	    "                      (--jobs: execs at once, default the CPUs; --queue: execs "
 	    "waiting, default 256)\n"
 	    "                      --listen also serves each connection to a Unix socket as a\n"
 	    "                      client of its own (mode 0600 unless --listen-mode; at most\n"
-	    "                      --max-clients, default 64), until SIGTERM or SIGINT\n"
+	    "                      --max-clients, default 64), until SIGTERM or SIGINT;\n"
+	    "                      http://127.0.0.1:PORT serves MCP over HTTP at /mcp\n"
 	    "       tidepool run [options] FILE|-     run one .lua or .py file and print its "
 	    "verdict\n"
 	    "       tidepool policy check FILE         validate a policy and explain each layer\n"
@@ -80,6 +82,12 @@ static long count_arg(const char *flag, const char *s, long lo, long hi)
 	return v;
 }
 
+static int once(const char *what)
+{
+	fprintf(stderr, "tidepool: %s may be given once\n", what);
+	return 2;
+}
+
 /* An octal file mode for the socket, 0 to 0777 (e.g. 0660 for a group). */
 static long mode_arg(const char *s)
 {
@@ -110,7 +118,8 @@ static int serve(int argc, char **argv)
 					      { "max-clients", required_argument, NULL, O_MAXC },
 					      { "help", no_argument, NULL, 'h' },
 					      { NULL, 0, NULL, 0 } };
-	const char *policy = NULL, *dir = NULL, *audit = NULL, *wsdir = NULL, *listen = NULL;
+	const char *policy = NULL, *dir = NULL, *audit = NULL, *wsdir = NULL, *listen = NULL,
+		   *http = NULL;
 	long jobs = 0, queue = -1, mode = -1, maxc = -1;
 	int c;
 	optind = 1;
@@ -127,6 +136,12 @@ static int serve(int argc, char **argv)
 			return 2;
 		else if (c == O_WSDIR)
 			wsdir = optarg;
+		else if (c == O_LISTEN && strncmp(optarg, "http://", 7) == 0 && http != NULL)
+			return once("--listen http://");
+		else if (c == O_LISTEN && strncmp(optarg, "http://", 7) == 0)
+			http = optarg;
+		else if (c == O_LISTEN && listen != NULL)
+			return once("--listen unix:");
 		else if (c == O_LISTEN)
 			listen = optarg;
 		else if (c == O_MODE && (mode = mode_arg(optarg)) < 0)
@@ -141,7 +156,7 @@ static int serve(int argc, char **argv)
 		fprintf(stderr, "tidepool: unknown command '%s'\n", argv[optind]);
 		return usage(stderr);
 	}
-	if (listen == NULL && (mode >= 0 || maxc >= 0)) {
+	if (listen == NULL && http == NULL && (mode >= 0 || maxc >= 0)) {
 		fprintf(stderr, "tidepool: --listen-mode and --max-clients need --listen\n");
 		return 2;
 	}
@@ -168,6 +183,7 @@ static int serve(int argc, char **argv)
 	if (queue >= 0)
 		cfg.max_queue = (int)queue;
 	cfg.listen = listen;
+	cfg.listen_http = http;
 	if (mode >= 0)
 		cfg.listen_mode = (unsigned)mode;
 	if (maxc > 0)

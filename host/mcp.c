@@ -84,6 +84,14 @@ static json_t *server_info(void)
 			 TP_VERSION);
 }
 
+int tp_mcp_version_known(const char *v)
+{
+	for (size_t i = 0; i < NVERSIONS; i++)
+		if (strcmp(versions[i], v) == 0)
+			return 1;
+	return 0;
+}
+
 const char *tp_mcp_initialize_version(const json_t *params)
 {
 	const char *want = json_string_value(json_object_get(params, "protocolVersion"));

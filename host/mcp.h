@@ -29,6 +29,8 @@
 #define TP_MCP_UNSUPPORTED_VERSION -32022
 
 const char *tp_mcp_initialize_version(const json_t *params);
+/* 1: v is a revision tidepool speaks (an MCP-Protocol-Version header's). */
+int tp_mcp_version_known(const char *v);
 json_t *tp_mcp_initialize(const char *version, const struct tp_policy *deflt);
 json_t *tp_mcp_discover(const struct tp_policy *deflt);
 /* 1: params' _meta names a protocol version (a modern request). */

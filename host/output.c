@@ -56,6 +56,8 @@ static int out_append(struct client *h, const char *s, size_t n, int use_reserve
 void tp_out_flush(struct client *c)
 {
 	size_t off = 0;
+	if (c->out == NULL)
+		return; /* a client with a writer of its own (in process, HTTP) */
 	while (c->wfd >= 0 && off < c->out_len) {
 		ssize_t n = c->kind == TP_CLIENT_SOCKET
 				? send(c->wfd, c->out + off, c->out_len - off, MSG_NOSIGNAL)
@@ -144,9 +146,12 @@ void tp_out_emit(struct client *c, const json_t *id, json_t *msg)
 {
 	if (c->batches != NULL && msg != NULL && batch_take(c, id, msg))
 		return;
-	if (c->kind == TP_CLIENT_CALLBACK) {
+	if (c->emit != NULL) { /* in process, or HTTP: the writer is the client's own */
 		if (msg != NULL)
 			c->emit(c->emit_ctx, msg);
+		else if (c->kind == TP_CLIENT_HTTP)
+			c->emit(c->emit_ctx, tp_rpc_error((json_t *)id, TP_RPC_INTERNAL_ERROR,
+							  "out of memory", NULL));
 		return;
 	}
 	if (c->gone) {
@@ -164,7 +169,7 @@ void tp_out_emit(struct client *c, const json_t *id, json_t *msg)
 
 int tp_out_send(struct client *c, json_t *msg)
 {
-	if (c->kind == TP_CLIENT_CALLBACK) {
+	if (c->emit != NULL) {
 		if (msg == NULL)
 			return -1;
 		c->emit(c->emit_ctx, msg);

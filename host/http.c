@@ -1,0 +1,631 @@
+/*
+ * http.c — MCP's Streamable HTTP transport (--listen http://127.0.0.1:PORT),
+ * on libmicrohttpd in external-poll mode: its epoll fd is one of the loop's
+ * fds, it parses HTTP, and nothing here does. One endpoint, /mcp:
+ *   POST    one JSON-RPC message (or a 2025-03-26 batch); answered with the
+ *           reply as application/json once every request in it is answered
+ *           (the connection is suspended meanwhile), 202 when it held none;
+ *   DELETE  ends the MCP session its Mcp-Session-Id names (its client leaves);
+ *   GET     405: no server-initiated stream is offered;
+ * and /healthz, /readyz. An initialize without Mcp-Session-Id opens an MCP
+ * session: a client of its own (client.c), named by a 128-bit random id in the
+ * Mcp-Session-Id header, kept until DELETE, an hour idle, or the end. A POST
+ * without the header (the stateless 2026-07-28 revision, or a native method)
+ * is a client for that POST alone.
+ *
+ * First step (docs/clients.md, "HTTP"): replies only. Notifications tidepool
+ * sends (sandbox/output, progress) are dropped, and a snippet's tool call is
+ * refused, until the SSE responses that carry them are built.
+ *
+ * Invariants: only a loopback address is bound (there are no tokens yet); a
+ * request whose Host or Origin is not loopback is refused (DNS rebinding); a
+ * body larger than the line limit is refused without being kept; no reply is
+ * ever written to another exchange than the one whose request it answers.
+ * Calls down only (client.c, output.c through the clients); the host's line
+ * handler and leave are function pointers it hands over at open.
+ */
+#include "host_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "jsonrpc.h"
+#include "mcp.h"
+
+#define HTTP_IDLE_S 30                  /* a connection idle this long is closed */
+#define SESSION_IDLE_MS (3600.0 * 1000) /* an MCP session unused this long ends */
+#define SESSION_ID_HEX 32
+#define HANGUP_CHECK_MS 200.0 /* how often a waiting POST's peer is looked at */
+
+struct http_session {
+	struct http_session *next;
+	char id[SESSION_ID_HEX + 1];
+	struct client *c;
+	double last_used;
+};
+
+/* One POST (or DELETE, GET) being answered: MHD's per-request pointer. */
+struct exchange {
+	struct exchange *next; /* among its client's, or the stateless ones */
+	struct MHD_Connection *conn;
+	char *body;
+	size_t len, cap;
+	int too_big, handled, ready, suspended;
+	int stateless; /* its client is its own: it leaves when the exchange ends */
+	struct client *c;
+	struct http_session *s; /* NULL: its client is this exchange's alone */
+	json_t *want;           /* the ids still to be answered */
+	json_t *replies;        /* the answers so far, in order */
+	int batch;              /* the body was an array */
+	int as_array;           /* the host answered it with an array (a batch's) */
+	char new_session[SESSION_ID_HEX + 1];
+};
+
+struct tp_http {
+	struct MHD_Daemon *d;
+	int epoll_fd;
+	char url[128];
+	struct tp_http_ops ops;
+	struct http_session *sessions;
+	struct exchange *open;    /* every exchange waiting for replies */
+	struct exchange *feeding; /* the one whose body the host is reading now */
+	double next_hangup_check; /* tp_now_ms: suspended connections' peers looked at */
+};
+
+/* ---- replies: the clients' writer ------------------------------------------------- */
+
+static int id_at(const json_t *ids, const json_t *id)
+{
+	for (size_t i = 0; i < json_array_size(ids); i++) {
+		json_t *x = json_array_get(ids, i);
+		if ((json_is_null(x) && (id == NULL || json_is_null(id))) ||
+		    (id != NULL && json_equal(x, (json_t *)id)))
+			return (int)i;
+	}
+	return -1;
+}
+
+/* The exchange waiting for this reply of client c: the one whose request it
+ * answers (by id: any member's, for a batch's array); else, for a reply
+ * without a known id (a parse error, a refused batch: id null), the one whose
+ * body is being read, since the host answers those at once. */
+static struct exchange *route(struct tp_http *t, const struct client *c, const json_t *msg, int *at)
+{
+	size_t n = json_is_array(msg) ? json_array_size(msg) : 1;
+	for (struct exchange *x = t->open; x != NULL; x = x->next) {
+		if (x->c != c)
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			const json_t *m = json_is_array(msg) ? json_array_get(msg, i) : msg;
+			const json_t *id = json_object_get(m, "id");
+			if (id != NULL && !json_is_null(id) && (*at = id_at(x->want, id)) >= 0)
+				return x;
+		}
+	}
+	*at = -1;
+	return t->feeding != NULL && t->feeding->c == c ? t->feeding : NULL;
+}
+
+/* A client's message (stolen): the reply goes to the exchange that carried its
+ * request; anything else (a notification, a request of ours) has no stream to
+ * go to yet and is dropped. */
+static void emit(void *ctx, json_t *msg)
+{
+	struct client *c = ctx;
+	struct tp_http *t = c->transport;
+	const json_t *first = json_is_array(msg) ? json_array_get(msg, 0) : msg;
+	int at;
+	struct exchange *x = NULL;
+	if (t != NULL && json_is_object(first) && json_object_get(first, "method") == NULL)
+		x = route(t, c, msg, &at);
+	if (x == NULL) {
+		json_decref(msg);
+		return;
+	}
+	if (json_is_array(msg) || at < 0)
+		json_array_clear(x->want); /* a batch's, or the whole body's answer */
+	else
+		json_array_remove(x->want, (size_t)at);
+	if (json_is_array(msg)) {
+		x->as_array = 1;
+		json_array_extend(x->replies, msg);
+	} else {
+		json_array_append(x->replies, msg);
+	}
+	if (x->handled && json_array_size(x->want) == 0 && !x->ready) {
+		x->ready = 1;
+		if (x->suspended) {
+			x->suspended = 0;
+			MHD_resume_connection(x->conn);
+		}
+	}
+	json_decref(msg);
+}
+
+/* ---- sessions ------------------------------------------------------------------------- */
+
+static struct http_session *session_find(struct tp_http *t, const char *id)
+{
+	for (struct http_session *s = t->sessions; id != NULL && s != NULL; s = s->next)
+		if (strcmp(s->id, id) == 0)
+			return s;
+	return NULL;
+}
+
+static struct client *http_client(struct tp_host *h, struct tp_http *t)
+{
+	if (tp_client_reserve(h) != 0)
+		return NULL;
+	struct client *c = tp_client_new(h, TP_CLIENT_HTTP, -1, -1);
+	if (c == NULL)
+		return NULL;
+	c->emit = emit;
+	c->emit_ctx = c;
+	c->transport = t;
+	c->open = 1;
+	return c;
+}
+
+static void session_end(struct tp_host *h, struct tp_http *t, struct http_session *s,
+			const char *why)
+{
+	struct http_session **pp = &t->sessions;
+	while (*pp != NULL && *pp != s)
+		pp = &(*pp)->next;
+	if (*pp != NULL)
+		*pp = s->next;
+	for (struct exchange *x = t->open; x != NULL; x = x->next)
+		if (x->s == s)
+			x->s = NULL; /* its replies are no one's now */
+	t->ops.leave(h, s->c, why);
+	free(s);
+}
+
+/* ---- answering -------------------------------------------------------------------------- */
+
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, const char *type,
+			       const char *body, size_t len, const char *session_id)
+{
+	struct MHD_Response *r =
+	    MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+	if (r == NULL)
+		return MHD_NO;
+	if (type != NULL)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (session_id != NULL && session_id[0] != '\0')
+		MHD_add_response_header(r, "Mcp-Session-Id", session_id);
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST, DELETE");
+	enum MHD_Result ok = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
+/* A JSON-RPC error as the body of an HTTP error (id null). */
+static enum MHD_Result refuse(struct MHD_Connection *conn, unsigned status, int code,
+			      const char *msg)
+{
+	json_t *e = tp_rpc_error(NULL, code, msg, NULL);
+	size_t len = 0;
+	char *text = e ? tp_rpc_encode(e, &len) : NULL;
+	enum MHD_Result r = text ? respond(conn, status, "application/json", text, len, NULL)
+				 : respond(conn, status, "text/plain", msg, strlen(msg), NULL);
+	free(text);
+	json_decref(e);
+	return r;
+}
+
+static enum MHD_Result answer(struct exchange *x)
+{
+	size_t n = json_array_size(x->replies), len = 0;
+	if (n == 0)
+		return respond(x->conn, MHD_HTTP_ACCEPTED, NULL, "", 0, x->new_session);
+	json_t *body =
+	    x->as_array ? json_incref(x->replies) : json_incref(json_array_get(x->replies, 0));
+	/* A body that was no request (not JSON, not JSON-RPC): 400, with the error. */
+	const json_t *id = json_object_get(body, "id");
+	unsigned status = json_object_get(body, "error") != NULL && (id == NULL || json_is_null(id))
+			      ? MHD_HTTP_BAD_REQUEST
+			      : MHD_HTTP_OK;
+	char *text = tp_rpc_encode(body, &len);
+	json_decref(body);
+	enum MHD_Result r =
+	    text ? respond(x->conn, status, "application/json", text, len, x->new_session)
+		 : MHD_NO; /* out of memory: the connection is closed */
+	free(text);
+	return r;
+}
+
+/* ---- checks ------------------------------------------------------------------------------ */
+
+/* A loopback host name, with or without a port: localhost, 127.x.y.z, [::1]. */
+static int loopback_name(const char *s, size_t n)
+{
+	char host[64];
+	const char *end = memchr(s, ']', n);
+	if (n > 0 && s[0] == '[') /* [v6]:port */
+		return end != NULL && (size_t)(end - s) == 4 && memcmp(s, "[::1]", 5) == 0;
+	const char *colon = memchr(s, ':', n);
+	size_t hl = colon ? (size_t)(colon - s) : n;
+	if (hl == 0 || hl >= sizeof host)
+		return 0;
+	memcpy(host, s, hl);
+	host[hl] = '\0';
+	if (strcmp(host, "localhost") == 0)
+		return 1;
+	struct in_addr a;
+	return inet_pton(AF_INET, host, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+/* DNS rebinding: a page of another site that resolves its name to us sends its
+ * own Host and Origin. Both must name loopback (an absent Origin is a client
+ * that is not a browser). */
+static const char *rebinding(struct MHD_Connection *conn)
+{
+	const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
+	const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+	if (host == NULL || !loopback_name(host, strlen(host)))
+		return "Forbidden: the Host header must name this loopback server";
+	if (origin != NULL) {
+		const char *p = strstr(origin, "://");
+		if (p == NULL || !loopback_name(p + 3, strcspn(p + 3, "/")))
+			return "Forbidden: Origin is not a loopback origin";
+	}
+	return NULL;
+}
+
+/* The ids of the requests in a body (a message or a batch): what must be
+ * answered before the POST is. A body that is not JSON gets one answer, with
+ * id null (the parse error). */
+static json_t *wanted(const char *body, size_t len, int *batch, int *init)
+{
+	json_error_t e;
+	json_t *v = json_loadb(body, len, JSON_DECODE_ANY, &e);
+	json_t *ids = json_array();
+	*batch = json_is_array(v);
+	*init = 0;
+	if (ids == NULL) {
+		json_decref(v);
+		return NULL;
+	}
+	if (v == NULL || (!json_is_object(v) && !json_is_array(v)) ||
+	    (json_is_array(v) && json_array_size(v) == 0)) {
+		*batch = 0;
+		json_array_append_new(ids, json_null());
+		json_decref(v);
+		return ids;
+	}
+	for (size_t i = 0; i < (json_is_array(v) ? json_array_size(v) : 1); i++) {
+		json_t *m = json_is_array(v) ? json_array_get(v, i) : v;
+		json_t *id = json_object_get(m, "id");
+		const char *method = json_string_value(json_object_get(m, "method"));
+		if (!json_is_object(m)) {
+			json_array_append_new(ids, json_null());
+			continue;
+		}
+		if (method == NULL)
+			continue; /* a response of the client's: nothing to answer */
+		*init |= strcmp(method, "initialize") == 0;
+		if (id != NULL)
+			json_array_append(ids, id);
+	}
+	json_decref(v);
+	return ids;
+}
+
+/* ---- MHD's callbacks ---------------------------------------------------------------------- */
+
+static void exchange_unlink(struct tp_http *t, struct exchange *x)
+{
+	struct exchange **pp = &t->open;
+	while (*pp != NULL && *pp != x)
+		pp = &(*pp)->next;
+	if (*pp != NULL)
+		*pp = x->next;
+}
+
+static enum MHD_Result post(struct tp_host *h, struct tp_http *t, struct exchange *x)
+{
+	const char *sid = MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND, "Mcp-Session-Id");
+	const char *pv =
+	    MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND, "MCP-Protocol-Version");
+	int init;
+	if (x->too_big) {
+		char msg[96];
+		snprintf(msg, sizeof msg, "Request body larger than %zu bytes", h->cfg.max_line);
+		return refuse(x->conn, 413, TP_RPC_INVALID_REQUEST, msg);
+	}
+	if (pv != NULL && !tp_mcp_version_known(pv))
+		return refuse(x->conn, MHD_HTTP_BAD_REQUEST, TP_RPC_INVALID_REQUEST,
+			      "Bad Request: unsupported MCP-Protocol-Version");
+	x->want = wanted(x->body ? x->body : "", x->len, &x->batch, &init);
+	x->replies = json_array();
+	if (x->want == NULL || x->replies == NULL)
+		return MHD_NO;
+	if (sid != NULL) {
+		x->s = session_find(t, sid);
+		if (x->s == NULL)
+			return refuse(x->conn, MHD_HTTP_NOT_FOUND, TP_RPC_NO_SESSION,
+				      "Not Found: no MCP session has this Mcp-Session-Id");
+		x->c = x->s->c;
+		x->s->last_used = tp_now_ms();
+	} else if (init) {
+		unsigned char raw[SESSION_ID_HEX / 2];
+		struct http_session *s = calloc(1, sizeof *s);
+		if (s == NULL || getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw ||
+		    (s->c = http_client(h, t)) == NULL) {
+			free(s);
+			return refuse(x->conn, MHD_HTTP_SERVICE_UNAVAILABLE, TP_RPC_INTERNAL_ERROR,
+				      "out of memory");
+		}
+		for (size_t i = 0; i < sizeof raw; i++)
+			snprintf(s->id + 2 * i, 3, "%02x", raw[i]);
+		s->last_used = tp_now_ms();
+		s->next = t->sessions;
+		t->sessions = s;
+		x->s = s;
+		x->c = s->c;
+		snprintf(x->new_session, sizeof x->new_session, "%s", s->id);
+	} else if ((x->c = http_client(h, t)) == NULL) {
+		return refuse(x->conn, MHD_HTTP_SERVICE_UNAVAILABLE, TP_RPC_INTERNAL_ERROR,
+			      "out of memory");
+	} else {
+		x->stateless = 1;
+	}
+	tp_client_ref(x->c); /* it outlives a DELETE that comes meanwhile */
+	x->next = t->open;
+	t->open = x;
+	t->feeding = x;
+	t->ops.line(h, x->c, x->body ? x->body : "", x->len);
+	t->feeding = NULL;
+	x->handled = 1;
+	if (json_array_size(x->want) == 0) {
+		x->ready = 1;
+		return answer(x);
+	}
+	x->suspended = 1;
+	MHD_suspend_connection(x->conn);
+	return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload_data,
+				  size_t *upload_data_size, void **con_cls)
+{
+	struct tp_host *h = cls;
+	struct tp_http *t = h->http;
+	struct exchange *x = *con_cls;
+	(void)version;
+	if (x == NULL) { /* the headers: decide now what needs a body */
+		const char *why = rebinding(conn);
+		if (why != NULL)
+			return refuse(conn, MHD_HTTP_FORBIDDEN, TP_RPC_INVALID_REQUEST, why);
+		if (strcmp(method, "GET") == 0 && strcmp(url, "/healthz") == 0)
+			return respond(conn, MHD_HTTP_OK, "text/plain", "ok\n", 3, NULL);
+		if (strcmp(method, "GET") == 0 && strcmp(url, "/readyz") == 0)
+			return h->terminated
+				   ? respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain",
+					     "draining\n", 9, NULL)
+				   : respond(conn, MHD_HTTP_OK, "text/plain", "ready\n", 6, NULL);
+		if (strcmp(url, "/mcp") != 0)
+			return refuse(conn, MHD_HTTP_NOT_FOUND, TP_RPC_INVALID_REQUEST,
+				      "Not Found: the MCP endpoint is /mcp");
+		if (strcmp(method, "DELETE") == 0) {
+			const char *sid =
+			    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Mcp-Session-Id");
+			struct http_session *s = session_find(t, sid);
+			if (sid == NULL)
+				return refuse(conn, MHD_HTTP_BAD_REQUEST, TP_RPC_INVALID_REQUEST,
+					      "Bad Request: DELETE needs Mcp-Session-Id");
+			if (s == NULL)
+				return refuse(conn, MHD_HTTP_NOT_FOUND, TP_RPC_NO_SESSION,
+					      "Not Found: no MCP session has this Mcp-Session-Id");
+			session_end(h, t, s, "ended by the client (HTTP DELETE)");
+			return respond(conn, MHD_HTTP_OK, NULL, "", 0, NULL);
+		}
+		if (strcmp(method, "POST") != 0)
+			return refuse(conn, MHD_HTTP_METHOD_NOT_ALLOWED, TP_RPC_INVALID_REQUEST,
+				      "Method Not Allowed: POST a JSON-RPC message; no GET stream "
+				      "is offered");
+		if ((x = calloc(1, sizeof *x)) == NULL)
+			return MHD_NO;
+		x->conn = conn;
+		*con_cls = x;
+		return MHD_YES;
+	}
+	if (*upload_data_size > 0) { /* a piece of the body */
+		size_t n = *upload_data_size;
+		*upload_data_size = 0;
+		if (x->too_big || x->len + n > h->cfg.max_line) {
+			x->too_big = 1; /* read on and dropped: the answer is 413 */
+			free(x->body);
+			x->body = NULL;
+			x->len = x->cap = 0;
+			return MHD_YES;
+		}
+		if (x->len + n + 1 > x->cap) {
+			size_t cap = x->cap ? x->cap : 4096;
+			while (cap < x->len + n + 1)
+				cap *= 2;
+			char *b = realloc(x->body, cap);
+			if (b == NULL)
+				return MHD_NO;
+			x->body = b;
+			x->cap = cap;
+		}
+		memcpy(x->body + x->len, upload_data, n);
+		x->len += n;
+		return MHD_YES;
+	}
+	if (!x->handled && x->want == NULL)
+		return post(h, t, x);
+	if (x->ready) /* resumed: every request of it is answered */
+		return answer(x);
+	return MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode why)
+{
+	struct tp_host *h = cls;
+	struct tp_http *t = h->http;
+	struct exchange *x = *con_cls;
+	(void)conn;
+	(void)why;
+	if (x == NULL)
+		return;
+	*con_cls = NULL;
+	exchange_unlink(t, x);
+	if (x->c != NULL) {
+		/* A POST's own client leaves with it: what it still runs is
+		 * cancelled (its HTTP client went away before the answer). */
+		if (x->stateless && !x->c->closed)
+			t->ops.leave(h, x->c, "cancelled: the HTTP client went away");
+		tp_client_unref(x->c);
+	}
+	json_decref(x->want);
+	json_decref(x->replies);
+	free(x->body);
+	free(x);
+}
+
+/* ---- the listener ----------------------------------------------------------------------- */
+
+int tp_http_open(struct tp_host *h, const char *spec, const struct tp_http_ops *ops,
+		 struct tp_err *err)
+{
+	char host[64];
+	unsigned port;
+	int n = 0;
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	if (sscanf(spec, "http://%63[^:/]:%u%n", host, &port, &n) != 2 ||
+	    (spec[n] != '\0' && strcmp(spec + n, "/") != 0 && strcmp(spec + n, "/mcp") != 0) ||
+	    port > 65535)
+		return tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_HOST, 0,
+				  "--listen takes http://127.0.0.1:PORT (the endpoint is /mcp), "
+				  "not '%.200s'",
+				  spec);
+	if (strcmp(host, "localhost") == 0)
+		snprintf(host, sizeof host, "127.0.0.1");
+	if (inet_pton(AF_INET, host, &a.sin_addr) != 1 || (ntohl(a.sin_addr.s_addr) >> 24) != 127)
+		return tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_HOST, 0,
+				  "--listen %.200s: only a loopback address (127.0.0.1) may be "
+				  "bound: there are no tokens yet to tell one client from another",
+				  spec);
+	a.sin_port = htons((uint16_t)port);
+	struct tp_http *t = calloc(1, sizeof *t);
+	if (t == NULL)
+		return tp_err_oom(err, TP_LAYER_HOST);
+	t->ops = *ops;
+	h->http = t;
+	t->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, on_request,
+				h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP_IDLE_S,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned)h->cfg.max_clients,
+				MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_END);
+	if (t->d == NULL) {
+		int e = errno;
+		free(t);
+		h->http = NULL;
+		return tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_HOST, e, "--listen %.200s: %s",
+				  spec, e ? strerror(e) : "the HTTP server did not start");
+	}
+	const union MHD_DaemonInfo *ep = MHD_get_daemon_info(t->d, MHD_DAEMON_INFO_EPOLL_FD);
+	const union MHD_DaemonInfo *pi = MHD_get_daemon_info(t->d, MHD_DAEMON_INFO_BIND_PORT);
+	t->epoll_fd = ep ? ep->epoll_fd : -1;
+	snprintf(t->url, sizeof t->url, "http://%s:%u/mcp", host, pi ? (unsigned)pi->port : port);
+	tp_out_log("listening on %s", t->url);
+	return 0;
+}
+
+int tp_http_fd(const struct tp_host *h)
+{
+	return h->http ? h->http->epoll_fd : -1;
+}
+
+/* A suspended connection is not watched by MHD: one whose peer hung up is
+ * found here. A POST's own client leaves (what it runs is cancelled); a
+ * session's exchange is let go (its exec runs on, as the spec asks: a
+ * disconnection is no cancel). */
+static void hung_up(struct tp_host *h, struct tp_http *t)
+{
+	for (struct exchange *x = t->open, *next; x != NULL; x = next) {
+		next = x->next;
+		if (!x->suspended)
+			continue;
+		const union MHD_ConnectionInfo *ci =
+		    MHD_get_connection_info(x->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+		struct pollfd p = { ci ? ci->connect_fd : -1, POLLRDHUP, 0 };
+		if (p.fd < 0 || poll(&p, 1, 0) <= 0 ||
+		    !(p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			continue;
+		x->suspended = 0;
+		x->ready = 1;
+		MHD_resume_connection(x->conn); /* its answer fails: on_completed */
+		if (x->stateless && !x->c->closed)
+			t->ops.leave(h, x->c, "cancelled: the HTTP client went away");
+	}
+}
+
+void tp_http_run(struct tp_host *h)
+{
+	struct tp_http *t = h->http;
+	if (t == NULL)
+		return;
+	double now = tp_now_ms();
+	if (now >= t->next_hangup_check) {
+		hung_up(h, t);
+		t->next_hangup_check = now + HANGUP_CHECK_MS;
+	}
+	MHD_run(t->d);
+	for (struct http_session *s = t->sessions, *next; s != NULL; s = next) {
+		next = s->next;
+		if (now - s->last_used >= SESSION_IDLE_MS)
+			session_end(h, t, s, "its MCP session was idle for an hour");
+	}
+}
+
+double tp_http_next_timeout(const struct tp_host *h)
+{
+	MHD_UNSIGNED_LONG_LONG ms;
+	double best = -1;
+	if (h->http == NULL)
+		return -1;
+	if (MHD_get_timeout(h->http->d, &ms) == MHD_YES)
+		best = (double)ms;
+	for (const struct exchange *x = h->http->open; x != NULL; x = x->next)
+		if (x->suspended) { /* its peer is looked at this often */
+			double left = h->http->next_hangup_check - tp_now_ms();
+			left = left < 0 ? 0 : left;
+			if (best < 0 || left < best)
+				best = left;
+			break;
+		}
+	return best;
+}
+
+int tp_http_is_open(const struct tp_host *h)
+{
+	return h->http != NULL;
+}
+
+void tp_http_close(struct tp_host *h)
+{
+	struct tp_http *t = h->http;
+	if (t == NULL)
+		return;
+	MHD_stop_daemon(t->d); /* completes every exchange: on_completed */
+	while (t->sessions != NULL) {
+		struct http_session *s = t->sessions;
+		t->sessions = s->next;
+		free(s); /* its client is freed with the host's */
+	}
+	free(t);
+	h->http = NULL;
+}
