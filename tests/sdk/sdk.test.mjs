@@ -1,17 +1,18 @@
 // tidepool against the official MCP TypeScript SDKs, over their own stdio
-// transport (make sdk): @modelcontextprotocol/sdk 1.32.2 (the v1 client) and
+// transport and their Streamable HTTP one (--listen http://, the last block) (make sdk): @modelcontextprotocol/sdk 1.32.2 (the v1 client) and
 // @modelcontextprotocol/client 2.4.0 (the v2 client) in every revision
 // tidepool offers. Any rejection by an SDK (a result its schemas refuse,
 // structuredContent that fails the tool's outputSchema) fails the test.
 import assert from 'node:assert/strict';
 import { describe, test, before, after } from 'node:test';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as StdioV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { Client } from '@modelcontextprotocol/client';
+import { StreamableHTTPClientTransport as HttpV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 
 const BIN = process.env.TIDEPOOL ?? fileURLToPath(new URL('../../build/tidepool', import.meta.url));
@@ -265,6 +266,53 @@ describe('the data preset through MCP', () => {
         assert.deepEqual(r.structuredContent.value, [{ k: 'a', v: 4 }, { k: 'b', v: 2 }]);
         assert.equal(r.structuredContent.text, 'k\na    4\nb    2\nName: v, dtype: int64');
         assert.deepEqual(r.structuredContent.images, [{ mime: 'image/png', bytes: png.length }]);
+      } finally {
+        await client.close();
+      }
+    });
+  }
+});
+
+// The same clients over MCP's Streamable HTTP transport (--listen
+// http://127.0.0.1:0; docs/clients.md, HTTP): one tidepool serves them all,
+// each an MCP session of its own (or, pinned to the stateless revision, a
+// client per POST).
+describe('over HTTP', () => {
+  let proc;
+  let url;
+  before(async () => {
+    proc = spawn(BIN, ['--listen', 'http://127.0.0.1:0'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    url = await new Promise((resolve, reject) => {
+      let err = '';
+      proc.stderr.on('data', (d) => {
+        err += d;
+        const m = err.match(/listening on (http:\/\/\S+)/);
+        if (m) resolve(new URL(m[1]));
+      });
+      proc.on('exit', (code) => reject(new Error(`tidepool exited ${code}: ${err}`)));
+    });
+  });
+  after(() => {
+    proc?.kill('SIGTERM');
+  });
+  for (const c of CLIENTS) {
+    test(`${c.name}: tools, an exec, a session across calls`, async () => {
+      const client = c.v1 ? new ClientV1(INFO)
+        : new Client(INFO, c.rev === MODERN ? { versionNegotiation: { mode: { pin: MODERN } } }
+          : { supportedProtocolVersions: [c.rev] });
+      const transport = c.v1 ? new HttpV1(url) : new StreamableHTTPClientTransport(url);
+      await client.connect(transport);
+      try {
+        const { tools } = await client.listTools();
+        assert.deepEqual(tools.map((t) => t.name).slice(0, 4), ['run_lua', 'run_python', 'list_sessions', 'close_session']);
+        const r = await call(c, client, { name: 'run_lua', arguments: { code: 'return 6*7' } });
+        assert.equal(r.isError, false);
+        assert.equal(r.structuredContent.value, 42);
+        if (c.rev !== MODERN) { /* sessions live in an MCP session, which a stateless client has not */
+          const s = await call(c, client, { name: 'run_python', arguments: { code: 'x = 20', session: 'new' } });
+          const s2 = await call(c, client, { name: 'run_python', arguments: { code: 'x + 1', session: s.structuredContent.session_id } });
+          assert.equal(s2.structuredContent.value, 21);
+        }
       } finally {
         await client.close();
       }
