@@ -547,23 +547,34 @@ static void full_name(char *buf, size_t len, const char *lib, const char *fn)
 		snprintf(buf, len, "%s.%s", lib, fn);
 }
 
-/* The answers of allowed() in the order tp_lenv_open asks, kept from the first
+/* This file's state (S, not L: L is a lua_State throughout the Lua layer):
+ * the answers of allowed() in the order tp_lenv_open asks, kept from the first
  * build: the policy is the process's for its life, and a state worker builds
- * the same environment before each exec (lsandbox.c tp_lua_reset). */
-static unsigned char memo[1024];
-static size_t memo_next, memo_len;
-static int memo_done;
+ * the same environment before each exec (lsandbox.c tp_lua_reset). No signal
+ * handler reads or writes it. */
+static struct {
+	/* The first build's answers: memo and memo_len written by the zygote's
+	 * build (tp_lua_zygote_init), before any worker; memo_done set at the end
+	 * of every build, to the same value after the first: all fitted, so later
+	 * builds only read them back (else each asks again). */
+	unsigned char memo[1024];
+	size_t memo_len;
+	int memo_done;
+	/* Per build (each tp_lenv_open: the zygote's, and a state worker's before
+	 * each exec): the next answer to read back. */
+	size_t memo_next;
+} S;
 
 static int allowed_uncached(const char *lib, const char *fn);
 
 /* Does the policy give the snippet this function of this library? */
 static int allowed(const char *lib, const char *fn)
 {
-	if (memo_done && memo_next < memo_len)
-		return memo[memo_next++];
+	if (S.memo_done && S.memo_next < S.memo_len)
+		return S.memo[S.memo_next++];
 	int r = allowed_uncached(lib, fn);
-	if (!memo_done && memo_len < sizeof memo)
-		memo[memo_len++] = (unsigned char)r;
+	if (!S.memo_done && S.memo_len < sizeof S.memo)
+		S.memo[S.memo_len++] = (unsigned char)r;
 	return r;
 }
 
@@ -1007,7 +1018,7 @@ int tp_lenv_open(lua_State *L)
 	const struct tp_policy *p = tp_sandbox_policy();
 	if (p != NULL && !p->language_layer)
 		return open_everything(L);
-	memo_next = 0;
+	S.memo_next = 0;
 	lua_newtable(L); /* the snippet's _G */
 	for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++) {
 		const struct lib *lib = &libs[i];
@@ -1040,6 +1051,6 @@ int tp_lenv_open(lua_State *L)
 	new_ids(L); /* object ids */
 	lua_setwarnf(L, warnf, NULL);
 	/* Every answer fitted: the next build reads them back (else it asks). */
-	memo_done = memo_len < sizeof memo;
+	S.memo_done = S.memo_len < sizeof S.memo;
 	return 0;
 }

@@ -16,6 +16,13 @@
 #define CO_CHUNK 100        /* per hook of a coroutine (its rest is lost at death) */
 #define RESERVE (64u << 10) /* heap lent to tracebacks and the result conversion */
 
+/* This file's state. tp_lua_x is the exec's bookkeeping, rebuilt per exec by
+ * lsandbox.c's begin(); its running and charged fields are the SIGPROF
+ * handler's (volatile, lguard.h). g_L and g_alloc are written by
+ * tp_lua_guard_init() whenever the state is built (in the zygote before any
+ * worker; in a state worker between execs), and only read otherwise. They stay
+ * globals, not a struct: the handler reads g_alloc (tp_lua_guard_publish), and
+ * g_L alone would be a struct of one. */
 struct tp_lua_exec tp_lua_x;
 static lua_State *g_L;            /* the pristine state's main thread (lsandbox.c's) */
 static struct tp_lalloc *g_alloc; /* its allocator (lsandbox.c's) */

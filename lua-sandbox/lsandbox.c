@@ -34,12 +34,24 @@
 #define CHUNKNAME TP_LUA_CHUNKNAME
 #define MAIN_CHUNK TP_LUA_MAIN_CHUNK
 
-static lua_State *g_L; /* the pristine state; workers inherit a copy */
+/* This file's state (S, not L: L is a lua_State throughout the Lua layer). The
+ * exec's bookkeeping is lguard.c's tp_lua_x, rebuilt by begin() for every exec;
+ * S.L and g_alloc are handed to the guard whenever the state is built. No
+ * signal handler reads S. */
+static struct {
+	/* The pristine state: built in the zygote (tp_lua_zygote_init), before any
+	 * worker, which inherits a copy; rebuilt in a state worker by tp_lua_reset()
+	 * between execs. */
+	lua_State *L;
+	/* Per exec, by begin(): this process's state has served a session's exec,
+	 * so the session's next execs keep its exec_env (lenv.c). */
+	int session_begun;
+} S;
+/* The state's allocator: initialised with S.L; its limit and counters set per
+ * exec by begin(), its counts moved by every allocation. A global of its own,
+ * not a field of S: the CPU timer's SIGPROF handler reads its peak (through
+ * lguard.c's tp_lua_guard_publish). */
 static struct tp_lalloc g_alloc;
-/* The exec's bookkeeping is lguard.c's tp_lua_x, rebuilt by begin() for every
- * exec; g_L and g_alloc are handed to the guard whenever the state is built. */
-static int g_session_begun; /* this process's state has served a session's exec: the
-			     * session's next execs keep its exec_env (lenv.c) */
 
 /* ---- one exec ------------------------------------------------------------------------ */
 
@@ -47,11 +59,11 @@ enum stage { ST_INPUTS, ST_LOAD, ST_RUN };
 
 static void reseed(uint64_t seed)
 {
-	lua_getfield(g_L, LUA_REGISTRYINDEX, SEED_KEY);
-	lua_pushinteger(g_L, (lua_Integer)seed);
-	lua_pushinteger(g_L, 0);
-	if (lua_pcall(g_L, 2, 0, 0) != LUA_OK)
-		lua_pop(g_L, 1);
+	lua_getfield(S.L, LUA_REGISTRYINDEX, SEED_KEY);
+	lua_pushinteger(S.L, (lua_Integer)seed);
+	lua_pushinteger(S.L, 0);
+	if (lua_pcall(S.L, 2, 0, 0) != LUA_OK)
+		lua_pop(S.L, 1);
 }
 
 static void begin(const struct tp_request *req, struct tp_shm *shm)
@@ -59,14 +71,14 @@ static void begin(const struct tp_request *req, struct tp_shm *shm)
 	memset(&tp_lua_x, 0, sizeof tp_lua_x); /* the CPU timer is off: no handler reads it */
 	tp_lua_x.shm = shm;
 	tp_lua_x.lim = req->limits;
-	tp_lua_x.running = g_L;
+	tp_lua_x.running = S.L;
 	tp_lua_x.err_line = -1;
 	tp_lua_x.tb_ref = LUA_NOREF;
 	tp_shm_begin(shm, req->limits.output_bytes);
 	tp_lalloc_set_limit(&g_alloc, 0); /* until the exec's own: these must not fail */
-	if (!req->session || !g_session_begun)
-		tp_lenv_exec_reset(g_L); /* a state no exec used: nothing of another's */
-	g_session_begun = req->session;
+	if (!req->session || !S.session_begun)
+		tp_lenv_exec_reset(S.L); /* a state no exec used: nothing of another's */
+	S.session_begun = req->session;
 	if (req->has_seed)
 		reseed(req->seed);
 	tp_lalloc_set_limit(&g_alloc, req->limits.memory_bytes);
@@ -481,7 +493,7 @@ static int reply(lua_State *L, enum stage stage, int status, struct tp_reply *ou
 
 int tp_lua_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_reply *out)
 {
-	lua_State *L = g_L;
+	lua_State *L = S.L;
 	enum stage stage = ST_INPUTS;
 	int status;
 
@@ -639,28 +651,28 @@ static int build_state(struct tp_err *err, int scrub, int collect)
 {
 	tp_lalloc_init(&g_alloc, 0);
 	g_alloc.scrub = scrub;
-	g_L = lua_newstate(tp_lalloc, &g_alloc);
-	tp_lua_guard_init(g_L, &g_alloc);
-	if (g_L == NULL)
+	S.L = lua_newstate(tp_lalloc, &g_alloc);
+	tp_lua_guard_init(S.L, &g_alloc);
+	if (S.L == NULL)
 		return tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_LANGUAGE, ENOMEM,
 				  "lua_newstate: out of memory");
-	lua_atpanic(g_L, on_panic);
-	lua_pushcfunction(g_L, zygote_main);
-	if (lua_pcall(g_L, 0, 0, 0) != LUA_OK) {
+	lua_atpanic(S.L, on_panic);
+	lua_pushcfunction(S.L, zygote_main);
+	if (lua_pcall(S.L, 0, 0, 0) != LUA_OK) {
 		tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_LANGUAGE, 0,
-			   "building the Lua environment: %s", lua_tostring(g_L, -1));
-		lua_close(g_L);
-		g_L = NULL;
+			   "building the Lua environment: %s", lua_tostring(S.L, -1));
+		lua_close(S.L);
+		S.L = NULL;
 		return -1;
 	}
 	if (collect) /* the zygote's heap, compact before every fork */
-		lua_gc(g_L, LUA_GCCOLLECT);
+		lua_gc(S.L, LUA_GCCOLLECT);
 	return 0;
 }
 
 int tp_lua_zygote_init(struct tp_err *err)
 {
-	if (g_L != NULL)
+	if (S.L != NULL)
 		return 0;
 	tzset(); /* reads TZ's zone file now: after lockdown no file can be opened */
 	return build_state(err, 0, 1);
@@ -686,15 +698,15 @@ static void warn_nothing(void *ud, const char *msg, int tocont)
 static int tp_lua_reset(uint64_t entropy)
 {
 	struct tp_err err = { 0 };
-	if (g_L == NULL)
+	if (S.L == NULL)
 		return -1;
 	tp_lua_x.shm = NULL; /* no output from here on, whatever runs */
 	g_alloc.limit = 0;   /* closing only frees; its errors must not fail for memory */
 	g_alloc.scrub = 1;
-	lua_sethook(g_L, refuse_all, LUA_MASKCALL | LUA_MASKCOUNT, 1);
-	lua_setwarnf(g_L, warn_nothing, NULL);
-	lua_close(g_L);
-	g_L = NULL;
+	lua_sethook(S.L, refuse_all, LUA_MASKCALL | LUA_MASKCOUNT, 1);
+	lua_setwarnf(S.L, warn_nothing, NULL);
+	lua_close(S.L);
+	S.L = NULL;
 	explicit_bzero(tp_lua_x.refusal, sizeof tp_lua_x.refusal);
 	explicit_bzero(tp_lua_x.conv_message, sizeof tp_lua_x.conv_message);
 	if (g_alloc.current != 0)
@@ -707,7 +719,7 @@ static int tp_lua_reset(uint64_t entropy)
 
 void tp_lua_worker_init(uint64_t entropy)
 {
-	if (g_L != NULL)
+	if (S.L != NULL)
 		reseed(entropy); /* forked workers must never share a random stream */
 }
 

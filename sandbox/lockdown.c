@@ -43,26 +43,7 @@
 /* ---- state kept from prepare to apply (and for the SIGSYS handler) ------- */
 
 #define SEAL_MAX 512 /* the seal is 34 instructions today */
-
-static struct sock_filter zygote_insns[BPF_MAXINSNS];
-static struct sock_filter seal_insns[SEAL_MAX];
-static unsigned short zygote_len, seal_len;
-static int landlock_abi = -ENOSYS;
-static int prepared;
-static int entered;      /* Z installed here or in an ancestor (inherited through clone) */
-static int null_fd = -1; /* opened before Z: workers dup2 it onto 0/1/2 */
-static struct tp_shm *volatile report_shm; /* set by each worker for the handler */
-
-/* ---- per policy: file grants, kernel-only's runtime directories and traps ---- */
-
 #define MAX_GRANTS 64
-/* O_TMPFILE's own bit (glibc's O_TMPFILE also carries O_DIRECTORY). */
-#define TMPFILE_BIT 020000000
-/* open flags that write, create or truncate: a read grant allows none of them. */
-#define OPEN_WRITE_FLAGS ((uint64_t)(O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND))
-/* never, whatever the grant: a path handle (usable by *at() calls without a
- * READ right, and by name_to_handle_at) or an unnamed file. */
-#define OPEN_NEVER_FLAGS ((uint64_t)(O_PATH | TMPFILE_BIT))
 
 struct grant {
 	int fd; /* O_PATH, opened in the zygote before Z; workers keep it until Landlock has it */
@@ -71,19 +52,56 @@ struct grant {
 	int zygote_only; /* the workspaces' base: in the zygote's domain, never a worker's */
 };
 
-static struct grant grants[MAX_GRANTS];
-static int ngrants, any_write, kernel_only, policy_done;
-static int runtime_lang = -1;      /* tp_lockdown_set_lang(): kernel-only's runtime grants */
-static const char *workspace_base; /* tp_lockdown_set_workspace_base() */
-/* Syscalls whose worker rules the policy decides instead of the tables. */
-static struct tp_arg_rule grant_rules[48]; /* 17 at most today */
-static size_t ngrant_rules;
-static int grant_allow[32];
-static size_t ngrant_allow;
+/* Everything this file keeps between calls but the handler's report_shm (below).
+ * All of it is written in the zygote (or in a process that locks itself down
+ * without one) before its first worker, and only read after: a worker inherits
+ * it through clone and changes none of it. */
+static struct {
+	/* The zygote's inputs, set before tp_lockdown_prepare(). */
+	int runtime_lang;           /* tp_lockdown_set_lang(): kernel-only's runtime grants */
+	const char *workspace_base; /* tp_lockdown_set_workspace_base() */
+
+	/* tp_lockdown_prepare(), from the policy, once (policy_done): the file grants,
+	 * and the syscalls whose worker rules the policy decides instead of the tables. */
+	int policy_done;
+	struct grant grants[MAX_GRANTS];
+	int ngrants, any_write, kernel_only;
+	struct tp_arg_rule grant_rules[48]; /* 17 at most today */
+	size_t ngrant_rules;
+	int grant_allow[32];
+	size_t ngrant_allow;
+
+	/* tp_lockdown_prepare(), each call: the Landlock ABI probed and the two
+	 * programs compiled (prepared: both are). */
+	int landlock_abi;
+	int prepared;
+	struct sock_filter zygote_insns[BPF_MAXINSNS];
+	struct sock_filter seal_insns[SEAL_MAX];
+	unsigned short zygote_len, seal_len;
+
+	/* tp_lockdown_enter_zygote(), once. */
+	int entered; /* Z installed here or in an ancestor (inherited through clone) */
+	int null_fd; /* opened before Z: workers dup2 it onto 0/1/2 */
+} L = { .runtime_lang = -1, .landlock_abi = -ENOSYS, .null_fd = -1 };
+
+/* Written per worker (arm_reporter(), before the seal) and read by the SIGSYS
+ * handler: a global of its own, as signal-handler state stays, and volatile so
+ * the handler reads the store the worker made. */
+static struct tp_shm *volatile report_shm;
+
+/* ---- per policy: file grants, kernel-only's runtime directories and traps ---- */
+
+/* O_TMPFILE's own bit (glibc's O_TMPFILE also carries O_DIRECTORY). */
+#define TMPFILE_BIT 020000000
+/* open flags that write, create or truncate: a read grant allows none of them. */
+#define OPEN_WRITE_FLAGS ((uint64_t)(O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND))
+/* never, whatever the grant: a path handle (usable by *at() calls without a
+ * READ right, and by name_to_handle_at) or an unnamed file. */
+#define OPEN_NEVER_FLAGS ((uint64_t)(O_PATH | TMPFILE_BIT))
 
 static int kernel_only_trap(int nr)
 {
-	if (!kernel_only)
+	if (!L.kernel_only)
 		return 0;
 	for (size_t i = 0; i < tp_policy_nkernel_only_trap_nrs; i++)
 		if (tp_policy_kernel_only_trap_nrs[i] == nr)
@@ -93,18 +111,18 @@ static int kernel_only_trap(int nr)
 
 static int overridden(int nr)
 {
-	for (size_t i = 0; i < ngrant_allow; i++)
-		if (grant_allow[i] == nr)
+	for (size_t i = 0; i < L.ngrant_allow; i++)
+		if (L.grant_allow[i] == nr)
 			return 1;
-	for (size_t i = 0; i < ngrant_rules; i++)
-		if (grant_rules[i].nr == nr)
+	for (size_t i = 0; i < L.ngrant_rules; i++)
+		if (L.grant_rules[i].nr == nr)
 			return 1;
 	return kernel_only_trap(nr);
 }
 
 static void grant_rule(int nr, uint32_t action, int arg, uint64_t mask, uint64_t want)
 {
-	grant_rules[ngrant_rules++] = (struct tp_arg_rule){
+	L.grant_rules[L.ngrant_rules++] = (struct tp_arg_rule){
 		nr, action, 1, { ARG((unsigned)arg, SCMP_CMP_MASKED_EQ, mask, want), NOARG }
 	};
 }
@@ -118,14 +136,14 @@ static void grant_rule(int nr, uint32_t action, int arg, uint64_t mask, uint64_t
 static void grant_open_rules(int nr, int flags_arg)
 {
 	const uint64_t acc = O_ACCMODE, trunc = O_TRUNC;
-	uint64_t deny = any_write ? OPEN_NEVER_FLAGS : OPEN_NEVER_FLAGS | OPEN_WRITE_FLAGS;
+	uint64_t deny = L.any_write ? OPEN_NEVER_FLAGS : OPEN_NEVER_FLAGS | OPEN_WRITE_FLAGS;
 	static const uint64_t bits[] = { O_WRONLY, O_RDWR, O_CREAT,    O_TRUNC,
 					 O_APPEND, O_PATH, TMPFILE_BIT };
 
 	for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++)
 		if (deny & bits[i])
 			grant_rule(nr, EPERM_ACT, flags_arg, bits[i], bits[i]);
-	if (!any_write) {
+	if (!L.any_write) {
 		grant_rule(nr, SCMP_ACT_ALLOW, flags_arg, deny, 0);
 		return;
 	}
@@ -162,23 +180,23 @@ static int add_grant(const char *path, int write, int required, struct tp_err *e
 		snprintf(what, sizeof what, "open(grant %.120s)", path);
 		return fail(err, what, EPERM, "a grant never reaches /proc, /sys or a device");
 	}
-	if (ngrants == MAX_GRANTS) {
+	if (L.ngrants == MAX_GRANTS) {
 		close(fd);
 		return fail(err, "file grants", E2BIG, "a policy may grant at most 64 paths");
 	}
-	grants[ngrants++] = (struct grant){ fd, write, S_ISDIR(st.st_mode), 0 };
-	any_write |= write;
+	L.grants[L.ngrants++] = (struct grant){ fd, write, S_ISDIR(st.st_mode), 0 };
+	L.any_write |= write;
 	return 0;
 }
 
 void tp_lockdown_set_lang(enum tp_lang_id lang)
 {
-	runtime_lang = (int)lang;
+	L.runtime_lang = (int)lang;
 }
 
 void tp_lockdown_set_workspace_base(const char *dir)
 {
-	workspace_base = dir;
+	L.workspace_base = dir;
 }
 
 /* From the policy this process enforces (tp_sandbox_policy()), once, before Z
@@ -193,15 +211,15 @@ static int prepare_policy(struct tp_err *err)
 
 	if (p == NULL)
 		return 0;
-	kernel_only = !p->language_layer;
+	L.kernel_only = !p->language_layer;
 	for (size_t i = 0; i < p->fs_read.n; i++)
 		if (add_grant(p->fs_read.v[i], 0, 1, err) < 0)
 			return -1;
 	for (size_t i = 0; i < p->fs_write.n; i++)
 		if (add_grant(p->fs_write.v[i], 1, 1, err) < 0)
 			return -1;
-	if (runtime_lang >= 0)
-		nruntime = tp_runtime_grants(p, (enum tp_lang_id)runtime_lang, runtime, 8);
+	if (L.runtime_lang >= 0)
+		nruntime = tp_runtime_grants(p, (enum tp_lang_id)L.runtime_lang, runtime, 8);
 	for (size_t i = 0; i < nruntime; i++)
 		if (add_grant(runtime[i], 0, 0, err) < 0)
 			return -1;
@@ -209,33 +227,33 @@ static int prepare_policy(struct tp_err *err)
 	 * worker's nested domain can reach its directory beneath it); a worker's
 	 * domain gets its own directory only (tp_lockdown.workspace_fd). Writes are
 	 * allowed by seccomp, as for a write grant: Landlock alone says where. */
-	if (p->session.workspace_bytes > 0 && workspace_base != NULL && landlock_abi > 0) {
-		if (add_grant(workspace_base, 1, 1, err) < 0)
+	if (p->session.workspace_bytes > 0 && L.workspace_base != NULL && L.landlock_abi > 0) {
+		if (add_grant(L.workspace_base, 1, 1, err) < 0)
 			return -1;
-		grants[ngrants - 1].zygote_only = 1;
+		L.grants[L.ngrants - 1].zygote_only = 1;
 	}
-	if ((ngrants > 0 || kernel_only) && landlock_abi <= 0)
-		return fail(err, kernel_only ? "kernel-only" : "file grants", EOPNOTSUPP,
+	if ((L.ngrants > 0 || L.kernel_only) && L.landlock_abi <= 0)
+		return fail(err, L.kernel_only ? "kernel-only" : "file grants", EOPNOTSUPP,
 			    "this policy needs Landlock, which this kernel lacks: refused rather "
 			    "than run with less");
-	if (kernel_only) {
+	if (L.kernel_only) {
 		/* glibc blocks every signal around the clone of posix_spawn, system and
 		 * pthread_create (rt_sigprocmask(SIG_BLOCK, full set), result ignored):
 		 * a trap there would kill by SIGSYS without naming the call. kernel-only
 		 * refuses SIG_BLOCK with a set, so the reporter runs and names it. */
-		grant_rules[ngrant_rules++] =
+		L.grant_rules[L.ngrant_rules++] =
 		    (struct tp_arg_rule){ SYS_rt_sigprocmask,
 					  EPERM_ACT,
 					  2,
 					  { ARG(0, SCMP_CMP_EQ, SIG_BLOCK, 0),
 					    ARG(1, SCMP_CMP_NE, 0, 0) } };
-		grant_rules[ngrant_rules++] =
+		L.grant_rules[L.ngrant_rules++] =
 		    (struct tp_arg_rule){ SYS_rt_sigprocmask,
 					  SCMP_ACT_ALLOW,
 					  2,
 					  { ARG(0, SCMP_CMP_EQ, SIG_BLOCK, 0),
 					    ARG(1, SCMP_CMP_EQ, 0, 0) } };
-		grant_rules[ngrant_rules++] =
+		L.grant_rules[L.ngrant_rules++] =
 		    (struct tp_arg_rule){ SYS_rt_sigprocmask,
 					  SCMP_ACT_ALLOW,
 					  1,
@@ -243,7 +261,7 @@ static int prepare_policy(struct tp_err *err)
 	}
 	/* kernel-only: Landlock is the file wall even without a grant, so a
 	 * read-only open is the kernel's EACCES like any other refused path. */
-	if (ngrants == 0 && !kernel_only)
+	if (L.ngrants == 0 && !L.kernel_only)
 		return 0;
 	/* Reads: open without write flags, directory listings, and stat by path.
 	 * Landlock does not mediate stat: the existence and metadata of any path the
@@ -257,9 +275,9 @@ static int prepare_policy(struct tp_err *err)
 				      SYS_rmdir, SYS_rename,   SYS_renameat, SYS_renameat2,
 				      SYS_fsync, SYS_fdatasync };
 	for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++)
-		grant_allow[ngrant_allow++] = reads[i];
-	for (size_t i = 0; any_write && i < sizeof writes / sizeof writes[0]; i++)
-		grant_allow[ngrant_allow++] = writes[i];
+		L.grant_allow[L.ngrant_allow++] = reads[i];
+	for (size_t i = 0; L.any_write && i < sizeof writes / sizeof writes[0]; i++)
+		L.grant_allow[L.ngrant_allow++] = writes[i];
 	grant_open_rules(SYS_openat, 2);
 	grant_open_rules(SYS_open, 1);
 	return 0;
@@ -284,12 +302,12 @@ static int add_grant_rules(int rfd, uint64_t handled, int worker, int ws_fd, str
 				LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_DIR |
 				LANDLOCK_ACCESS_FS_MAKE_REG;
 
-	for (int i = 0; i < ngrants; i++) {
-		if (worker && grants[i].zygote_only)
+	for (int i = 0; i < L.ngrants; i++) {
+		if (worker && L.grants[i].zygote_only)
 			continue;
-		if (add_rule(rfd, grants[i].fd,
-			     ((grants[i].dir ? rd_dir : rd_file) |
-			      (grants[i].write ? (grants[i].dir ? wr_dir : wr_file) : 0)) &
+		if (add_rule(rfd, L.grants[i].fd,
+			     ((L.grants[i].dir ? rd_dir : rd_file) |
+			      (L.grants[i].write ? (L.grants[i].dir ? wr_dir : wr_file) : 0)) &
 				 handled,
 			     err) < 0)
 			return -1;
@@ -302,16 +320,16 @@ static int add_grant_rules(int rfd, uint64_t handled, int worker, int ws_fd, str
 /* In the worker, before any code runs: a snippet must not openat() relative to them. */
 static void close_grants(void)
 {
-	for (int i = 0; i < ngrants; i++)
-		close(grants[i].fd);
+	for (int i = 0; i < L.ngrants; i++)
+		close(L.grants[i].fd);
 }
 
 size_t tp_lockdown_grant_fds(int *fds, size_t max)
 {
 	size_t n = 0;
 
-	for (int i = 0; i < ngrants && n < max; i++)
-		fds[n++] = grants[i].fd;
+	for (int i = 0; i < L.ngrants && n < max; i++)
+		fds[n++] = L.grants[i].fd;
 	return n;
 }
 
@@ -410,7 +428,7 @@ static int add_arg_rules(scmp_filter_ctx ctx, struct build *b, const struct tp_a
 
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		if (!worker || (takes_worker_rules(b, rules[i].nr) &&
-				(rules == grant_rules || !overridden(rules[i].nr))))
+				(rules == L.grant_rules || !overridden(rules[i].nr))))
 			rc = add(ctx, b, rules[i].action, rules[i].nr, rules[i].ncmp, rules[i].cmp);
 	return rc;
 }
@@ -428,14 +446,14 @@ static int add_worker_rules(scmp_filter_ctx ctx, struct build *b)
 	if (rc == 0)
 		rc = add_arg_rules(ctx, b, tp_policy_arg_rules, tp_policy_narg_rules, 1);
 	if (rc == 0)
-		rc = add_arg_rules(ctx, b, grant_rules, ngrant_rules, 1);
-	for (size_t i = 0; rc == 0 && i < ngrant_allow; i++)
-		if (takes_worker_rules(b, grant_allow[i]))
-			rc = add(ctx, b, SCMP_ACT_ALLOW, grant_allow[i], 0, NULL);
+		rc = add_arg_rules(ctx, b, L.grant_rules, L.ngrant_rules, 1);
+	for (size_t i = 0; rc == 0 && i < L.ngrant_allow; i++)
+		if (takes_worker_rules(b, L.grant_allow[i]))
+			rc = add(ctx, b, SCMP_ACT_ALLOW, L.grant_allow[i], 0, NULL);
 	/* kernel-only: new processes, the network and other processes trap. */
 	for (size_t i = 0; rc == 0 && i < tp_policy_nkernel_only_trap_nrs; i++) {
 		int nr = tp_policy_kernel_only_trap_nrs[i];
-		if (kernel_only && takes_worker_rules(b, nr))
+		if (L.kernel_only && takes_worker_rules(b, nr))
 			rc = add(ctx, b, SCMP_ACT_TRAP, nr, 0, NULL);
 	}
 	for (uint64_t sig = SIGSYS + 1; rc == 0 && sig <= 64; sig++) {
@@ -544,26 +562,26 @@ int tp_lockdown_prepare(struct tp_err *err)
 {
 	int rc =
 	    (int)syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
-	landlock_abi = rc > 0 ? rc : -errno;
-	if (!policy_done) {
+	L.landlock_abi = rc > 0 ? rc : -errno;
+	if (!L.policy_done) {
 		if (prepare_policy(err) < 0)
 			return -1;
-		policy_done = 1;
+		L.policy_done = 1;
 	}
-	size_t nz = compile(TP_FILTER_ZYGOTE, -1, zygote_insns, BPF_MAXINSNS, err);
-	size_t nw = nz ? compile(TP_FILTER_SEAL, -1, seal_insns, SEAL_MAX, err) : 0;
+	size_t nz = compile(TP_FILTER_ZYGOTE, -1, L.zygote_insns, BPF_MAXINSNS, err);
+	size_t nw = nz ? compile(TP_FILTER_SEAL, -1, L.seal_insns, SEAL_MAX, err) : 0;
 
 	if (nz == 0 || nw == 0)
 		return -1;
-	zygote_len = (unsigned short)nz;
-	seal_len = (unsigned short)nw;
-	prepared = 1;
+	L.zygote_len = (unsigned short)nz;
+	L.seal_len = (unsigned short)nw;
+	L.prepared = 1;
 	return 0;
 }
 
 int tp_lockdown_landlock_abi(void)
 {
-	return landlock_abi;
+	return L.landlock_abi;
 }
 
 int tp_lockdown_export_pfc(int fd)
@@ -580,10 +598,10 @@ int tp_lockdown_export_pfc(int fd)
 
 size_t tp_lockdown_program(enum tp_filter which, const void **insns)
 {
-	*insns = which == TP_FILTER_SEAL ? seal_insns : zygote_insns;
-	if (!prepared || which == TP_FILTER_WORKER)
+	*insns = which == TP_FILTER_SEAL ? L.seal_insns : L.zygote_insns;
+	if (!L.prepared || which == TP_FILTER_WORKER)
 		return 0;
-	return which == TP_FILTER_SEAL ? seal_len : zygote_len;
+	return which == TP_FILTER_SEAL ? L.seal_len : L.zygote_len;
 }
 
 size_t tp_lockdown_compile(enum tp_filter which, int omit_nr, void *insns, size_t max)
@@ -595,7 +613,7 @@ size_t tp_lockdown_compile(enum tp_filter which, int omit_nr, void *insns, size_
 
 static int check_cfg(const struct tp_lockdown *cfg, int *keep, struct tp_err *err)
 {
-	if (!prepared)
+	if (!L.prepared)
 		return fail(err, "tp_lockdown_apply()", EINVAL,
 			    "call tp_lockdown_prepare() in the zygote first");
 	if (cfg->as_bytes == 0 || cfg->cpu_sec == 0 || cfg->nofile < 3)
@@ -677,7 +695,7 @@ static int reset_fds(const int *keep, int nkeep, unsigned loop_max, struct tp_er
 	unsigned next = 3;
 
 	for (int fd = 0; fd < 3; fd++)
-		if (null_fd != fd && dup2(null_fd, fd) < 0)
+		if (L.null_fd != fd && dup2(L.null_fd, fd) < 0)
 			return fail(err, "dup2(/dev/null)", errno, NULL);
 	/* null_fd is >= 3 here (or one of 0..2) and not kept: the sweep closes it. */
 	for (int i = 0; i < nkeep; i++) {
@@ -717,9 +735,9 @@ static int restrict_landlock(const char *who, int ws_fd, struct tp_err *err)
 	char what[80];
 	int rfd, e;
 
-	attr.handled_access_fs = tp_landlock_fs_for_abi(landlock_abi);
-	attr.handled_access_net = tp_landlock_net_for_abi(landlock_abi);
-	attr.scoped = tp_landlock_scoped_for_abi(landlock_abi);
+	attr.handled_access_fs = tp_landlock_fs_for_abi(L.landlock_abi);
+	attr.handled_access_net = tp_landlock_net_for_abi(L.landlock_abi);
+	attr.scoped = tp_landlock_scoped_for_abi(L.landlock_abi);
 	rfd = (int)syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
 	if (rfd < 0) {
 		snprintf(what, sizeof what, "landlock_create_ruleset(%s)", who);
@@ -746,7 +764,7 @@ static int restrict_landlock(const char *who, int ws_fd, struct tp_err *err)
  * needs none) seccomp refuses every path call. */
 static int apply_landlock(int ws_fd, struct tp_err *err)
 {
-	int rc = landlock_abi > 0 ? restrict_landlock("worker", ws_fd, err) : 0;
+	int rc = L.landlock_abi > 0 ? restrict_landlock("worker", ws_fd, err) : 0;
 
 	close_grants();
 	/* A session's workspace: its working directory, so relative paths land in it. */
@@ -827,24 +845,24 @@ int tp_lockdown_landlock_only(struct tp_err *err)
 
 int tp_lockdown_enter_zygote(struct tp_err *err)
 {
-	if (entered)
+	if (L.entered)
 		return 0;
-	if (!prepared)
+	if (!L.prepared)
 		return fail(err, "tp_lockdown_enter_zygote()", EINVAL,
 			    "call tp_lockdown_prepare() first");
 	/* Z refuses open: workers dup2 this one onto 0/1/2. */
-	null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-	if (null_fd < 0)
+	L.null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (L.null_fd < 0)
 		return fail(err, "open(/dev/null)", errno, NULL);
 	/* NNP is inherited by every worker, which then never needs prctl for it.
 	 * With grants Z allows read-only opens: the zygote holds itself to the
 	 * grants too (each worker still makes its own, nested domain). */
 	if (install_reporter(err) < 0 || set_nnp(err) < 0 ||
-	    ((ngrants > 0 || kernel_only) && landlock_abi > 0 &&
+	    ((L.ngrants > 0 || L.kernel_only) && L.landlock_abi > 0 &&
 	     restrict_landlock("zygote", 0, err) < 0) ||
-	    load_filter(zygote_insns, zygote_len, "seccomp(zygote filter)", err) < 0)
+	    load_filter(L.zygote_insns, L.zygote_len, "seccomp(zygote filter)", err) < 0)
 		return -1;
-	entered = 1;
+	L.entered = 1;
 	return 0;
 }
 
@@ -870,8 +888,8 @@ int tp_lockdown_apply(const struct tp_lockdown *cfg, struct tp_err *err)
 	/* The grants' O_PATH fds (and a workspace's) survive the fd sweep until
 	 * Landlock has them. */
 	int nkeep = cfg->nkeep;
-	for (int i = 0; i <= ngrants; i++) {
-		int fd = i < ngrants ? grants[i].fd : cfg->workspace_fd, j;
+	for (int i = 0; i <= L.ngrants; i++) {
+		int fd = i < L.ngrants ? L.grants[i].fd : cfg->workspace_fd, j;
 		if (fd <= 2)
 			continue;
 		j = nkeep++;
@@ -887,5 +905,5 @@ int tp_lockdown_apply(const struct tp_lockdown *cfg, struct tp_err *err)
 	    drop_root(err) < 0 || apply_landlock(cfg->workspace_fd, err) < 0 ||
 	    arm_reporter(cfg->shm, err) < 0)
 		return -1;
-	return load_filter(seal_insns, seal_len, "seccomp(worker seal)", err);
+	return load_filter(L.seal_insns, L.seal_len, "seccomp(worker seal)", err);
 }

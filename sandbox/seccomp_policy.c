@@ -65,43 +65,27 @@ const int tp_policy_allow_nrs[] = {
 	SYS_exit_group,
 };
 
+/* Refused under every policy, and the ones kernel-only traps instead (below):
+ * each group is written once, and both lists name the same groups in the same
+ * order, so they cannot drift apart. */
+/* network: the worker talks to the host with read/write on its channel only */
+#define NETWORK_NRS                                                                                \
+	SYS_socket, SYS_socketpair, SYS_connect, SYS_bind, SYS_listen, SYS_accept, SYS_accept4,    \
+	    SYS_sendto, SYS_recvfrom, SYS_sendmsg, SYS_recvmsg, SYS_sendmmsg, SYS_recvmmsg,        \
+	    SYS_shutdown, SYS_getsockopt, SYS_setsockopt, SYS_getsockname, SYS_getpeername
+/* exec and new processes */
+#define NEW_PROCESS_NRS SYS_execve, SYS_execveat, SYS_fork, SYS_vfork, SYS_clone
+/* reaching other processes */
+#define OTHER_PROCESS_NRS                                                                          \
+	SYS_kill, SYS_rt_sigqueueinfo, SYS_rt_tgsigqueueinfo, 424 /* pidfd_send_signal */,         \
+	    438 /* pidfd_getfd */, SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev,        \
+	    SYS_kcmp
+
 /* EPERM: forbidden by policy; the language sees a clean PermissionError. */
 const int tp_policy_eperm_nrs[] = {
-	/* network: the worker talks to the host with read/write on its channel only */
-	SYS_socket,
-	SYS_socketpair,
-	SYS_connect,
-	SYS_bind,
-	SYS_listen,
-	SYS_accept,
-	SYS_accept4,
-	SYS_sendto,
-	SYS_recvfrom,
-	SYS_sendmsg,
-	SYS_recvmsg,
-	SYS_sendmmsg,
-	SYS_recvmmsg,
-	SYS_shutdown,
-	SYS_getsockopt,
-	SYS_setsockopt,
-	SYS_getsockname,
-	SYS_getpeername,
-	/* exec and new processes */
-	SYS_execve,
-	SYS_execveat,
-	SYS_fork,
-	SYS_vfork,
-	SYS_clone,
-	/* reaching other processes */
-	SYS_kill,
-	SYS_rt_sigqueueinfo,
-	SYS_rt_tgsigqueueinfo,
-	424 /* pidfd_send_signal */,
-	438 /* pidfd_getfd */,
-	SYS_ptrace,
-	SYS_process_vm_readv,
-	SYS_process_vm_writev,
-	SYS_kcmp,
+	NETWORK_NRS,
+	NEW_PROCESS_NRS,
+	OTHER_PROCESS_NRS,
 	/* changing our own privileges, limits or process state */
 	SYS_prctl,
 	SYS_arch_prctl,
@@ -271,41 +255,9 @@ const int tp_policy_eperm_nrs[] = {
  * the error. New processes and programs, the network, other processes. clone3
  * keeps ENOSYS (libc falls back to clone, which traps). */
 const int tp_policy_kernel_only_trap_nrs[] = {
-	/* network */
-	SYS_socket,
-	SYS_socketpair,
-	SYS_connect,
-	SYS_bind,
-	SYS_listen,
-	SYS_accept,
-	SYS_accept4,
-	SYS_sendto,
-	SYS_recvfrom,
-	SYS_sendmsg,
-	SYS_recvmsg,
-	SYS_sendmmsg,
-	SYS_recvmmsg,
-	SYS_shutdown,
-	SYS_getsockopt,
-	SYS_setsockopt,
-	SYS_getsockname,
-	SYS_getpeername,
-	/* exec and new processes */
-	SYS_execve,
-	SYS_execveat,
-	SYS_fork,
-	SYS_vfork,
-	SYS_clone,
-	/* reaching other processes */
-	SYS_kill,
-	SYS_rt_sigqueueinfo,
-	SYS_rt_tgsigqueueinfo,
-	424 /* pidfd_send_signal */,
-	438 /* pidfd_getfd */,
-	SYS_ptrace,
-	SYS_process_vm_readv,
-	SYS_process_vm_writev,
-	SYS_kcmp,
+	NETWORK_NRS,
+	NEW_PROCESS_NRS,
+	OTHER_PROCESS_NRS,
 };
 
 /* ENOSYS: newer calls libc (or a runtime) falls back from, as if the kernel were

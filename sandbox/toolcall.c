@@ -11,6 +11,9 @@
 
 #include "frame.h"
 
+/* This file's one mutable global: the worker's channel to the host, set once
+ * per worker before its first exec (tp_tool_set_channel, from worker.c), read
+ * by each tool call after; no signal handler touches it. */
 static int g_chan = -1;
 
 void tp_tool_set_channel(int fd)

@@ -22,11 +22,32 @@
 #include "limit.h"
 #include "lockdown.h"
 
+/* The state of the worker's current exec. Every variable here is read or
+ * written by a signal handler (on_sigprof, on_stop, and tp_verdict_trip_now()
+ * called from them), so each stays a global of its own, not a field of a file
+ * struct, and volatile: sig_atomic_t flags, pointers and, on x86-64 (the one
+ * architecture the seccomp filters admit), aligned 64-bit words that one store
+ * writes whole. */
+
+/* Per exec, in tp_verdict_begin(), before g_active lets on_stop act and before
+ * the timer is armed; read by the handlers. */
 static struct tp_shm *volatile g_shm;
 static const struct tp_verdict_ops *volatile g_ops;
-static volatile sig_atomic_t g_kind, g_id, g_cpu_fired, g_active;
-static volatile uint64_t g_limit, g_used, g_cpu_ms;
+static volatile uint64_t g_cpu_ms; /* the exec's CPU budget, for the trip's limit */
+/* Per exec, in tp_verdict_begin() (the clock's start), before the timer is
+ * armed; read by tp_verdict_cpu_us(), from normal code and from on_sigprof.
+ * Not volatile: no handler writes it. */
 static struct timespec g_cpu_start;
+
+/* The sticky verdict: cleared per exec by tp_verdict_begin(), written once by
+ * tp_verdict_trip_now() (normal code with SIGPROF held, or a handler). */
+static volatile sig_atomic_t g_kind, g_id;
+static volatile uint64_t g_limit, g_used;
+
+/* Flags: g_cpu_fired, set by on_sigprof at its first expiry and cleared per
+ * exec by tp_verdict_begin(); g_active, set by tp_verdict_begin() and cleared
+ * by tp_verdict_end(), read by on_stop. */
+static volatile sig_atomic_t g_cpu_fired, g_active;
 
 static void set_timer(uint64_t ms)
 {

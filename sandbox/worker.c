@@ -50,7 +50,9 @@ static uint64_t entropy(void)
 /* Isolation "state": what one exec leaves in memory is zeroed as it is freed,
  * so the next exec in this worker cannot find it, even through a memory-safety
  * bug. The Lua heap scrubs itself (lalloc); jansson's values and our buffers
- * go through these. */
+ * go through these. This file's one mutable global: set once per worker,
+ * before lockdown and its first exec (tp_worker_main), read after; no signal
+ * handler touches it. */
 static int g_scrub;
 
 static void scrub_free(void *p)
