@@ -13,6 +13,7 @@
  */
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <linux/landlock.h>
 #include <linux/futex.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -23,6 +24,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -234,6 +236,14 @@ int main(int argc, char **argv)
 	size_t npinned = 0;
 
 	setvbuf(stdout, NULL, _IONBF, 0);
+	/* The pins are a kernel with Landlock's: without it a session's workspace
+	 * is no grant, so the programs of the presets that give one differ (and
+	 * those with file grants are refused). tests/proto covers such a kernel. */
+	long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_CREATE_RULESET_VERSION);
+	if (abi <= 0 && !print && !dump) {
+		TP_SKIP("every pin: this kernel has no Landlock, and the pins are of one with it");
+		return tp_test_done("test_seccomp_pin");
+	}
 	CHECK(set != NULL && tp_policy_set_count(set) >= 5);
 	if (set == NULL || mkdtemp(ws) == NULL)
 		return 1;
