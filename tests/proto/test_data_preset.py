@@ -447,3 +447,14 @@ class P:
 """)
     assert res["ok"], res
     assert res["value"] == [[1, 2], [3, 3], [1, 2], [1]], res
+
+
+@needs_data
+def test_numpys_own_carrier_becomes_an_array(host):
+    """array_iface_ok (pyattr.c): numpy's DummyArray holds its __array_interface__
+    in its instance dict (as_strided, which sliding_window_view calls); being numpy's
+    own class, made in the zygote and never handed to the snippet, it is read."""
+    res = run(host, "import numpy as np\n"
+              "np.lib.stride_tricks.sliding_window_view(np.arange(4), 2).tolist()")
+    assert res["ok"], res
+    assert res["value"] == [[0, 1], [1, 2], [2, 3]], res
