@@ -595,3 +595,21 @@ class L(list): pass
 """)
     assert res["ok"] is True, res
     assert res["value"] == ["seq", "seq", "obj"], res
+
+
+def test_stdlib_reads_a_power_module_by_a_name_it_spells(host):
+    """spelled (pyattr.c): the standard library reads a _SPELL_ONLY module (sys) by
+    a name its own module's code spells: contextlib.redirect_stdout's default
+    _stream, 'stdout', read with getattr(sys, self._stream). A name the snippet
+    chose stays refused (test_membrane.py::test_the_family_is_refused[a stdlib
+    subclass naming the attribute of sys the stdlib reads])."""
+    res = run(host, """
+import contextlib, io
+b = io.StringIO()
+with contextlib.redirect_stdout(b):
+    print('inside')
+print('outside')
+b.getvalue()
+""")
+    assert res["ok"] is True, res
+    assert (res["value"], res["stdout"]) == ("inside\n", "outside\n"), res
