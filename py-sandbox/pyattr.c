@@ -338,7 +338,10 @@ static PyObject *refuse_module(PyObject *mod, PyObject *name, const char *what)
 
 /* Every read the guard sees: of a real module's attribute, or whose value is a
  * real module (catch_warnings()._module, a facade object's sys), refused unless
- * module_ok(). Cheap when neither object is a module: a compare or two. */
+ * module_ok(). Cheap when neither object is a module: a compare or two.
+ * docs/python-guard.md, "The guard's rules": D7, D8 (a real module read or
+ * handed out; exemptions E12-E14 in module_obj_ok and module_ok) and D10 (a
+ * value the membrane forbids). */
 static inline PyObject *module_checked(PyObject *obj, PyObject *name, getattrofunc orig)
 {
 	PyObject *r;
@@ -545,6 +548,16 @@ static int snippet_instance(PyObject *obj)
 	       !PyModule_Check(obj) && !tp_py_ztype(t);
 }
 
+/* The name check. The rules are docs/python-guard.md, "The guard's rules"; here,
+ * in order:
+ *  - is_dict_name && snippet_instance: E3, the snippet's own instance's __dict__;
+ *  - tp_py_attr_denied: D1 (GUARD_DENY), unless
+ *    object_exempt: E4 (the snippet's modules and the facades),
+ *    tp_py_frame_exempt: E5 (the stdlib's own frame), E6 (the file shim), E7
+ *    (no frame while no snippet runs); never while an acting callable runs (D4),
+ *    tp_py_data_dict_ok: E8 (a data package's instance __dict__);
+ *    then data_spec_read: E9 (__spec__ answers None);
+ *  - module_checked: D7, D8, D10 with their exemptions E12, E13, E14. */
 static PyObject *guarded_slow(PyObject *obj, PyObject *name, getattrofunc orig)
 {
 	if (tp_py_attr_armed && is_dict_name(name) && snippet_instance(obj))
@@ -603,6 +616,10 @@ static PyObject *refuse_array_iface(PyObject *name)
 	return tp_py_refuse(msg, -1);
 }
 
+/* Every trampoline's check (docs/python-guard.md, "The guard's rules"): D5 and E10
+ * (__array_interface__, __array_struct__), E1 (the fast path: a name no denied
+ * name can be goes to module_checked only), D3 (a str subclass is checked by its
+ * characters), then guarded_slow. */
 static PyObject *guarded(PyObject *obj, PyObject *name, getattrofunc orig)
 {
 	if (PyUnicode_CheckExact(name) && PyUnicode_IS_COMPACT_ASCII(name)) {
@@ -706,6 +723,7 @@ backoff:
 	return 1;
 }
 
+/* D11 (module_load_unspecialised) and E15 (generic_behind_guard): docs/python-guard.md. */
 #define SPECIALISE(real, owner, instr, name)                                                       \
 	do {                                                                                       \
 		PyTypeObject *t;                                                                   \
@@ -735,6 +753,7 @@ int __wrap__Py_Specialize_LoadMethod(PyObject *owner, _Py_CODEUNIT *instr, PyObj
 
 /* ---- type.__subclasses__ and dir() --------------------------------------------------------- */
 
+/* D6 and E11 (docs/python-guard.md, "The guard's rules"): only an exempt frame. */
 static PyObject *subclasses_gate(PyObject *self, PyObject *unused)
 {
 	if (tp_py_attr_armed && !tp_py_frame_exempt(!tp_py_running))
@@ -909,7 +928,7 @@ static int pickle_name(PyObject *k)
  * 3.11 specialises (caches) attribute loads and method calls only on types that
  * keep that exact function, so `l.append(x)`, `d.get(k)`, `s.add(x)` keep their
  * speed. Its subclasses made later take the guarded wrapper (they have dicts). */
-static int keeps_generic(PyTypeObject *t)
+static int keeps_generic(PyTypeObject *t) /* E2 (docs/python-guard.md) */
 {
 	PyObject *mro = t->tp_mro;
 

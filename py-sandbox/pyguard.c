@@ -346,6 +346,9 @@ static int frame_in(PyFrameObject *f, const char *const *prefixes)
 	return r;
 }
 
+/* E5, E6, E7 and D4 of docs/python-guard.md, "The guard's rules": the file
+ * shim's call (E6), no frame (E7: no_frame), an acting callable (D4: never), the
+ * stdlib's own frame (E5). */
 int tp_py_frame_exempt(int no_frame)
 {
 	static const char *const stdlib[] = { STDLIB "/", "<frozen ", NULL };
@@ -411,7 +414,7 @@ int tp_py_caller_zygote_code(void)
  * cbook's _setattr_cm tests one), never of a module (its globals) or a type
  * (its descriptors): pandas' agg('name') reads a name the snippet chose, on its
  * own objects. Every other denied name stays refused to it. */
-int tp_py_data_dict_ok(PyObject *obj, PyObject *name)
+int tp_py_data_dict_ok(PyObject *obj, PyObject *name) /* E8 (docs/python-guard.md) */
 {
 	return obj != NULL && !PyModule_Check(obj) && !PyType_Check(obj) && PyUnicode_Check(name) &&
 	       PyUnicode_CompareWithASCIIString(name, "__dict__") == 0 &&
