@@ -87,13 +87,37 @@ void tp_addr_derive(const struct tp_addr_key *secret, uint64_t entropy, struct t
 
 /* ---- keys ------------------------------------------------------------------------------- */
 
+/* The address layer's state, one instance. No signal handler touches it. */
 static struct {
+	/* -- keys: hash and secret in the zygote (tp_pyaddr_preinit), before any
+	 * hash is stored, and never again; id per worker (tp_pyaddr_worker_init
+	 * derives it from secret), before the worker's first exec */
 	struct tp_addr_key id;     /* id() and the reprs: each worker's own */
 	struct tp_addr_key hash;   /* hash(): the zygote's, fixed before any hash is stored */
 	struct tp_addr_key secret; /* the zygote's: derives each worker's id key */
-	int identity;              /* tests: id() is the address */
+	int identity;              /* tests: id() is the address (tp_pyaddr_identity) */
 	int ready;                 /* tp_pyaddr_preinit() patched the static types */
-} g;
+
+	/* -- zygote: the original slots the patches replaced, each set once by the
+	 * patch that replaces it (tp_pyaddr_preinit for the static types,
+	 * tp_pyaddr_zygote_init for the types modules make), read-only after */
+	reprfunc orig_object, orig_function, orig_gen, orig_coro, orig_asyncgen,
+	    orig_instancemethod, orig_capsule, orig_memory, orig_stdprinter, orig_contextvar,
+	    orig_token, orig_lock;
+	reprfunc orig_cfunction, orig_mwrapper;
+	reprfunc orig_cell, orig_frame, orig_code, orig_weakref, orig_proxy, orig_cproxy;
+	reprfunc orig_rlock;
+	PyCFunction orig_release_save, orig_acquire_restore;
+	hashfunc orig_object_hash, orig_cfunction_hash, orig_method_hash, orig_mwrapper_hash,
+	    orig_contextvar_hash, orig_float_hash, orig_complex_hash;
+	hashfunc orig_decimal_hash;
+
+	/* -- zygote (tp_pyaddr_preinit, tp_pyaddr_zygote_init), read-only after */
+	PyObject *name_str; /* "__name__" */
+	PyObject *is_qnan;  /* Decimal.is_qnan, the C method itself */
+	/* types modules make at run time, patched after the shim */
+	PyTypeObject *lock_type, *rlock_type, *decimal_type;
+} G;
 
 /* An id: the address rotated right by 3 (objects are 8-aligned, so its low
  * bits were 0), then its low TP_ADDR_ID_BITS bits through the bijection. Any
@@ -117,12 +141,12 @@ uint64_t tp_addr_unid(const struct tp_addr_key *key, uint64_t id)
 
 static uint64_t id_u(uint64_t a)
 {
-	return g.identity ? a : tp_addr_id(&g.id, a);
+	return G.identity ? a : tp_addr_id(&G.id, a);
 }
 
 static uint64_t unid_u(uint64_t v)
 {
-	return g.identity ? v : tp_addr_unid(&g.id, v);
+	return G.identity ? v : tp_addr_unid(&G.id, v);
 }
 
 static uint64_t id_of(const void *p)
@@ -143,7 +167,7 @@ static void hex_id(char out[24], const void *p)
  * times slower: every lookup a cache miss). */
 static Py_hash_t hash_u(uint64_t a)
 {
-	Py_hash_t h = (Py_hash_t)(tp_addr_map(&g.hash, 28, a >> 12) << 8 | (a >> 4 & 0xff));
+	Py_hash_t h = (Py_hash_t)(tp_addr_map(&G.hash, 28, a >> 12) << 8 | (a >> 4 & 0xff));
 
 	return h == -1 ? -2 : h;
 }
@@ -160,7 +184,7 @@ uint64_t tp_pyaddr_id(const void *p)
 
 void tp_pyaddr_identity(int on)
 {
-	g.identity = on;
+	G.identity = on;
 }
 
 /* ---- reprs ------------------------------------------------------------------------------ */
@@ -194,10 +218,9 @@ static PyObject *fix_tail(PyObject *r, const void *p)
 
 /* Types whose repr ends in "at %p>" of the object itself. */
 #define TAIL_REPR(name)                                                                            \
-	static reprfunc orig_##name;                                                               \
 	static PyObject *repr_##name(PyObject *o)                                                  \
 	{                                                                                          \
-		return fix_tail(orig_##name(o), o);                                                \
+		return fix_tail(G.orig_##name(o), o);                                              \
 	}
 
 TAIL_REPR(object)
@@ -214,10 +237,9 @@ TAIL_REPR(token)
 TAIL_REPR(lock)
 
 /* "<built-in method %s of %s object at %p>" with m_self, or "<built-in function %s>". */
-static reprfunc orig_cfunction;
 static PyObject *repr_cfunction(PyObject *o)
 {
-	return fix_tail(orig_cfunction(o), ((PyCFunctionObject *)o)->m_self);
+	return fix_tail(G.orig_cfunction(o), ((PyCFunctionObject *)o)->m_self);
 }
 
 /* descrobject.c's wrapperobject (a method-wrapper), private in 3.11. */
@@ -228,16 +250,13 @@ struct wrapper_mirror {
 };
 
 /* "<method-wrapper '%s' of %s object at %p>" with self. */
-static reprfunc orig_mwrapper;
 static PyObject *repr_mwrapper(PyObject *o)
 {
-	return fix_tail(orig_mwrapper(o), ((struct wrapper_mirror *)o)->self);
+	return fix_tail(G.orig_mwrapper(o), ((struct wrapper_mirror *)o)->self);
 }
 
 /* The reprs below print an address before text a snippet may choose (a type
  * name, a __name__): rebuilt here, each as CPython 3.11's. */
-static reprfunc orig_cell, orig_frame, orig_code, orig_weakref, orig_proxy, orig_cproxy;
-
 static PyObject *repr_cell(PyObject *o)
 {
 	PyObject *ref = ((PyCellObject *)o)->ob_ref;
@@ -280,8 +299,6 @@ static PyObject *repr_code(PyObject *o)
 				    line);
 }
 
-static PyObject *g_name; /* "__name__" */
-
 static PyObject *repr_weakref(PyObject *o)
 {
 	PyObject *obj = PyWeakref_GET_OBJECT(o), *name = NULL, *r;
@@ -291,7 +308,7 @@ static PyObject *repr_weakref(PyObject *o)
 	if (obj == Py_None)
 		return PyUnicode_FromFormat("<weakref at %s; dead>", a);
 	Py_INCREF(obj);
-	if (_PyObject_LookupAttr(obj, g_name, &name) < 0) {
+	if (_PyObject_LookupAttr(obj, G.name_str, &name) < 0) {
 		Py_DECREF(obj);
 		return NULL;
 	}
@@ -327,7 +344,6 @@ struct rlock_mirror {
 	PyObject *weakreflist;
 };
 
-static reprfunc orig_rlock;
 static PyObject *repr_rlock(PyObject *o)
 {
 	struct rlock_mirror *l = (struct rlock_mirror *)o;
@@ -341,11 +357,10 @@ static PyObject *repr_rlock(PyObject *o)
 
 /* RLock._release_save() gives (count, owner) and _acquire_restore() takes it
  * back (threading's Condition): the owner crosses as its id. */
-static PyCFunction orig_release_save, orig_acquire_restore;
 
 static PyObject *rlock_release_save(PyObject *self, PyObject *unused)
 {
-	PyObject *r = orig_release_save(self, unused), *out = NULL;
+	PyObject *r = G.orig_release_save(self, unused), *out = NULL;
 	unsigned long count, owner;
 
 	if (r != NULL && PyArg_ParseTuple(r, "kk", &count, &owner))
@@ -363,7 +378,7 @@ static PyObject *rlock_acquire_restore(PyObject *self, PyObject *args)
 	if (!PyArg_ParseTuple(args, "(kK):_acquire_restore", &count, &owner))
 		return NULL;
 	real = Py_BuildValue("((kk))", count, (unsigned long)unid_u(owner));
-	r = real ? orig_acquire_restore(self, real) : NULL;
+	r = real ? G.orig_acquire_restore(self, real) : NULL;
 	Py_XDECREF(real);
 	return r;
 }
@@ -372,9 +387,6 @@ static PyObject *rlock_acquire_restore(PyObject *self, PyObject *args)
 /* Each as CPython 3.11's, with the keyed bijection where it hashes a pointer
  * (_Py_HashPointer, the address rotated by 4 bits), and equal where identity
  * (or the pair of identities its == compares) is equal. */
-
-static hashfunc orig_object_hash, orig_cfunction_hash, orig_method_hash, orig_mwrapper_hash,
-    orig_contextvar_hash, orig_float_hash, orig_complex_hash;
 
 static Py_hash_t hash_object(PyObject *o)
 {
@@ -416,7 +428,7 @@ static Py_hash_t hash_mwrapper(PyObject *o)
 /* A NaN's hash is its identity's (since 3.10). */
 static Py_hash_t hash_float(PyObject *o)
 {
-	return Py_IS_NAN(PyFloat_AS_DOUBLE(o)) ? hash_of(o) : orig_float_hash(o);
+	return Py_IS_NAN(PyFloat_AS_DOUBLE(o)) ? hash_of(o) : G.orig_float_hash(o);
 }
 
 static Py_hash_t hash_complex(PyObject *o)
@@ -425,7 +437,7 @@ static Py_hash_t hash_complex(PyObject *o)
 	Py_uhash_t re, im, h;
 
 	if (!Py_IS_NAN(c.real) && !Py_IS_NAN(c.imag))
-		return orig_complex_hash(o);
+		return G.orig_complex_hash(o);
 	/* CPython's re + 1000003 * im would keep a NaN's hash a small step from a
 	 * float's on the same page (their XOR a plausible address): combine it. */
 	re = (Py_uhash_t)(Py_IS_NAN(c.real) ? hash_of(o) : _Py_HashDouble(o, c.real));
@@ -435,18 +447,16 @@ static Py_hash_t hash_complex(PyObject *o)
 }
 
 /* decimal.Decimal: a quiet NaN hashes as _Py_HashPointer(self). */
-static hashfunc orig_decimal_hash;
-static PyObject *g_is_qnan; /* Decimal.is_qnan, the C method itself */
 
 static Py_hash_t hash_decimal(PyObject *o)
 {
-	Py_hash_t h = orig_decimal_hash(o);
+	Py_hash_t h = G.orig_decimal_hash(o);
 	PyObject *q;
 	int nan;
 
 	if (h == -1 || h != _Py_HashPointer(o))
 		return h;
-	q = PyObject_CallOneArg(g_is_qnan, o);
+	q = PyObject_CallOneArg(G.is_qnan, o);
 	if (q == NULL)
 		return -1;
 	nan = q == Py_True;
@@ -459,11 +469,13 @@ static Py_hash_t hash_decimal(PyObject *o)
  * float's (float64 and complex128, subclasses of float and complex, inherit
  * theirs). Their value follows the object's head (numpy's Py<Type>ScalarObject). */
 enum np_kind { NP_HALF, NP_FLOAT, NP_DOUBLE, NP_LONGDOUBLE, NP_CFLOAT, NP_CDOUBLE, NP_CLONGDOUBLE };
+/* A table whose last two columns are state: written in the zygote
+ * (tp_pyaddr_zygote_init, when numpy is loaded), read-only after. */
 static struct {
 	const char *name;
 	enum np_kind kind;
-	PyTypeObject *type;
-	hashfunc orig;
+	PyTypeObject *type; /* zygote */
+	hashfunc orig;      /* zygote: its original tp_hash */
 } g_np[] = {
 	{ "float16", NP_HALF, NULL, NULL },
 	{ "float32", NP_FLOAT, NULL, NULL },
@@ -559,39 +571,36 @@ struct hash_patch {
 
 /* Static types, patched before they are ready. */
 static const struct repr_patch static_reprs[] = {
-	{ &PyBaseObject_Type, &orig_object, repr_object },
-	{ &PyFunction_Type, &orig_function, repr_function },
-	{ &PyGen_Type, &orig_gen, repr_gen },
-	{ &PyCoro_Type, &orig_coro, repr_coro },
-	{ &PyAsyncGen_Type, &orig_asyncgen, repr_asyncgen },
-	{ &PyInstanceMethod_Type, &orig_instancemethod, repr_instancemethod },
-	{ &PyCapsule_Type, &orig_capsule, repr_capsule },
-	{ &PyMemoryView_Type, &orig_memory, repr_memory },
-	{ &PyStdPrinter_Type, &orig_stdprinter, repr_stdprinter },
-	{ &PyContextVar_Type, &orig_contextvar, repr_contextvar },
-	{ &PyContextToken_Type, &orig_token, repr_token },
-	{ &PyCFunction_Type, &orig_cfunction, repr_cfunction },
-	{ &_PyMethodWrapper_Type, &orig_mwrapper, repr_mwrapper },
-	{ &PyCell_Type, &orig_cell, repr_cell },
-	{ &PyFrame_Type, &orig_frame, repr_frame },
-	{ &PyCode_Type, &orig_code, repr_code },
-	{ &_PyWeakref_RefType, &orig_weakref, repr_weakref },
-	{ &_PyWeakref_ProxyType, &orig_proxy, repr_proxy },
-	{ &_PyWeakref_CallableProxyType, &orig_cproxy, repr_proxy },
+	{ &PyBaseObject_Type, &G.orig_object, repr_object },
+	{ &PyFunction_Type, &G.orig_function, repr_function },
+	{ &PyGen_Type, &G.orig_gen, repr_gen },
+	{ &PyCoro_Type, &G.orig_coro, repr_coro },
+	{ &PyAsyncGen_Type, &G.orig_asyncgen, repr_asyncgen },
+	{ &PyInstanceMethod_Type, &G.orig_instancemethod, repr_instancemethod },
+	{ &PyCapsule_Type, &G.orig_capsule, repr_capsule },
+	{ &PyMemoryView_Type, &G.orig_memory, repr_memory },
+	{ &PyStdPrinter_Type, &G.orig_stdprinter, repr_stdprinter },
+	{ &PyContextVar_Type, &G.orig_contextvar, repr_contextvar },
+	{ &PyContextToken_Type, &G.orig_token, repr_token },
+	{ &PyCFunction_Type, &G.orig_cfunction, repr_cfunction },
+	{ &_PyMethodWrapper_Type, &G.orig_mwrapper, repr_mwrapper },
+	{ &PyCell_Type, &G.orig_cell, repr_cell },
+	{ &PyFrame_Type, &G.orig_frame, repr_frame },
+	{ &PyCode_Type, &G.orig_code, repr_code },
+	{ &_PyWeakref_RefType, &G.orig_weakref, repr_weakref },
+	{ &_PyWeakref_ProxyType, &G.orig_proxy, repr_proxy },
+	{ &_PyWeakref_CallableProxyType, &G.orig_cproxy, repr_proxy },
 };
 
 static const struct hash_patch static_hashes[] = {
-	{ &PyBaseObject_Type, &orig_object_hash, hash_object },
-	{ &PyCFunction_Type, &orig_cfunction_hash, hash_cfunction },
-	{ &PyMethod_Type, &orig_method_hash, hash_method },
-	{ &_PyMethodWrapper_Type, &orig_mwrapper_hash, hash_mwrapper },
-	{ &PyContextVar_Type, &orig_contextvar_hash, hash_object }, /* identity, as its == */
-	{ &PyFloat_Type, &orig_float_hash, hash_float },
-	{ &PyComplex_Type, &orig_complex_hash, hash_complex },
+	{ &PyBaseObject_Type, &G.orig_object_hash, hash_object },
+	{ &PyCFunction_Type, &G.orig_cfunction_hash, hash_cfunction },
+	{ &PyMethod_Type, &G.orig_method_hash, hash_method },
+	{ &_PyMethodWrapper_Type, &G.orig_mwrapper_hash, hash_mwrapper },
+	{ &PyContextVar_Type, &G.orig_contextvar_hash, hash_object }, /* identity, as its == */
+	{ &PyFloat_Type, &G.orig_float_hash, hash_float },
+	{ &PyComplex_Type, &G.orig_complex_hash, hash_complex },
 };
-
-/* Types modules make at run time, patched after the shim (tp_pyaddr_zygote_init). */
-static PyTypeObject *g_lock_type, *g_rlock_type, *g_decimal_type;
 
 enum slot { SLOT_REPR, SLOT_HASH };
 
@@ -717,18 +726,18 @@ static int patch_id(void)
 
 static int patch_thread(void)
 {
-	if ((g_lock_type = module_type("_thread", "LockType")) == NULL ||
-	    (g_rlock_type = module_type("_thread", "RLock")) == NULL)
+	if ((G.lock_type = module_type("_thread", "LockType")) == NULL ||
+	    (G.rlock_type = module_type("_thread", "RLock")) == NULL)
 		return -1;
-	orig_lock = g_lock_type->tp_repr;
-	orig_rlock = g_rlock_type->tp_repr;
-	if (retarget(g_lock_type, SLOT_REPR, (void *)orig_lock, (void *)repr_lock) != 0 ||
-	    retarget(g_rlock_type, SLOT_REPR, (void *)orig_rlock, (void *)repr_rlock) != 0)
+	G.orig_lock = G.lock_type->tp_repr;
+	G.orig_rlock = G.rlock_type->tp_repr;
+	if (retarget(G.lock_type, SLOT_REPR, (void *)G.orig_lock, (void *)repr_lock) != 0 ||
+	    retarget(G.rlock_type, SLOT_REPR, (void *)G.orig_rlock, (void *)repr_rlock) != 0)
 		return -1;
-	return patch_method(g_rlock_type, "_release_save", METH_NOARGS, &orig_release_save,
+	return patch_method(G.rlock_type, "_release_save", METH_NOARGS, &G.orig_release_save,
 			    rlock_release_save) != 0 ||
-		       patch_method(g_rlock_type, "_acquire_restore", METH_VARARGS,
-				    &orig_acquire_restore, rlock_acquire_restore) != 0
+		       patch_method(G.rlock_type, "_acquire_restore", METH_VARARGS,
+				    &G.orig_acquire_restore, rlock_acquire_restore) != 0
 		   ? -1
 		   : 0;
 }
@@ -742,16 +751,17 @@ static int patch_decimal(void)
 	if (m == NULL)
 		return PyErr_Occurred() ? -1 : 0; /* not loaded: no snippet can reach it */
 	Py_DECREF(m);
-	if ((g_decimal_type = module_type("decimal", "Decimal")) == NULL)
+	if ((G.decimal_type = module_type("decimal", "Decimal")) == NULL)
 		return -1;
-	g_is_qnan = PyDict_GetItemString(g_decimal_type->tp_dict, "is_qnan");
-	if (g_is_qnan == NULL || !Py_IS_TYPE(g_is_qnan, &PyMethodDescr_Type)) {
+	G.is_qnan = PyDict_GetItemString(G.decimal_type->tp_dict, "is_qnan");
+	if (G.is_qnan == NULL || !Py_IS_TYPE(G.is_qnan, &PyMethodDescr_Type)) {
 		PyErr_SetString(PyExc_RuntimeError, "decimal.Decimal is not the C type");
 		return -1;
 	}
-	Py_INCREF(g_is_qnan);
-	orig_decimal_hash = g_decimal_type->tp_hash;
-	return retarget(g_decimal_type, SLOT_HASH, (void *)orig_decimal_hash, (void *)hash_decimal);
+	Py_INCREF(G.is_qnan);
+	G.orig_decimal_hash = G.decimal_type->tp_hash;
+	return retarget(G.decimal_type, SLOT_HASH, (void *)G.orig_decimal_hash,
+			(void *)hash_decimal);
 }
 
 static int patch_numpy(void)
@@ -801,7 +811,7 @@ static int replaced(void *f, enum slot s)
 		for (size_t i = 0; i < sizeof static_reprs / sizeof *static_reprs; i++)
 			if (f == (void *)*static_reprs[i].orig)
 				return 1;
-		return f == (void *)orig_lock || f == (void *)orig_rlock;
+		return f == (void *)G.orig_lock || f == (void *)G.orig_rlock;
 	}
 	for (size_t i = 0; i < sizeof static_hashes / sizeof *static_hashes; i++)
 		if (f == (void *)*static_hashes[i].orig)
@@ -809,7 +819,7 @@ static int replaced(void *f, enum slot s)
 	for (int i = 0; i < N_NP; i++)
 		if (g_np[i].orig != NULL && f == (void *)g_np[i].orig)
 			return 1;
-	return f == (void *)orig_decimal_hash;
+	return f == (void *)G.orig_decimal_hash;
 }
 
 static int stale_type(PyTypeObject *t)
@@ -860,11 +870,11 @@ static int find_stale(char *bad, size_t len)
 
 int tp_pyaddr_preinit(struct tp_err *err)
 {
-	unsigned char seed[3 * sizeof g.id.k];
+	unsigned char seed[3 * sizeof G.id.k];
 	const size_t nr = sizeof static_reprs / sizeof *static_reprs;
 	const size_t nh = sizeof static_hashes / sizeof *static_hashes;
 
-	if (g.ready)
+	if (G.ready)
 		return 0;
 	if (Py_IsInitialized())
 		return tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_LANGUAGE, 0,
@@ -884,11 +894,11 @@ int tp_pyaddr_preinit(struct tp_err *err)
 					  "address hiding: getrandom");
 		got += n > 0 ? (size_t)n : 0;
 	}
-	memcpy(g.id.k, seed, sizeof g.id.k);
-	memcpy(g.hash.k, seed + sizeof g.id.k, sizeof g.hash.k);
-	memcpy(g.secret.k, seed + 2 * sizeof g.id.k, sizeof g.secret.k);
-	g.id.rounds = g.secret.rounds = TP_ADDR_ROUNDS;
-	g.hash.rounds = TP_ADDR_HASH_ROUNDS;
+	memcpy(G.id.k, seed, sizeof G.id.k);
+	memcpy(G.hash.k, seed + sizeof G.id.k, sizeof G.hash.k);
+	memcpy(G.secret.k, seed + 2 * sizeof G.id.k, sizeof G.secret.k);
+	G.id.rounds = G.secret.rounds = TP_ADDR_ROUNDS;
+	G.hash.rounds = TP_ADDR_HASH_ROUNDS;
 	explicit_bzero(seed, sizeof seed);
 	for (size_t i = 0; i < nr; i++) {
 		*static_reprs[i].orig = static_reprs[i].type->tp_repr;
@@ -898,7 +908,7 @@ int tp_pyaddr_preinit(struct tp_err *err)
 		*static_hashes[i].orig = static_hashes[i].type->tp_hash;
 		static_hashes[i].type->tp_hash = static_hashes[i].repl;
 	}
-	g.ready = 1;
+	G.ready = 1;
 	return 0;
 }
 
@@ -910,10 +920,10 @@ int tp_pyaddr_zygote_init(struct tp_err *err)
 
 	if (done)
 		return 0;
-	if (!g.ready)
+	if (!G.ready)
 		return tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_LANGUAGE, 0,
 				  "address hiding: tp_pyaddr_preinit() did not run");
-	if ((g_name = PyUnicode_InternFromString("__name__")) == NULL)
+	if ((G.name_str = PyUnicode_InternFromString("__name__")) == NULL)
 		return tp_py_fail("address hiding: __name__", err);
 	if (patch_id() != 0)
 		return tp_py_fail("address hiding: builtins.id", err);
@@ -935,8 +945,8 @@ int tp_pyaddr_zygote_init(struct tp_err *err)
 
 void tp_pyaddr_worker_init(uint64_t entropy)
 {
-	if (g.ready)
-		tp_addr_derive(&g.secret, entropy, &g.id);
+	if (G.ready)
+		tp_addr_derive(&G.secret, entropy, &G.id);
 }
 
 PyObject *tp_pyaddr_original_repr(PyObject *o)
@@ -947,8 +957,8 @@ PyObject *tp_pyaddr_original_repr(PyObject *o)
 		if (static_reprs[i].repl == f)
 			return (*static_reprs[i].orig)(o);
 	if (f == repr_lock)
-		return orig_lock(o);
+		return G.orig_lock(o);
 	if (f == repr_rlock)
-		return orig_rlock(o);
+		return G.orig_rlock(o);
 	return NULL;
 }

@@ -20,39 +20,52 @@
 #include <malloc.h>
 #include <stdlib.h>
 
-static struct tp_pyalloc g_a;
-static void (*g_on_refuse)(void);
-static PyObjectArenaAllocator g_arena_base;     /* CPython's own (mmap) */
-static PyMemAllocatorEx g_mem_base, g_obj_base; /* pymalloc, as pre-initialization set it */
+/* The allocator's state, one instance. No signal handler touches it (the
+ * verdict's flags are pyguard.c's volatile sig_atomic_t globals). */
+static struct {
+	/* -- the counters: written by every allocation and free (zygote and exec);
+	 * limit set per exec by tp_pyalloc_set_limit, peak and the refusals reset
+	 * per exec by tp_pyalloc_reset_peak */
+	struct tp_pyalloc a;
+
+	/* -- zygote (tp_pyalloc_install, tp_pyalloc_on_refuse), read-only after */
+	void (*on_refuse)(void);
+	PyObjectArenaAllocator arena_base;   /* CPython's own (mmap) */
+	PyMemAllocatorEx mem_base, obj_base; /* pymalloc, as pre-initialization set it */
+
+	/* -- during one pymalloc call: set by the p_* wrappers around it and
+	 * restored after (see "MEM and OBJ" below) */
+	int in_pymalloc;
+} G;
 
 static void *refuse(size_t grow)
 {
-	size_t total = g_a.current + grow;
+	size_t total = G.a.current + grow;
 
-	g_a.refusals++;
-	g_a.refused_total = total < g_a.current ? (size_t)-1 : total;
-	if (g_on_refuse != NULL)
-		g_on_refuse();
+	G.a.refusals++;
+	G.a.refused_total = total < G.a.current ? (size_t)-1 : total;
+	if (G.on_refuse != NULL)
+		G.on_refuse();
 	return NULL;
 }
 
 static int over_limit(size_t grow)
 {
-	return g_a.limit != 0 && (grow > g_a.limit || g_a.current > g_a.limit - grow);
+	return G.a.limit != 0 && (grow > G.a.limit || G.a.current > G.a.limit - grow);
 }
 
 static void add(size_t n)
 {
-	g_a.current += n;
-	if (g_a.current > g_a.peak)
-		g_a.peak = g_a.current;
+	G.a.current += n;
+	if (G.a.current > G.a.peak)
+		G.a.peak = G.a.current;
 }
 
 /* Blocks freed here may predate the install (PyMem_RawMalloc during
  * pre-initialization is plain malloc): never let the count wrap. */
 static void sub(size_t n)
 {
-	g_a.current = n < g_a.current ? g_a.current - n : 0;
+	G.a.current = n < G.a.current ? G.a.current - n : 0;
 }
 
 /* ---- RAW: malloc, counted by chunk ---------------------------------------------
@@ -164,41 +177,39 @@ static void c_free(void *ctx, void *ptr)
  * does not fit is refused quietly: pymalloc then serves the small block from
  * PyMem_RawMalloc, which is counted to the byte and trips the limit itself. */
 
-static int g_in_pymalloc;
-
 static void *p_malloc(void *ctx, size_t n)
 {
 	const PyMemAllocatorEx *b = ctx;
-	int was = g_in_pymalloc;
+	int was = G.in_pymalloc;
 	void *p;
 
-	g_in_pymalloc = 1;
+	G.in_pymalloc = 1;
 	p = b->malloc(b->ctx, n);
-	g_in_pymalloc = was;
+	G.in_pymalloc = was;
 	return p;
 }
 
 static void *p_calloc(void *ctx, size_t nelem, size_t elsize)
 {
 	const PyMemAllocatorEx *b = ctx;
-	int was = g_in_pymalloc;
+	int was = G.in_pymalloc;
 	void *p;
 
-	g_in_pymalloc = 1;
+	G.in_pymalloc = 1;
 	p = b->calloc(b->ctx, nelem, elsize);
-	g_in_pymalloc = was;
+	G.in_pymalloc = was;
 	return p;
 }
 
 static void *p_realloc(void *ctx, void *ptr, size_t n)
 {
 	const PyMemAllocatorEx *b = ctx;
-	int was = g_in_pymalloc;
+	int was = G.in_pymalloc;
 	void *p;
 
-	g_in_pymalloc = 1;
+	G.in_pymalloc = 1;
 	p = b->realloc(b->ctx, ptr, n);
-	g_in_pymalloc = was;
+	G.in_pymalloc = was;
 	return p;
 }
 
@@ -218,10 +229,10 @@ static void *a_alloc(void *ctx, size_t n)
 
 	(void)ctx;
 	if (over_limit(n))
-		return g_in_pymalloc ? NULL : refuse(n);
-	p = g_arena_base.alloc(g_arena_base.ctx, n);
+		return G.in_pymalloc ? NULL : refuse(n);
+	p = G.arena_base.alloc(G.arena_base.ctx, n);
 	if (p == NULL)
-		return g_in_pymalloc ? NULL : refuse(n);
+		return G.in_pymalloc ? NULL : refuse(n);
 	add(n);
 	return p;
 }
@@ -229,20 +240,20 @@ static void *a_alloc(void *ctx, size_t n)
 static void a_free(void *ctx, void *ptr, size_t n)
 {
 	(void)ctx;
-	g_arena_base.free(g_arena_base.ctx, ptr, n);
+	G.arena_base.free(G.arena_base.ctx, ptr, n);
 	sub(n);
 }
 
 void tp_pyalloc_install(void)
 {
 	static PyMemAllocatorEx raw = { NULL, c_malloc, c_calloc, c_realloc, c_free };
-	static PyMemAllocatorEx mem = { &g_mem_base, p_malloc, p_calloc, p_realloc, p_free };
-	static PyMemAllocatorEx obj = { &g_obj_base, p_malloc, p_calloc, p_realloc, p_free };
+	static PyMemAllocatorEx mem = { &G.mem_base, p_malloc, p_calloc, p_realloc, p_free };
+	static PyMemAllocatorEx obj = { &G.obj_base, p_malloc, p_calloc, p_realloc, p_free };
 	static PyObjectArenaAllocator arena = { NULL, a_alloc, a_free };
 
-	PyMem_GetAllocator(PYMEM_DOMAIN_MEM, &g_mem_base);
-	PyMem_GetAllocator(PYMEM_DOMAIN_OBJ, &g_obj_base);
-	PyObject_GetArenaAllocator(&g_arena_base);
+	PyMem_GetAllocator(PYMEM_DOMAIN_MEM, &G.mem_base);
+	PyMem_GetAllocator(PYMEM_DOMAIN_OBJ, &G.obj_base);
+	PyObject_GetArenaAllocator(&G.arena_base);
 	/* RAW first: pymalloc's large blocks reach it through PyMem_RawMalloc. */
 	PyMem_SetAllocator(PYMEM_DOMAIN_RAW, &raw);
 	PyMem_SetAllocator(PYMEM_DOMAIN_MEM, &mem);
@@ -252,22 +263,22 @@ void tp_pyalloc_install(void)
 
 void tp_pyalloc_set_limit(size_t limit)
 {
-	g_a.limit = limit;
+	G.a.limit = limit;
 }
 
 void tp_pyalloc_reset_peak(void)
 {
-	g_a.peak = g_a.current;
-	g_a.refusals = 0;
-	g_a.refused_total = 0;
+	G.a.peak = G.a.current;
+	G.a.refusals = 0;
+	G.a.refused_total = 0;
 }
 
 void tp_pyalloc_on_refuse(void (*fn)(void))
 {
-	g_on_refuse = fn;
+	G.on_refuse = fn;
 }
 
 const struct tp_pyalloc *tp_pyalloc_stats(void)
 {
-	return &g_a;
+	return &G.a;
 }

@@ -50,24 +50,67 @@
 
 #define NTRAMP 48
 
-static getattrofunc g_orig[NTRAMP];
-static int g_ntramp;
-static Py_ssize_t g_minlen, g_maxlen;
-static unsigned char g_prefix[128][128]; /* the denied names' first two characters */
-static PyCFunction g_subclasses;
-/* subtype_dict: the __dict__ getter of a class CPython adds a dict to */
-static getter g_subtype_dict;
-static PyObject *g_dict_name;    /* "__dict__" */
-static PyObject *g_dir_name;     /* "__dir__" */
-static PyObject *g_acting_args;  /* the arguments of the acting call (tp_py_acting), borrowed */
-static PyObject *g_acting_bound; /* a bound wrapper's object (obj.__getattribute__), or NULL */
+/* The guard's state, one instance. Everything but the last group is written in
+ * the zygote (tp_py_guard_install and what it calls, and the shim's load through
+ * tp_py_guard_spelled and tp_py_guard_locked) and only read once the guard is
+ * armed: every exec forked from that zygote sees the same values. The signal
+ * handlers' flags are pyguard.c's volatile sig_atomic_t globals, not here. */
+static struct {
+	/* -- zygote: the trampolines and the fast path's text check (tp_py_guard_install) */
+	getattrofunc orig_getattro[NTRAMP]; /* trampoline i calls orig_getattro[i] */
+	int ntramp;                         /* trampolines handed out (tramp_for) */
+	Py_ssize_t minlen, maxlen;          /* the denied names' shortest and longest */
+	unsigned char prefix[128][128];     /* the denied names' first two characters */
+	PyObject *dict_name;                /* "__dict__" */
+	PyObject *dir_name;                 /* "__dir__" */
+
+	/* -- zygote: CPython's own functions the guard replaced or compares with */
+	PyCFunction subclasses; /* type.__subclasses__ (gate_subclasses) */
+	getter subtype_dict;    /* the __dict__ getter of a class CPython adds a dict to */
+	newfunc type_new;       /* type.tp_new, before guarded_type_new */
+
+	/* -- zygote, from the shim's load: {id(namespace): frozenset}: the names each
+	 * stdlib module's code spells (the shim's _stdlib_literals), or NULL before
+	 * the zygote gave them; and the frozenset of module names of _SPELL_ONLY */
+	PyObject *spelled;
+	PyObject *spell_only;
+
+	/* -- zygote: numpy.lib.stride_tricks.DummyArray, if loaded */
+	PyTypeObject *dummy_array;
+
+	/* -- zygote, from the shim's load (_settype): types the shim took a denied
+	 * descriptor from: a read of it there is refused by name, not answered
+	 * "no such attribute" */
+	PyTypeObject *locked[16];
+	size_t nlocked;
+
+	/* -- zygote (guard_module_setattr): the module type and tp_py_modtypes, and
+	 * each one's original tp_setattro */
+	PyTypeObject *settypes[9];
+	setattrofunc modset[9];
+	int nsettypes;
+
+	/* -- zygote (guard_callables): the callables that read an attribute for
+	 * their caller, their original tp_call, and the wrapperbase of
+	 * __getattribute__, __getattr__ ... */
+	PyTypeObject *acttypes[4];
+	ternaryfunc actcall[4];
+	const void *slotbase[4];
+	int nslotbase;
+
+	/* -- per acting call: acting_call sets these around the call it makes and
+	 * restores the previous values after it (so nested calls unwind), with
+	 * tp_py_acting and tp_py_acting_slot (pystate.c) */
+	PyObject *acting_args;  /* the arguments of the acting call (tp_py_acting), borrowed */
+	PyObject *acting_bound; /* a bound wrapper's object (obj.__getattribute__), or NULL */
+} G;
 
 static PyObject *guarded(PyObject *obj, PyObject *name, getattrofunc orig);
 
 #define TRAMP(k, j)                                                                                \
 	static PyObject *tramp##k##j(PyObject *o, PyObject *n)                                     \
 	{                                                                                          \
-		return guarded(o, n, g_orig[(k)*8 + (j)]);                                         \
+		return guarded(o, n, G.orig_getattro[(k)*8 + (j)]);                                \
 	}
 #define TRAMP8(k)                                                                                  \
 	TRAMP(k, 0)                                                                                \
@@ -167,18 +210,12 @@ static int own_attr_op(PyFrameObject *f, PyCodeObject *code, PyObject *name)
  * attrgetter, methodcaller or attribute slot wrapper may not, whoever calls it.
  * The snippet's own instructions and "<string>" code may not; C code they call
  * may, for names of its own (own_attr_op). Only while a snippet runs. */
-/* {id(namespace): frozenset}: the names each stdlib module's code spells (the shim's
- * _stdlib_literals), or NULL before the zygote gave them. */
-static PyObject *g_spelled;
-
-static PyObject *g_spell_only; /* frozenset of module names: the shim's _SPELL_ONLY */
-
 /* One of the modules the shim's _SPELL_ONLY names (the interpreter's and the system's
  * powers): the standard library reads their attributes by names it spells only. */
 static int spell_only(PyObject *mod)
 {
 	PyObject *m = PyModule_GetNameObject(mod);
-	int r = m != NULL && g_spell_only != NULL ? PySet_Contains(g_spell_only, m) : -1;
+	int r = m != NULL && G.spell_only != NULL ? PySet_Contains(G.spell_only, m) : -1;
 
 	Py_XDECREF(m);
 	if (r < 0)
@@ -192,9 +229,9 @@ int tp_py_guard_spelled(PyObject *d, PyObject *only)
 		PyErr_SetString(PyExc_TypeError, "_spelled: a dict and a set of module names");
 		return -1;
 	}
-	Py_XSETREF(g_spelled, Py_NewRef(d));
-	Py_XSETREF(g_spell_only, PyFrozenSet_New(only));
-	return g_spell_only != NULL ? 0 : -1;
+	Py_XSETREF(G.spelled, Py_NewRef(d));
+	Py_XSETREF(G.spell_only, PyFrozenSet_New(only));
+	return G.spell_only != NULL ? 0 : -1;
 }
 
 /* May the standard library's frame f read attribute name of the real module mod?
@@ -209,7 +246,7 @@ static int spelled(PyFrameObject *f, PyObject *mod, PyObject *name)
 
 	if (g == NULL)
 		return 0;
-	if (g == PyModule_GetDict(mod) || g_spelled == NULL) {
+	if (g == PyModule_GetDict(mod) || G.spelled == NULL) {
 		Py_DECREF(g);
 		return 1;
 	}
@@ -219,7 +256,7 @@ static int spelled(PyFrameObject *f, PyObject *mod, PyObject *name)
 	}
 	key = PyLong_FromVoidPtr(g);
 	Py_DECREF(g);
-	set = key != NULL ? PyDict_GetItemWithError(g_spelled, key) : NULL; /* borrowed */
+	set = key != NULL ? PyDict_GetItemWithError(G.spelled, key) : NULL; /* borrowed */
 	Py_XDECREF(key);
 	if (set != NULL && PyUnicode_Check(name))
 		r = PySet_Contains(set, name) == 1;
@@ -265,11 +302,11 @@ static int module_obj_ok(PyObject *obj, PyObject *name)
 	    !tp_py_acting_now() && tp_py_caller_stdlib_file())
 		return spelled(f, obj, name); /* the standard library's own code, not frozen */
 	if (tp_py_acting == NULL || tp_py_acting != tp_py_current_frame() ||
-	    g_acting_args == NULL || !PyTuple_Check(g_acting_args))
+	    G.acting_args == NULL || !PyTuple_Check(G.acting_args))
 		return module_ok(name);
-	held = obj == g_acting_bound;
-	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(g_acting_args) && !held; i++)
-		held = PyTuple_GET_ITEM(g_acting_args, i) == obj;
+	held = obj == G.acting_bound;
+	for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(G.acting_args) && !held; i++)
+		held = PyTuple_GET_ITEM(G.acting_args, i) == obj;
 	return module_ok_as(name, held);
 }
 
@@ -301,7 +338,10 @@ static PyObject *refuse_module(PyObject *mod, PyObject *name, const char *what)
 
 /* Every read the guard sees: of a real module's attribute, or whose value is a
  * real module (catch_warnings()._module, a facade object's sys), refused unless
- * module_ok(). Cheap when neither object is a module: a compare or two. */
+ * module_ok(). Cheap when neither object is a module: a compare or two.
+ * docs/python-guard.md, "The guard's rules": D7, D8 (a real module read or
+ * handed out; exemptions E12-E14 in module_obj_ok and module_ok) and D10 (a
+ * value the membrane forbids). */
 static inline PyObject *module_checked(PyObject *obj, PyObject *name, getattrofunc orig)
 {
 	PyObject *r;
@@ -434,12 +474,12 @@ PyObject *tp_py_own_dict(PyObject *obj)
 			Py_RETURN_NONE;
 		Py_RETURN_FALSE;
 	}
-	if (tp_py_ztype(t) || g_dict_name == NULL)
+	if (tp_py_ztype(t) || G.dict_name == NULL)
 		Py_RETURN_FALSE;
 	base = builtin_base_with_dict(t);
 	if (base != NULL && !PyType_IsSubtype(base, (PyTypeObject *)PyExc_BaseException))
 		Py_RETURN_FALSE;
-	descr = _PyType_Lookup(t, g_dict_name); /* borrowed; runs no Python code */
+	descr = _PyType_Lookup(t, G.dict_name); /* borrowed; runs no Python code */
 	if (descr == NULL)
 		Py_RETURN_NONE; /* a __slots__ class: no dict */
 	if (!Py_IS_TYPE(descr, &PyGetSetDescr_Type))
@@ -450,7 +490,7 @@ PyObject *tp_py_own_dict(PyObject *obj)
 		 * keeps its dict its own way). */
 		PyGetSetDescrObject *gs = (PyGetSetDescrObject *)descr;
 		getter g = gs->d_getset->get;
-		if (!(g_subtype_dict != NULL && g == g_subtype_dict) &&
+		if (!(G.subtype_dict != NULL && g == G.subtype_dict) &&
 		    !(g == PyObject_GenericGetDict && gs->d_common.d_type != NULL &&
 		      PyType_IsSubtype(gs->d_common.d_type, (PyTypeObject *)PyExc_BaseException)))
 			Py_RETURN_FALSE;
@@ -508,6 +548,16 @@ static int snippet_instance(PyObject *obj)
 	       !PyModule_Check(obj) && !tp_py_ztype(t);
 }
 
+/* The name check. The rules are docs/python-guard.md, "The guard's rules"; here,
+ * in order:
+ *  - is_dict_name && snippet_instance: E3, the snippet's own instance's __dict__;
+ *  - tp_py_attr_denied: D1 (GUARD_DENY), unless
+ *    object_exempt: E4 (the snippet's modules and the facades),
+ *    tp_py_frame_exempt: E5 (the stdlib's own frame), E6 (the file shim), E7
+ *    (no frame while no snippet runs); never while an acting callable runs (D4),
+ *    tp_py_data_dict_ok: E8 (a data package's instance __dict__);
+ *    then data_spec_read: E9 (__spec__ answers None);
+ *  - module_checked: D7, D8, D10 with their exemptions E12, E13, E14. */
 static PyObject *guarded_slow(PyObject *obj, PyObject *name, getattrofunc orig)
 {
 	if (tp_py_attr_armed && is_dict_name(name) && snippet_instance(obj))
@@ -535,8 +585,6 @@ static int array_iface_name(const char *s, Py_ssize_t n)
 /* The one obj has comes from a class the zygote made (numpy's, pandas', PIL's),
  * not from an instance dict (a SimpleNamespace's, a list subclass's), nor a class
  * or __getattr__ of the snippet's. */
-static PyTypeObject *g_dummy_array; /* numpy.lib.stride_tricks.DummyArray, if loaded */
-
 static int array_iface_ok(PyObject *obj, PyObject *name)
 {
 	PyObject *mro, **dp;
@@ -547,7 +595,7 @@ static int array_iface_ok(PyObject *obj, PyObject *name)
 	if (dp != NULL && *dp != NULL && PyDict_Check(*dp) && PyDict_Contains(*dp, name) != 0)
 		/* numpy's own carrier (as_strided, broadcast_to: refused to the snippet, and
 		 * no instance of it is reachable) holds its interface in its instance dict */
-		return g_dummy_array != NULL && Py_IS_TYPE(obj, g_dummy_array);
+		return G.dummy_array != NULL && Py_IS_TYPE(obj, G.dummy_array);
 	mro = Py_TYPE(obj)->tp_mro;
 	for (Py_ssize_t i = 0; mro != NULL && i < PyTuple_GET_SIZE(mro); i++) {
 		PyTypeObject *b = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
@@ -568,6 +616,10 @@ static PyObject *refuse_array_iface(PyObject *name)
 	return tp_py_refuse(msg, -1);
 }
 
+/* Every trampoline's check (docs/python-guard.md, "The guard's rules"): D5 and E10
+ * (__array_interface__, __array_struct__), E1 (the fast path: a name no denied
+ * name can be goes to module_checked only), D3 (a str subclass is checked by its
+ * characters), then guarded_slow. */
 static PyObject *guarded(PyObject *obj, PyObject *name, getattrofunc orig)
 {
 	if (PyUnicode_CheckExact(name) && PyUnicode_IS_COMPACT_ASCII(name)) {
@@ -583,8 +635,8 @@ static PyObject *guarded(PyObject *obj, PyObject *name, getattrofunc orig)
 			Py_DECREF(v);
 			return refuse_array_iface(name);
 		}
-		if (n < g_minlen || n > g_maxlen ||
-		    !g_prefix[(unsigned char)s[0]][(unsigned char)s[1]])
+		if (n < G.minlen || n > G.maxlen ||
+		    !G.prefix[(unsigned char)s[0]][(unsigned char)s[1]])
 			return module_checked(obj, name, orig);
 		return guarded_slow(obj, name, orig);
 	}
@@ -630,9 +682,9 @@ static PyTypeObject *generic_behind_guard(PyObject *owner, PyObject *name)
 	if (PyType_Check(owner) || PyModule_CheckExact(owner) || !PyUnicode_CheckExact(name) ||
 	    tp_py_deny == NULL)
 		return NULL;
-	while (k < g_ntramp && t->tp_getattro != g_tramp[k])
+	while (k < G.ntramp && t->tp_getattro != g_tramp[k])
 		k++;
-	if (k == g_ntramp || g_orig[k] != PyObject_GenericGetAttr)
+	if (k == G.ntramp || G.orig_getattro[k] != PyObject_GenericGetAttr)
 		return NULL;
 	r = PySet_Contains(tp_py_deny, name);
 	if (r != 0) {
@@ -671,6 +723,7 @@ backoff:
 	return 1;
 }
 
+/* D11 (module_load_unspecialised) and E15 (generic_behind_guard): docs/python-guard.md. */
 #define SPECIALISE(real, owner, instr, name)                                                       \
 	do {                                                                                       \
 		PyTypeObject *t;                                                                   \
@@ -700,11 +753,12 @@ int __wrap__Py_Specialize_LoadMethod(PyObject *owner, _Py_CODEUNIT *instr, PyObj
 
 /* ---- type.__subclasses__ and dir() --------------------------------------------------------- */
 
+/* D6 and E11 (docs/python-guard.md, "The guard's rules"): only an exempt frame. */
 static PyObject *subclasses_gate(PyObject *self, PyObject *unused)
 {
 	if (tp_py_attr_armed && !tp_py_frame_exempt(!tp_py_running))
 		return tp_py_refuse("type.__subclasses__() is not allowed", -1);
-	return g_subclasses(self, unused);
+	return G.subclasses(self, unused);
 }
 
 static int merge_mro(PyObject *into, PyTypeObject *t)
@@ -773,7 +827,7 @@ static PyObject *dir_module(PyObject *self, PyObject *unused)
 	(void)unused;
 	if (d == NULL || !PyDict_Check(d))
 		return PyErr_Format(PyExc_TypeError, "<module>.__dict__ is not a dictionary");
-	fn = PyDict_GetItemWithError(d, g_dir_name);
+	fn = PyDict_GetItemWithError(d, G.dir_name);
 	if (fn != NULL)
 		return PyObject_CallNoArgs(fn);
 	return PyErr_Occurred() ? NULL : PyDict_Keys(d);
@@ -807,7 +861,7 @@ static int gate_subclasses(void)
 	}
 	def = ((PyMethodDescrObject *)d)->d_method;
 	if (def->ml_meth != subclasses_gate) {
-		g_subclasses = def->ml_meth;
+		G.subclasses = def->ml_meth;
 		def->ml_meth = subclasses_gate; /* bound methods read it at each call */
 	}
 	return 0;
@@ -822,43 +876,38 @@ static int tramp_for(getattrofunc fn, getattrofunc *out)
 			*out = fn;
 			return 0;
 		}
-	for (int i = 0; i < g_ntramp; i++)
-		if (g_orig[i] == fn) {
+	for (int i = 0; i < G.ntramp; i++)
+		if (G.orig_getattro[i] == fn) {
 			*out = g_tramp[i];
 			return 0;
 		}
-	if (g_ntramp == NTRAMP) {
+	if (G.ntramp == NTRAMP) {
 		PyErr_SetString(PyExc_RuntimeError,
 				"attribute guard: too many tp_getattro functions");
 		return -1;
 	}
-	g_orig[g_ntramp] = fn;
-	*out = g_tramp[g_ntramp++];
+	G.orig_getattro[G.ntramp] = fn;
+	*out = g_tramp[G.ntramp++];
 	return 0;
 }
 
-/* Types the shim took a denied descriptor from (_settype): a read of it there
- * is refused by name, not answered "no such attribute". */
-static PyTypeObject *g_locked[16];
-static size_t g_nlocked;
-
 int tp_py_guard_locked(PyTypeObject *t)
 {
-	for (size_t i = 0; i < g_nlocked; i++)
-		if (g_locked[i] == t)
+	for (size_t i = 0; i < G.nlocked; i++)
+		if (G.locked[i] == t)
 			return 0;
-	if (g_nlocked == sizeof g_locked / sizeof g_locked[0]) {
+	if (G.nlocked == sizeof G.locked / sizeof G.locked[0]) {
 		PyErr_SetString(PyExc_RuntimeError, "attribute guard: too many locked types");
 		return -1;
 	}
-	g_locked[g_nlocked++] = t;
+	G.locked[G.nlocked++] = t;
 	return 0;
 }
 
 static int is_locked(PyTypeObject *t)
 {
-	for (size_t i = 0; i < g_nlocked; i++)
-		if (g_locked[i] == t)
+	for (size_t i = 0; i < G.nlocked; i++)
+		if (G.locked[i] == t)
 			return 1;
 	return 0;
 }
@@ -879,7 +928,7 @@ static int pickle_name(PyObject *k)
  * 3.11 specialises (caches) attribute loads and method calls only on types that
  * keep that exact function, so `l.append(x)`, `d.get(k)`, `s.add(x)` keep their
  * speed. Its subclasses made later take the guarded wrapper (they have dicts). */
-static int keeps_generic(PyTypeObject *t)
+static int keeps_generic(PyTypeObject *t) /* E2 (docs/python-guard.md) */
 {
 	PyObject *mro = t->tp_mro;
 
@@ -932,11 +981,11 @@ static int find_subtype_dict(void)
 
 	if (t == NULL)
 		return -1;
-	descr = _PyType_Lookup((PyTypeObject *)t, g_dict_name);
+	descr = _PyType_Lookup((PyTypeObject *)t, G.dict_name);
 	if (descr != NULL && Py_IS_TYPE(descr, &PyGetSetDescr_Type))
-		g_subtype_dict = ((PyGetSetDescrObject *)descr)->d_getset->get;
+		G.subtype_dict = ((PyGetSetDescrObject *)descr)->d_getset->get;
 	Py_DECREF(t);
-	if (g_subtype_dict == NULL) {
+	if (G.subtype_dict == NULL) {
 		PyErr_SetString(PyExc_RuntimeError, "attribute guard: no subtype __dict__ getter");
 		return -1;
 	}
@@ -994,18 +1043,14 @@ out:
 
 /* ---- a real module's attributes are not set by the snippet ---------------------------------- */
 
-static PyTypeObject *g_settypes[9]; /* the module type and tp_py_modtypes */
-static setattrofunc g_modset[9];    /* each one's tp_setattro */
-static int g_nsettypes;
-
 static int module_setattro(PyObject *obj, PyObject *name, PyObject *v)
 {
 	PyTypeObject *t = Py_TYPE(obj);
-	int k = g_nsettypes;
+	int k = G.nsettypes;
 
 	/* A module type, or one made later that inherited this function. */
-	while (t != NULL && k == g_nsettypes) {
-		for (k = 0; k < g_nsettypes && g_settypes[k] != t; k++)
+	while (t != NULL && k == G.nsettypes) {
+		for (k = 0; k < G.nsettypes && G.settypes[k] != t; k++)
 			;
 		t = t->tp_base;
 	}
@@ -1013,26 +1058,26 @@ static int module_setattro(PyObject *obj, PyObject *name, PyObject *v)
 		refuse_module(obj, name, v ? "set" : "delete");
 		return -1;
 	}
-	if (k == g_nsettypes || g_modset[k] == NULL)
+	if (k == G.nsettypes || G.modset[k] == NULL)
 		return PyObject_GenericSetAttr(obj, name, v);
-	return g_modset[k](obj, name, v);
+	return G.modset[k](obj, name, v);
 }
 
 static int guard_module_setattr(void)
 {
-	g_settypes[g_nsettypes++] = &PyModule_Type;
+	G.settypes[G.nsettypes++] = &PyModule_Type;
 	for (int i = 0; i < tp_py_nmodtypes; i++)
-		g_settypes[g_nsettypes++] = tp_py_modtypes[i];
-	for (int k = 0; k < g_nsettypes; k++) {
-		PyTypeObject *t = g_settypes[k];
+		G.settypes[G.nsettypes++] = tp_py_modtypes[i];
+	for (int k = 0; k < G.nsettypes; k++) {
+		PyTypeObject *t = G.settypes[k];
 		if (t->tp_setattro == NULL || t->tp_setattro == module_setattro)
 			continue;
-		g_modset[k] = t->tp_setattro;
+		G.modset[k] = t->tp_setattro;
 		for (int i = 0; i < 2 && t->tp_dict != NULL; i++) {
 			PyObject *w =
 			    PyDict_GetItemString(t->tp_dict, i ? "__delattr__" : "__setattr__");
 			if (w != NULL && Py_IS_TYPE(w, &PyWrapperDescr_Type) &&
-			    ((PyWrapperDescrObject *)w)->d_wrapped == (void *)g_modset[k])
+			    ((PyWrapperDescrObject *)w)->d_wrapped == (void *)G.modset[k])
 				((PyWrapperDescrObject *)w)->d_wrapped = (void *)module_setattro;
 		}
 		t->tp_setattro = module_setattro;
@@ -1048,10 +1093,6 @@ static int guard_module_setattr(void)
  * code that calls it (functools.singledispatch(attrgetter('__code__')), pandas'
  * Series.map), and the read it makes would be checked as that code's own. While
  * one runs, the frame that called it is no standard library frame (tp_py_acting). */
-static PyTypeObject *g_acttypes[4];
-static ternaryfunc g_actcall[4];
-static const void *g_slotbase[4]; /* the wrapperbase of __getattribute__, __getattr__ ... */
-static int g_nslotbase;
 
 typedef struct { /* descrobject.c's wrapperobject (a method-wrapper) */
 	PyObject_HEAD PyWrapperDescrObject *descr;
@@ -1071,8 +1112,8 @@ static int reads_attr(PyObject *self, int k)
 		return 1; /* attrgetter, methodcaller */
 	base = k == 0 ? (const void *)((PyWrapperDescrObject *)self)->d_base
 		      : (const void *)((tp_method_wrapper *)self)->descr->d_base;
-	for (int i = 0; i < g_nslotbase; i++)
-		if (base == g_slotbase[i])
+	for (int i = 0; i < G.nslotbase; i++)
+		if (base == G.slotbase[i])
 			return i == 0 && (k == 0 || Py_REFCNT(self) > 1) ? 1 : 2;
 	return 0;
 }
@@ -1085,7 +1126,7 @@ static PyObject *acting_call(PyObject *self, PyObject *args, PyObject *kw)
 	int k = 4, prev_slot, how;
 
 	while (t != NULL && k == 4) {
-		for (k = 0; k < 4 && g_acttypes[k] != t; k++)
+		for (k = 0; k < 4 && G.acttypes[k] != t; k++)
 			;
 		t = t->tp_base;
 	}
@@ -1095,19 +1136,19 @@ static PyObject *acting_call(PyObject *self, PyObject *args, PyObject *kw)
 	}
 	how = reads_attr(self, k);
 	if (!how)
-		return g_actcall[k](self, args, kw);
+		return G.actcall[k](self, args, kw);
 	prev_slot = tp_py_acting_slot;
-	prev_args = g_acting_args;
-	prev_bound = g_acting_bound;
-	g_acting_bound = k == 1 ? ((tp_method_wrapper *)self)->self : NULL;
+	prev_args = G.acting_args;
+	prev_bound = G.acting_bound;
+	G.acting_bound = k == 1 ? ((tp_method_wrapper *)self)->self : NULL;
 	tp_py_acting = tp_py_current_frame();
 	tp_py_acting_slot = how == 2;
-	g_acting_args = args;
-	r = g_actcall[k](self, args, kw);
+	G.acting_args = args;
+	r = G.actcall[k](self, args, kw);
 	tp_py_acting = prev;
 	tp_py_acting_slot = prev_slot;
-	g_acting_args = prev_args;
-	g_acting_bound = prev_bound;
+	G.acting_args = prev_args;
+	G.acting_bound = prev_bound;
 	return r;
 }
 
@@ -1118,23 +1159,23 @@ static int guard_callables(void)
 
 	if (op == NULL)
 		return -1;
-	g_acttypes[0] = &PyWrapperDescr_Type;
-	g_acttypes[1] = &_PyMethodWrapper_Type;
-	g_acttypes[2] = (PyTypeObject *)PyObject_GetAttrString(op, "attrgetter");
-	g_acttypes[3] = (PyTypeObject *)PyObject_GetAttrString(op, "methodcaller");
+	G.acttypes[0] = &PyWrapperDescr_Type;
+	G.acttypes[1] = &_PyMethodWrapper_Type;
+	G.acttypes[2] = (PyTypeObject *)PyObject_GetAttrString(op, "attrgetter");
+	G.acttypes[3] = (PyTypeObject *)PyObject_GetAttrString(op, "methodcaller");
 	Py_DECREF(op);
-	if (g_acttypes[2] == NULL || g_acttypes[3] == NULL)
+	if (G.acttypes[2] == NULL || G.acttypes[3] == NULL)
 		return -1;
 	/* Kept alive by _operator; the pointers only identify the types. */
-	Py_DECREF(g_acttypes[2]);
-	Py_DECREF(g_acttypes[3]);
+	Py_DECREF(G.acttypes[2]);
+	Py_DECREF(G.acttypes[3]);
 	for (int i = 0; i < 4; i++) {
 		PyObject *d = PyDict_GetItemString(PyBaseObject_Type.tp_dict, slots[i]);
 		if (d == NULL)
 			d = PyDict_GetItemString(PyType_Type.tp_dict, slots[i]);
 		w = i == 1 ? NULL : d; /* object has no __getattr__: a class that defines one */
 		if (w != NULL && Py_IS_TYPE(w, &PyWrapperDescr_Type))
-			g_slotbase[g_nslotbase++] = ((PyWrapperDescrObject *)w)->d_base;
+			G.slotbase[G.nslotbase++] = ((PyWrapperDescrObject *)w)->d_base;
 		else if (i == 0) {
 			PyErr_SetString(PyExc_RuntimeError,
 					"object.__getattribute__ is not a slot wrapper");
@@ -1142,7 +1183,7 @@ static int guard_callables(void)
 		}
 	}
 	for (int k = 0; k < 4; k++) {
-		PyTypeObject *t = g_acttypes[k];
+		PyTypeObject *t = G.acttypes[k];
 		/* A call takes tp_call once the type no longer says it has a vectorcall:
 		 * its own tp_call (PyVectorcall_Call) still finds the instance's. */
 		if (k > 1)
@@ -1155,7 +1196,7 @@ static int guard_callables(void)
 			return -1;
 		}
 		if (t->tp_call != acting_call) {
-			g_actcall[k] = t->tp_call;
+			G.actcall[k] = t->tp_call;
 			t->tp_call = acting_call;
 		}
 	}
@@ -1217,11 +1258,10 @@ PyObject *tp_py_snippet_setattr(PyObject *const *args, Py_ssize_t n)
  * __getattr__ (CPython's hook, which asks __getattr__ after the guarded lookup),
  * so every lookup on the snippet's objects, as a whole, meets the guard (numpy
  * looks __array_interface__ up there). */
-static newfunc g_type_new;
 
 static int is_tramp(getattrofunc f)
 {
-	for (int i = 0; i < g_ntramp; i++)
+	for (int i = 0; i < G.ntramp; i++)
 		if (f == g_tramp[i])
 			return 1;
 	return 0;
@@ -1229,7 +1269,7 @@ static int is_tramp(getattrofunc f)
 
 static PyObject *guarded_type_new(PyTypeObject *meta, PyObject *args, PyObject *kw)
 {
-	PyObject *t = g_type_new(meta, args, kw);
+	PyObject *t = G.type_new(meta, args, kw);
 	getattrofunc tramp;
 
 	if (t != NULL && tp_py_attr_armed && tp_py_running && PyType_Check(t) &&
@@ -1256,29 +1296,29 @@ int tp_py_guard_install(PyObject *deny)
 		PyErr_SetString(PyExc_TypeError, "the denied names must be a set");
 		return -1;
 	}
-	g_minlen = 1 << 20;
-	g_maxlen = 0;
+	G.minlen = 1 << 20;
+	G.maxlen = 0;
 	it = PyObject_GetIter(deny);
 	while (it != NULL && (name = PyIter_Next(it)) != NULL) {
 		Py_ssize_t n = PyUnicode_Check(name) ? PyUnicode_GET_LENGTH(name) : -1;
 		int ok = n >= 2 && PyUnicode_IS_ASCII(name);
 		if (ok)
-			g_prefix[PyUnicode_READ_CHAR(name, 0)][PyUnicode_READ_CHAR(name, 1)] = 1;
+			G.prefix[PyUnicode_READ_CHAR(name, 0)][PyUnicode_READ_CHAR(name, 1)] = 1;
 		Py_DECREF(name);
 		if (!ok) { /* the fast path relies on it */
 			PyErr_SetString(PyExc_ValueError, "a denied name must be ASCII");
 			break;
 		}
-		g_minlen = n < g_minlen ? n : g_minlen;
-		g_maxlen = n > g_maxlen ? n : g_maxlen;
+		G.minlen = n < G.minlen ? n : G.minlen;
+		G.maxlen = n > G.maxlen ? n : G.maxlen;
 	}
 	Py_XDECREF(it);
 	if (PyErr_Occurred())
 		return -1;
 	tp_py_deny = PyFrozenSet_New(deny);
-	g_dict_name = PyUnicode_InternFromString("__dict__");
-	g_dir_name = PyUnicode_InternFromString("__dir__");
-	if (tp_py_deny == NULL || g_dict_name == NULL || g_dir_name == NULL ||
+	G.dict_name = PyUnicode_InternFromString("__dict__");
+	G.dir_name = PyUnicode_InternFromString("__dir__");
+	if (tp_py_deny == NULL || G.dict_name == NULL || G.dir_name == NULL ||
 	    find_subtype_dict() != 0 || tp_py_collect_namespaces() != 0 || guard_all_types() != 0 ||
 	    gate_subclasses() != 0 || set_method(&PyBaseObject_Type, &g_dir_object) != 0 ||
 	    set_method(&PyType_Type, &g_dir_type) != 0 ||
@@ -1286,7 +1326,7 @@ int tp_py_guard_install(PyObject *deny)
 	    guard_callables() != 0)
 		return -1;
 	tp_py_sort_ztypes();
-	g_type_new = PyType_Type.tp_new;
+	G.type_new = PyType_Type.tp_new;
 	PyType_Type.tp_new = guarded_type_new;
 	{
 		PyObject *n = PyUnicode_FromString("numpy.lib.stride_tricks");
@@ -1294,7 +1334,7 @@ int tp_py_guard_install(PyObject *deny)
 		Py_XDECREF(n);
 		PyObject *d = st != NULL ? PyObject_GetAttrString(st, "DummyArray") : NULL;
 		if (d != NULL && PyType_Check(d))
-			g_dummy_array = (PyTypeObject *)d; /* kept */
+			G.dummy_array = (PyTypeObject *)d; /* kept */
 		else
 			Py_XDECREF(d);
 		Py_XDECREF(st);

@@ -17,6 +17,8 @@
 
 #include "pyalloc.h"
 
+/* Shared with the CPU timer's signal handler (pyint.h), so volatile globals, as the
+ * style guide requires, not members of G below: */
 volatile sig_atomic_t tp_py_running;
 volatile sig_atomic_t tp_py_limits_on;
 volatile sig_atomic_t tp_py_armed;
@@ -27,9 +29,22 @@ char tp_py_policy_msg[512];
 int tp_py_policy_line = -1;
 PyObject *tp_py_exc_limit, *tp_py_exc_policy, *tp_py_exc_kernel;
 
-static int g_self_trace; /* our own PyEval_SetTrace call, not the snippet's */
+/* The guard's own state, one instance. No signal handler touches it. */
+static struct {
+	/* -- per exec: set and cleared by tp_py_trace_on and tp_py_trace_off */
+	int self_trace; /* our own PyEval_SetTrace call, not the snippet's */
+	int tracing;    /* trace_fn is installed */
+
+	/* -- zygote (tp_py_refused_names, from the shim's load), read-only after */
+	PyObject *refused;     /* {name: message}, from the shim (REFUSED_BUILTINS) */
+	newfunc nameerror_new; /* NameError's own tp_new, before nameerror_new */
+
+	/* -- zygote: kernel-only mode's recorder (pykernel.c hands it over:
+	 * tp_py_kernel_install, through tp_py_guard_kernel_recorder) */
+	void (*kernel_record)(const char *event, PyObject *args);
+} G;
+
 static int starts(PyObject *file, const char *prefix);
-static int g_tracing;
 
 /* ---- the sticky verdict ------------------------------------------------------- */
 
@@ -96,20 +111,20 @@ static int trace_fn(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg
 
 void tp_py_trace_on(void)
 {
-	if (g_tracing)
+	if (G.tracing)
 		return;
-	g_self_trace = 1;
+	G.self_trace = 1;
 	PyEval_SetTrace(trace_fn, NULL);
-	g_self_trace = 0;
-	g_tracing = 1;
+	G.self_trace = 0;
+	G.tracing = 1;
 }
 
 void tp_py_trace_off(void)
 {
-	g_self_trace = 1;
+	G.self_trace = 1;
 	PyEval_SetTrace(NULL, NULL);
-	g_self_trace = 0;
-	g_tracing = 0;
+	G.self_trace = 0;
+	G.tracing = 0;
 }
 
 /* Runs at the eval loop's next check (a back edge, a call): raises, turns on the
@@ -221,9 +236,6 @@ PyObject *tp_py_refuse(const char *msg, int line)
 
 /* ---- builtins the policy refuses, by name ---------------------------------------- */
 
-static PyObject *g_refused; /* {name: message}, from the shim (REFUSED_BUILTINS) */
-static newfunc g_nameerror_new;
-
 /* "name 'X' is not defined" (LOAD_NAME, LOAD_GLOBAL, DELETE_*): X, or NULL. */
 static PyObject *undefined_name(PyObject *args)
 {
@@ -245,12 +257,12 @@ static PyObject *undefined_name(PyObject *args)
  * and why; the NameError itself is what unwinds until the next check raises. */
 static PyObject *nameerror_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-	PyObject *self = g_nameerror_new(type, args, kw), *name, *msg;
+	PyObject *self = G.nameerror_new(type, args, kw), *name, *msg;
 
-	if (self == NULL || !tp_py_running || tp_py_verdict() || g_refused == NULL)
+	if (self == NULL || !tp_py_running || tp_py_verdict() || G.refused == NULL)
 		return self;
 	name = undefined_name(args);
-	msg = name ? PyDict_GetItemWithError(g_refused, name) : NULL;
+	msg = name ? PyDict_GetItemWithError(G.refused, name) : NULL;
 	Py_XDECREF(name);
 	if (msg != NULL && PyUnicode_Check(msg)) {
 		const char *s = PyUnicode_AsUTF8(msg);
@@ -273,9 +285,9 @@ int tp_py_refused_names(PyObject *dict)
 		return -1;
 	}
 	Py_INCREF(dict);
-	Py_XSETREF(g_refused, dict);
-	if (g_nameerror_new == NULL) {
-		g_nameerror_new = t->tp_new;
+	Py_XSETREF(G.refused, dict);
+	if (G.nameerror_new == NULL) {
+		G.nameerror_new = t->tp_new;
 		t->tp_new = nameerror_new;
 	}
 	return 0;
@@ -334,6 +346,9 @@ static int frame_in(PyFrameObject *f, const char *const *prefixes)
 	return r;
 }
 
+/* E5, E6, E7 and D4 of docs/python-guard.md, "The guard's rules": the file
+ * shim's call (E6), no frame (E7: no_frame), an acting callable (D4: never), the
+ * stdlib's own frame (E5). */
 int tp_py_frame_exempt(int no_frame)
 {
 	static const char *const stdlib[] = { STDLIB "/", "<frozen ", NULL };
@@ -399,7 +414,7 @@ int tp_py_caller_zygote_code(void)
  * cbook's _setattr_cm tests one), never of a module (its globals) or a type
  * (its descriptors): pandas' agg('name') reads a name the snippet chose, on its
  * own objects. Every other denied name stays refused to it. */
-int tp_py_data_dict_ok(PyObject *obj, PyObject *name)
+int tp_py_data_dict_ok(PyObject *obj, PyObject *name) /* E8 (docs/python-guard.md) */
 {
 	return obj != NULL && !PyModule_Check(obj) && !PyType_Check(obj) && PyUnicode_Check(name) &&
 	       PyUnicode_CompareWithASCIIString(name, "__dict__") == 0 &&
@@ -514,12 +529,10 @@ static int refuse_import(PyObject *args)
 	return -1;
 }
 
-/* Kernel-only mode's recorder (pykernel.c hands it over: tp_py_kernel_install). */
-static void (*g_kernel_record)(const char *event, PyObject *args);
-
+/* Kernel-only mode's recorder (G.kernel_record). */
 void tp_py_guard_kernel_recorder(void (*record)(const char *event, PyObject *args))
 {
-	g_kernel_record = record;
+	G.kernel_record = record;
 }
 
 /* kernel-only: nothing is refused here; a call that may reach the kernel is
@@ -536,8 +549,8 @@ static int kernel_only_hook(const char *event, PyObject *args)
 			     event);
 		return -1;
 	}
-	if ((is_kill_event(event) || strncmp(event, "_thread.", 8) == 0) && g_kernel_record)
-		g_kernel_record(event, args);
+	if ((is_kill_event(event) || strncmp(event, "_thread.", 8) == 0) && G.kernel_record)
+		G.kernel_record(event, args);
 	return 0;
 }
 
@@ -546,7 +559,7 @@ int tp_py_audit_hook(const char *event, PyObject *args, void *ud)
 	char note[160];
 
 	(void)ud;
-	if (!tp_py_armed || g_self_trace)
+	if (!tp_py_armed || G.self_trace)
 		return 0;
 	if (strcmp(event, "open") == 0 && is_snippet_path(args)) {
 		/* The parser looks for the source of "<snippet>" to quote a syntax

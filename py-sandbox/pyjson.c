@@ -93,13 +93,17 @@ static int add_bytes(struct conv *c, uint64_t n)
 	return c->bytes <= c->caps->bytes ? 0 : stop(c, TP_PYJSON_BYTES, c->bytes);
 }
 
-/* numpy's number and bool scalar types (tp_pyjson_set_scalars), or NULL. */
-static PyTypeObject *g_np_number, *g_np_bool;
+/* The converter's state, one instance: numpy's number and bool scalar types,
+ * or NULL; written in the zygote (tp_pyjson_set_scalars, from load_shim) and
+ * read-only after. No signal handler touches it. */
+static struct {
+	PyTypeObject *np_number, *np_bool;
+} G;
 
 void tp_pyjson_set_scalars(PyTypeObject *number, PyTypeObject *boolean)
 {
-	g_np_number = number;
-	g_np_bool = boolean;
+	G.np_number = number;
+	G.np_bool = boolean;
 }
 
 /* A numpy number or bool as the Python scalar its item() gives (a new
@@ -111,8 +115,8 @@ static PyObject *np_item(PyObject *v)
 	PyTypeObject *t = Py_TYPE(v);
 	PyObject *x;
 
-	if (g_np_number == NULL || (t->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
-	    (!PyType_IsSubtype(t, g_np_number) && !PyType_IsSubtype(t, g_np_bool)))
+	if (G.np_number == NULL || (t->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+	    (!PyType_IsSubtype(t, G.np_number) && !PyType_IsSubtype(t, G.np_bool)))
 		return NULL;
 	x = PyObject_CallMethod(v, "item", NULL);
 	if (x == NULL) {

@@ -16,11 +16,18 @@
 #include <stdio.h>
 #include <string.h>
 
-static char g_call[200]; /* the last recorded call, as "open('/etc/passwd')" */
-static char g_event[64];
-static int g_have_call;
-static PyFrameObject *g_frame; /* the Python frame that made it (compared, never used) */
-static newfunc g_oserror_new, g_runtime_new;
+/* Kernel-only mode's state, one instance. No signal handler touches it. */
+static struct {
+	/* -- zygote (tp_py_kernel_install): the constructors it wraps, read-only after */
+	newfunc oserror_new, runtime_new;
+
+	/* -- per exec: reset by tp_py_kernel_begin, written by record (the audit
+	 * hook) at each call that may reach the kernel, consumed by oserror_new */
+	char call[200]; /* the last recorded call, as "open('/etc/passwd')" */
+	char event[64]; /* its audit event */
+	int have_call;
+	PyFrameObject *frame; /* the Python frame that made it (compared, never used) */
+} G;
 
 /* "repr(o)" into out, cut; "?" if repr fails. */
 static void repr_into(PyObject *o, char *out, size_t len)
@@ -51,40 +58,40 @@ static void record(const char *event, PyObject *args)
 	if (!tp_py_running)
 		return;
 	if (strcmp(event, "socket.__new__") == 0) {
-		snprintf(g_call, sizeof g_call, "socket()");
+		snprintf(G.call, sizeof G.call, "socket()");
 		goto done;
 	}
 	if (strcmp(event, "_thread.start_new_thread") == 0) {
-		snprintf(g_call, sizeof g_call, "a new thread (clone)");
+		snprintf(G.call, sizeof G.call, "a new thread (clone)");
 		goto done;
 	}
 	if (strcmp(event, "os.fork") == 0 || strcmp(event, "os.forkpty") == 0) {
-		snprintf(g_call, sizeof g_call, "%s()", event);
+		snprintf(G.call, sizeof G.call, "%s()", event);
 		goto done;
 	}
 	if (strcmp(event, "os.kill") == 0 || strcmp(event, "os.killpg") == 0) {
 		char b[40];
 		repr_into(arg(args, 0), a, 40);
 		repr_into(arg(args, 1), b, sizeof b);
-		snprintf(g_call, sizeof g_call, "%s(%s, %s)", event, a, b);
+		snprintf(G.call, sizeof G.call, "%s(%s, %s)", event, a, b);
 		goto done;
 	}
 	if (strncmp(event, "socket.", 7) == 0 || strcmp(event, "subprocess.Popen") == 0)
 		shown = arg(args, 1); /* the socket object, or the executable: the address, argv */
 	if (strcmp(event, "import") == 0) {
 		repr_into(shown, a, sizeof a);
-		snprintf(g_call, sizeof g_call, "import of %s", a);
+		snprintf(G.call, sizeof G.call, "import of %s", a);
 		goto done;
 	}
 	if (shown != NULL)
 		repr_into(shown, a, sizeof a);
 	else
 		a[0] = '\0';
-	snprintf(g_call, sizeof g_call, "%s(%s)", event, a);
+	snprintf(G.call, sizeof G.call, "%s(%s)", event, a);
 done:
-	snprintf(g_event, sizeof g_event, "%s", event);
-	g_have_call = 1;
-	g_frame = PyEval_GetFrame();
+	snprintf(G.event, sizeof G.event, "%s", event);
+	G.have_call = 1;
+	G.frame = PyEval_GetFrame();
 }
 
 static const char *errno_name(int e)
@@ -181,27 +188,27 @@ static void unnamed_call(PyObject *filename, char *out, size_t len)
  * Every OSError uses the record up. */
 static PyObject *oserror_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-	PyObject *self = g_oserror_new(type, args, kw);
+	PyObject *self = G.oserror_new(type, args, kw);
 	char call[200];
 
 	if (self != NULL && tp_py_running &&
 	    PyObject_TypeCheck(self, (PyTypeObject *)PyExc_OSError)) {
 		PyOSErrorObject *o = (PyOSErrorObject *)self;
 		int e = o->myerrno && PyLong_Check(o->myerrno) ? (int)PyLong_AsLong(o->myerrno) : 0;
-		int named = g_have_call && g_frame == PyEval_GetFrame();
-		int importing = g_have_call && strcmp(g_event, "import") == 0;
+		int named = G.have_call && G.frame == PyEval_GetFrame();
+		int importing = G.have_call && strcmp(G.event, "import") == 0;
 		PyErr_Clear();
-		g_have_call = 0;
+		G.have_call = 0;
 		if (refusal_errno(e)) {
 			if (!named)
 				unnamed_call(o->filename, call, sizeof call);
 			if (!named && importing) { /* importlib's probe for the import */
 				char probe[sizeof call];
 				memcpy(probe, call, sizeof probe);
-				snprintf(call, sizeof call, "%.80s (%.110s)", g_call, probe);
+				snprintf(call, sizeof call, "%.80s (%.110s)", G.call, probe);
 			}
-			trip(named ? g_call : call,
-			     named                                           ? g_event
+			trip(named ? G.call : call,
+			     named                                           ? G.event
 			     : o->filename != NULL && o->filename != Py_None ? "open"
 									     : "",
 			     e);
@@ -213,7 +220,7 @@ static PyObject *oserror_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 /* _thread's "can't start new thread" is a RuntimeError: clone was refused. */
 static PyObject *runtime_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-	PyObject *self = g_runtime_new(type, args, kw);
+	PyObject *self = G.runtime_new(type, args, kw);
 	PyObject *m = arg(args, 0);
 	const char *s = m && PyUnicode_Check(m) ? PyUnicode_AsUTF8(m) : NULL;
 
@@ -284,16 +291,16 @@ void tp_py_kernel_install(void)
 	PyTypeObject *rte = (PyTypeObject *)PyExc_RuntimeError;
 
 	tp_py_guard_kernel_recorder(record);
-	if (g_oserror_new != NULL)
+	if (G.oserror_new != NULL)
 		return;
-	g_oserror_new = ose->tp_new;
+	G.oserror_new = ose->tp_new;
 	ose->tp_new = oserror_new;
-	g_runtime_new = rte->tp_new;
+	G.runtime_new = rte->tp_new;
 	rte->tp_new = runtime_new;
 }
 
 void tp_py_kernel_begin(void)
 {
-	g_have_call = 0;
-	g_call[0] = g_event[0] = '\0';
+	G.have_call = 0;
+	G.call[0] = G.event[0] = '\0';
 }

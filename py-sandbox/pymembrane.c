@@ -46,10 +46,6 @@
 
 #define DEEP 3
 
-static int g_on;
-static PyObject *g_offered;      /* set of ids: builtin functions a facade offers */
-static PyObject *g_sys_held[32]; /* the real sys module's dicts and lists */
-static int g_nsys_held;
 /* The C modules whose functions reach the interpreter's state or the system: frames
  * (sys), processes and files (posix, _io, _posixsubprocess, fcntl, mmap, select,
  * _socket, resource), every object (gc), imports and code (_imp, marshal), threads
@@ -62,11 +58,36 @@ static const char *const power[] = {
 	"atexit",  "_ctypes", "_tracemalloc"
 };
 #define NPOWER (sizeof power / sizeof power[0])
-static PyObject *g_power[NPOWER]; /* those loaded in the zygote, else NULL */
-/* The shim's __import__: it answers C code's PyImport_Import (time.strptime's
- * _strptime) with the real module, which C code keeps; the snippet's import
- * statement gets a facade, and the snippet cannot name __import__ (shim.py). */
-static PyCodeObject *g_import_code;
+#define NFILES 8 /* filenames file_kind_cached remembers */
+
+/* The membrane's state, one instance. No signal handler touches it (their
+ * flags are pyguard.c's volatile sig_atomic_t globals). */
+static struct {
+	/* -- zygote (tp_py_membrane_install, once, after the guard), read-only after */
+	int on;                 /* the membrane is installed: checks run */
+	PyObject *offered;      /* set of ids: builtin functions a facade offers */
+	PyObject *sys_held[32]; /* the real sys module's dicts and lists */
+	int nsys_held;
+	PyObject *power[NPOWER]; /* the power modules loaded in the zygote, else NULL */
+	/* The shim's __import__: it answers C code's PyImport_Import (time.strptime's
+	 * _strptime) with the real module, which C code keeps; the snippet's import
+	 * statement gets a facade, and the snippet cannot name __import__ (shim.py). */
+	PyCodeObject *import_code;
+
+	/* -- a cache, written whenever it misses (zygote and exec alike, by
+	 * file_kind_cached): file_kind of the last few filenames seen, by identity.
+	 * Every code object of one compilation shares its filename object, and the
+	 * cache holds a reference, so a pointer here always names the same
+	 * immutable string. */
+	PyObject *files[NFILES];
+	int kinds[NFILES], next_file;
+
+	/* -- during one check (set and cleared around forbidden() by the caller
+	 * that checks the snippet's own objects after trusted code had them): a
+	 * cell there is the snippet's (a class body's __classcell__ in the
+	 * namespace it hands a metaclass), as no trusted code stores a cell into one */
+	int cells_ok;
+} G;
 
 /* ---- the two sides ---------------------------------------------------------------- */
 
@@ -94,24 +115,18 @@ static int file_kind(PyObject *file)
 	return strncmp(s, "/usr/lib/python3", 16) == 0;
 }
 
-/* file_kind of the last few filenames seen, by identity. Every code object of
- * one compilation shares its filename object, and the cache holds a reference,
- * so a pointer here always names the same immutable string. */
-#define NFILES 8
-static PyObject *g_files[NFILES];
-static int g_kinds[NFILES], g_next_file;
-
+/* file_kind of the last few filenames seen, by identity (G.files). */
 static int file_kind_cached(PyObject *file)
 {
 	int k;
 
 	for (int i = 0; i < NFILES; i++)
-		if (g_files[i] == file)
-			return g_kinds[i];
+		if (G.files[i] == file)
+			return G.kinds[i];
 	k = file_kind(file);
-	Py_XSETREF(g_files[g_next_file], Py_NewRef(file));
-	g_kinds[g_next_file] = k;
-	g_next_file = (g_next_file + 1) % NFILES;
+	Py_XSETREF(G.files[G.next_file], Py_NewRef(file));
+	G.kinds[G.next_file] = k;
+	G.next_file = (G.next_file + 1) % NFILES;
 	return k;
 }
 
@@ -127,7 +142,7 @@ int tp_py_membrane_snippet_frame(void)
 {
 	_PyInterpreterFrame *f = PyThreadState_Get()->cframe->current_frame;
 
-	return g_on && f != NULL && !trusted(f);
+	return G.on && f != NULL && !trusted(f);
 }
 
 /* ---- what may not cross ------------------------------------------------------------ */
@@ -157,10 +172,6 @@ static int held(PyObject *set, PyObject *o)
  * written into buf, or NULL when o may cross. depth: how many container levels
  * to look into. */
 static const char *forbidden(PyObject *o, int depth, char *buf, size_t n);
-/* While the snippet's own objects are checked after trusted code had them: a
- * cell there is the snippet's (a class body's __classcell__ in the namespace it
- * hands a metaclass), as no trusted code stores a cell into one. */
-static int g_cells_ok;
 
 static const char *module_desc(PyObject *m, const char *what, char *buf, size_t n)
 {
@@ -193,9 +204,9 @@ static const char *cfunction_desc(PyObject *o, int depth, char *buf, size_t n)
 		return NULL;
 	if (PyModule_Check(self)) {
 		size_t i = 0;
-		while (i < NPOWER && g_power[i] != self)
+		while (i < NPOWER && G.power[i] != self)
 			i++;
-		if (i == NPOWER || held(g_offered, o))
+		if (i == NPOWER || held(G.offered, o))
 			return NULL;
 		snprintf(buf, n, "the function %s.%.60s", power[i], fn ? fn : "?");
 		return buf;
@@ -224,7 +235,7 @@ static const char *forbidden(PyObject *o, int depth, char *buf, size_t n)
 		return "a frame";
 	if (t == &PyCode_Type)
 		return "a code object";
-	if (t == &PyCell_Type && !g_cells_ok)
+	if (t == &PyCell_Type && !G.cells_ok)
 		return "a cell";
 	if (tp_py_real_module(o)) /* exact types: a facade or the snippet's own is not one */
 		return module_desc(o, "the module", buf, n);
@@ -233,8 +244,8 @@ static const char *forbidden(PyObject *o, int depth, char *buf, size_t n)
 			snprintf(buf, n, "the namespace of a module the sandbox does not offer");
 			return buf;
 		}
-		for (int i = 0; i < g_nsys_held; i++)
-			if (g_sys_held[i] == o)
+		for (int i = 0; i < G.nsys_held; i++)
+			if (G.sys_held[i] == o)
 				return "one of the sys module's own containers (sys.modules, "
 				       "sys.path ...)";
 	}
@@ -303,7 +314,7 @@ int tp_py_membrane_suspect(PyObject *v)
 {
 	PyTypeObject *t = Py_TYPE(v);
 
-	return g_on && (t == &PyFrame_Type || t == &PyCode_Type || t == &PyCell_Type ||
+	return G.on && (t == &PyFrame_Type || t == &PyCode_Type || t == &PyCell_Type ||
 			t == &PyDict_Type || t == &PyList_Type || t == &PyCFunction_Type ||
 			t == &PyCMethod_Type || t == &PyMethod_Type);
 }
@@ -421,9 +432,9 @@ static const char *check_args_after(PyObject **args, const Py_ssize_t *lens, int
 			    : !tp_py_zygote_type(t) ? DEEP - 1
 						    : 0;
 		if (depth > 0) {
-			g_cells_ok = 1;
+			G.cells_ok = 1;
 			r = forbidden(v, depth, buf, n);
-			g_cells_ok = 0;
+			G.cells_ok = 0;
 			if (r != NULL)
 				return r;
 		}
@@ -442,7 +453,7 @@ static PyObject *membrane(PyThreadState *ts, _PyInterpreterFrame *f, int throwfl
 	char buf[200], how[260];
 	int k;
 
-	if (!tp_py_running || !g_on)
+	if (!tp_py_running || !G.on)
 		return _PyEval_EvalFrameDefault(ts, f, throwflag);
 	caller = ts->cframe->current_frame;
 	if (!trusted(f)) {
@@ -451,7 +462,7 @@ static PyObject *membrane(PyThreadState *ts, _PyInterpreterFrame *f, int throwfl
 			return NULL;
 		return _PyEval_EvalFrameDefault(ts, f, throwflag);
 	}
-	if (caller == NULL || trusted(caller) || f->f_code == g_import_code)
+	if (caller == NULL || trusted(caller) || f->f_code == G.import_code)
 		return _PyEval_EvalFrameDefault(ts, f, throwflag);
 
 	/* snippet code called trusted code: what it passes (nothing forbidden, if the
@@ -526,9 +537,9 @@ int tp_py_membrane_install(PyObject *facades, PyObject *b)
 	PyObject *seq, *sys, *d, *k, *v;
 	Py_ssize_t pos;
 
-	g_offered = PySet_New(NULL);
+	G.offered = PySet_New(NULL);
 	seq = PySequence_Fast(facades, "facades must be a sequence");
-	if (g_offered == NULL || seq == NULL || !PyDict_Check(b))
+	if (G.offered == NULL || seq == NULL || !PyDict_Check(b))
 		goto fail;
 	for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
 		PyObject *m = PySequence_Fast_GET_ITEM(seq, i);
@@ -536,20 +547,20 @@ int tp_py_membrane_install(PyObject *facades, PyObject *b)
 			continue;
 		pos = 0;
 		while (PyDict_Next(d, &pos, &k, &v))
-			if (PyCFunction_Check(v) && add_id(g_offered, v) != 0)
+			if (PyCFunction_Check(v) && add_id(G.offered, v) != 0)
 				goto fail;
 	}
 	pos = 0;
 	while (PyDict_Next(b, &pos, &k, &v))
-		if (PyCFunction_Check(v) && add_id(g_offered, v) != 0)
+		if (PyCFunction_Check(v) && add_id(G.offered, v) != 0)
 			goto fail;
 	v = PyDict_GetItemString(b, "__import__"); /* borrowed */
 	if (v == NULL || !PyFunction_Check(v))
 		goto fail;
-	g_import_code = (PyCodeObject *)Py_NewRef(PyFunction_GET_CODE(v));
+	G.import_code = (PyCodeObject *)Py_NewRef(PyFunction_GET_CODE(v));
 	for (size_t i = 0; i < NPOWER; i++) { /* loaded ones only: nothing is imported here */
-		g_power[i] = PyDict_GetItemString(PyImport_GetModuleDict(), power[i]);
-		Py_XINCREF(g_power[i]);
+		G.power[i] = PyDict_GetItemString(PyImport_GetModuleDict(), power[i]);
+		Py_XINCREF(G.power[i]);
 	}
 	sys = PyImport_ImportModule("sys");
 	if (sys == NULL)
@@ -557,12 +568,12 @@ int tp_py_membrane_install(PyObject *facades, PyObject *b)
 	d = PyModule_GetDict(sys);
 	pos = 0;
 	while (PyDict_Next(d, &pos, &k, &v))
-		if ((PyDict_CheckExact(v) || PyList_CheckExact(v)) && g_nsys_held < 32)
-			g_sys_held[g_nsys_held++] = Py_NewRef(v);
+		if ((PyDict_CheckExact(v) || PyList_CheckExact(v)) && G.nsys_held < 32)
+			G.sys_held[G.nsys_held++] = Py_NewRef(v);
 	Py_DECREF(sys);
 	Py_DECREF(seq);
 	_PyInterpreterState_SetEvalFrameFunc(PyInterpreterState_Get(), membrane);
-	g_on = 1;
+	G.on = 1;
 	return 0;
 fail:
 	Py_XDECREF(seq);

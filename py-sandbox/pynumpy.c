@@ -96,16 +96,22 @@ struct np_void {
 };
 enum { NP_ITEM_REFCOUNT = 0x01 }; /* the descr holds (or contains) objects */
 
-static PyTypeObject *g_ndarray, *g_void;
-static getbufferproc g_array_getbuffer, g_void_getbuffer;
+/* The buffer guard's state, one instance: numpy's array and void scalar types
+ * and their original bf_getbuffer, written in the zygote (guard_buffers, from
+ * the shim's _numpy_alloc) and read-only after. No signal handler touches it.
+ * (g_handler above is the allocator numpy is handed, not state.) */
+static struct {
+	PyTypeObject *ndarray, *void_type;
+	getbufferproc array_getbuffer, void_getbuffer;
+} G;
 
 static int holds_objects(PyObject *o)
 {
 	const struct np_descr *d = NULL;
 
-	if (PyObject_TypeCheck(o, g_ndarray))
+	if (PyObject_TypeCheck(o, G.ndarray))
 		d = ((const struct np_array *)o)->descr;
-	else if (PyObject_TypeCheck(o, g_void))
+	else if (PyObject_TypeCheck(o, G.void_type))
 		d = ((const struct np_void *)o)->descr;
 	return d != NULL && (d->flags & NP_ITEM_REFCOUNT);
 }
@@ -150,7 +156,7 @@ static int refuse_buffer(PyObject *o, Py_buffer *view, int flags, getbufferproc 
 	snprintf(msg, sizeof msg,
 		 "the buffer of a numpy %s holding Python objects is not available in the "
 		 "sandbox (policy %s: no addresses)",
-		 PyObject_TypeCheck(o, g_ndarray) ? "array" : "scalar",
+		 PyObject_TypeCheck(o, G.ndarray) ? "array" : "scalar",
 		 p && p->name ? p->name : "?");
 	view->obj = NULL;
 	tp_py_refuse(msg, -1);
@@ -159,12 +165,12 @@ static int refuse_buffer(PyObject *o, Py_buffer *view, int flags, getbufferproc 
 
 static int array_getbuffer(PyObject *o, Py_buffer *view, int flags)
 {
-	return refuse_buffer(o, view, flags, g_array_getbuffer);
+	return refuse_buffer(o, view, flags, G.array_getbuffer);
 }
 
 static int void_getbuffer(PyObject *o, Py_buffer *view, int flags)
 {
-	return refuse_buffer(o, view, flags, g_void_getbuffer);
+	return refuse_buffer(o, view, flags, G.void_getbuffer);
 }
 
 /* t and its subclasses whose bf_getbuffer is old now call repl (a heap type,
@@ -203,19 +209,19 @@ static int guard_buffers(PyObject *mod)
 					"numpy's ndarray or void is not a type");
 		return -1;
 	}
-	g_ndarray = (PyTypeObject *)a, g_void = (PyTypeObject *)v; /* the module keeps them */
-	if (g_ndarray->tp_as_buffer == NULL || g_void->tp_as_buffer == NULL ||
-	    g_ndarray->tp_as_buffer->bf_getbuffer == NULL ||
-	    g_void->tp_as_buffer->bf_getbuffer == NULL) {
+	G.ndarray = (PyTypeObject *)a, G.void_type = (PyTypeObject *)v; /* the module keeps them */
+	if (G.ndarray->tp_as_buffer == NULL || G.void_type->tp_as_buffer == NULL ||
+	    G.ndarray->tp_as_buffer->bf_getbuffer == NULL ||
+	    G.void_type->tp_as_buffer->bf_getbuffer == NULL) {
 		PyErr_SetString(PyExc_RuntimeError, "numpy's ndarray or void has no buffer");
 		return -1;
 	}
-	if (g_array_getbuffer == NULL) {
-		g_array_getbuffer = g_ndarray->tp_as_buffer->bf_getbuffer;
-		g_void_getbuffer = g_void->tp_as_buffer->bf_getbuffer;
+	if (G.array_getbuffer == NULL) {
+		G.array_getbuffer = G.ndarray->tp_as_buffer->bf_getbuffer;
+		G.void_getbuffer = G.void_type->tp_as_buffer->bf_getbuffer;
 	}
-	return retarget_buffer(g_ndarray, g_array_getbuffer, array_getbuffer) ||
-	       retarget_buffer(g_void, g_void_getbuffer, void_getbuffer);
+	return retarget_buffer(G.ndarray, G.array_getbuffer, array_getbuffer) ||
+	       retarget_buffer(G.void_type, G.void_getbuffer, void_getbuffer);
 }
 
 /* _numpy_alloc(numpy.core._multiarray_umath): install the counted handler and

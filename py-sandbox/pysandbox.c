@@ -24,17 +24,42 @@
 
 #define RECURSION_LIMIT 200 /* frames while snippet code runs (Python + C) */
 
-static PyObject *g_shim;      /* the shim's globals */
-static PyObject *g_sbuiltins; /* the builtins dict every snippet gets */
-static PyObject *g_prepare, *g_reseed, *g_opened;
-static PyObject *g_stdout, *g_stderr; /* the real sys's streams (the shim's) */
-static PyObject *g_main;              /* this exec's __main__ module */
-static char **g_deny;                 /* the shim's ATTR_DENY, for the fast path's text check */
-static size_t g_ndeny;
+/* The language layer's own state, one instance. The first group is written
+ * once, in the zygote (tp_py_zygote_init: load_shim), and only read by the
+ * execs forked from it; the others change per exec, each saying by whom. The
+ * signal handlers' flags are pyguard.c's volatile sig_atomic_t globals. */
+static struct {
+	/* -- zygote (load_shim): the shim and what the execs take from it */
+	PyObject *shim;      /* the shim's globals; NULL until the zygote is made */
+	PyObject *sbuiltins; /* the builtins dict every snippet gets */
+	PyObject *prepare, *reseed, *opened;
+	PyObject *sys_stdout, *sys_stderr; /* the real sys's streams (the shim's) */
+	char **deny; /* the shim's ATTR_DENY, for the fast path's text check */
+	size_t ndeny;
+
+	/* -- zygote (load_shim): the data preset's hooks in the shim (NULL without
+	 * the data packages): the types whose values the shim converts (numpy
+	 * arrays and scalars, pandas frames and series), its converter, and the
+	 * figures' collector and reset */
+	PyObject *rich_types, *rich, *figures, *figures_reset;
+
+	/* -- per exec (new_globals, make_main): this exec's __main__ module (made
+	 * in the zygote, replaced by an exec that finds it used), and whether it
+	 * is still the zygote's, unused (set by load_shim, cleared by new_globals) */
+	PyObject *main;
+	int main_fresh;
+
+	/* -- per rehearsal (worker.c): its globals, set by new_globals and
+	 * dropped when it ends (tp_py_exec) */
+	PyObject *rehearsal_globals;
+
+	/* -- per session (new_globals, begin): a session's first exec ran, so
+	 * its globals are main's; and the heap before that first exec */
+	int session_started;
+	size_t session_base;
+} G;
 
 /* ---- one exec ------------------------------------------------------------------------------ */
-
-static int g_main_fresh; /* g_main was made in the zygote and no exec has used it */
 
 static PyObject *make_main(void)
 {
@@ -45,19 +70,14 @@ static PyObject *make_main(void)
 	d = PyModule_GetDict(m);
 	/* sys.modules["__main__"] is the snippet's module, so dataclasses and typing
 	 * resolve the snippet's names (and builtins) there, never the zygote's. */
-	if (PyDict_SetItemString(d, "__builtins__", g_sbuiltins) != 0 ||
+	if (PyDict_SetItemString(d, "__builtins__", G.sbuiltins) != 0 ||
 	    PyDict_SetItemString(PyImport_GetModuleDict(), "__main__", m) != 0) {
 		Py_DECREF(m);
 		return NULL;
 	}
-	Py_XSETREF(g_main, m);
+	Py_XSETREF(G.main, m);
 	return d;
 }
-
-static PyObject *g_rehearsal_globals; /* a rehearsal's (worker.c): dropped when it ends */
-
-static int g_session_started; /* a session's first exec ran: its globals are g_main's */
-static size_t g_session_base; /* the heap before a session's first exec */
 
 /* The exec's globals. A worker runs one exec: it takes the module the zygote
  * made (in the frozen heap, already in sys.modules), so an exec creates and
@@ -70,21 +90,21 @@ static PyObject *new_globals(int session, int rehearsal)
 	if (rehearsal) {
 		PyObject *d = PyDict_New(), *name = PyUnicode_FromString("__main__");
 		if (d == NULL || name == NULL ||
-		    PyDict_SetItemString(d, "__builtins__", g_sbuiltins) != 0 ||
+		    PyDict_SetItemString(d, "__builtins__", G.sbuiltins) != 0 ||
 		    PyDict_SetItemString(d, "__name__", name) != 0)
 			Py_CLEAR(d);
 		Py_XDECREF(name);
-		Py_XSETREF(g_rehearsal_globals, d);
+		Py_XSETREF(G.rehearsal_globals, d);
 		return d;
 	}
-	if (session && g_session_started && g_main != NULL)
-		return PyModule_GetDict(g_main);
-	g_session_started = session;
-	if (g_main_fresh && g_main != NULL) {
-		g_main_fresh = 0;
-		return PyModule_GetDict(g_main);
+	if (session && G.session_started && G.main != NULL)
+		return PyModule_GetDict(G.main);
+	G.session_started = session;
+	if (G.main_fresh && G.main != NULL) {
+		G.main_fresh = 0;
+		return PyModule_GetDict(G.main);
 	}
-	g_main_fresh = 0;
+	G.main_fresh = 0;
 	return make_main();
 }
 
@@ -124,7 +144,7 @@ static int set_inputs(PyObject *globals, const struct tp_request *req)
 static void reseed(uint64_t seed)
 {
 	PyObject *n = PyLong_FromUnsignedLongLong(seed);
-	PyObject *r = n ? PyObject_CallOneArg(g_reseed, n) : NULL;
+	PyObject *r = n ? PyObject_CallOneArg(G.reseed, n) : NULL;
 
 	Py_XDECREF(n);
 	if (r == NULL)
@@ -138,8 +158,9 @@ static void begin(const struct tp_request *req, struct tp_shm *shm)
 	tp_py_req = req;
 	/* A snippet that left contextlib.redirect_stdout open in a session's
 	 * earlier exec does not take this one's output. */
-	if (g_stdout != NULL && g_stderr != NULL &&
-	    (PySys_SetObject("stdout", g_stdout) != 0 || PySys_SetObject("stderr", g_stderr) != 0))
+	if (G.sys_stdout != NULL && G.sys_stderr != NULL &&
+	    (PySys_SetObject("stdout", G.sys_stdout) != 0 ||
+	     PySys_SetObject("stderr", G.sys_stderr) != 0))
 		PyErr_Clear();
 	tp_py_lim = req->limits;
 	tp_py_pending = 0;
@@ -153,10 +174,10 @@ static void begin(const struct tp_request *req, struct tp_shm *shm)
 	tp_py_base = tp_pyalloc_stats()->current;
 	/* A session's state is held across its execs: its memory counts from the
 	 * heap before its first exec, not from what the last one left. */
-	if (req->session && !g_session_started)
-		g_session_base = tp_py_base;
+	if (req->session && !G.session_started)
+		G.session_base = tp_py_base;
 	if (req->session)
-		tp_py_base = g_session_base;
+		tp_py_base = G.session_base;
 	tp_pyalloc_reset_peak();
 	/* memory_bytes bounds what the exec (or the session) adds to the pristine
 	 * interpreter. */
@@ -224,11 +245,6 @@ struct result {
 	unsigned nimages;
 };
 
-/* The data preset's hooks in the shim (NULL without the data packages): the
- * types whose values the shim converts (numpy arrays and scalars, pandas
- * frames and series), its converter, and the figures' collector and reset. */
-static PyObject *g_rich_types, *g_rich, *g_figures, *g_figures_reset;
-
 /* A str as UTF-8 (lone surrogates as U+FFFD), cut at a character boundary to
  * at most max bytes; -1 out of memory. */
 static int text_of(PyObject *str, uint64_t max, struct tp_text *t, int *cut)
@@ -276,9 +292,9 @@ static void value_text(PyObject *v, struct result *res, const struct tp_request 
 
 static int is_rich(PyObject *v)
 {
-	Py_ssize_t n = g_rich_types != NULL ? PyTuple_GET_SIZE(g_rich_types) : 0;
+	Py_ssize_t n = G.rich_types != NULL ? PyTuple_GET_SIZE(G.rich_types) : 0;
 	for (Py_ssize_t i = 0; i < n; i++)
-		if (PyObject_TypeCheck(v, (PyTypeObject *)PyTuple_GET_ITEM(g_rich_types, i)))
+		if (PyObject_TypeCheck(v, (PyTypeObject *)PyTuple_GET_ITEM(G.rich_types, i)))
 			return 1;
 	return 0;
 }
@@ -291,7 +307,7 @@ static void convert_rich(PyObject *v, struct result *res, const struct tp_reques
 	struct tp_pyjson_caps caps = { tp_py_lim.result_depth, tp_py_lim.result_bytes };
 	struct tp_pyjson_out out;
 	PyObject *lim = PyLong_FromUnsignedLongLong(tp_py_lim.result_bytes);
-	PyObject *t = lim ? PyObject_CallFunctionObjArgs(g_rich, v, lim, NULL) : NULL;
+	PyObject *t = lim ? PyObject_CallFunctionObjArgs(G.rich, v, lim, NULL) : NULL;
 
 	Py_XDECREF(lim);
 	if (t == NULL || !PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2 ||
@@ -328,7 +344,7 @@ static void convert_rich(PyObject *v, struct result *res, const struct tp_reques
  * matplotlib and the snippet's callbacks: under the limits. */
 static void figures(struct result *res, const struct tp_request *req)
 {
-	PyObject *l = PyObject_CallNoArgs(g_figures);
+	PyObject *l = PyObject_CallNoArgs(G.figures);
 	Py_ssize_t n;
 	uint64_t used;
 
@@ -443,8 +459,8 @@ static void run(PyObject *globals, PyObject *prepared, struct result *res, struc
 	Py_SetRecursionLimit(RECURSION_LIMIT);
 	if (tp_py_lim.instructions != 0)
 		tp_py_trace_on();      /* before the first line of the snippet */
-	if (g_figures_reset != NULL) { /* what an earlier exec of a session left */
-		r = PyObject_CallNoArgs(g_figures_reset);
+	if (G.figures_reset != NULL) { /* what an earlier exec of a session left */
+		r = PyObject_CallNoArgs(G.figures_reset);
 		if (r == NULL)
 			PyErr_Clear();
 		Py_XDECREF(r);
@@ -461,7 +477,7 @@ static void run(PyObject *globals, PyObject *prepared, struct result *res, struc
 		tp_py_capture(f, ST_RUN, req);
 	else if (!tp_py_verdict())
 		convert(r, res, req);
-	if (r != NULL && g_figures != NULL && !tp_py_verdict() && res->fail == NULL)
+	if (r != NULL && G.figures != NULL && !tp_py_verdict() && res->fail == NULL)
 		figures(res, req);
 	Py_XDECREF(r);
 }
@@ -567,8 +583,8 @@ static int text_is_plain(const char *s, size_t n)
 		    (c == '_' && i + 1 < n && s[i + 1] == '_'))
 			return 0;
 	}
-	for (size_t i = 0; i < g_ndeny; i++)
-		if (memmem(s, n, g_deny[i], strlen(g_deny[i])) != NULL)
+	for (size_t i = 0; i < G.ndeny; i++)
+		if (memmem(s, n, G.deny[i], strlen(G.deny[i])) != NULL)
 			return 0;
 	return 1;
 }
@@ -649,9 +665,9 @@ static void close_failed(PyObject *file, struct failure *f, const struct result 
 
 static void close_opened(struct failure *f, const struct result *res, const struct tp_request *req)
 {
-	Py_ssize_t n = g_opened != NULL && PyList_Check(g_opened) ? PyList_GET_SIZE(g_opened) : 0;
+	Py_ssize_t n = G.opened != NULL && PyList_Check(G.opened) ? PyList_GET_SIZE(G.opened) : 0;
 	for (Py_ssize_t i = 0; i < n; i++) {
-		PyObject *file = PyList_GET_ITEM(g_opened, i);
+		PyObject *file = PyList_GET_ITEM(G.opened, i);
 		PyObject *r = PyObject_CallMethod(file, "close", NULL);
 		if (r == NULL)
 			close_failed(file, f, res, req);
@@ -659,7 +675,7 @@ static void close_opened(struct failure *f, const struct result *res, const stru
 		PyErr_Clear();
 	}
 	if (n > 0)
-		PyList_SetSlice(g_opened, 0, n, NULL);
+		PyList_SetSlice(G.opened, 0, n, NULL);
 }
 
 /* A rehearsal imports only modules the zygote loaded: under a policy without a
@@ -691,7 +707,7 @@ int tp_py_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_reply
 	PyObject *globals, *src = NULL, *prepared = NULL;
 	int rc;
 
-	if (g_shim == NULL || (req->rehearsal && !rehearsal_imports_loaded(req->code)))
+	if (G.shim == NULL || (req->rehearsal && !rehearsal_imports_loaded(req->code)))
 		return -1; /* a rehearsal's is dropped */
 	begin(req, shm);
 	globals = new_globals(req->session, req->rehearsal);
@@ -702,7 +718,7 @@ int tp_py_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_reply
 	prepared = prepare_fast(req);
 	if (prepared == NULL && !PyErr_Occurred()) {
 		src = PyUnicode_DecodeUTF8(req->code, (Py_ssize_t)req->code_len, "strict");
-		prepared = src ? PyObject_CallOneArg(g_prepare, src) : NULL;
+		prepared = src ? PyObject_CallOneArg(G.prepare, src) : NULL;
 	}
 	if (prepared == NULL) {
 		tp_py_capture(&f, ST_LOAD, req);
@@ -720,7 +736,7 @@ out:
 		tp_text_free(&res.images[i]);
 	Py_XDECREF(src), Py_XDECREF(prepared);
 	if (req->rehearsal) {
-		Py_CLEAR(g_rehearsal_globals);
+		Py_CLEAR(G.rehearsal_globals);
 		tp_py_shm = NULL;
 	}
 	return rc;
@@ -803,7 +819,7 @@ static void warm_up(void)
 	struct tp_request req = { .code = text, .code_len = sizeof text - 1 };
 	PyObject *p = prepare_fast(&req);
 	PyObject *d = PyDict_New();
-	PyObject *r = p && d && PyDict_SetItemString(d, "__builtins__", g_sbuiltins) == 0
+	PyObject *r = p && d && PyDict_SetItemString(d, "__builtins__", G.sbuiltins) == 0
 			  ? PyEval_EvalCode(PyTuple_GET_ITEM(p, 1), d, d)
 			  : NULL;
 
@@ -814,15 +830,15 @@ static void warm_up(void)
 /* The shim's ATTR_DENY as C strings, for text_is_plain(). */
 static int load_deny(void)
 {
-	PyObject *set = PyDict_GetItemString(g_shim, "ATTR_DENY"), *it, *name;
+	PyObject *set = PyDict_GetItemString(G.shim, "ATTR_DENY"), *it, *name;
 
 	if (set == NULL || !PyAnySet_Check(set) || (it = PyObject_GetIter(set)) == NULL) {
 		if (!PyErr_Occurred())
 			PyErr_SetString(PyExc_RuntimeError, "the shim has no ATTR_DENY set");
 		return -1;
 	}
-	g_deny = calloc((size_t)PySet_GET_SIZE(set), sizeof *g_deny);
-	while (g_deny != NULL && (name = PyIter_Next(it)) != NULL) {
+	G.deny = calloc((size_t)PySet_GET_SIZE(set), sizeof *G.deny);
+	while (G.deny != NULL && (name = PyIter_Next(it)) != NULL) {
 		const char *u = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
 		char *copy = u ? strdup(u) : NULL;
 		Py_DECREF(name);
@@ -832,10 +848,10 @@ static int load_deny(void)
 				PyErr_NoMemory();
 			return -1;
 		}
-		g_deny[g_ndeny++] = copy;
+		G.deny[G.ndeny++] = copy;
 	}
 	Py_DECREF(it);
-	if (g_deny == NULL)
+	if (G.deny == NULL)
 		PyErr_NoMemory();
 	return PyErr_Occurred() ? -1 : 0;
 }
@@ -893,32 +909,32 @@ static int load_shim(struct tp_err *err)
 	    PyErr_NewException("tidepool.PolicyViolation", PyExc_BaseException, NULL);
 	tp_py_exc_kernel =
 	    PyErr_NewException("tidepool.SandboxViolation", PyExc_BaseException, NULL);
-	g_shim = PyDict_New();
-	if (!tp_py_exc_limit || !tp_py_exc_policy || !tp_py_exc_kernel || !g_shim ||
-	    PyDict_SetItemString(g_shim, "__builtins__", PyEval_GetBuiltins()) != 0 ||
-	    PyDict_SetItemString(g_shim, "__name__", PyUnicode_FromString("_tidepool")) != 0 ||
-	    PyDict_SetItemString(g_shim, "LimitExceeded", tp_py_exc_limit) != 0 ||
-	    PyDict_SetItemString(g_shim, "PolicyViolation", tp_py_exc_policy) != 0)
+	G.shim = PyDict_New();
+	if (!tp_py_exc_limit || !tp_py_exc_policy || !tp_py_exc_kernel || !G.shim ||
+	    PyDict_SetItemString(G.shim, "__builtins__", PyEval_GetBuiltins()) != 0 ||
+	    PyDict_SetItemString(G.shim, "__name__", PyUnicode_FromString("_tidepool")) != 0 ||
+	    PyDict_SetItemString(G.shim, "LimitExceeded", tp_py_exc_limit) != 0 ||
+	    PyDict_SetItemString(G.shim, "PolicyViolation", tp_py_exc_policy) != 0)
 		return tp_py_fail("shim globals", err);
 	for (PyMethodDef *t[] = { tp_py_shim_fns, tp_py_kernel_fns }, **pt = t; pt < t + 2; pt++)
 		for (PyMethodDef *d = *pt; d->ml_name; d++) {
 			PyObject *fn = PyCFunction_NewEx(d, NULL, NULL);
-			if (fn == NULL || PyDict_SetItemString(g_shim, d->ml_name, fn) != 0)
+			if (fn == NULL || PyDict_SetItemString(G.shim, d->ml_name, fn) != 0)
 				return tp_py_fail("shim functions", err);
 			Py_DECREF(fn);
 		}
 	gc = PyImport_ImportModule("gc"); /* before the shim gates __import__ */
 	code = Py_CompileString(tp_py_shim_source, SHIM, Py_file_input);
-	r = code ? PyEval_EvalCode(code, g_shim, g_shim) : NULL;
+	r = code ? PyEval_EvalCode(code, G.shim, G.shim) : NULL;
 	Py_XDECREF(code);
 	Py_XDECREF(r);
 	if (r == NULL || gc == NULL)
 		return tp_py_fail("running the shim", err);
-	g_sbuiltins = call_init(PyDict_GetItemString(g_shim, "init"));
-	if (g_sbuiltins == NULL)
+	G.sbuiltins = call_init(PyDict_GetItemString(G.shim, "init"));
+	if (G.sbuiltins == NULL)
 		return tp_py_fail("shim init", err);
 	PyObject *tools = tp_py_tools_new();
-	if (tools == NULL || PyDict_SetItemString(g_sbuiltins, "tools", tools) != 0)
+	if (tools == NULL || PyDict_SetItemString(G.sbuiltins, "tools", tools) != 0)
 		return tp_py_fail("tools", err);
 	Py_DECREF(tools);
 	if (load_deny() != 0)
@@ -926,27 +942,27 @@ static int load_shim(struct tp_err *err)
 	if (make_main() == NULL)
 		return tp_py_fail("__main__", err);
 	warm_up();
-	g_main_fresh = 1;
-	g_prepare = PyDict_GetItemString(g_shim, "prepare");
-	g_opened = PyDict_GetItemString(g_shim, "_OPENED");
-	g_reseed = PyDict_GetItemString(g_shim, "reseed");
-	g_rich_types = PyDict_GetItemString(g_shim, "RICH_TYPES");
-	if (g_rich_types != NULL && PyTuple_Check(g_rich_types) && PyTuple_GET_SIZE(g_rich_types)) {
-		g_rich = PyDict_GetItemString(g_shim, "_rich");
-		g_figures = PyDict_GetItemString(g_shim, "_figures");
-		g_figures_reset = PyDict_GetItemString(g_shim, "_figures_reset");
-		if (g_figures == Py_None || g_figures_reset == Py_None) /* no matplotlib */
-			g_figures = g_figures_reset = NULL;
-		PyObject *sc = PyDict_GetItemString(g_shim, "JSON_SCALARS");
+	G.main_fresh = 1;
+	G.prepare = PyDict_GetItemString(G.shim, "prepare");
+	G.opened = PyDict_GetItemString(G.shim, "_OPENED");
+	G.reseed = PyDict_GetItemString(G.shim, "reseed");
+	G.rich_types = PyDict_GetItemString(G.shim, "RICH_TYPES");
+	if (G.rich_types != NULL && PyTuple_Check(G.rich_types) && PyTuple_GET_SIZE(G.rich_types)) {
+		G.rich = PyDict_GetItemString(G.shim, "_rich");
+		G.figures = PyDict_GetItemString(G.shim, "_figures");
+		G.figures_reset = PyDict_GetItemString(G.shim, "_figures_reset");
+		if (G.figures == Py_None || G.figures_reset == Py_None) /* no matplotlib */
+			G.figures = G.figures_reset = NULL;
+		PyObject *sc = PyDict_GetItemString(G.shim, "JSON_SCALARS");
 		if (sc != NULL && PyTuple_Check(sc) && PyTuple_GET_SIZE(sc) == 2 &&
 		    PyType_Check(PyTuple_GET_ITEM(sc, 0)) && PyType_Check(PyTuple_GET_ITEM(sc, 1)))
 			tp_pyjson_set_scalars((PyTypeObject *)PyTuple_GET_ITEM(sc, 0),
 					      (PyTypeObject *)PyTuple_GET_ITEM(sc, 1));
 	} else {
-		g_rich_types = NULL;
+		G.rich_types = NULL;
 	}
-	g_stdout = Py_XNewRef(PySys_GetObject("stdout"));
-	g_stderr = Py_XNewRef(PySys_GetObject("stderr"));
+	G.sys_stdout = Py_XNewRef(PySys_GetObject("stdout"));
+	G.sys_stderr = Py_XNewRef(PySys_GetObject("stderr"));
 	/* Workers share the zygote's heap copy-on-write: collect once, then keep
 	 * every surviving object out of later collections, so a worker's GC never
 	 * touches (and copies) the pages they live on. */
@@ -955,14 +971,14 @@ static int load_shim(struct tp_err *err)
 	r = r ? PyObject_CallMethod(gc, "freeze", NULL) : NULL;
 	Py_XDECREF(r);
 	Py_DECREF(gc);
-	if (r == NULL || g_prepare == NULL || g_reseed == NULL)
+	if (r == NULL || G.prepare == NULL || G.reseed == NULL)
 		return tp_py_fail("gc.freeze", err);
 	return 0;
 }
 
 int tp_py_zygote_init(struct tp_err *err)
 {
-	if (g_shim != NULL)
+	if (G.shim != NULL)
 		return 0;
 	tzset(); /* reads TZ's zone file now: after lockdown no file can be opened */
 	/* Before numpy loads OpenBLAS (whose constructor reads them): one thread,
@@ -978,11 +994,11 @@ int tp_py_zygote_init(struct tp_err *err)
 	if (start_interpreter(err) != 0)
 		return -1;
 	if (load_shim(err) != 0) {
-		g_shim = NULL;
+		G.shim = NULL;
 		return -1;
 	}
 	if (tp_pyaddr_zygote_init(err) != 0) {
-		g_shim = NULL;
+		G.shim = NULL;
 		return -1;
 	}
 	return 0;
@@ -990,7 +1006,7 @@ int tp_py_zygote_init(struct tp_err *err)
 
 void tp_py_worker_init(uint64_t entropy)
 {
-	if (g_shim == NULL)
+	if (G.shim == NULL)
 		return;
 	PyOS_AfterFork_Child(); /* CPython's locks and thread state after a fork */
 	reseed(entropy);        /* forked workers must never share a random stream */

@@ -164,7 +164,14 @@ static PyObject *py_settype(PyObject *self, PyObject *args)
 	Py_RETURN_NONE;
 }
 
-static PyObject *g_snippet_builtins; /* what code the stdlib evaluates for the snippet sees */
+/* The shim functions' state, one instance: written in the zygote by the shim's
+ * init (_eval_builtins, _ns_builtins), read-only after. No signal handler
+ * touches it. */
+static struct {
+	PyObject *snippet_builtins; /* what code the stdlib evaluates for the snippet sees */
+	PyObject *nameable; /* dunder names the AST check lets a snippet load (NAME_DUNDER_OK) */
+	PyObject *ns_refused[2]; /* the refusal messages of globals() and locals() */
+} G;
 
 /* exec/eval for a trusted caller: never in the namespace of a module the zygote
  * loaded (typing.ForwardRef(s, module='typing'), a class whose __module__ names
@@ -189,9 +196,9 @@ static int eval_namespace_ok(PyObject *args, const char *fn)
 		tp_py_refuse(msg, -1);
 		return -1;
 	}
-	if (g != NULL && PyDict_Check(g) && g_snippet_builtins != NULL &&
+	if (g != NULL && PyDict_Check(g) && G.snippet_builtins != NULL &&
 	    PyDict_GetItemString(g, "__builtins__") == NULL &&
-	    PyDict_SetItemString(g, "__builtins__", g_snippet_builtins) != 0)
+	    PyDict_SetItemString(g, "__builtins__", G.snippet_builtins) != 0)
 		return -1;
 	return 0;
 }
@@ -302,7 +309,7 @@ static PyObject *py_eval_builtins(PyObject *self, PyObject *b)
 		return NULL;
 	}
 	Py_INCREF(b);
-	Py_XSETREF(g_snippet_builtins, b);
+	Py_XSETREF(G.snippet_builtins, b);
 	Py_RETURN_NONE;
 }
 
@@ -431,11 +438,8 @@ static PyObject *py_vars(PyObject *self, PyObject *obj)
 
 /* ---- globals() and locals(): snapshots of the snippet's own namespace ---------------- */
 
-static PyObject *g_nameable; /* dunder names the AST check lets a snippet load (NAME_DUNDER_OK) */
-static PyObject *g_ns_refused[2]; /* the refusal messages of globals() and locals() */
-
 /* A copy of the calling snippet frame's globals (or locals): only the names the
- * snippet can load by name there (every key but a dunder outside g_nameable:
+ * snippet can load by name there (every key but a dunder outside G.nameable:
  * never __builtins__, __loader__, __spec__), so it gives no object the snippet
  * does not already reach. The copy is a new dict each call: writing to it does
  * not change the namespace. Refused when the caller is not the snippet's own
@@ -452,9 +456,9 @@ static PyObject *snippet_ns(int which)
 		   PyUnicode_CompareWithASCIIString(code->co_filename, SNIPPET) == 0;
 
 	Py_XDECREF(code);
-	if (!mine || !tp_py_running || g_nameable == NULL) {
+	if (!mine || !tp_py_running || G.nameable == NULL) {
 		const char *msg =
-		    g_ns_refused[which] ? PyUnicode_AsUTF8(g_ns_refused[which]) : NULL;
+		    G.ns_refused[which] ? PyUnicode_AsUTF8(G.ns_refused[which]) : NULL;
 		PyErr_Clear();
 		return tp_py_refuse(msg ? msg : "not available in the sandbox", -1);
 	}
@@ -471,7 +475,7 @@ static PyObject *snippet_ns(int which)
 		dunder = n >= 4 && PyUnicode_READ_CHAR(k, 0) == '_' &&
 			 PyUnicode_READ_CHAR(k, 1) == '_' && PyUnicode_READ_CHAR(k, n - 1) == '_' &&
 			 PyUnicode_READ_CHAR(k, n - 2) == '_';
-		if (dunder && PySet_Contains(g_nameable, k) != 1) {
+		if (dunder && PySet_Contains(G.nameable, k) != 1) {
 			PyErr_Clear();
 			continue;
 		}
@@ -509,9 +513,9 @@ static PyObject *py_ns_builtins(PyObject *self, PyObject *args)
 	if (!PyArg_ParseTuple(args, "O!UU", &PyFrozenSet_Type, &nameable, &mg, &ml))
 		return NULL;
 	Py_INCREF(nameable), Py_INCREF(mg), Py_INCREF(ml);
-	Py_XSETREF(g_nameable, nameable);
-	Py_XSETREF(g_ns_refused[0], mg);
-	Py_XSETREF(g_ns_refused[1], ml);
+	Py_XSETREF(G.nameable, nameable);
+	Py_XSETREF(G.ns_refused[0], mg);
+	Py_XSETREF(G.ns_refused[1], ml);
 	g = PyCFunction_New(&g_globals_def, NULL);
 	l = PyCFunction_New(&g_locals_def, NULL);
 	r = g && l ? PyTuple_Pack(2, g, l) : NULL;

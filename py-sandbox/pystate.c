@@ -16,9 +16,16 @@
 
 /* ---- the exec ------------------------------------------------------------------------ */
 
+/* The exec's state every file of the layer reads, shared (pyint.h), so not
+ * grouped into this file's struct: */
+/* -- per exec: set by pysandbox.c's begin, cleared after a rehearsal (tp_py_exec) */
 struct tp_shm *tp_py_shm; /* NULL outside an exec */
 struct tp_limits tp_py_lim;
+/* -- a volatile sig_atomic_t flag (kept a plain global, as the style guide
+ * keeps such flags): set and cleared around the file shim's own call
+ * (pyshimfns.c), read by the guard's exemption checks */
 volatile sig_atomic_t tp_py_fileop;
+/* -- zygote (pysandbox.c, from the policy), read-only after */
 int tp_py_kernel_only;
 
 uint64_t tp_py_file_limit(const char **which)
@@ -34,17 +41,30 @@ const char *const tp_py_data_modules[] = { "numpy", "pandas", "matplotlib", NULL
 
 /* ---- what the attribute guard recorded in the zygote -------------------------------- */
 
+/* -- zygote (tp_py_guard_install, tp_py_collect_namespaces), read-only once
+ * tp_py_attr_armed is set */
 int tp_py_attr_armed;
 PyObject *tp_py_deny;
 PyTypeObject *tp_py_modtypes[8];
 int tp_py_nmodtypes;
+/* -- per acting call: pyattr.c's acting_call sets them around the call and
+ * restores the previous values after it */
 const void *tp_py_acting;
 int tp_py_acting_slot;
 
-static PyObject **g_real; /* sorted namespaces of the modules loaded in the zygote */
-static size_t g_nreal;
-static PyTypeObject **g_ztypes; /* sorted: every type that existed when the guard was armed */
-static size_t g_nztypes, g_cap_ztypes;
+/* This file's own state, one instance: written only in the zygote (by the
+ * guard's install, pyattr.c) and sorted there; read-only once the guard is
+ * armed. No signal handler touches it. */
+static struct {
+	/* -- zygote (tp_py_collect_namespaces): sorted namespaces of the modules
+	 * loaded in the zygote */
+	PyObject **real;
+	size_t nreal;
+	/* -- zygote (tp_py_remember_type, then tp_py_sort_ztypes): sorted, every
+	 * type that existed when the guard was armed */
+	PyTypeObject **ztypes;
+	size_t nztypes, cap_ztypes;
+} G;
 
 static int cmp_ptr(const void *a, const void *b)
 {
@@ -57,8 +77,8 @@ static int cmp_ptr(const void *a, const void *b)
  * snippet's, a facade's or a dict the snippet made. */
 int tp_py_real_namespace(PyObject *d)
 {
-	return d != NULL && g_nreal > 0 &&
-	       bsearch(&d, g_real, g_nreal, sizeof *g_real, cmp_ptr) != NULL;
+	return d != NULL && G.nreal > 0 &&
+	       bsearch(&d, G.real, G.nreal, sizeof *G.real, cmp_ptr) != NULL;
 }
 
 int tp_py_collect_namespaces(void)
@@ -66,8 +86,8 @@ int tp_py_collect_namespaces(void)
 	PyObject *mods = PyImport_GetModuleDict(), *key, *v;
 	Py_ssize_t pos = 0, n = PyDict_Size(mods);
 
-	g_real = calloc((size_t)n + 1, sizeof *g_real);
-	if (g_real == NULL) {
+	G.real = calloc((size_t)n + 1, sizeof *G.real);
+	if (G.real == NULL) {
 		PyErr_NoMemory();
 		return -1;
 	}
@@ -77,8 +97,8 @@ int tp_py_collect_namespaces(void)
 			continue;
 		PyObject *d = PyModule_GetDict(v); /* borrowed; modules stay loaded */
 		int k = 0;
-		if (d != NULL && (size_t)n > g_nreal)
-			g_real[g_nreal++] = d;
+		if (d != NULL && (size_t)n > G.nreal)
+			G.real[G.nreal++] = d;
 		while (k < tp_py_nmodtypes && tp_py_modtypes[k] != Py_TYPE(v))
 			k++;
 		if (k == tp_py_nmodtypes &&
@@ -91,7 +111,7 @@ int tp_py_collect_namespaces(void)
 			tp_py_modtypes[tp_py_nmodtypes++] = Py_TYPE(v);
 		}
 	}
-	qsort(g_real, g_nreal, sizeof *g_real, cmp_ptr);
+	qsort(G.real, G.nreal, sizeof *G.real, cmp_ptr);
 	return 0;
 }
 
@@ -149,35 +169,35 @@ static int cmp_type(const void *a, const void *b)
  * (tp_py_remember_type keeps each alive, so its address is never reused). */
 int tp_py_ztype(PyTypeObject *t)
 {
-	return g_nztypes > 0 &&
-	       bsearch(&t, g_ztypes, g_nztypes, sizeof *g_ztypes, cmp_type) != NULL;
+	return G.nztypes > 0 &&
+	       bsearch(&t, G.ztypes, G.nztypes, sizeof *G.ztypes, cmp_type) != NULL;
 }
 
 int tp_py_remember_type(PyObject *t)
 {
-	if (g_nztypes == g_cap_ztypes) {
-		size_t cap = g_cap_ztypes ? 2 * g_cap_ztypes : 1024;
-		PyTypeObject **n = realloc(g_ztypes, cap * sizeof *n);
+	if (G.nztypes == G.cap_ztypes) {
+		size_t cap = G.cap_ztypes ? 2 * G.cap_ztypes : 1024;
+		PyTypeObject **n = realloc(G.ztypes, cap * sizeof *n);
 		if (n == NULL) {
 			PyErr_NoMemory();
 			return -1;
 		}
-		g_ztypes = n, g_cap_ztypes = cap;
+		G.ztypes = n, G.cap_ztypes = cap;
 	}
 	/* Kept alive, so no class the exec makes can take its address. */
 	Py_INCREF(t);
-	g_ztypes[g_nztypes++] = (PyTypeObject *)t;
+	G.ztypes[G.nztypes++] = (PyTypeObject *)t;
 	return 0;
 }
 
 void tp_py_sort_ztypes(void)
 {
-	qsort(g_ztypes, g_nztypes, sizeof *g_ztypes, cmp_type);
+	qsort(G.ztypes, G.nztypes, sizeof *G.ztypes, cmp_type);
 }
 
 /* t existed when the guard was installed: a type of the standard library, a data
  * package or the interpreter, not one the snippet made. */
 int tp_py_zygote_type(PyTypeObject *t)
 {
-	return tp_py_attr_armed && tp_py_ztype(t); /* g_ztypes is sorted once armed */
+	return tp_py_attr_armed && tp_py_ztype(t); /* G.ztypes is sorted once armed */
 }

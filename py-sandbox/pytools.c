@@ -13,7 +13,12 @@
 #include "pyjson.h"
 #include "toolcall.h"
 
-static PyObject *g_tool_error; /* tools.ToolError */
+/* The tools object's state, one instance: tools.ToolError, made in the zygote
+ * (tp_py_tools_new, from load_shim) and read-only after. No signal handler
+ * touches it. */
+static struct {
+	PyObject *tool_error;
+} G;
 
 /* Calls tool name with args (a dict, or NULL for none). New reference, or NULL
  * with an exception set. */
@@ -64,7 +69,7 @@ static PyObject *invoke(const char *name, PyObject *args)
 	PyObject *msg = PyUnicode_DecodeUTF8(res.message.s, (Py_ssize_t)res.message.n, "replace");
 	tp_tool_result_free(&res);
 	if (msg != NULL) {
-		PyErr_SetObject(g_tool_error, msg);
+		PyErr_SetObject(G.tool_error, msg);
 		Py_DECREF(msg);
 	}
 	return NULL;
@@ -109,7 +114,7 @@ static PyObject *tools_getattro(PyObject *self, PyObject *name)
 	if (PyUnicode_CompareWithASCIIString(name, "call") == 0)
 		return PyCFunction_NewEx(&call_def, NULL, NULL);
 	if (PyUnicode_CompareWithASCIIString(name, "ToolError") == 0)
-		return Py_NewRef(g_tool_error);
+		return Py_NewRef(G.tool_error);
 	Py_ssize_t n;
 	const char *s = PyUnicode_AsUTF8AndSize(name, &n);
 	if (s == NULL)
@@ -143,7 +148,7 @@ static PyTypeObject tools_type = {
 
 PyObject *tp_py_tools_new(void)
 {
-	if (g_tool_error == NULL && (g_tool_error = PyErr_NewException(
+	if (G.tool_error == NULL && (G.tool_error = PyErr_NewException(
 					 "tools.ToolError", PyExc_RuntimeError, NULL)) == NULL)
 		return NULL;
 	if (PyType_Ready(&tools_type) != 0)

@@ -447,3 +447,26 @@ class P:
 """)
     assert res["ok"], res
     assert res["value"] == [[1, 2], [3, 3], [1, 2], [1]], res
+
+
+@needs_data
+def test_numpys_own_carrier_becomes_an_array(host):
+    """array_iface_ok (pyattr.c): numpy's DummyArray holds its __array_interface__
+    in its instance dict (as_strided, which sliding_window_view calls); being numpy's
+    own class, made in the zygote and never handed to the snippet, it is read."""
+    res = run(host, "import numpy as np\n"
+              "np.lib.stride_tricks.sliding_window_view(np.arange(4), 2).tolist()")
+    assert res["ok"], res
+    assert res["value"] == [[0, 1], [1, 2], [2, 3]], res
+
+
+@needs_data
+def test_c_code_under_an_attrgetter_reads_its_own_module(host):
+    """module_obj_ok (pyattr.c): while the snippet's C attrgetter runs, a real
+    module that is none of its arguments is read by the C code underneath it
+    (numpy's dtype.name getter reading numpy.core._dtype._name_get), judged as that
+    C code's own read, not as the attrgetter's."""
+    res = run(host, "import numpy as np, operator\nAG = type(operator.attrgetter('x'))\n"
+              "[d.name for d in sorted([np.dtype('f8'), np.dtype('i1')], key=AG('name'))]")
+    assert res["ok"], res
+    assert res["value"] == ["float64", "int8"], res

@@ -547,3 +547,69 @@ def test_instruction_limit_with_guard(host):
     """The guard also holds with the line tracer on (no specialised bytecode)."""
     res = run(host, PRE + "reached(AG(SUB)(object)())", limits={"instructions": 10 ** 6})
     refused(res, "__subclasses__")
+
+
+# -- exemptions that had no test of their own (docs/python-guard.md) ----------------
+
+
+def test_pickle_names_on_a_builtin_without_a_dict(host):
+    """keeps_generic (pyattr.c): list, dict, str ... keep PyObject_GenericGetAttr, so
+    a pickle protocol name is answered on their instances, even through an
+    attrgetter: on an object without a __dict__ it gives what rebuilds it (its type
+    and its contents), nothing it does not hold. Calling it reads __reduce__ on the
+    type, which the guard refuses to the snippet; on object() the lookup itself is
+    refused (test_route_families_refused[reduce_ex via attrgetter])."""
+    res = run(host, PRE + "m = AG(D('reduce_ex'))([1, 2])\n"
+              "[type(m).__name__, m.__name__, type(AG(D('getstate'))('s')).__name__]")
+    assert res["ok"] is True, res
+    assert res["value"] == ["builtin_function_or_method", "__reduce_ex__",
+                            "builtin_function_or_method"], res
+    res = run(host, PRE + "AG(D('reduce_ex'))([1, 2])(2)")
+    refused(res)
+    assert res["error"]["message"] == "attribute '__reduce__' is not allowed", res
+
+
+def test_import_error_names_a_facade_as_cpython_does(host):
+    """object_exempt (pyattr.c): CPython reads __spec__ (and __file__) of a facade
+    for an import error's message; a facade's __spec__ is None, so the message is
+    CPython's own for a module without a location."""
+    res = run(host, "from json import nope")
+    assert res["ok"] is False and res["error"]["type"] == "ImportError", res
+    assert res["error"]["message"] == "cannot import name 'nope' from 'json' (unknown location)", res
+
+
+def test_stdlib_calls_subclasses_for_the_snippet(host):
+    """subclasses_gate (pyattr.c): type.__subclasses__() answers the standard
+    library's own frames: functools.singledispatch walks an ABC's subclasses
+    (_compose_mro) to dispatch a class registered under it."""
+    res = run(host, """
+import functools, collections.abc
+@functools.singledispatch
+def kind(x):
+    return 'obj'
+@kind.register(collections.abc.Sequence)
+def _(x):
+    return 'seq'
+class L(list): pass
+[kind(L()), kind((1,)), kind(1)]
+""")
+    assert res["ok"] is True, res
+    assert res["value"] == ["seq", "seq", "obj"], res
+
+
+def test_stdlib_reads_a_power_module_by_a_name_it_spells(host):
+    """spelled (pyattr.c): the standard library reads a _SPELL_ONLY module (sys) by
+    a name its own module's code spells: contextlib.redirect_stdout's default
+    _stream, 'stdout', read with getattr(sys, self._stream). A name the snippet
+    chose stays refused (test_membrane.py::test_the_family_is_refused[a stdlib
+    subclass naming the attribute of sys the stdlib reads])."""
+    res = run(host, """
+import contextlib, io
+b = io.StringIO()
+with contextlib.redirect_stdout(b):
+    print('inside')
+print('outside')
+b.getvalue()
+""")
+    assert res["ok"] is True, res
+    assert (res["value"], res["stdout"]) == ("inside\n", "outside\n"), res
