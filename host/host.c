@@ -684,33 +684,42 @@ static void poll_once(struct tp_host *h)
 		timeout = (int)ht;
 	int r = poll(fds, (nfds_t)(P_FIXED + 2 * nc + nw + h->nzyg), timeout);
 	if (r > 0) {
+		/* Each client's events, kept with it: handling a request may grow the
+		 * poll arrays (a session's worker, a client), which moves them. */
+		for (i = 0; i < nc; i++) {
+			cl[i]->rev_in = cfds[2 * i].revents;
+			cl[i]->rev_out = cl[i]->rfd == cl[i]->wfd ? cfds[2 * i].revents
+								  : cfds[2 * i + 1].revents;
+		}
+		short sig = fds[P_SIG].revents, lst = fds[P_LISTEN].revents;
 		for (i = 0; i < nw; i++) {
 			if (wfds[i].revents & POLLOUT)
 				tp_worker_flush_tx(ws[i]);
 			if (ws[i]->chan >= 0 && wfds[i].revents & (POLLIN | POLLHUP | POLLERR))
 				tp_pool_read_chan(h, ws[i]);
 		}
-		for (i = 0; i < nc; i++) {
-			struct client *c = cl[i];
-			struct pollfd *in = &cfds[2 * i], *out = c->rfd == c->wfd ? in : in + 1;
-			if (out->revents & POLLOUT ||
-			    (c->out_len > 0 && out->revents & (POLLERR | POLLHUP)))
-				tp_out_flush(c);
-			/* A pipe's reader closed, or a socket closed both ways (a
-			 * half-close, SHUT_WR, is only the end of its requests). */
-			if (out->revents & (POLLERR | POLLHUP))
-				c->gone = 1;
-			if (c->kind == TP_CLIENT_STDIO && c->gone && !h->gone)
-				stdio_gone(h, c);
-			if (!c->gone && in->revents & (POLLIN | POLLHUP | POLLERR))
-				read_client(h, c);
-		}
 		for (int z = 0; z < h->nzyg; z++)
 			if (zfds[z].revents)
 				tp_pool_read_zygote(h, &h->zyg[z]);
-		if (fds[P_SIG].revents)
+		if (sig)
 			handle_signals(h);
-		if (fds[P_LISTEN].revents)
+		/* Last: a request may grow the arrays read above. A client made
+		 * meanwhile has no events yet (tp_client_new zeroes them). */
+		for (struct client *c = h->clients; c != NULL; c = c->next) {
+			short in = c->rev_in, out = c->rev_out;
+			c->rev_in = c->rev_out = 0;
+			if (out & POLLOUT || (c->out_len > 0 && out & (POLLERR | POLLHUP)))
+				tp_out_flush(c);
+			/* A pipe's reader closed, or a socket closed both ways (a
+			 * half-close, SHUT_WR, is only the end of its requests). */
+			if (out & (POLLERR | POLLHUP))
+				c->gone = 1;
+			if (c->kind == TP_CLIENT_STDIO && c->gone && !h->gone)
+				stdio_gone(h, c);
+			if (!c->gone && in & (POLLIN | POLLHUP | POLLERR))
+				read_client(h, c);
+		}
+		if (lst)
 			tp_listen_accept(h);
 	}
 	tp_pool_check_timeouts(h, tp_now_ms());

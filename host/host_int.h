@@ -81,6 +81,7 @@ struct client {
 				* reply is never a batch member's */
 	int refs;              /* execs that point at it */
 	double last_start;     /* when its last exec started (fair dispatch) */
+	short rev_in, rev_out; /* this loop turn's poll events (host.c poll_once) */
 };
 
 #define SESSION_ID_LEN 20 /* "s-" and 16 hex digits: 64 random bits */
