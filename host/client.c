@@ -93,15 +93,18 @@ int tp_client_reserve(struct tp_host *h)
 	if (want <= h->client_cap)
 		return 0;
 	want += want / 2 + 4;
+	if (tp_poll_grow(h, want, h->poll_cap) != 0)
+		return -1;
+	h->client_cap = want;
+	return 0;
+}
+
+int tp_poll_grow(struct tp_host *h, int clients, int workers)
+{
 	struct pollfd *f =
-	    realloc(h->pfds, (size_t)(P_FIXED + 2 * want + h->poll_cap + h->nzyg) * sizeof *f);
+	    realloc(h->pfds, (size_t)(P_FIXED + 2 * clients + workers + h->nzyg) * sizeof *f);
 	if (f == NULL)
 		return -1;
 	h->pfds = f;
-	struct client **cl = realloc(h->pcl, (size_t)want * sizeof *cl);
-	if (cl == NULL)
-		return -1;
-	h->pcl = cl;
-	h->client_cap = want;
 	return 0;
 }

@@ -645,18 +645,16 @@ static void poll_once(struct tp_host *h)
 	 * nothing to wait, so it cannot spin when memory runs out. */
 	struct pollfd *fds = h->pfds;
 	struct worker **ws = h->pws;
-	struct client **cl = h->pcl;
 	int nw = 0, nc = 0;
-	for (struct client *c = h->clients; c != NULL && nc < h->client_cap; c = c->next)
-		cl[nc++] = c;
 	for (struct worker *w = h->workers; w != NULL && nw < h->poll_cap; w = w->next)
 		ws[nw++] = w;
 	fds[P_SIG] = (struct pollfd){ h->sigfd, POLLIN, 0 };
 	fds[P_LISTEN] = (struct pollfd){ h->listen_fd, POLLIN, 0 };
 	fds[P_HTTP] = (struct pollfd){ tp_http_fd(h), POLLIN, 0 };
+	/* Two entries per client, in the list's order (reserved: tp_poll_grow). */
 	struct pollfd *cfds = fds + P_FIXED;
-	for (int i = 0; i < nc; i++) {
-		struct client *c = cl[i];
+	for (struct client *c = h->clients; c != NULL && nc < h->client_cap; c = c->next, nc++) {
+		int i = nc;
 		/* The queue has its own bound (busy errors): only a client that does
 		 * not read its replies stops us reading its requests. */
 		int reading = c->open && !c->gone && c->out_len < MAX_OUT_PENDING;
@@ -686,10 +684,11 @@ static void poll_once(struct tp_host *h)
 	if (r > 0) {
 		/* Each client's events, kept with it: handling a request may grow the
 		 * poll arrays (a session's worker, a client), which moves them. */
-		for (i = 0; i < nc; i++) {
-			cl[i]->rev_in = cfds[2 * i].revents;
-			cl[i]->rev_out = cl[i]->rfd == cl[i]->wfd ? cfds[2 * i].revents
-								  : cfds[2 * i + 1].revents;
+		i = 0;
+		for (struct client *c = h->clients; c != NULL && i < nc; c = c->next, i++) {
+			c->rev_in = cfds[2 * i].revents;
+			c->rev_out =
+			    c->rfd == c->wfd ? cfds[2 * i].revents : cfds[2 * i + 1].revents;
 		}
 		short sig = fds[P_SIG].revents, lst = fds[P_LISTEN].revents;
 		for (i = 0; i < nw; i++) {
@@ -1017,6 +1016,5 @@ void tp_host_free(struct tp_host *h)
 	free(h->zyg);
 	free(h->pfds);
 	free(h->pws);
-	free(h->pcl);
 	free(h);
 }

@@ -221,8 +221,7 @@ struct tp_host {
 	int gone;            /* the stdio client's stdout closed, with no listener */
 	int hup;             /* SIGHUP: reopen the audit log */
 	struct pollfd *pfds; /* P_FIXED + 2 * client_cap + poll_cap + nzyg entries */
-	int client_cap;      /* clients pfds and pcl have room for */
-	struct client **pcl; /* client_cap entries: the clients polled */
+	int client_cap;      /* clients pfds has room for */
 	struct worker **pws; /* poll_cap entries */
 	int nworkers;        /* in the workers list: never above poll_cap */
 	struct early_exit early[32];
@@ -271,6 +270,9 @@ void tp_client_unref(struct client *c);
 int tp_client_accepting(const struct tp_host *h);
 /* Grows the poll array to hold one more client; 0, or -1 out of memory. */
 int tp_client_reserve(struct tp_host *h);
+/* The poll array resized for clients and workers (the loop's fixed entries and
+ * the zygotes' too), client_cap and poll_cap unchanged; 0, or -1 out of memory. */
+int tp_poll_grow(struct tp_host *h, int clients, int workers);
 
 /* listen.c: --listen unix:PATH. */
 /* Binds and listens on spec ("unix:PATH") with the socket file's mode; -1 with

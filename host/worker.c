@@ -221,11 +221,8 @@ int tp_worker_reserve(struct tp_host *h, int n)
 	if (want <= h->poll_cap)
 		return 0;
 	want += want / 2 + 8;
-	struct pollfd *f =
-	    realloc(h->pfds, (size_t)(P_FIXED + 2 * h->client_cap + want + h->nzyg) * sizeof *f);
-	if (f == NULL)
+	if (tp_poll_grow(h, h->client_cap, want) != 0)
 		return -1;
-	h->pfds = f;
 	struct worker **ws = realloc(h->pws, (size_t)want * sizeof *ws);
 	if (ws == NULL)
 		return -1;
