@@ -61,7 +61,7 @@ static void cancel_exec(struct tp_host *h, struct exec *e, struct worker *w, con
 		return;
 	if (e->p.tool_call) {
 		e->cancelled = 1;
-		tp_out_batch_drop(e->c, e->id); /* it gets no reply */
+		tp_out_unanswered(e->c, e->id); /* it gets no reply */
 	}
 	if (!tp_err_failed(&e->verdict))
 		tp_err_set(&e->verdict, TP_KIND_CANCELLED, TP_LAYER_HOST, 0, "%s", why);
@@ -111,7 +111,7 @@ static int stop_all(struct tp_host *h, const struct client *c, const char *why)
 			continue;
 		if (e->p.tool_call && !e->cancelled) {
 			e->cancelled = 1;
-			tp_out_batch_drop(e->c, e->id);
+			tp_out_unanswered(e->c, e->id);
 		}
 		if (!tp_err_failed(&e->verdict))
 			tp_err_set(&e->verdict, TP_KIND_CANCELLED, TP_LAYER_HOST, 0, "%s", why);

@@ -64,6 +64,11 @@ struct client {
 	int rfd, wfd; /* stdio: 0 and 1; a socket: its fd twice; callback: -1 */
 	void (*emit)(void *ctx, json_t *msg); /* the callback and HTTP kinds' writer */
 	void *emit_ctx;
+	/* Why a request of ours about this exec could not reach the client now,
+	 * or NULL (HTTP: only on the SSE stream of a session's call); NULL: any. */
+	const char *(*cannot_ask)(const struct client *c, const json_t *exec_id);
+	/* Told that request id will get no reply (a cancelled MCP call), or NULL. */
+	void (*unanswered)(struct client *c, const json_t *id);
 	struct tp_http *transport; /* the HTTP kind's (http.c), else NULL */
 	pid_t peer_pid;            /* a socket's peer (SO_PEERCRED), else 0 */
 	uid_t peer_uid;
@@ -252,8 +257,9 @@ void tp_out_setup(struct client *c);
  * handle (each a parsed request or response), the replies held until the last. */
 void tp_out_run_batch(struct tp_host *h, struct client *c, json_t *arr,
 		      void (*handle)(struct tp_host *, struct client *, struct tp_rpc *));
-/* A batch member that gets no reply (a cancelled tools/call): stop waiting. */
-void tp_out_batch_drop(struct client *c, const json_t *id);
+/* A request that gets no reply (a cancelled tools/call): its batch, or its
+ * HTTP POST, stops waiting for it. */
+void tp_out_unanswered(struct client *c, const json_t *id);
 void tp_out_batches_free(struct client *c);
 
 /* client.c: clients as values; their list and lifetime. */

@@ -13,9 +13,11 @@
  * without the header (the stateless 2026-07-28 revision, or a native method)
  * is a client for that POST alone.
  *
- * First step (docs/clients.md, "HTTP"): replies only. Notifications tidepool
- * sends (sandbox/output, progress) are dropped, and a snippet's tool call is
- * refused, until the SSE responses that carry them are built.
+ * A message the host sends is routed by the request it is about: a reply by
+ * its id, sandbox/output and sandbox/tool_call by their exec_id, progress by
+ * the progressToken its request carried. One that no SSE stream of its client
+ * is open for is dropped, except a tool call, which is refused before it is
+ * sent (cannot_ask): the snippet gets the reason.
  *
  * Invariants: only a loopback address is bound (there are no tokens yet); a
  * request whose Host or Origin is not loopback is refused (DNS rebinding); a
@@ -61,9 +63,15 @@ struct exchange {
 	struct client *c;
 	struct http_session *s; /* NULL: its client is this exchange's alone */
 	json_t *want;           /* the ids still to be answered */
-	json_t *replies;        /* the answers so far, in order */
-	int batch;              /* the body was an array */
-	int as_array;           /* the host answered it with an array (a batch's) */
+	json_t *replies;        /* the answers so far, in order (JSON answers) */
+	json_t *tokens;         /* the progressTokens its requests carried */
+	int sse;                /* answered as text/event-stream */
+	int failed;             /* its stream lost a message (out of memory): cut */
+	int peer_gone;          /* its peer hung up while it was suspended */
+	char *ev;               /* SSE bytes not yet handed to MHD */
+	size_t ev_len, ev_off, ev_cap;
+	int batch;    /* the body was an array */
+	int as_array; /* the host answered it with an array (a batch's) */
 	char new_session[SESSION_ID_HEX + 1];
 };
 
@@ -112,40 +120,133 @@ static struct exchange *route(struct tp_http *t, const struct client *c, const j
 	return t->feeding != NULL && t->feeding->c == c ? t->feeding : NULL;
 }
 
+/* The exchange whose request a message of ours is about: an exec's output or
+ * tool call names its exec (the request's id), progress its token. */
+static struct exchange *related(struct tp_http *t, const struct client *c, const json_t *msg)
+{
+	const json_t *params = json_object_get(msg, "params");
+	const json_t *exec = json_object_get(params, "exec_id");
+	const json_t *token = json_object_get(params, "progressToken");
+	for (struct exchange *x = t->open; x != NULL; x = x->next)
+		if (x->c == c && ((exec != NULL && id_at(x->want, exec) >= 0) ||
+				  (token != NULL && id_at(x->tokens, token) >= 0)))
+			return x;
+	return NULL;
+}
+
+static void wake(struct exchange *x)
+{
+	if (x->suspended) {
+		x->suspended = 0;
+		MHD_resume_connection(x->conn);
+	}
+}
+
+/* One SSE event (data: the message's JSON, one line) queued on x's stream. */
+static int sse_push(struct exchange *x, const json_t *msg)
+{
+	size_t len;
+	char *line = tp_rpc_encode(msg, &len); /* ends in '\n': the event's blank line follows */
+	static const char head[] = "event: message\ndata: ";
+	size_t need = sizeof head - 1 + len + 1;
+	if (line == NULL)
+		return -1;
+	if (x->ev_len + need > x->ev_cap) {
+		size_t cap = x->ev_cap ? x->ev_cap : 4096;
+		while (cap < x->ev_len + need)
+			cap *= 2;
+		char *b = realloc(x->ev, cap);
+		if (b == NULL) {
+			free(line);
+			return -1;
+		}
+		x->ev = b;
+		x->ev_cap = cap;
+	}
+	memcpy(x->ev + x->ev_len, head, sizeof head - 1);
+	memcpy(x->ev + x->ev_len + sizeof head - 1, line, len);
+	x->ev[x->ev_len + need - 1] = '\n';
+	x->ev_len += need;
+	free(line);
+	return 0;
+}
+
 /* A client's message (stolen): the reply goes to the exchange that carried its
- * request; anything else (a notification, a request of ours) has no stream to
- * go to yet and is dropped. */
+ * request, on its stream or in its JSON body; a message about a request goes
+ * on that request's stream, if it has one; anything else is dropped. */
 static void emit(void *ctx, json_t *msg)
 {
 	struct client *c = ctx;
 	struct tp_http *t = c->transport;
 	const json_t *first = json_is_array(msg) ? json_array_get(msg, 0) : msg;
-	int at;
+	int at = -1, reply = json_is_object(first) && json_object_get(first, "method") == NULL;
 	struct exchange *x = NULL;
-	if (t != NULL && json_is_object(first) && json_object_get(first, "method") == NULL)
-		x = route(t, c, msg, &at);
-	if (x == NULL) {
+	if (t != NULL && json_is_object(first))
+		x = reply ? route(t, c, msg, &at) : related(t, c, msg);
+	if (x == NULL || (!reply && (!x->sse || x->peer_gone))) {
 		json_decref(msg);
 		return;
 	}
-	if (json_is_array(msg) || at < 0)
-		json_array_clear(x->want); /* a batch's, or the whole body's answer */
-	else
-		json_array_remove(x->want, (size_t)at);
-	if (json_is_array(msg)) {
+	if (reply) {
+		if (json_is_array(msg) || at < 0)
+			json_array_clear(x->want); /* a batch's, or the whole body's answer */
+		else
+			json_array_remove(x->want, (size_t)at);
+	}
+	if (x->sse) {
+		if (sse_push(x, msg) != 0)
+			x->failed = 1; /* a lost message: the stream is cut, not left waiting */
+	} else if (json_is_array(msg)) {
 		x->as_array = 1;
 		json_array_extend(x->replies, msg);
 	} else {
 		json_array_append(x->replies, msg);
 	}
-	if (x->handled && json_array_size(x->want) == 0 && !x->ready) {
+	if (x->handled && json_array_size(x->want) == 0 && !x->ready)
 		x->ready = 1;
-		if (x->suspended) {
-			x->suspended = 0;
-			MHD_resume_connection(x->conn);
-		}
-	}
+	if (x->ready || x->sse)
+		wake(x);
 	json_decref(msg);
+}
+
+/* Request id of client c will get no reply (a cancelled MCP call): its POST
+ * no longer waits for it. */
+static void unanswered(struct client *c, const json_t *id)
+{
+	struct tp_http *t = c->transport;
+	for (struct exchange *x = t ? t->open : NULL; x != NULL; x = x->next) {
+		int at = x->c == c ? id_at(x->want, id) : -1;
+		if (at < 0)
+			continue;
+		json_array_remove(x->want, (size_t)at);
+		if (x->handled && json_array_size(x->want) == 0 && !x->ready) {
+			x->ready = 1;
+			wake(x);
+		}
+		return;
+	}
+}
+
+/* Why a snippet's tool call cannot be sent to client c now, or NULL: it goes
+ * on the SSE stream of the request that runs the exec, and its answer must
+ * come back in a later POST of the same MCP session. */
+static const char *cannot_ask(const struct client *c, const json_t *exec_id)
+{
+	struct tp_http *t = c->transport;
+	for (struct exchange *x = t ? t->open : NULL; x != NULL; x = x->next) {
+		if (x->c != c || id_at(x->want, exec_id) < 0)
+			continue;
+		if (x->s == NULL)
+			return "a tool call over HTTP needs an MCP session (initialize, then "
+			       "Mcp-Session-Id): its answer comes in another POST";
+		if (!x->sse)
+			return "a tool call over HTTP needs a stream back: send Accept: "
+			       "application/json, text/event-stream";
+		if (x->peer_gone)
+			return "the HTTP stream of the call that runs the code has closed";
+		return NULL;
+	}
+	return "the HTTP stream of the call that runs the code has closed";
 }
 
 /* ---- sessions ------------------------------------------------------------------------- */
@@ -167,6 +268,8 @@ static struct client *http_client(struct tp_host *h, struct tp_http *t)
 		return NULL;
 	c->emit = emit;
 	c->emit_ctx = c;
+	c->cannot_ask = cannot_ask;
+	c->unanswered = unanswered;
 	c->transport = t;
 	c->open = 1;
 	return c;
@@ -282,8 +385,9 @@ static const char *rebinding(struct MHD_Connection *conn)
 
 /* The ids of the requests in a body (a message or a batch): what must be
  * answered before the POST is. A body that is not JSON gets one answer, with
- * id null (the parse error). */
-static json_t *wanted(const char *body, size_t len, int *batch, int *init)
+ * id null (the parse error). The progress tokens the requests carry go to
+ * tokens: the notifications that name them belong on this POST's stream. */
+static json_t *wanted(const char *body, size_t len, int *batch, int *init, json_t *tokens)
 {
 	json_error_t e;
 	json_t *v = json_loadb(body, len, JSON_DECODE_ANY, &e);
@@ -314,6 +418,10 @@ static json_t *wanted(const char *body, size_t len, int *batch, int *init)
 		*init |= strcmp(method, "initialize") == 0;
 		if (id != NULL)
 			json_array_append(ids, id);
+		json_t *token = json_object_get(
+		    json_object_get(json_object_get(m, "params"), "_meta"), "progressToken");
+		if (token != NULL && tokens != NULL)
+			json_array_append(tokens, token);
 	}
 	json_decref(v);
 	return ids;
@@ -330,6 +438,61 @@ static void exchange_unlink(struct tp_http *t, struct exchange *x)
 		*pp = x->next;
 }
 
+/* Whether the client takes an SSE answer: its Accept names text/event-stream
+ * (the spec has every client send both types; one that sends only JSON gets
+ * JSON, and no message about its request). */
+static int accepts_sse(struct MHD_Connection *conn)
+{
+	const char *a = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept");
+	return a != NULL && strstr(a, "text/event-stream") != NULL;
+}
+
+/* MHD asks for the next bytes of an SSE answer: what is queued; the end once
+ * every request of the POST is answered and said; else nothing yet, and the
+ * connection sleeps until emit() wakes it. */
+static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct exchange *x = cls;
+	(void)pos;
+	if (x->failed || x->peer_gone)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	if (x->ev_off < x->ev_len) {
+		size_t n = x->ev_len - x->ev_off < max ? x->ev_len - x->ev_off : max;
+		memcpy(buf, x->ev + x->ev_off, n);
+		x->ev_off += n;
+		if (x->ev_off == x->ev_len)
+			x->ev_off = x->ev_len = 0;
+		return (ssize_t)n;
+	}
+	if (x->ready)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	x->suspended = 1;
+	MHD_suspend_connection(x->conn);
+	return 0;
+}
+
+/* The POST is answered as an SSE stream: the headers now, its events as they
+ * come (what was said while the body was read is queued already). */
+static enum MHD_Result stream(struct exchange *x)
+{
+	x->sse = 1;
+	for (size_t i = 0; i < json_array_size(x->replies); i++)
+		if (sse_push(x, json_array_get(x->replies, i)) != 0)
+			return MHD_NO;
+	json_array_clear(x->replies);
+	struct MHD_Response *r =
+	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_read, x, NULL);
+	if (r == NULL)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	if (x->new_session[0] != '\0')
+		MHD_add_response_header(r, "Mcp-Session-Id", x->new_session);
+	enum MHD_Result ok = MHD_queue_response(x->conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
 static enum MHD_Result post(struct tp_host *h, struct tp_http *t, struct exchange *x)
 {
 	const char *sid = MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND, "Mcp-Session-Id");
@@ -344,9 +507,10 @@ static enum MHD_Result post(struct tp_host *h, struct tp_http *t, struct exchang
 	if (pv != NULL && !tp_mcp_version_known(pv))
 		return refuse(x->conn, MHD_HTTP_BAD_REQUEST, TP_RPC_INVALID_REQUEST,
 			      "Bad Request: unsupported MCP-Protocol-Version");
-	x->want = wanted(x->body ? x->body : "", x->len, &x->batch, &init);
+	x->tokens = json_array();
+	x->want = wanted(x->body ? x->body : "", x->len, &x->batch, &init, x->tokens);
 	x->replies = json_array();
-	if (x->want == NULL || x->replies == NULL)
+	if (x->want == NULL || x->replies == NULL || x->tokens == NULL)
 		return MHD_NO;
 	if (sid != NULL) {
 		x->s = session_find(t, sid);
@@ -389,6 +553,8 @@ static enum MHD_Result post(struct tp_host *h, struct tp_http *t, struct exchang
 		x->ready = 1;
 		return answer(x);
 	}
+	if (accepts_sse(x->conn) && !x->batch)
+		return stream(x);
 	x->suspended = 1;
 	MHD_suspend_connection(x->conn);
 	return MHD_YES;
@@ -491,6 +657,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	}
 	json_decref(x->want);
 	json_decref(x->replies);
+	json_decref(x->tokens);
+	free(x->ev);
 	free(x->body);
 	free(x);
 }
@@ -567,6 +735,7 @@ static void hung_up(struct tp_host *h, struct tp_http *t)
 			continue;
 		x->suspended = 0;
 		x->ready = 1;
+		x->peer_gone = 1;
 		MHD_resume_connection(x->conn); /* its answer fails: on_completed */
 		if (x->stateless && !x->c->closed)
 			t->ops.leave(h, x->c, "cancelled: the HTTP client went away");
@@ -620,6 +789,12 @@ void tp_http_close(struct tp_host *h)
 	struct tp_http *t = h->http;
 	if (t == NULL)
 		return;
+	for (struct exchange *x = t->open; x != NULL; x = x->next)
+		if (x->suspended) { /* MHD may not be stopped with one asleep */
+			x->suspended = 0;
+			x->peer_gone = 1;
+			MHD_resume_connection(x->conn);
+		}
 	MHD_stop_daemon(t->d); /* completes every exchange: on_completed */
 	while (t->sessions != NULL) {
 		struct http_session *s = t->sessions;

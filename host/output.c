@@ -268,9 +268,11 @@ static int batch_take(struct client *c, const json_t *id, json_t *msg)
 	return 1;
 }
 
-void tp_out_batch_drop(struct client *c, const json_t *id)
+void tp_out_unanswered(struct client *c, const json_t *id)
 {
 	int at;
+	if (c->unanswered != NULL)
+		c->unanswered(c, id);
 	struct batch *b = batch_of(c, id, &at);
 	if (b != NULL) {
 		json_array_remove(b->ids, (size_t)at);

@@ -88,6 +88,7 @@ void tp_tools_from_worker(struct tp_host *h, struct worker *w, const char *buf, 
 	struct tp_err err = { 0 };
 	const struct tp_policy *p = h->zyg[w->zi].policy;
 	char msg[512];
+	const char *why = NULL;
 
 	errno = 0; /* ENOMEM after a failed decode: ours, not the worker's */
 	if (e->tool_pending[0] != '\0' || w->tx != NULL ||
@@ -121,17 +122,16 @@ void tp_tools_from_worker(struct tp_host *h, struct worker *w, const char *buf, 
 			 e->p.limits.tool_calls);
 		log_call(e, c.name, "refused: tool_calls");
 		refuse(h, w, TP_KIND_TOOL_LIMIT, msg);
-	} else if (!e->c->open || e->c->gone || e->c->kind == TP_CLIENT_HTTP) {
-		/* Its client cannot answer: it closed its end, or there is none
-		 * (run's in-process host). */
+	} else if (!e->c->open || e->c->gone ||
+		   (e->c->cannot_ask != NULL && (why = e->c->cannot_ask(e->c, e->id)) != NULL)) {
+		/* Its client cannot answer: it closed its end, there is none
+		 * (run's in-process host), or its transport has no way back. */
 		log_call(e, c.name, "refused: no client");
 		answer_text(h, w, TP_TOOL_REFUSED,
-			    e->c->kind == TP_CLIENT_CALLBACK ? "no client answers tools here"
-			    : e->c->kind == TP_CLIENT_HTTP
-				? "tool calls over HTTP are not offered yet: use stdio or --listen "
-				  "unix:PATH"
-			    : e->c->gone ? TP_MSG_CLIENT_GONE
-					 : TP_MSG_NO_TOOL_CLIENT);
+			    why != NULL                        ? why
+			    : e->c->kind == TP_CLIENT_CALLBACK ? "no client answers tools here"
+			    : e->c->gone                       ? TP_MSG_CLIENT_GONE
+							       : TP_MSG_NO_TOOL_CLIENT);
 	} else if (tp_err_failed(&e->verdict) || e->stop_deadline > 0) {
 		log_call(e, c.name, "refused: stopping");
 		answer_text(h, w, TP_TOOL_REFUSED, "the exec is being stopped");

@@ -53,7 +53,15 @@ class Server:
         return r.status, dict(r.getheaders()), raw
 
     def post(self, msg, **kw):
+        """The reply to msg: the JSON body, or an SSE stream's reply (its
+        other messages are kept in self.events)."""
         status, headers, raw = self.request("POST", msg, **kw)
+        self.events = []
+        if headers.get("Content-Type") == "text/event-stream":
+            self.events = sse_messages(raw)
+            replies = [m for m in self.events if "method" not in m]
+            assert len(replies) == 1 and self.events[-1] is replies[0], self.events
+            return status, headers, replies[0]
         return status, headers, (json.loads(raw) if raw else None)
 
     def audit_lines(self):
@@ -75,6 +83,20 @@ def srv():
     s.stop()
 
 
+def sse_messages(raw):
+    """The messages of a whole SSE body, checked strictly: every event is
+    'event: message' then one 'data:' line of JSON, then a blank line."""
+    text = raw.decode()
+    assert text.endswith("\n\n"), text
+    out = []
+    for block in text[:-2].split("\n\n"):
+        lines = block.split("\n")
+        assert lines[0] == "event: message" and len(lines) == 2, block
+        assert lines[1].startswith("data: "), block
+        out.append(json.loads(lines[1][len("data: "):]))
+    return out
+
+
 def rq(id, method, params=None):
     m = {"jsonrpc": "2.0", "id": id, "method": method}
     if params is not None:
@@ -82,11 +104,24 @@ def rq(id, method, params=None):
     return m
 
 
-def test_a_native_exec_is_answered_as_json(srv):
-    status, headers, m = srv.post(rq(1, "sandbox/exec", {"lang": "lua", "code": "return 6*7"}))
+def test_a_native_exec_is_answered_as_json_when_only_json_is_accepted(srv):
+    status, headers, m = srv.post(rq(1, "sandbox/exec", {"lang": "lua", "code": "return 6*7"}),
+                                  headers={"Accept": "application/json"})
     assert status == 200 and headers["Content-Type"] == "application/json"
     assert m["id"] == 1 and m["result"]["ok"] is True and m["result"]["value"] == 42
     assert "Mcp-Session-Id" not in headers
+
+
+def test_an_exec_is_answered_as_an_sse_stream_when_the_client_takes_one(srv):
+    status, headers, raw = srv.request("POST", rq(1, "sandbox/exec", {"lang": "lua", "code": "return 6*7"}))
+    assert status == 200 and headers["Content-Type"] == "text/event-stream"
+    assert headers["Cache-Control"] == "no-cache"
+    (m,) = sse_messages(raw)
+    assert m["id"] == 1 and m["result"]["value"] == 42
+    # What the host answers while it reads the body comes back as JSON.
+    status, headers, raw = srv.request("POST", rq(2, "ping"))
+    assert (status, headers["Content-Type"], json.loads(raw)) == (
+        200, "application/json", {"jsonrpc": "2.0", "id": 2, "result": {}})
 
 
 def test_the_stateless_revision_needs_no_session(srv):
@@ -208,10 +243,12 @@ def test_other_methods_and_paths(srv):
     assert status == 400
 
 
-def test_a_client_gone_mid_exec_cancels_a_stateless_exec(srv):
+@pytest.mark.parametrize("accept", ["application/json, text/event-stream", "application/json"])
+def test_a_client_gone_mid_exec_cancels_a_stateless_exec(srv, accept):
     c = srv.conn()
     c.request("POST", "/mcp", body=json.dumps(rq(1, "sandbox/exec", {"lang": "lua",
-              "code": "while true do end"})).encode(), headers={"Content-Type": "application/json"})
+              "code": "while true do end"})).encode(), headers={"Content-Type": "application/json",
+                                                                 "Accept": accept})
     time.sleep(0.3)
     c.sock.shutdown(socket.SHUT_RDWR)
     c.close()
@@ -222,18 +259,158 @@ def test_a_client_gone_mid_exec_cancels_a_stateless_exec(srv):
     assert srv.post(rq(2, "ping"))[2]["result"] == {}
 
 
-def test_a_snippets_tool_call_over_http_is_refused_for_now(tmp_path):
+@pytest.fixture
+def tooly(tmp_path):
     (tmp_path / "tooly.json").write_text(json.dumps({"name": "tooly", "extends": "standard",
                                                      "tools": ["add"]}))
     os.chmod(tmp_path, 0o755)
     s = Server("--policy-dir", str(tmp_path), "--policy", "tooly")
-    try:
-        _, _, m = s.post(rq(1, "sandbox/exec", {"lang": "lua", "code":
-                                                "local ok, e = pcall(tools.call, 'add', {}) return e"}))
-        assert m["result"]["value"].endswith(
-            "tool calls over HTTP are not offered yet: use stdio or --listen unix:PATH")
-    finally:
-        s.stop()
+    yield s
+    s.stop()
+
+
+def open_session(srv, version="2025-06-18"):
+    _, headers, m = srv.post(rq(1, "initialize", {"protocolVersion": version, "capabilities": {}}))
+    assert m["result"]["protocolVersion"] == version
+    return {"Mcp-Session-Id": headers["Mcp-Session-Id"], "MCP-Protocol-Version": version}
+
+
+def read_event(r):
+    """The next message of an SSE response being read."""
+    assert r.readline() == b"event: message\n"
+    data = r.readline()
+    assert data.startswith(b"data: ") and r.readline() == b"\n", data
+    return json.loads(data[len(b"data: "):])
+
+
+TOOL_LUA = "local a = tools.call('add', {a = 40, b = 2}) print('got', a) return a"
+
+
+def test_a_snippets_tool_call_goes_on_the_calls_stream_and_its_answer_in_a_post(tooly):
+    h = open_session(tooly)
+    c = tooly.conn()
+    c.request("POST", "/mcp", body=json.dumps(rq(5, "tools/call", {
+        "name": "run_lua", "arguments": {"code": TOOL_LUA}, "_meta": {"progressToken": "p1"}})),
+        headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **h})
+    r = c.getresponse()
+    assert (r.status, r.getheader("Content-Type")) == (200, "text/event-stream")
+    seen = []
+    while True:
+        m = read_event(r)
+        seen.append(m)
+        if m.get("method") == "sandbox/tool_call":
+            assert m["params"]["name"] == "add" and m["params"]["arguments"] == {"a": 40, "b": 2}
+            assert m["params"]["exec_id"] == 5 and m["id"].startswith("tp-tool-")
+            status, _, body = tooly.request("POST", {"jsonrpc": "2.0", "id": m["id"], "result": 42},
+                                            headers=h)
+            assert (status, body) == (202, b"")
+        if "method" not in m:
+            break
+    assert r.read() == b""  # the stream ends with the reply
+    assert seen[-1]["id"] == 5 and seen[-1]["result"]["structuredContent"]["value"] == 42
+    assert seen[-1]["result"]["structuredContent"]["stdout"] == "got\t42\n"
+    assert [m["method"] for m in seen[:-1]].count("sandbox/tool_call") == 1
+    for m in seen[:-1]:  # nothing else but its own progress
+        assert m["method"] in ("sandbox/tool_call", "notifications/progress"), m
+        if m["method"] == "notifications/progress":
+            assert m["params"]["progressToken"] == "p1"
+    (line,) = [x for x in tooly.audit_lines() if x["tool_calls"]]
+    assert line["tool_calls"] == [{"name": "add", "outcome": "sent"}]
+
+
+def test_progress_goes_on_the_stream_of_the_call_it_is_about(srv):
+    h = open_session(srv)
+    _, _, m = srv.post(rq(2, "tools/call", {"name": "run_lua", "_meta": {"progressToken": 9}, "arguments": {
+        "code": "local t=os.clock() while os.clock()-t < 1.2 do end return 'done'"}}), headers=h)
+    assert m["result"]["structuredContent"]["value"] == "done"
+    progress = [e for e in srv.events if e.get("method") == "notifications/progress"]
+    assert progress and all(e["params"]["progressToken"] == 9 for e in progress), srv.events
+    assert len(progress) == len(srv.events) - 1
+
+
+def test_stream_output_goes_on_the_exec_stream(srv):
+    _, _, m = srv.post(rq(3, "sandbox/exec", {"lang": "python", "stream": True, "code":
+                                              "import time\nprint('a', flush=True)\ntime.sleep(0.6)\n"
+                                              "print('b')\n7"}))
+    assert m["result"]["value"] == 7
+    out = "".join(e["params"]["text"] for e in srv.events if e.get("method") == "sandbox/output")
+    assert out == "a\nb\n", srv.events
+    assert all(e["params"]["exec_id"] == 3 for e in srv.events[:-1])
+
+
+@pytest.mark.parametrize("how, message", [
+    ("stateless", "a tool call over HTTP needs an MCP session (initialize, then Mcp-Session-Id): "
+                  "its answer comes in another POST"),
+    ("json", "a tool call over HTTP needs a stream back: send Accept: application/json, "
+             "text/event-stream"),
+])
+def test_a_tool_call_with_no_way_back_is_refused_and_never_sent(tooly, how, message):
+    h = open_session(tooly) if how == "json" else {}
+    if how == "json":
+        h["Accept"] = "application/json"
+    status, headers, m = tooly.post(rq(1, "sandbox/exec", {"lang": "lua", "code":
+                                    "local ok, e = pcall(tools.call, 'add', {}) return e"}), headers=h)
+    assert m["result"]["value"].endswith(message), m
+    assert [e for e in tooly.events if "method" in e] == []  # no sandbox/tool_call went out
+    (line,) = [x for x in tooly.audit_lines() if x["tool_calls"]]
+    assert line["tool_calls"] == [{"name": "add", "outcome": "refused: no client"}]
+
+
+@pytest.mark.parametrize("accept", ["application/json, text/event-stream", "application/json"])
+def test_a_cancelled_call_ends_its_post_without_a_reply(srv, accept):
+    h = open_session(srv)
+    c = srv.conn()
+    c.request("POST", "/mcp", body=json.dumps(rq(5, "tools/call", {"name": "run_lua", "arguments": {
+        "code": "while true do end"}})), headers={"Content-Type": "application/json", "Accept": accept, **h})
+    time.sleep(0.3)
+    status, _, body = srv.request("POST", {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                           "params": {"requestId": 5}}, headers=h)
+    assert (status, body) == (202, b"")
+    r = c.getresponse()
+    if accept == "application/json":
+        assert (r.status, r.read()) == (202, b"")
+    else:
+        assert (r.status, r.read()) == (200, b"")  # the stream ends with nothing said
+    deadline = time.monotonic() + 5
+    while not any(x.get("kind") == "cancelled" for x in srv.audit_lines()):
+        assert time.monotonic() < deadline, srv.audit_lines()
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("accept", ["application/json, text/event-stream", "application/json"])
+def test_a_session_call_whose_client_hangs_up_runs_on(srv, accept):
+    """A disconnection is not a cancel (the spec): the session's exec finishes,
+    and the session keeps its state for the next POST."""
+    h = open_session(srv)
+    _, _, m = srv.post(rq(2, "tools/call", {"name": "run_lua", "arguments": {"code": "x = 1 return x",
+                                                                             "session": "new"}}), headers=h)
+    sess = m["result"]["structuredContent"]["session_id"]
+    c = srv.conn()
+    c.request("POST", "/mcp", body=json.dumps(rq(3, "tools/call", {"name": "run_lua", "arguments": {
+        "code": "local t=os.clock() while os.clock()-t < 0.5 do end x = x + 1 return x", "session": sess}})),
+        headers={"Content-Type": "application/json", "Accept": accept, **h})
+    time.sleep(0.15)
+    c.sock.shutdown(socket.SHUT_RDWR)
+    c.close()
+    time.sleep(0.8)
+    _, _, m = srv.post(rq(4, "tools/call", {"name": "run_lua", "arguments": {"code": "return x",
+                                                                             "session": sess}}), headers=h)
+    assert m["result"]["structuredContent"]["value"] == 2
+    assert [x["ok"] for x in srv.audit_lines()] == [True, True, True]
+
+
+def test_a_tool_answer_from_another_mcp_session_is_ignored(tooly):
+    h, other = open_session(tooly), open_session(tooly)
+    c = tooly.conn()
+    c.request("POST", "/mcp", body=json.dumps(rq(5, "sandbox/exec", {"lang": "lua", "code": TOOL_LUA})),
+              headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **h})
+    r = c.getresponse()
+    m = read_event(r)
+    assert m["method"] == "sandbox/tool_call"
+    assert tooly.request("POST", {"jsonrpc": "2.0", "id": m["id"], "result": 666}, headers=other)[0] == 202
+    assert tooly.request("POST", {"jsonrpc": "2.0", "id": m["id"], "result": 42}, headers=h)[0] == 202
+    m = read_event(r)
+    assert m["id"] == 5 and m["result"]["value"] == 42, m
 
 
 @pytest.mark.parametrize("spec, message", [

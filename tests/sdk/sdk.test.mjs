@@ -278,6 +278,7 @@ describe('the data preset through MCP', () => {
 // each an MCP session of its own (or, pinned to the stateless revision, a
 // client per POST).
 describe('over HTTP', () => {
+  const SPIN = "local t = os.clock() while os.clock() - t < 1.8 do end return 'done'";
   let proc;
   let url;
   before(async () => {
@@ -312,6 +313,15 @@ describe('over HTTP', () => {
           const s = await call(c, client, { name: 'run_python', arguments: { code: 'x = 20', session: 'new' } });
           const s2 = await call(c, client, { name: 'run_python', arguments: { code: 'x + 1', session: s.structuredContent.session_id } });
           assert.equal(s2.structuredContent.value, 21);
+        }
+        // progress comes on the call's SSE stream and keeps it alive
+        {
+          let seen = 0;
+          const p = await call(c, client, { name: 'run_lua', arguments: { code: SPIN } }, {
+            timeout: 1200, resetTimeoutOnProgress: true, onprogress: () => { seen++; },
+          });
+          assert.equal(p.structuredContent.value, 'done');
+          assert.ok(seen >= 2, `only ${seen} progress notifications`);
         }
       } finally {
         await client.close();
