@@ -33,6 +33,8 @@ void tp_exec_free(struct exec *e)
 		json_decref(e->msg);
 		json_decref(e->tool_log);
 		tp_client_unref(e->c);
+		if (e->tenant != NULL)
+			e->tenant->in_flight--;
 	}
 	free(e);
 }
@@ -82,8 +84,8 @@ void tp_answer_finish(struct tp_host *h, struct worker *w, const struct tp_err *
 		return;
 	w->answered = 1;
 	if (e->cancelled || e->id == NULL) {
-		tp_audit_exec(h->audit_fd, &h->hp[e->zi / TP_NLANGS], e->id, e->p.lang, e->p.code,
-			      e->p.code_len, NULL, "cancelled", e->tool_log);
+		tp_audit_exec(h->audit_fd, &h->hp[e->zi / TP_NLANGS], tp_exec_who(e), e->id,
+			      e->p.lang, e->p.code, e->p.code_len, NULL, "cancelled", e->tool_log);
 		return;
 	}
 	tp_err_copy(&e->verdict, err); /* a timeout recorded before stays the verdict */
@@ -129,8 +131,8 @@ void tp_answer_finish(struct tp_host *h, struct worker *w, const struct tp_err *
 		json_object_set_new(res, "session_lost", json_boolean(lost));
 	}
 	res = tp_hpolicy_redact(hp, res);
-	tp_audit_exec(h->audit_fd, hp, e->id, e->p.lang, e->p.code, e->p.code_len, res,
-		      "internal_error", e->tool_log);
+	tp_audit_exec(h->audit_fd, hp, tp_exec_who(e), e->id, e->p.lang, e->p.code, e->p.code_len,
+		      res, "internal_error", e->tool_log);
 	tp_answer_reply(e->c, e->id, json_object_get(e->msg, "params"), e->p.tool_call, res);
 }
 
@@ -146,7 +148,7 @@ void tp_answer_unrun(struct tp_host *h, struct exec *e)
 		json_object_set_new(res, "session_lost", json_boolean(e->sess == NULL));
 	}
 	res = tp_hpolicy_redact(hp, res);
-	tp_audit_exec(h->audit_fd, hp, e->id, e->p.lang, e->p.code, e->p.code_len, res,
-		      "internal_error", e->tool_log);
+	tp_audit_exec(h->audit_fd, hp, tp_exec_who(e), e->id, e->p.lang, e->p.code, e->p.code_len,
+		      res, "internal_error", e->tool_log);
 	tp_answer_reply(e->c, e->id, json_object_get(e->msg, "params"), e->p.tool_call, res);
 }

@@ -41,9 +41,9 @@ static size_t text_len(const json_t *res, const char *key)
 	return json_string_length(json_object_get(res, key));
 }
 
-void tp_audit_exec(int fd, const struct tp_hpolicy *hp, const json_t *id, enum tp_lang_id lang,
-		   const char *code, size_t code_len, const json_t *res, const char *kind,
-		   const json_t *tools)
+void tp_audit_exec(int fd, const struct tp_hpolicy *hp, struct tp_audit_who who, const json_t *id,
+		   enum tp_lang_id lang, const char *code, size_t code_len, const json_t *res,
+		   const char *kind, const json_t *tools)
 {
 	char hex[65];
 	if (fd < 0)
@@ -57,16 +57,18 @@ void tp_audit_exec(int fd, const struct tp_hpolicy *hp, const json_t *id, enum t
 	if (k != NULL &&
 	    (strcmp(k, "policy_violation") == 0 || strcmp(k, "sandbox_violation") == 0))
 		json_array_append(refusals, json_object_get(err, "message"));
-	json_t *line = json_pack(
-	    "{s:o, s:O, s:s, s:s, s:s, s:b, s:s?, s:O?, s:O?, s:O?, s:o, s:o, s:I, s:I}", "time",
-	    now_rfc3339(), "id", id ? id : json_null(), "policy", hp->p->name, "lang",
-	    tp_langs[lang].name, "code_sha256", hex, "ok", json_is_true(json_object_get(res, "ok")),
-	    "kind", k, "layer", json_is_object(err) ? json_object_get(err, "layer") : NULL, "limit",
-	    json_is_object(err) ? json_object_get(err, "limit") : NULL, "usage",
-	    json_object_get(res, "usage"), "tool_calls",
-	    tools ? json_incref((json_t *)tools) : json_array(), "refusals", refusals,
-	    "stdout_bytes", (json_int_t)text_len(res, "stdout"), "stderr_bytes",
-	    (json_int_t)text_len(res, "stderr"));
+	json_t *line =
+	    json_pack("{s:o, s:O, s:s*, s:s*, s:s, s:s, s:s, s:b, s:s?, s:O?, s:O?, s:O?, s:o, "
+		      "s:o, s:I, s:I}",
+		      "time", now_rfc3339(), "id", id ? id : json_null(), "tenant", who.tenant,
+		      "session", who.session, "policy", hp->p->name, "lang", tp_langs[lang].name,
+		      "code_sha256", hex, "ok", json_is_true(json_object_get(res, "ok")), "kind", k,
+		      "layer", json_is_object(err) ? json_object_get(err, "layer") : NULL, "limit",
+		      json_is_object(err) ? json_object_get(err, "limit") : NULL, "usage",
+		      json_object_get(res, "usage"), "tool_calls",
+		      tools ? json_incref((json_t *)tools) : json_array(), "refusals", refusals,
+		      "stdout_bytes", (json_int_t)text_len(res, "stdout"), "stderr_bytes",
+		      (json_int_t)text_len(res, "stderr"));
 	char *s = line ? tp_json_dumps(line, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
 	json_decref(line);
 	if (s == NULL) {

@@ -14,13 +14,19 @@
 #include "hpolicy.h"
 #include "langs.h"
 
+/* Whose exec it was: the tenant (--tokens) and the session, each NULL when none. */
+struct tp_audit_who {
+	const char *tenant;
+	const char *session;
+};
+
 /* An fd opened for appending (0600 when created), or -1 with err. */
 int tp_audit_open(const char *path, struct tp_err *err);
 /* One line: result is the exec result (already redacted; NULL: none, with kind
  * saying why, e.g. "cancelled"); tools the exec's tool calls, [{name, outcome}]
  * (NULL: none). Errors are logged to stderr, never fatal. */
-void tp_audit_exec(int fd, const struct tp_hpolicy *hp, const json_t *id, enum tp_lang_id lang,
-		   const char *code, size_t code_len, const json_t *result, const char *kind,
-		   const json_t *tools);
+void tp_audit_exec(int fd, const struct tp_hpolicy *hp, struct tp_audit_who who, const json_t *id,
+		   enum tp_lang_id lang, const char *code, size_t code_len, const json_t *result,
+		   const char *kind, const json_t *tools);
 
 #endif

@@ -117,6 +117,20 @@ static int named_policy(const json_t *params, const struct tp_exec_policies *pol
 	if (!json_is_string(pol))
 		return refuse(err, "'policy' must be the name of a policy");
 	*out = tp_policy_set_find(pols->set, json_string_value(pol));
+	size_t i = 0;
+	while (*out != NULL && pols->allowed != NULL && i < pols->nallowed &&
+	       pols->allowed[i] != *out)
+		i++;
+	if (*out != NULL && pols->allowed != NULL && i == pols->nallowed) {
+		char names[256];
+		size_t off = 0;
+		for (i = 0; i < pols->nallowed && off < sizeof names; i++)
+			off += (size_t)snprintf(names + off, sizeof names - off, "%s%s",
+						i ? ", " : "", pols->allowed[i]->name);
+		return refuse(err,
+			      "policy '%.64s' is not allowed for tenant '%s' (its policies: %s)",
+			      json_string_value(pol), pols->owner, names);
+	}
 	if (*out == NULL)
 		return refuse(err, "unknown policy '%.64s' (sandbox/policy/list names them)",
 			      json_string_value(pol));

@@ -23,10 +23,14 @@
 #include "limit.h"
 #include "policy.h"
 
-/* The policies a request may name, and the one it gets when it names none. */
+/* The policies a request may name, and the one it gets when it names none;
+ * with allowed, only those of the set (a tenant's, named owner). */
 struct tp_exec_policies {
 	const struct tp_policy_set *set;
 	const struct tp_policy *deflt;
+	const struct tp_policy *const *allowed; /* NULL: the whole set */
+	size_t nallowed;
+	const char *owner;
 };
 
 /* What a session fixes for every exec in it (session.c): an exec in a session

@@ -70,8 +70,9 @@ static void cancel_exec(struct tp_host *h, struct exec *e, struct worker *w, con
 		if (!e->cancelled)
 			tp_answer_unrun(h, e);
 		else
-			tp_audit_exec(h->audit_fd, &h->hp[e->zi / TP_NLANGS], e->id, e->p.lang,
-				      e->p.code, e->p.code_len, NULL, "cancelled", e->tool_log);
+			tp_audit_exec(h->audit_fd, &h->hp[e->zi / TP_NLANGS], tp_exec_who(e), e->id,
+				      e->p.lang, e->p.code, e->p.code_len, NULL, "cancelled",
+				      e->tool_log);
 		tp_exec_free(e);
 	} else if (w->sess != NULL) {
 		tp_pool_stop_worker(h, w);
@@ -150,8 +151,9 @@ static void rate_limited(struct tp_host *h, struct client *c, const struct tp_rp
 		json_object_set_new(res, "session_lost", json_false());
 	}
 	res = tp_hpolicy_redact(hp, res);
-	tp_audit_exec(h->audit_fd, hp, rpc->id, p->lang, p->code, p->code_len, res, "rate_limit",
-		      NULL);
+	tp_audit_exec(h->audit_fd, hp,
+		      (struct tp_audit_who){ c->tenant ? c->tenant->name : NULL, p->session_id },
+		      rpc->id, p->lang, p->code, p->code_len, res, "rate_limit", NULL);
 	tp_answer_reply(c, rpc->id, rpc->params, p->tool_call, res);
 }
 
@@ -170,6 +172,49 @@ static void refused(struct client *c, const struct tp_rpc *rpc, int tool, int co
 		tool_refused(c, rpc, msg);
 	else
 		tp_out_error(c, rpc->id, code, msg);
+}
+
+/* An exec over its tenant's execs_per_minute, or past what its tenant may have
+ * waiting: answered at once, not run (tenant.c). 1 when refused. */
+static int over_quota(struct tp_host *h, struct client *c, const struct tp_rpc *rpc, struct exec *e)
+{
+	struct tp_tenant *t = c->tenant;
+	struct tp_err err = { 0 };
+	if (t == NULL)
+		return 0;
+	if (tp_tenant_queue_full(t)) {
+		char msg[256];
+		snprintf(msg, sizeof msg,
+			 "busy: tenant '%s' has %llu execs running or waiting, the most its "
+			 "concurrent_execs quota (%llu) lets wait; retry later",
+			 t->name, (unsigned long long)t->in_flight,
+			 (unsigned long long)t->q.concurrent_execs);
+		tp_out_error(c, rpc->id, TP_RPC_BUSY, msg);
+		return 1;
+	}
+	double wait = tp_tenant_admit(t, tp_now_ms());
+	if (wait <= 0)
+		return 0;
+	tp_err_set(&err, TP_KIND_RATE_LIMIT, TP_LAYER_HOST, 0,
+		   "quota: %llu execs per minute for tenant '%s' (execs_per_minute); retry in "
+		   "%lld s",
+		   (unsigned long long)t->q.execs_per_minute, t->name,
+		   (long long)((wait + 999) / 1000));
+	struct tp_outcome o = { .host = &err, .limits = &e->p.limits };
+	json_t *res = tp_result_build(&o);
+	json_t *eo = json_object_get(res, "error");
+	if (json_is_object(eo))
+		json_object_set_new(eo, "retry_after_ms", json_integer((json_int_t)wait));
+	if (res != NULL && e->p.session_id != NULL) {
+		json_object_set_new(res, "session_id", json_string(e->p.session_id));
+		json_object_set_new(res, "session_lost", json_false());
+	}
+	struct tp_hpolicy *hp = &h->hp[tp_policy_set_index(h->pols.set, e->p.policy)];
+	res = tp_hpolicy_redact(hp, res);
+	tp_audit_exec(h->audit_fd, hp, (struct tp_audit_who){ t->name, e->p.session_id }, rpc->id,
+		      e->p.lang, e->p.code, e->p.code_len, res, "rate_limit", NULL);
+	tp_answer_reply(c, rpc->id, rpc->params, e->p.tool_call, res);
+	return 1;
 }
 
 static void start_exec(struct tp_host *h, struct client *c, struct tp_rpc *rpc, int tool)
@@ -202,7 +247,7 @@ static void start_exec(struct tp_host *h, struct client *c, struct tp_rpc *rpc, 
 		struct tp_err why = { 0 };
 		json_t *open = json_pack("{s:s}", "lang", l->name);
 		int code = TP_RPC_INVALID_PARAMS;
-		if (open != NULL && tp_session_params_parse(open, &h->pols, &es, &why) == 0)
+		if (open != NULL && tp_session_params_parse(open, tp_pols_of(h, c), &es, &why) == 0)
 			s = tp_sess_create(h, c, &es, &code, msg, sizeof msg);
 		else
 			snprintf(msg, sizeof msg, "%s", open ? why.msg : "out of memory");
@@ -229,8 +274,9 @@ static void start_exec(struct tp_host *h, struct client *c, struct tp_rpc *rpc, 
 		tp_out_error(c, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
 		goto refused;
 	}
-	r = tool ? tp_exec_params_parse_tool(rpc->params, &h->pols, s ? &es : NULL, &e->p, &err)
-		 : tp_exec_params_parse(rpc->params, &h->pols, s ? &es : NULL, &e->p, &err);
+	r = tool ? tp_exec_params_parse_tool(rpc->params, tp_pols_of(h, c), s ? &es : NULL, &e->p,
+					     &err)
+		 : tp_exec_params_parse(rpc->params, tp_pols_of(h, c), s ? &es : NULL, &e->p, &err);
 	if (r != 0) {
 		refused(c, rpc, tool && r == -1, TP_RPC_INVALID_PARAMS, err.msg);
 		goto refused;
@@ -257,6 +303,8 @@ static void start_exec(struct tp_host *h, struct client *c, struct tp_rpc *rpc, 
 		tp_out_error(c, rpc->id, TP_RPC_INVALID_PARAMS, hp->why);
 		goto refused;
 	}
+	if (over_quota(h, c, rpc, e))
+		goto refused;
 	double wait = tp_hpolicy_admit(hp, tp_now_ms());
 	if (wait > 0) {
 		rate_limited(h, c, rpc, &e->p, hp, wait, 0);
@@ -266,6 +314,8 @@ static void start_exec(struct tp_host *h, struct client *c, struct tp_rpc *rpc, 
 	e->id = rpc->id;
 	e->c = c;
 	tp_client_ref(c);
+	if ((e->tenant = c->tenant) != NULL)
+		e->tenant->in_flight++;
 	e->t_arrival = tp_now_ms();
 	e->next_progress = e->t_arrival + PROGRESS_MS;
 	e->zi = (int)tp_policy_set_index(h->pols.set, e->p.policy) * TP_NLANGS + (int)e->p.lang;
@@ -291,14 +341,22 @@ refused:
 
 /* ---- policies: which there are, and what one allows ---------------------------- */
 
+/* Whether c may name p: a tenant sees only its own policies. */
+static int visible(const struct client *c, const struct tp_policy *p)
+{
+	return c->tenant == NULL || tp_tenant_allows(c->tenant, p);
+}
+
 static void policy_list(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; a != NULL && i < tp_policy_set_count(h->pols.set); i++) {
 		const struct tp_policy *p = tp_policy_set_at(h->pols.set, i);
-		json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:b}", "name", p->name,
-						   "description", p->description, "source",
-						   p->source, "default", p == h->pols.deflt));
+		if (visible(c, p))
+			json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:b}", "name", p->name,
+							   "description", p->description, "source",
+							   p->source, "default",
+							   p == tp_pols_of(h, c)->deflt));
 	}
 	json_t *r = a ? json_pack("{s:o}", "policies", a) : NULL;
 	if (r == NULL)
@@ -313,6 +371,8 @@ static void policy_get(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 	json_t *name = json_object_get(rpc->params, "name");
 	const struct tp_policy *p =
 	    json_is_string(name) ? tp_policy_set_find(h->pols.set, json_string_value(name)) : NULL;
+	if (p != NULL && !visible(c, p))
+		p = NULL; /* another tenant's: as if there were none */
 	if (!json_is_object(rpc->params) || !json_is_string(name) ||
 	    json_object_size(rpc->params) != 1) {
 		tp_out_error(c, rpc->id, TP_RPC_INVALID_PARAMS,
@@ -332,7 +392,7 @@ static void policy_get(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 		json_array_append_new(env, json_string(p->redact_env.v[i]));
 	if (r != NULL) {
 		json_object_set_new(r, "source", json_string(p->source));
-		json_object_set_new(r, "default", json_boolean(p == h->pols.deflt));
+		json_object_set_new(r, "default", json_boolean(p == tp_pols_of(h, c)->deflt));
 		json_object_set_new(r, "redact",
 				    json_pack("{s:I, s:I, s:o}", "strings",
 					      (json_int_t)p->redact_strings.n, "patterns",
@@ -365,7 +425,7 @@ static void initialize(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 		return;
 	}
 	snprintf(c->mcp_version, sizeof c->mcp_version, "%s", v);
-	mcp_reply(c, rpc, tp_mcp_initialize(v, h->pols.deflt));
+	mcp_reply(c, rpc, tp_mcp_initialize(v, tp_pols_of(h, c)->deflt));
 }
 
 /* tools/list has one page: a cursor can only be one we never gave. */
@@ -382,7 +442,7 @@ static void tools_list(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 		tp_out_error(c, rpc->id, TP_RPC_INVALID_PARAMS, msg);
 		return;
 	}
-	mcp_reply(c, rpc, tp_mcp_tools_list(h->pols.deflt, tp_mcp_modern(rpc->params)));
+	mcp_reply(c, rpc, tp_mcp_tools_list(tp_pols_of(h, c)->deflt, tp_mcp_modern(rpc->params)));
 }
 
 static void exec_native(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
@@ -396,7 +456,7 @@ static void exec_tool(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 {
 	struct tp_mcp_tool t;
 	const char *name = json_string_value(json_object_get(rpc->params, "name"));
-	int found = rpc->id != NULL && tp_mcp_tool_find(h->pols.deflt, name, &t) == 0;
+	int found = rpc->id != NULL && tp_mcp_tool_find(tp_pols_of(h, c)->deflt, name, &t) == 0;
 	if (found && t.kind == TP_MCP_TOOL_SESSIONS)
 		tp_sess_mcp_tool(h, c, rpc, t.name);
 	else if (found && t.kind == TP_MCP_TOOL_FILES)
@@ -412,7 +472,7 @@ static void cancelled(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 
 static void discover(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 {
-	mcp_reply(c, rpc, tp_mcp_discover(h->pols.deflt));
+	mcp_reply(c, rpc, tp_mcp_discover(tp_pols_of(h, c)->deflt));
 }
 
 static void ping(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
@@ -954,6 +1014,8 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err)
 		tp_out_setup(c);
 	if (cfg->listen != NULL && tp_listen_open(h, cfg->listen, cfg->listen_mode, err) != 0)
 		goto out_free;
+	if (cfg->tokens != NULL && tp_tenants_load(h, cfg->tokens, err) != 0)
+		goto out_free;
 	static const struct tp_http_ops http_ops = { client_line, client_leave };
 	if (cfg->listen_http != NULL && tp_http_open(h, cfg->listen_http, &http_ops, err) != 0)
 		goto out_free;
@@ -1012,6 +1074,7 @@ void tp_host_free(struct tp_host *h)
 	while (h->clients != NULL) /* the execs that pointed at them are freed */
 		tp_client_close(h, h->clients);
 	free_hpolicies(h);
+	tp_tenants_free(h); /* after the execs and sessions that counted in them */
 	tp_policy_set_free(h->own_set);
 	free(h->zyg);
 	free(h->pfds);

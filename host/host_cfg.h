@@ -29,7 +29,8 @@ struct tp_host_cfg {
 	/* --listen unix:PATH: a socket many clients connect to (NULL: none), its
 	 * file's mode (the access control), and how many may be connected. */
 	const char *listen;
-	const char *listen_http; /* --listen http://127.0.0.1:PORT (NULL: none) */
+	const char *listen_http; /* --listen http://ADDR:PORT (NULL: none) */
+	const char *tokens;      /* --tokens FILE: the HTTP service's tenants (NULL: none) */
 	unsigned listen_mode;
 	int max_clients;
 	const char *workspace_dir; /* where sessions' workspaces go (NULL: $TMPDIR or /tmp) */

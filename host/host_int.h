@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/types.h>
 
+#include "audit.h"
 #include "err.h"
 #include "frame.h"
 #include "hpolicy.h"
@@ -57,9 +58,32 @@ struct batch;
  * socket or pipe) has its work cancelled and its sessions ended at once. */
 enum tp_client_kind { TP_CLIENT_STDIO, TP_CLIENT_SOCKET, TP_CLIENT_CALLBACK, TP_CLIENT_HTTP };
 
+#define TP_TENANT_NAME_MAX 63
+#define TP_TENANTS_MAX 1024
+
+/* A tenant of --tokens (tenant.c): its tokens' digests, policies and quotas
+ * (0: no bound), and what it uses now. Lives as long as the host. */
+struct tp_tenant {
+	char name[TP_TENANT_NAME_MAX + 1];
+	char (*digests)[65]; /* SHA-256 of its tokens, lowercase hex */
+	size_t ndigests;
+	const struct tp_policy **allowed;
+	size_t nallowed;
+	struct tp_exec_policies pols; /* what its requests may name, and its default */
+	struct {
+		uint64_t execs_per_minute, concurrent_execs, open_sessions, workspace_bytes;
+	} q;
+	double tokens, tokens_at; /* execs_per_minute's bucket */
+	uint64_t in_flight;       /* its execs queued or running */
+	uint64_t sessions;        /* its sessions open */
+	uint64_t ws_reserved;     /* their workspace limits, summed */
+	double last_start;        /* when its last exec started (fair dispatch) */
+};
+
 struct client {
 	struct client *next;
-	unsigned long long num; /* 1, 2, ...: named in logs as client N */
+	struct tp_tenant *tenant; /* whose requests these are (HTTP with --tokens), or NULL */
+	unsigned long long num;   /* 1, 2, ...: named in logs as client N */
 	enum tp_client_kind kind;
 	int rfd, wfd; /* stdio: 0 and 1; a socket: its fd twice; callback: -1 */
 	void (*emit)(void *ctx, json_t *msg); /* the callback and HTTP kinds' writer */
@@ -94,11 +118,12 @@ struct client {
 
 struct exec {
 	struct exec *next;
-	struct client *c; /* whose request it is: its reply goes there only */
-	json_t *msg;      /* the request; p borrows from it */
-	double t_arrival; /* when it was read: its wall_ms covers its time queued */
-	double queue_ms;  /* how long it waited for a worker (set when it starts) */
-	uint64_t seq;     /* its request's number: the worker's reply must carry it */
+	struct tp_tenant *tenant; /* counted in its in_flight until freed, or NULL */
+	struct client *c;         /* whose request it is: its reply goes there only */
+	json_t *msg;              /* the request; p borrows from it */
+	double t_arrival;         /* when it was read: its wall_ms covers its time queued */
+	double queue_ms;          /* how long it waited for a worker (set when it starts) */
+	uint64_t seq;             /* its request's number: the worker's reply must carry it */
 	json_t *id;
 	int zi; /* its zygote: index into the host's zyg[] (policy and language) */
 	struct tp_exec_params p;
@@ -160,6 +185,8 @@ struct worker {
 /* A session: one worker whose globals persist between its execs (session.c). */
 struct session {
 	struct session *next;
+	struct tp_tenant *tenant; /* its owner's, or NULL: counted in its quotas */
+	uint64_t ws_reserved;     /* what it holds of the tenant's workspace_bytes */
 	char id[SESSION_ID_LEN + 1];
 	struct client *owner;     /* the client that opened it: the only one that sees it */
 	int zi;                   /* its zygote: policy and language */
@@ -218,9 +245,12 @@ struct tp_host {
 	struct client *clients; /* the stdio client first, then the listener's */
 	int nclients;
 	unsigned long long client_seq;
-	int listen_fd;        /* -1: no listener */
-	struct tp_http *http; /* --listen http://...: http.c's, or NULL */
-	char *listen_path;    /* its socket's path, removed at exit */
+	int listen_fd;             /* -1: no listener */
+	struct tp_http *http;      /* --listen http://...: http.c's, or NULL */
+	struct tp_tenant *tenants; /* --tokens: HTTP callers must be one of these */
+	size_t ntenants;
+	double untenanted_last_start; /* fair dispatch: the clients of no tenant, as one */
+	char *listen_path;            /* its socket's path, removed at exit */
 	int sigfd;
 	int terminated;      /* SIGTERM or SIGINT: its number */
 	int gone;            /* the stdio client's stdout closed, with no listener */
@@ -261,6 +291,31 @@ void tp_out_run_batch(struct tp_host *h, struct client *c, json_t *arr,
  * HTTP POST, stops waiting for it. */
 void tp_out_unanswered(struct client *c, const json_t *id);
 void tp_out_batches_free(struct client *c);
+
+/* The policies c's requests may name, and its default: its tenant's, or all. */
+static inline const struct tp_exec_policies *tp_pols_of(const struct tp_host *h,
+							const struct client *c)
+{
+	return c->tenant != NULL ? &c->tenant->pols : &h->pols;
+}
+
+/* Whose exec e is, for its audit line. */
+static inline struct tp_audit_who tp_exec_who(const struct exec *e)
+{
+	return (struct tp_audit_who){ e->c != NULL && e->c->tenant ? e->c->tenant->name : NULL,
+				      e->session_id[0] ? e->session_id : NULL };
+}
+
+/* tenant.c: --tokens FILE, the HTTP service's tenants and their quotas. */
+int tp_tenants_load(struct tp_host *h, const char *path, struct tp_err *err);
+void tp_tenants_free(struct tp_host *h);
+/* The tenant whose token this is (compared in constant time), or NULL. */
+struct tp_tenant *tp_tenant_by_token(struct tp_host *h, const char *token, size_t len);
+int tp_tenant_allows(const struct tp_tenant *t, const struct tp_policy *p);
+/* 0: an exec may start now (counted); else ms until execs_per_minute allows one. */
+double tp_tenant_admit(struct tp_tenant *t, double now);
+/* Its execs in flight are as many as may wait (concurrent_execs's queue). */
+int tp_tenant_queue_full(const struct tp_tenant *t);
 
 /* client.c: clients as values; their list and lifetime. */
 /* A new client of that kind on those fds (stdio: 0, 1; a socket: fd, fd),

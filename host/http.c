@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 
 #include "jsonrpc.h"
@@ -48,7 +49,7 @@
 struct http_session {
 	struct http_session *next;
 	char id[SESSION_ID_HEX + 1];
-	struct client *c;
+	struct client *c; /* its tenant is the session's: no other tenant finds it */
 	double last_used;
 };
 
@@ -73,6 +74,7 @@ struct exchange {
 	int batch;    /* the body was an array */
 	int as_array; /* the host answered it with an array (a batch's) */
 	char new_session[SESSION_ID_HEX + 1];
+	struct tp_tenant *tenant; /* whose bearer token it carried (--tokens), or NULL */
 };
 
 struct tp_http {
@@ -83,6 +85,7 @@ struct tp_http {
 	struct http_session *sessions;
 	struct exchange *open;    /* every exchange waiting for replies */
 	struct exchange *feeding; /* the one whose body the host is reading now */
+	int loopback;             /* bound to a loopback address: Host and Origin are checked */
 	double next_hangup_check; /* tp_now_ms: suspended connections' peers looked at */
 };
 
@@ -251,15 +254,17 @@ static const char *cannot_ask(const struct client *c, const json_t *exec_id)
 
 /* ---- sessions ------------------------------------------------------------------------- */
 
-static struct http_session *session_find(struct tp_http *t, const char *id)
+/* The MCP session of this id and tenant: another tenant's is not found. */
+static struct http_session *session_find(struct tp_http *t, const char *id,
+					 const struct tp_tenant *tenant)
 {
 	for (struct http_session *s = t->sessions; id != NULL && s != NULL; s = s->next)
-		if (strcmp(s->id, id) == 0)
+		if (strcmp(s->id, id) == 0 && s->c->tenant == tenant)
 			return s;
 	return NULL;
 }
 
-static struct client *http_client(struct tp_host *h, struct tp_http *t)
+static struct client *http_client(struct tp_host *h, struct tp_http *t, struct tp_tenant *tenant)
 {
 	if (tp_client_reserve(h) != 0)
 		return NULL;
@@ -271,6 +276,7 @@ static struct client *http_client(struct tp_host *h, struct tp_http *t)
 	c->cannot_ask = cannot_ask;
 	c->unanswered = unanswered;
 	c->transport = t;
+	c->tenant = tenant;
 	c->open = 1;
 	return c;
 }
@@ -369,10 +375,15 @@ static int loopback_name(const char *s, size_t n)
 /* DNS rebinding: a page of another site that resolves its name to us sends its
  * own Host and Origin. Both must name loopback (an absent Origin is a client
  * that is not a browser). */
-static const char *rebinding(struct MHD_Connection *conn)
+static const char *rebinding(const struct tp_http *t, struct MHD_Connection *conn)
 {
 	const char *host = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Host");
 	const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
+	if (!t->loopback) /* a service beyond loopback: its callers are told apart by
+			   * their tokens, whatever name they reached it by; browsers
+			   * (which send Origin) are not served */
+		return origin == NULL ? NULL
+				      : "Forbidden: browser origins are served only on loopback";
 	if (host == NULL || !loopback_name(host, strlen(host)))
 		return "Forbidden: the Host header must name this loopback server";
 	if (origin != NULL) {
@@ -425,6 +436,49 @@ static json_t *wanted(const char *body, size_t len, int *batch, int *init, json_
 	}
 	json_decref(v);
 	return ids;
+}
+
+/* ---- tenants (--tokens) ------------------------------------------------------------------ */
+
+/* The tenant whose bearer token the request carries, or NULL. */
+static struct tp_tenant *bearer(struct tp_host *h, struct MHD_Connection *conn)
+{
+	const char *a = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+	if (a == NULL || strncasecmp(a, "Bearer ", 7) != 0)
+		return NULL;
+	a += 7;
+	while (*a == ' ')
+		a++;
+	size_t n = strlen(a);
+	while (n > 0 && a[n - 1] == ' ')
+		n--;
+	return n > 0 && n <= 512 ? tp_tenant_by_token(h, a, n) : NULL;
+}
+
+/* 401, as RFC 6750 says: a request without a token gets the challenge alone;
+ * one with a token that is no tenant's gets error="invalid_token". Nothing of
+ * the request is read or run. */
+static enum MHD_Result unauthorized(struct MHD_Connection *conn)
+{
+	const char *a = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+	const char *msg = a == NULL ? "Unauthorized: send Authorization: Bearer TOKEN"
+				    : "Unauthorized: the bearer token is not valid";
+	json_t *e = tp_rpc_error(NULL, TP_RPC_INVALID_REQUEST, msg, NULL);
+	size_t len = 0;
+	char *text = e ? tp_rpc_encode(e, &len) : NULL;
+	json_decref(e);
+	struct MHD_Response *r = MHD_create_response_from_buffer(
+	    text ? len : strlen(msg), text ? text : (void *)msg, MHD_RESPMEM_MUST_COPY);
+	free(text);
+	if (r == NULL)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+				a == NULL ? "Bearer realm=\"tidepool\""
+					  : "Bearer realm=\"tidepool\", error=\"invalid_token\"");
+	enum MHD_Result ok = MHD_queue_response(conn, MHD_HTTP_UNAUTHORIZED, r);
+	MHD_destroy_response(r);
+	return ok;
 }
 
 /* ---- MHD's callbacks ---------------------------------------------------------------------- */
@@ -513,7 +567,7 @@ static enum MHD_Result post(struct tp_host *h, struct tp_http *t, struct exchang
 	if (x->want == NULL || x->replies == NULL || x->tokens == NULL)
 		return MHD_NO;
 	if (sid != NULL) {
-		x->s = session_find(t, sid);
+		x->s = session_find(t, sid, x->tenant);
 		if (x->s == NULL)
 			return refuse(x->conn, MHD_HTTP_NOT_FOUND, TP_RPC_NO_SESSION,
 				      "Not Found: no MCP session has this Mcp-Session-Id");
@@ -523,7 +577,7 @@ static enum MHD_Result post(struct tp_host *h, struct tp_http *t, struct exchang
 		unsigned char raw[SESSION_ID_HEX / 2];
 		struct http_session *s = calloc(1, sizeof *s);
 		if (s == NULL || getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw ||
-		    (s->c = http_client(h, t)) == NULL) {
+		    (s->c = http_client(h, t, x->tenant)) == NULL) {
 			free(s);
 			return refuse(x->conn, MHD_HTTP_SERVICE_UNAVAILABLE, TP_RPC_INTERNAL_ERROR,
 				      "out of memory");
@@ -536,7 +590,7 @@ static enum MHD_Result post(struct tp_host *h, struct tp_http *t, struct exchang
 		x->s = s;
 		x->c = s->c;
 		snprintf(x->new_session, sizeof x->new_session, "%s", s->id);
-	} else if ((x->c = http_client(h, t)) == NULL) {
+	} else if ((x->c = http_client(h, t, x->tenant)) == NULL) {
 		return refuse(x->conn, MHD_HTTP_SERVICE_UNAVAILABLE, TP_RPC_INTERNAL_ERROR,
 			      "out of memory");
 	} else {
@@ -569,7 +623,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct exchange *x = *con_cls;
 	(void)version;
 	if (x == NULL) { /* the headers: decide now what needs a body */
-		const char *why = rebinding(conn);
+		const char *why = rebinding(t, conn);
+		struct tp_tenant *tenant = NULL;
 		if (why != NULL)
 			return refuse(conn, MHD_HTTP_FORBIDDEN, TP_RPC_INVALID_REQUEST, why);
 		if (strcmp(method, "GET") == 0 && strcmp(url, "/healthz") == 0)
@@ -582,10 +637,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (strcmp(url, "/mcp") != 0)
 			return refuse(conn, MHD_HTTP_NOT_FOUND, TP_RPC_INVALID_REQUEST,
 				      "Not Found: the MCP endpoint is /mcp");
+		if (h->ntenants > 0 && (tenant = bearer(h, conn)) == NULL)
+			return unauthorized(conn);
 		if (strcmp(method, "DELETE") == 0) {
 			const char *sid =
 			    MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Mcp-Session-Id");
-			struct http_session *s = session_find(t, sid);
+			struct http_session *s = session_find(t, sid, tenant);
 			if (sid == NULL)
 				return refuse(conn, MHD_HTTP_BAD_REQUEST, TP_RPC_INVALID_REQUEST,
 					      "Bad Request: DELETE needs Mcp-Session-Id");
@@ -602,6 +659,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if ((x = calloc(1, sizeof *x)) == NULL)
 			return MHD_NO;
 		x->conn = conn;
+		x->tenant = tenant;
 		*con_cls = x;
 		return MHD_YES;
 	}
@@ -681,16 +739,22 @@ int tp_http_open(struct tp_host *h, const char *spec, const struct tp_http_ops *
 				  spec);
 	if (strcmp(host, "localhost") == 0)
 		snprintf(host, sizeof host, "127.0.0.1");
-	if (inet_pton(AF_INET, host, &a.sin_addr) != 1 || (ntohl(a.sin_addr.s_addr) >> 24) != 127)
+	if (inet_pton(AF_INET, host, &a.sin_addr) != 1)
+		return tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_HOST, 0,
+				  "--listen %.200s: '%s' is not an IPv4 address", spec, host);
+	int loopback = (ntohl(a.sin_addr.s_addr) >> 24) == 127;
+	if (!loopback && h->ntenants == 0)
 		return tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_HOST, 0,
 				  "--listen %.200s: only a loopback address (127.0.0.1) may be "
-				  "bound: there are no tokens yet to tell one client from another",
+				  "bound without --tokens: nothing else tells one caller from "
+				  "another",
 				  spec);
 	a.sin_port = htons((uint16_t)port);
 	struct tp_http *t = calloc(1, sizeof *t);
 	if (t == NULL)
 		return tp_err_oom(err, TP_LAYER_HOST);
 	t->ops = *ops;
+	t->loopback = loopback;
 	h->http = t;
 	t->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, on_request,
 				h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a,

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -22,6 +23,7 @@
 #include "lsandbox.h"
 #include "mcp.h"
 #include "pysandbox.h"
+#include "sha256.h"
 #include "zygote.h"
 
 static int usage(FILE *f)
@@ -32,7 +34,7 @@ static int usage(FILE *f)
 	    "usage: tidepool [--policy NAME|FILE] [--policy-dir DIR] [--audit FILE]\n"
 	    "                [--jobs N] [--queue N] [--workspace-dir DIR]\n"
 	    "                [--listen unix:PATH [--listen-mode MODE] [--max-clients N]]\n"
-	    "                [--listen http://127.0.0.1:PORT]\n"
+	    "                [--listen http://127.0.0.1:PORT [--tokens FILE]]\n"
 	    "                      serve JSON-RPC 2.0 (MCP) on stdin/stdout: run Lua 5.4 and "
 	    "Python 3.11\n"
 	    "                      (--jobs: execs at once, default the CPUs; --queue: execs "
@@ -40,13 +42,16 @@ static int usage(FILE *f)
 	    "                      --listen also serves each connection to a Unix socket as a\n"
 	    "                      client of its own (mode 0600 unless --listen-mode; at most\n"
 	    "                      --max-clients, default 64), until SIGTERM or SIGINT;\n"
-	    "                      http://127.0.0.1:PORT serves MCP over HTTP at /mcp\n"
+	    "                      http://127.0.0.1:PORT serves MCP over HTTP at /mcp; with\n"
+	    "                      --tokens, only to bearer tokens of its tenants (and any\n"
+	    "                      address may be bound)\n"
 	    "       tidepool run [options] FILE|-     run one .lua or .py file and print its "
 	    "verdict\n"
 	    "       tidepool policy check FILE         validate a policy and explain each layer\n"
 	    "       tidepool policy show NAME [--json] explain a preset or loaded policy\n"
 	    "       tidepool policy list               the policies there are\n"
 	    "       tidepool doctor                    which kernel protections are active here\n"
+	    "       tidepool token new | hash          a new bearer token and its digest\n"
 	    "       tidepool --version | --help\n"
 	    "`tidepool run --help` lists run's options. A policy is a JSON file "
 	    "(policies/README.md);\n"
@@ -106,7 +111,18 @@ static long mode_arg(const char *s)
 
 static int serve(int argc, char **argv)
 {
-	enum { O_POLICY = 256, O_DIR, O_AUDIT, O_JOBS, O_QUEUE, O_WSDIR, O_LISTEN, O_MODE, O_MAXC };
+	enum {
+		O_POLICY = 256,
+		O_DIR,
+		O_AUDIT,
+		O_JOBS,
+		O_QUEUE,
+		O_WSDIR,
+		O_LISTEN,
+		O_MODE,
+		O_MAXC,
+		O_TOKENS
+	};
 	static const struct option opts[] = { { "policy", required_argument, NULL, O_POLICY },
 					      { "policy-dir", required_argument, NULL, O_DIR },
 					      { "audit", required_argument, NULL, O_AUDIT },
@@ -116,10 +132,11 @@ static int serve(int argc, char **argv)
 					      { "listen", required_argument, NULL, O_LISTEN },
 					      { "listen-mode", required_argument, NULL, O_MODE },
 					      { "max-clients", required_argument, NULL, O_MAXC },
+					      { "tokens", required_argument, NULL, O_TOKENS },
 					      { "help", no_argument, NULL, 'h' },
 					      { NULL, 0, NULL, 0 } };
 	const char *policy = NULL, *dir = NULL, *audit = NULL, *wsdir = NULL, *listen = NULL,
-		   *http = NULL;
+		   *http = NULL, *tokens = NULL;
 	long jobs = 0, queue = -1, mode = -1, maxc = -1;
 	int c;
 	optind = 1;
@@ -136,6 +153,8 @@ static int serve(int argc, char **argv)
 			return 2;
 		else if (c == O_WSDIR)
 			wsdir = optarg;
+		else if (c == O_TOKENS)
+			tokens = optarg;
 		else if (c == O_LISTEN && strncmp(optarg, "http://", 7) == 0 && http != NULL)
 			return once("--listen http://");
 		else if (c == O_LISTEN && strncmp(optarg, "http://", 7) == 0)
@@ -158,6 +177,11 @@ static int serve(int argc, char **argv)
 	}
 	if (listen == NULL && http == NULL && (mode >= 0 || maxc >= 0)) {
 		fprintf(stderr, "tidepool: --listen-mode and --max-clients need --listen\n");
+		return 2;
+	}
+	if (tokens != NULL && http == NULL) {
+		fprintf(stderr, "tidepool: --tokens needs --listen http://ADDR:PORT (tokens are "
+				"HTTP's bearer tokens)\n");
 		return 2;
 	}
 	struct tp_cli_policies cp;
@@ -184,6 +208,7 @@ static int serve(int argc, char **argv)
 		cfg.max_queue = (int)queue;
 	cfg.listen = listen;
 	cfg.listen_http = http;
+	cfg.tokens = tokens;
 	if (mode >= 0)
 		cfg.listen_mode = (unsigned)mode;
 	if (maxc > 0)
@@ -216,6 +241,40 @@ static void std_fds_open(void)
 	}
 }
 
+/* `tidepool token new`: a bearer token (256 random bits, hex, prefixed tp_)
+ * and its SHA-256 digest, the only form --tokens keeps. `token hash` reads a
+ * token on stdin and prints its digest. */
+static int token(int argc, char **argv)
+{
+	char tok[3 + 64 + 1], hex[65], line[600];
+	unsigned char raw[32];
+	if (argc == 2 && strcmp(argv[1], "new") == 0) {
+		if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
+			fprintf(stderr, "tidepool: getrandom: %s\n", strerror(errno));
+			return 1;
+		}
+		memcpy(tok, "tp_", 3);
+		for (size_t i = 0; i < sizeof raw; i++)
+			snprintf(tok + 3 + 2 * i, 3, "%02x", raw[i]);
+		tp_sha256_hex(tok, strlen(tok), hex);
+		printf("token:  %s\nsha256: %s\n", tok, hex);
+		return 0;
+	}
+	if (argc == 2 && strcmp(argv[1], "hash") == 0) {
+		size_t n = fgets(line, sizeof line, stdin) ? strcspn(line, "\r\n") : 0;
+		if (n == 0 || n > 512) {
+			fprintf(stderr, "tidepool: token hash: give one token (1 to 512 bytes) on "
+					"stdin\n");
+			return 2;
+		}
+		tp_sha256_hex(line, n, hex);
+		printf("%s\n", hex);
+		return 0;
+	}
+	fprintf(stderr, "usage: tidepool token new | tidepool token hash < TOKEN\n");
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
 	tp_lang_register(&tp_lang_lua);
@@ -228,6 +287,8 @@ int main(int argc, char **argv)
 		return tp_cli_run(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "policy") == 0)
 		return tp_cli_policy(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "token") == 0)
+		return token(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "doctor") == 0) {
 		if (argc > 2)
 			return usage(stderr);

@@ -262,6 +262,20 @@ static int client_running(const struct tp_host *h, const struct exec *e)
 	return n;
 }
 
+/* Execs of e's tenant running now (the clients of no tenant count as one). */
+static int tenant_running(const struct tp_host *h, const struct exec *e)
+{
+	int n = 0;
+	for (const struct worker *w = h->workers; w != NULL; w = w->next)
+		n += w->exec != NULL && !w->answered && w->exec->c->tenant == e->c->tenant;
+	return n;
+}
+
+static double *tenant_last_start(struct tp_host *h, const struct exec *e)
+{
+	return e->c->tenant != NULL ? &e->c->tenant->last_start : &h->untenanted_last_start;
+}
+
 static double *flow_last_start(struct tp_host *h, const struct exec *e)
 {
 	return e->sess != NULL ? &e->sess->last_start : &h->zyg[e->zi].last_start;
@@ -318,13 +332,31 @@ static void fail_exec(struct tp_host *h, struct worker *w, int sys_errno, const 
 }
 
 /* Starts queued execs while fewer than jobs compute (an exec waiting for the
- * client's tool is not counted while it waits). Fair across clients first: the
- * next is the oldest exec of the client with the fewest running, and among
- * those the client served longest ago; then, within a client, across
- * flows, the flow with the fewest running, and among those the flow served
- * longest ago, so a burst of one-shot execs cannot hold back a session's, nor
- * one policy's another's, nor one client's another's. A flow is a session, or
- * the one-shot execs of one policy and language. */
+ * client's tool is not counted while it waits). Fair at three levels, each
+ * deciding only among equals of the one above: across tenants (the tenant
+ * with the fewest running, then the one served longest ago; the clients of no
+ * tenant count as one), then across a tenant's clients (the same rule), then
+ * across a client's flows (the same rule), so a burst of one-shot execs
+ * cannot hold back a session's, nor one policy's another's, nor one client's
+ * another's, nor one tenant's another's. A flow is a session, or the one-shot
+ * execs of one policy and language. A tenant at its concurrent_execs quota
+ * starts nothing more until one of its execs ends. */
+struct rank {
+	int load[3];
+	double last[3];
+};
+
+static int better(const struct rank *a, const struct rank *b)
+{
+	for (int i = 0; i < 3; i++) {
+		if (a->load[i] != b->load[i])
+			return a->load[i] < b->load[i];
+		if (a->last[i] != b->last[i])
+			return a->last[i] < b->last[i];
+	}
+	return 0;
+}
+
 void tp_pool_dispatch_queue(struct tp_host *h)
 {
 	int running = waiting_over_cap(h);
@@ -337,8 +369,7 @@ void tp_pool_dispatch_queue(struct tp_host *h)
 	while (running < h->cfg.jobs && h->qhead != NULL) {
 		struct exec *best = NULL;
 		struct worker *bw = NULL;
-		int best_cload = 0, best_load = 0;
-		double best_clast = 0, best_last = 0;
+		struct rank br = { { 0 }, { 0 } };
 		for (struct exec *e = h->qhead; e != NULL; e = e->next) {
 			/* A client that does not read its replies: while MAX_OUT_PENDING
 			 * of them wait, none of its execs starts, so what waits is that
@@ -346,29 +377,27 @@ void tp_pool_dispatch_queue(struct tp_host *h)
 			 * queued exec. */
 			if (e->c->out_len >= MAX_OUT_PENDING)
 				continue;
+			const struct tp_tenant *t = e->c->tenant;
+			int tload = tenant_running(h, e);
+			if (t != NULL && t->q.concurrent_execs > 0 &&
+			    (uint64_t)tload >= t->q.concurrent_execs)
+				continue;
 			struct worker *w = worker_for(h, e);
 			if (w == NULL)
 				continue;
-			int cload = client_running(h, e);
-			int load = flow_running(h, e);
-			double clast = e->c->last_start, last = *flow_last_start(h, e);
-			int better = best == NULL || cload < best_cload ||
-				     (cload == best_cload && clast < best_clast);
-			if (!better && cload == best_cload && clast == best_clast)
-				better =
-				    load < best_load || (load == best_load && last < best_last);
-			if (better) {
+			struct rank r = { { tload, client_running(h, e), flow_running(h, e) },
+					  { *tenant_last_start(h, e), e->c->last_start,
+					    *flow_last_start(h, e) } };
+			if (best == NULL || better(&r, &br)) {
 				best = e;
 				bw = w;
-				best_cload = cload;
-				best_clast = clast;
-				best_load = load;
-				best_last = last;
+				br = r;
 			}
 		}
 		if (best == NULL)
 			break;
-		*flow_last_start(h, best) = best->c->last_start = tp_now_ms();
+		*flow_last_start(h, best) = best->c->last_start = *tenant_last_start(h, best) =
+		    tp_now_ms();
 		tp_queue_remove(h, best);
 		if (tp_worker_assign(h, best, bw) != 0) {
 			bw->exec = best;

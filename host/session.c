@@ -119,6 +119,10 @@ void tp_sess_end(struct tp_host *h, struct session *s, const char *why)
 		return;
 	*pp = s->next;
 	h->nsessions--;
+	if (s->tenant != NULL) {
+		s->tenant->sessions--;
+		s->tenant->ws_reserved -= s->ws_reserved;
+	}
 	struct ended_session *x = &h->ended[h->nended++ % ENDED_KEPT];
 	snprintf(x->id, sizeof x->id, "%s", s->id);
 	x->owner = s->owner->num;
@@ -211,6 +215,26 @@ struct session *tp_sess_create(struct tp_host *h, struct client *c,
 			 es.policy->name, es.policy->session.max_sessions);
 		return NULL;
 	}
+	struct tp_tenant *t = c->tenant;
+	uint64_t ws_want = es.policy->session.workspace_bytes;
+	if (t != NULL && t->q.open_sessions > 0 && t->sessions >= t->q.open_sessions) {
+		*code = TP_RPC_BUSY;
+		snprintf(msg, len,
+			 "quota: tenant '%s' has %" PRIu64 " sessions open, the most its "
+			 "open_sessions quota allows; close one (sandbox/session/close)",
+			 t->name, t->sessions);
+		return NULL;
+	}
+	if (t != NULL && t->q.workspace_bytes > 0 && h->ws_base_fd >= 0 &&
+	    t->ws_reserved + ws_want > t->q.workspace_bytes) {
+		*code = TP_RPC_BUSY;
+		snprintf(msg, len,
+			 "quota: tenant '%s' holds %" PRIu64 " of its %" PRIu64
+			 " workspace bytes in open sessions, and a session under policy '%s' "
+			 "reserves %" PRIu64 "; close one (sandbox/session/close)",
+			 t->name, t->ws_reserved, t->q.workspace_bytes, es.policy->name, ws_want);
+		return NULL;
+	}
 	*code = TP_RPC_INTERNAL_ERROR;
 	struct session *s = calloc(1, sizeof *s);
 	if (s == NULL || tp_worker_reserve(h, 1) != 0) {
@@ -247,6 +271,11 @@ struct session *tp_sess_create(struct tp_host *h, struct client *c,
 	s->next = h->sessions;
 	h->sessions = s;
 	h->nsessions++;
+	if ((s->tenant = t) != NULL) {
+		t->sessions++;
+		s->ws_reserved = s->ws_dir >= 0 ? ws_want : 0;
+		t->ws_reserved += s->ws_reserved;
+	}
 	return s;
 }
 
@@ -256,7 +285,7 @@ void tp_sess_open(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 	struct tp_err err = { 0 };
 	char msg[256];
 	int code;
-	if (tp_session_params_parse(rpc->params, &h->pols, &es, &err) != 0) {
+	if (tp_session_params_parse(rpc->params, tp_pols_of(h, c), &es, &err) != 0) {
 		tp_out_error(c, rpc->id, TP_RPC_INVALID_PARAMS, err.msg);
 		return;
 	}

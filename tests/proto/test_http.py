@@ -415,9 +415,9 @@ def test_a_tool_answer_from_another_mcp_session_is_ignored(tooly):
 
 @pytest.mark.parametrize("spec, message", [
     ("http://0.0.0.0:8080", "tidepool: --listen http://0.0.0.0:8080: only a loopback address "
-     "(127.0.0.1) may be bound: there are no tokens yet to tell one client from another\n"),
+     "(127.0.0.1) may be bound without --tokens: nothing else tells one caller from another\n"),
     ("http://10.1.2.3:80", "tidepool: --listen http://10.1.2.3:80: only a loopback address "
-     "(127.0.0.1) may be bound: there are no tokens yet to tell one client from another\n"),
+     "(127.0.0.1) may be bound without --tokens: nothing else tells one caller from another\n"),
     ("http://127.0.0.1", "tidepool: --listen takes http://127.0.0.1:PORT (the endpoint is /mcp), "
      "not 'http://127.0.0.1'\n"),
     ("http://127.0.0.1:99999", "tidepool: --listen takes http://127.0.0.1:PORT (the endpoint is /mcp), "
