@@ -514,6 +514,15 @@ const struct tp_method *tp_host_methods(size_t *n)
 	return methods;
 }
 
+/* What a draining host refuses: a request that would start an exec or a
+ * session. Everything else (a tool's answer, a cancel, reading a session's
+ * files, listing) is still served while in flight finishes. */
+static int starts_work(const char *method)
+{
+	return strcmp(method, "sandbox/exec") == 0 || strcmp(method, "tools/call") == 0 ||
+	       strcmp(method, "sandbox/session/open") == 0;
+}
+
 static void handle(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 {
 	struct worker *w;
@@ -534,6 +543,11 @@ static void handle(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 		json_decref(data);
 		tp_out_error(c, rpc->id, TP_RPC_INVALID_REQUEST,
 			     "Invalid Request: id already in flight");
+	} else if (h->draining && rpc->id != NULL && starts_work(rpc->method)) {
+		json_decref(data);
+		tp_out_error(c, rpc->id, TP_RPC_BUSY,
+			     "draining: this tidepool is shutting down (SIGTERM) and starts "
+			     "nothing new; retry on another");
 	} else if (code != 0) { /* the stateless revision's _meta, wrong */
 		if (rpc->id != NULL)
 			tp_out_emit(c, rpc->id, tp_rpc_error(rpc->id, code, msg, data));
@@ -669,13 +683,30 @@ static int busy(const struct tp_host *h)
 	return h->qhead != NULL || tp_pool_running(h);
 }
 
+static int in_flight_all(const struct tp_host *h)
+{
+	int n = 0;
+	for (const struct exec *e = h->qhead; e != NULL; e = e->next)
+		n++;
+	for (const struct worker *w = h->workers; w != NULL; w = w->next)
+		n += w->exec != NULL && !w->answered;
+	return n;
+}
+
 static void handle_signals(struct tp_host *h)
 {
 	struct signalfd_siginfo si;
 	while (read(h->sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
-		if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
-			h->terminated = (int)si.ssi_signo;
-		else if (si.ssi_signo == SIGHUP)
+		if (si.ssi_signo == SIGTERM && h->cfg.drain_ms > 0 && !h->draining) {
+			char what[96];
+			h->draining = 1;
+			h->drain_deadline = tp_now_ms() + h->cfg.drain_ms;
+			snprintf(what, sizeof what, "%d execs in flight may finish for %.0f s",
+				 in_flight_all(h), h->cfg.drain_ms / 1000);
+			tp_out_log("SIGTERM: draining: not ready, nothing new starts; %s", what);
+		} else if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+			h->terminated = (int)si.ssi_signo; /* a second SIGTERM: now */
+		} else if (si.ssi_signo == SIGHUP)
 			h->hup = 1;
 	}
 	tp_pool_reap(h); /* SIGCHLD coalesces: always reap everything */
@@ -740,6 +771,12 @@ static void poll_once(struct tp_host *h)
 	double ht = tp_http_next_timeout(h);
 	if (ht >= 0 && (timeout < 0 || ht < timeout))
 		timeout = (int)ht;
+	if (h->draining) { /* its deadline wakes the loop */
+		double left = h->drain_deadline - tp_now_ms();
+		int dl = left > 0 ? (int)left + 1 : 0;
+		if (timeout < 0 || dl < timeout)
+			timeout = dl;
+	}
 	int r = poll(fds, (nfds_t)(P_FIXED + 2 * nc + nw + h->nzyg), timeout);
 	if (r > 0) {
 		/* Each client's events, kept with it: handling a request may grow the
@@ -871,6 +908,9 @@ int tp_host_run(struct tp_host *h)
 	for (;;) {
 		if (h->hup)
 			reopen_audit(h);
+		if (h->draining && !h->terminated && (!busy(h) || tp_now_ms() >= h->drain_deadline))
+			h->terminated =
+			    SIGTERM; /* drained, or out of time: what runs is cancelled */
 		if (h->terminated || h->gone)
 			return shut_down(h);
 		int more_input = tp_client_accepting(h);

@@ -252,13 +252,15 @@ struct tp_host {
 	double untenanted_last_start; /* fair dispatch: the clients of no tenant, as one */
 	char *listen_path;            /* its socket's path, removed at exit */
 	int sigfd;
-	int terminated;      /* SIGTERM or SIGINT: its number */
-	int gone;            /* the stdio client's stdout closed, with no listener */
-	int hup;             /* SIGHUP: reopen the audit log */
-	struct pollfd *pfds; /* P_FIXED + 2 * client_cap + poll_cap + nzyg entries */
-	int client_cap;      /* clients pfds has room for */
-	struct worker **pws; /* poll_cap entries */
-	int nworkers;        /* in the workers list: never above poll_cap */
+	int terminated;        /* SIGTERM or SIGINT: its number */
+	int gone;              /* the stdio client's stdout closed, with no listener */
+	int hup;               /* SIGHUP: reopen the audit log */
+	int draining;          /* SIGTERM with --drain-timeout: no new work, in flight finishes */
+	double drain_deadline; /* tp_now_ms: what still runs then is cancelled */
+	struct pollfd *pfds;   /* P_FIXED + 2 * client_cap + poll_cap + nzyg entries */
+	int client_cap;        /* clients pfds has room for */
+	struct worker **pws;   /* poll_cap entries */
+	int nworkers;          /* in the workers list: never above poll_cap */
 	struct early_exit early[32];
 	int nearly;
 	struct session *sessions;

@@ -566,6 +566,9 @@ static enum MHD_Result post(struct tp_host *h, struct tp_http *t, struct exchang
 	x->replies = json_array();
 	if (x->want == NULL || x->replies == NULL || x->tokens == NULL)
 		return MHD_NO;
+	if (h->draining && sid == NULL && json_array_size(x->want) > 0)
+		return refuse(x->conn, MHD_HTTP_SERVICE_UNAVAILABLE, TP_RPC_BUSY,
+			      "Service Unavailable: draining (SIGTERM): retry on another replica");
 	if (sid != NULL) {
 		x->s = session_find(t, sid, x->tenant);
 		if (x->s == NULL)
@@ -630,7 +633,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (strcmp(method, "GET") == 0 && strcmp(url, "/healthz") == 0)
 			return respond(conn, MHD_HTTP_OK, "text/plain", "ok\n", 3, NULL);
 		if (strcmp(method, "GET") == 0 && strcmp(url, "/readyz") == 0)
-			return h->terminated
+			return h->terminated || h->draining
 				   ? respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain",
 					     "draining\n", 9, NULL)
 				   : respond(conn, MHD_HTTP_OK, "text/plain", "ready\n", 6, NULL);

@@ -34,7 +34,8 @@ static int usage(FILE *f)
 	    "usage: tidepool [--policy NAME|FILE] [--policy-dir DIR] [--audit FILE]\n"
 	    "                [--jobs N] [--queue N] [--workspace-dir DIR]\n"
 	    "                [--listen unix:PATH [--listen-mode MODE] [--max-clients N]]\n"
-	    "                [--listen http://127.0.0.1:PORT [--tokens FILE]]\n"
+	    "                [--listen http://127.0.0.1:PORT [--tokens FILE]] "
+	    "[--drain-timeout S]\n"
 	    "                      serve JSON-RPC 2.0 (MCP) on stdin/stdout: run Lua 5.4 and "
 	    "Python 3.11\n"
 	    "                      (--jobs: execs at once, default the CPUs; --queue: execs "
@@ -121,7 +122,8 @@ static int serve(int argc, char **argv)
 		O_LISTEN,
 		O_MODE,
 		O_MAXC,
-		O_TOKENS
+		O_TOKENS,
+		O_DRAIN
 	};
 	static const struct option opts[] = { { "policy", required_argument, NULL, O_POLICY },
 					      { "policy-dir", required_argument, NULL, O_DIR },
@@ -133,11 +135,12 @@ static int serve(int argc, char **argv)
 					      { "listen-mode", required_argument, NULL, O_MODE },
 					      { "max-clients", required_argument, NULL, O_MAXC },
 					      { "tokens", required_argument, NULL, O_TOKENS },
+					      { "drain-timeout", required_argument, NULL, O_DRAIN },
 					      { "help", no_argument, NULL, 'h' },
 					      { NULL, 0, NULL, 0 } };
 	const char *policy = NULL, *dir = NULL, *audit = NULL, *wsdir = NULL, *listen = NULL,
 		   *http = NULL, *tokens = NULL;
-	long jobs = 0, queue = -1, mode = -1, maxc = -1;
+	long jobs = 0, queue = -1, mode = -1, maxc = -1, drain = -1;
 	int c;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -163,12 +166,15 @@ static int serve(int argc, char **argv)
 			return once("--listen unix:");
 		else if (c == O_LISTEN)
 			listen = optarg;
+		else if (c == O_DRAIN &&
+			 (drain = count_arg("--drain-timeout", optarg, 0, 3600)) < 0)
+			return 2;
 		else if (c == O_MODE && (mode = mode_arg(optarg)) < 0)
 			return 2;
 		else if (c == O_MAXC &&
 			 (maxc = count_arg("--max-clients", optarg, 1, TP_MAX_CLIENTS)) < 0)
 			return 2;
-		else if (c != O_JOBS && c != O_QUEUE && c != O_MODE && c != O_MAXC)
+		else if (c != O_JOBS && c != O_QUEUE && c != O_MODE && c != O_MAXC && c != O_DRAIN)
 			return usage(c == 'h' ? stdout : stderr);
 	}
 	if (optind < argc) {
@@ -209,6 +215,9 @@ static int serve(int argc, char **argv)
 	cfg.listen = listen;
 	cfg.listen_http = http;
 	cfg.tokens = tokens;
+	/* The HTTP service drains on SIGTERM (a fleet's replica being replaced);
+	 * a client's own subprocess is cancelled at once, as it always was. */
+	cfg.drain_ms = 1000.0 * (double)(drain >= 0 ? drain : http != NULL ? 25 : 0);
 	if (mode >= 0)
 		cfg.listen_mode = (unsigned)mode;
 	if (maxc > 0)

@@ -25,6 +25,10 @@ MODERN = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
 
 class Server:
     def __init__(self, *args):
+        """args: more of tidepool's; SIGTERM cancels at once (--drain-timeout 0)
+        unless they say otherwise."""
+        if "--drain-timeout" not in args:
+            args = ("--drain-timeout", "0", *args)
         self.dir = tempfile.mkdtemp(prefix="tp-http-", dir="/tmp")
         self.audit = os.path.join(self.dir, "audit.jsonl")
         self.proc = subprocess.Popen([BINARY, "--listen", "http://127.0.0.1:0", "--audit", self.audit,
@@ -442,6 +446,83 @@ def test_sigterm_answers_what_runs_and_exits(srv):
     t.join(5)
     status, _, m = out["r"]
     assert status == 200 and m["result"]["error"]["kind"] == "cancelled"
+
+
+def test_sigterm_drains_what_runs_and_refuses_new_work():
+    s = Server("--drain-timeout", "10")
+    try:
+        h = open_session(s)
+        out = {}
+
+        def run():
+            out["r"] = s.post(rq(1, "sandbox/exec", {"lang": "lua", "code":
+                              "local t=os.clock() while os.clock()-t < 1.0 do end return 'drained'"}))
+        t = threading.Thread(target=run)
+        t.start()
+        time.sleep(0.3)
+        s.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.2)
+        assert s.request("GET", path="/readyz")[::2] == (503, b"draining\n")
+        assert s.request("GET", path="/healthz")[::2] == (200, b"ok\n")
+        status, _, m = s.post(rq(2, "sandbox/exec", {"lang": "lua", "code": "return 1"}))
+        assert (status, m["error"]) == (503, {"code": -32001, "message":
+                                              "Service Unavailable: draining (SIGTERM): retry on another replica"})
+        status, _, m = s.post(rq(3, "tools/call", {"name": "run_lua", "arguments": {"code": "return 1"}}),
+                              headers=h)
+        assert (status, m["error"]) == (200, {"code": -32001, "message": "draining: this tidepool is shutting "
+                                              "down (SIGTERM) and starts nothing new; retry on another"})
+        assert s.post(rq(4, "ping"), headers=h)[2]["result"] == {}  # what starts nothing is served
+        t.join(10)
+        assert out["r"][2]["result"]["value"] == "drained"
+        assert s.proc.wait(10) == 128 + signal.SIGTERM
+        err = s.proc.stderr.read().decode()
+        assert "tidepool: SIGTERM: draining: not ready, nothing new starts; 1 execs in flight may finish " \
+               "for 10 s\n" in err, err
+        assert [a["ok"] for a in s.audit_lines()] == [True]
+    finally:
+        s.stop()
+
+
+def test_a_drain_out_of_time_cancels_what_still_runs():
+    s = Server("--drain-timeout", "1")
+    try:
+        out = {}
+
+        def run():
+            out["r"] = s.post(rq(1, "sandbox/exec", {"lang": "lua", "code": "while true do end"}))
+        t = threading.Thread(target=run)
+        t.start()
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        s.proc.send_signal(signal.SIGTERM)
+        assert s.proc.wait(10) == 128 + signal.SIGTERM
+        assert 0.9 <= time.monotonic() - t0 < 5
+        t.join(5)
+        assert out["r"][2]["result"]["error"]["kind"] == "cancelled"
+        assert out["r"][2]["result"]["error"]["message"] == "cancelled: tidepool received SIGTERM"
+    finally:
+        s.stop()
+
+
+def test_a_second_sigterm_cancels_at_once():
+    s = Server("--drain-timeout", "60")
+    try:
+        out = {}
+
+        def run():
+            out["r"] = s.post(rq(1, "sandbox/exec", {"lang": "lua", "code": "while true do end"}))
+        t = threading.Thread(target=run)
+        t.start()
+        time.sleep(0.3)
+        s.proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        assert s.proc.poll() is None
+        s.proc.send_signal(signal.SIGTERM)
+        assert s.proc.wait(5) == 128 + signal.SIGTERM
+        t.join(5)
+        assert out["r"][2]["result"]["error"]["kind"] == "cancelled"
+    finally:
+        s.stop()
 
 
 def test_http_fuzz_leaves_the_server_serving(srv):
