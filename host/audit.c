@@ -24,7 +24,7 @@ int tp_audit_open(const char *path, struct tp_err *err)
 	return fd;
 }
 
-static json_t *now_rfc3339(void)
+json_t *tp_audit_time(void)
 {
 	struct timeval tv;
 	struct tm tm;
@@ -60,7 +60,7 @@ void tp_audit_exec(int fd, const struct tp_hpolicy *hp, struct tp_audit_who who,
 	json_t *line =
 	    json_pack("{s:o, s:O, s:s*, s:s*, s:s, s:s, s:s, s:b, s:s?, s:O?, s:O?, s:O?, s:o, "
 		      "s:o, s:I, s:I}",
-		      "time", now_rfc3339(), "id", id ? id : json_null(), "tenant", who.tenant,
+		      "time", tp_audit_time(), "id", id ? id : json_null(), "tenant", who.tenant,
 		      "session", who.session, "policy", hp->p->name, "lang", tp_langs[lang].name,
 		      "code_sha256", hex, "ok", json_is_true(json_object_get(res, "ok")), "kind", k,
 		      "layer", json_is_object(err) ? json_object_get(err, "layer") : NULL, "limit",

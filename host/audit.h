@@ -20,6 +20,9 @@ struct tp_audit_who {
 	const char *session;
 };
 
+/* Now, as RFC 3339 UTC with milliseconds ("2026-11-23T00:21:07.123Z"). */
+json_t *tp_audit_time(void);
+
 /* An fd opened for appending (0600 when created), or -1 with err. */
 int tp_audit_open(const char *path, struct tp_err *err);
 /* One line: result is the exec result (already redacted; NULL: none, with kind

@@ -924,6 +924,16 @@ int tp_host_run(struct tp_host *h)
 
 /* ---- setup and teardown -------------------------------------------------------- */
 
+void tp_host_log_json(void)
+{
+	tp_out_log_format(1);
+}
+
+void tp_host_log(const char *msg)
+{
+	tp_out_log("%s", msg);
+}
+
 void tp_host_cfg_jobs(struct tp_host_cfg *cfg, int jobs)
 {
 	cfg->jobs = jobs;

@@ -33,6 +33,10 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err);
 void tp_host_line(struct tp_host *h, const char *line, size_t len);
 int tp_host_run(struct tp_host *h);
 void tp_host_free(struct tp_host *h);
+/* The host's log on stderr: "tidepool: msg" lines, or JSON lines
+ * ({"time", "level", "msg"}) once tp_host_log_json() was called. */
+void tp_host_log_json(void);
+void tp_host_log(const char *msg);
 
 /* The registry of JSON-RPC methods (host.c): each handled or sent method. */
 struct tp_rpc;

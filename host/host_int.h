@@ -275,6 +275,8 @@ struct tp_host {
 
 /* output.c: replies go out through here, never blocking. */
 void tp_out_log(const char *fmt, const char *detail);
+/* 1: tp_out_log writes JSON lines (--log-format json). */
+void tp_out_log_format(int json);
 void tp_out_flush(struct client *c);
 void tp_out_finish_open_line(struct client *c);
 /* Sends msg (stolen), the reply to request id (borrowed; NULL for null). A

@@ -36,6 +36,7 @@ static int usage(FILE *f)
 	    "                [--listen unix:PATH [--listen-mode MODE] [--max-clients N]]\n"
 	    "                [--listen http://127.0.0.1:PORT [--tokens FILE]] "
 	    "[--drain-timeout S]\n"
+	    "                [--log-format text|json]\n"
 	    "                      serve JSON-RPC 2.0 (MCP) on stdin/stdout: run Lua 5.4 and "
 	    "Python 3.11\n"
 	    "                      (--jobs: execs at once, default the CPUs; --queue: execs "
@@ -123,7 +124,8 @@ static int serve(int argc, char **argv)
 		O_MODE,
 		O_MAXC,
 		O_TOKENS,
-		O_DRAIN
+		O_DRAIN,
+		O_LOGFMT
 	};
 	static const struct option opts[] = { { "policy", required_argument, NULL, O_POLICY },
 					      { "policy-dir", required_argument, NULL, O_DIR },
@@ -136,6 +138,7 @@ static int serve(int argc, char **argv)
 					      { "max-clients", required_argument, NULL, O_MAXC },
 					      { "tokens", required_argument, NULL, O_TOKENS },
 					      { "drain-timeout", required_argument, NULL, O_DRAIN },
+					      { "log-format", required_argument, NULL, O_LOGFMT },
 					      { "help", no_argument, NULL, 'h' },
 					      { NULL, 0, NULL, 0 } };
 	const char *policy = NULL, *dir = NULL, *audit = NULL, *wsdir = NULL, *listen = NULL,
@@ -158,7 +161,13 @@ static int serve(int argc, char **argv)
 			wsdir = optarg;
 		else if (c == O_TOKENS)
 			tokens = optarg;
-		else if (c == O_LISTEN && strncmp(optarg, "http://", 7) == 0 && http != NULL)
+		else if (c == O_LOGFMT && strcmp(optarg, "json") == 0)
+			tp_host_log_json();
+		else if (c == O_LOGFMT && strcmp(optarg, "text") != 0) {
+			fprintf(stderr, "tidepool: --log-format is text or json, not '%s'\n",
+				optarg);
+			return 2;
+		} else if (c == O_LISTEN && strncmp(optarg, "http://", 7) == 0 && http != NULL)
 			return once("--listen http://");
 		else if (c == O_LISTEN && strncmp(optarg, "http://", 7) == 0)
 			http = optarg;
@@ -174,7 +183,8 @@ static int serve(int argc, char **argv)
 		else if (c == O_MAXC &&
 			 (maxc = count_arg("--max-clients", optarg, 1, TP_MAX_CLIENTS)) < 0)
 			return 2;
-		else if (c != O_JOBS && c != O_QUEUE && c != O_MODE && c != O_MAXC && c != O_DRAIN)
+		else if (c != O_JOBS && c != O_QUEUE && c != O_MODE && c != O_MAXC &&
+			 c != O_DRAIN && c != O_LOGFMT)
 			return usage(c == 'h' ? stdout : stderr);
 	}
 	if (optind < argc) {
@@ -200,7 +210,8 @@ static int serve(int argc, char **argv)
 		return 2;
 	}
 	tp_doctor_summary(summary, sizeof summary);
-	fprintf(stderr, "tidepool: kernel: %s; default policy: %s\n", summary, cp.deflt->name);
+	snprintf(why, sizeof why, "kernel: %s; default policy: %s", summary, cp.deflt->name);
+	tp_host_log(why);
 	struct tp_err err = { 0 };
 	struct tp_host_cfg cfg;
 	tp_host_default_cfg(&cfg);

@@ -18,13 +18,33 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "jsonio.h"
+
 #include "jsonrpc.h"
 
+static int log_json; /* --log-format json: set once, before the host serves */
+
+void tp_out_log_format(int json)
+{
+	log_json = json;
+}
+
+/* One line on stderr: "tidepool: what", or with --log-format json an object
+ * {"time", "level": "info", "msg"} a log collector reads without a pattern. */
 void tp_out_log(const char *fmt, const char *detail)
 {
-	fprintf(stderr, "tidepool: ");
-	fprintf(stderr, fmt, detail);
-	fputc('\n', stderr);
+	char msg[1024];
+	snprintf(msg, sizeof msg, fmt, detail);
+	json_t *line = log_json ? json_pack("{s:o, s:s, s:s}", "time", tp_audit_time(), "level",
+					    "info", "msg", msg)
+				: NULL;
+	char *text = line ? tp_json_dumps(line, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+	json_decref(line);
+	if (text != NULL)
+		fprintf(stderr, "%s\n", text);
+	else
+		fprintf(stderr, "tidepool: %s\n", msg);
+	free(text);
 }
 
 /* ---- replies ---------------------------------------------------------------- */

@@ -525,6 +525,23 @@ def test_a_second_sigterm_cancels_at_once():
         s.stop()
 
 
+def test_log_format_json_writes_one_object_per_line():
+    p = subprocess.Popen([BINARY, "--listen", "http://127.0.0.1:0", "--log-format", "json", "--drain-timeout", "0"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+    lines = [p.stderr.readline(), p.stderr.readline()]
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(10) == 128 + signal.SIGTERM
+    recs = [json.loads(x) for x in lines]
+    for r in recs:
+        assert set(r) == {"time", "level", "msg"} and r["level"] == "info"
+        assert r["time"].endswith("Z") and len(r["time"]) == 24
+    assert recs[0]["msg"].startswith("kernel: ") and recs[0]["msg"].endswith("; default policy: standard")
+    assert recs[1]["msg"].startswith("listening on http://127.0.0.1:")
+    r = subprocess.run([BINARY, "--log-format", "xml"], stdin=subprocess.DEVNULL, capture_output=True,
+                       env=ENV, timeout=10)
+    assert (r.returncode, r.stderr) == (2, b"tidepool: --log-format is text or json, not 'xml'\n")
+
+
 def test_http_fuzz_leaves_the_server_serving(srv):
     """Seeded: raw connections send random request lines, headers and bodies,
     cut short at random; the server stays up and answers a steady client."""
