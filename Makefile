@@ -303,7 +303,7 @@ shim-check:
 FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
 FUZZ_BUILD    := build-fuzz
-FUZZ_NAMES    := proto worker_reply ljson policy base64 jsonreal
+FUZZ_NAMES    := proto worker_reply ljson policy base64 jsonreal tokens
 FUZZ_CFLAGS    = -O1 -g $(filter-out -Werror,$(WARN)) -Wno-missing-field-initializers \
                  $(PKG_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined \
                  -fno-omit-frame-pointer -DTP_FUZZ=1

@@ -312,6 +312,10 @@ static inline struct tp_audit_who tp_exec_who(const struct exec *e)
 
 /* tenant.c: --tokens FILE, the HTTP service's tenants and their quotas. */
 int tp_tenants_load(struct tp_host *h, const char *path, struct tp_err *err);
+/* The same from a file's text (path names it in messages): 0 with h->tenants
+ * set, or -1 with err "--tokens PATH: ..." and no tenant. */
+int tp_tenants_parse(struct tp_host *h, const char *text, size_t len, const char *path,
+		     struct tp_err *err);
 void tp_tenants_free(struct tp_host *h);
 /* The tenant whose token this is (compared in constant time), or NULL. */
 struct tp_tenant *tp_tenant_by_token(struct tp_host *h, const char *token, size_t len);

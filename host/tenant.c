@@ -32,6 +32,7 @@
 #include "sha256.h"
 
 #define QUEUED_PER_SLOT 4
+#define TOKENS_FILE_MAX (4u << 20)
 
 static int bad(struct tp_err *err, const char *path, const char *fmt, const char *a, const char *b)
 {
@@ -177,8 +178,42 @@ static int one(const json_t *o, struct tp_tenant *t, const struct tp_policy_set 
 
 int tp_tenants_load(struct tp_host *h, const char *path, struct tp_err *err)
 {
+	FILE *f = fopen(path, "re");
+	char *text = NULL;
+	size_t len = 0, cap = 0, n;
+	if (f == NULL)
+		return tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_HOST, errno,
+				  "--tokens %.200s: %s", path, strerror(errno));
+	do { /* at most TOKENS_FILE_MAX: a tokens file is small */
+		if (len == cap) {
+			char *b =
+			    cap < TOKENS_FILE_MAX ? realloc(text, cap ? 2 * cap : 4096) : NULL;
+			if (b == NULL) {
+				free(text);
+				fclose(f);
+				return cap >= TOKENS_FILE_MAX
+					   ? bad(err, path, "larger than 4 MiB%s%s", "", "")
+					   : tp_err_oom(err, TP_LAYER_HOST);
+			}
+			text = b;
+			cap = cap ? 2 * cap : 4096;
+		}
+		n = fread(text + len, 1, cap - len, f);
+		len += n;
+	} while (n > 0);
+	int rc = ferror(f) ? tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_HOST, errno,
+					"--tokens %.200s: read: %s", path, strerror(errno))
+			   : tp_tenants_parse(h, text, len, path, err);
+	fclose(f);
+	free(text);
+	return rc;
+}
+
+int tp_tenants_parse(struct tp_host *h, const char *text, size_t len, const char *path,
+		     struct tp_err *err)
+{
 	json_error_t je;
-	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	const char *extra;
 	static const char *const keys[] = { "tenants", NULL };
 	int rc = -1;
