@@ -45,6 +45,9 @@
 #define SESSION_IDLE_MS (3600.0 * 1000) /* an MCP session unused this long ends */
 #define SESSION_ID_HEX 32
 #define HANGUP_CHECK_MS 200.0 /* how often a waiting POST's peer is looked at */
+#define KEEPALIVE_MS                                                                               \
+	15000.0 /* an SSE stream silent this long gets a comment line, so                          \
+		 * that no proxy between ends it as idle */
 
 struct http_session {
 	struct http_session *next;
@@ -70,6 +73,7 @@ struct exchange {
 	int failed;             /* its stream lost a message (out of memory): cut */
 	int peer_gone;          /* its peer hung up while it was suspended */
 	char *ev;               /* SSE bytes not yet handed to MHD */
+	double last_event;      /* tp_now_ms when its stream last had bytes queued */
 	size_t ev_len, ev_off, ev_cap;
 	int batch;    /* the body was an array */
 	int as_array; /* the host answered it with an array (a batch's) */
@@ -86,6 +90,7 @@ struct tp_http {
 	struct exchange *open;    /* every exchange waiting for replies */
 	struct exchange *feeding; /* the one whose body the host is reading now */
 	int loopback;             /* bound to a loopback address: Host and Origin are checked */
+	double keepalive_ms;      /* KEEPALIVE_MS, or TIDEPOOL_SSE_KEEPALIVE_MS (tests) */
 	double next_hangup_check; /* tp_now_ms: suspended connections' peers looked at */
 };
 
@@ -166,6 +171,7 @@ static int sse_push(struct exchange *x, const json_t *msg)
 		x->ev = b;
 		x->ev_cap = cap;
 	}
+	x->last_event = tp_now_ms();
 	memcpy(x->ev + x->ev_len, head, sizeof head - 1);
 	memcpy(x->ev + x->ev_len + sizeof head - 1, line, len);
 	x->ev[x->ev_len + need - 1] = '\n';
@@ -530,6 +536,9 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 static enum MHD_Result stream(struct exchange *x)
 {
 	x->sse = 1;
+	x->last_event = tp_now_ms();
+	if (x->ev == NULL && (x->ev = malloc(x->ev_cap = 4096)) == NULL)
+		return MHD_NO; /* (room for a keep-alive comment, always) */
 	for (size_t i = 0; i < json_array_size(x->replies); i++)
 		if (sse_push(x, json_array_get(x->replies, i)) != 0)
 			return MHD_NO;
@@ -758,6 +767,8 @@ int tp_http_open(struct tp_host *h, const char *spec, const struct tp_http_ops *
 		return tp_err_oom(err, TP_LAYER_HOST);
 	t->ops = *ops;
 	t->loopback = loopback;
+	const char *ka = getenv("TIDEPOOL_SSE_KEEPALIVE_MS");
+	t->keepalive_ms = ka != NULL && atof(ka) >= 100 ? atof(ka) : KEEPALIVE_MS;
 	h->http = t;
 	t->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, on_request,
 				h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a,
@@ -790,10 +801,20 @@ int tp_http_fd(const struct tp_host *h)
  * disconnection is no cancel). */
 static void hung_up(struct tp_host *h, struct tp_http *t)
 {
+	static const char keepalive[] = ": keep-alive\n\n";
+	double now = tp_now_ms();
 	for (struct exchange *x = t->open, *next; x != NULL; x = next) {
 		next = x->next;
 		if (!x->suspended)
 			continue;
+		if (x->sse && now - x->last_event >= t->keepalive_ms &&
+		    x->ev_len + 32 <= x->ev_cap) {
+			memcpy(x->ev + x->ev_len, keepalive, sizeof keepalive - 1);
+			x->ev_len += sizeof keepalive - 1;
+			x->last_event = now;
+			wake(x);
+			continue;
+		}
 		const union MHD_ConnectionInfo *ci =
 		    MHD_get_connection_info(x->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 		struct pollfd p = { ci ? ci->connect_fd : -1, POLLRDHUP, 0 };

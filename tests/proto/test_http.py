@@ -332,6 +332,28 @@ def test_progress_goes_on_the_stream_of_the_call_it_is_about(srv):
     assert len(progress) == len(srv.events) - 1
 
 
+def test_a_silent_sse_stream_gets_keep_alive_comments():
+    s = Server.__new__(Server)
+    old = dict(ENV)
+    ENV["TIDEPOOL_SSE_KEEPALIVE_MS"] = "300"
+    try:
+        Server.__init__(s)
+    finally:
+        ENV.clear()
+        ENV.update(old)
+    try:
+        status, headers, raw = s.request("POST", rq(1, "sandbox/exec", {"lang": "lua", "code":
+                                         "local t=os.clock() while os.clock()-t < 1.2 do end return 1"}))
+        assert headers["Content-Type"] == "text/event-stream"
+        text = raw.decode()
+        n = text.count(": keep-alive\n\n")
+        assert 2 <= n <= 5, text
+        (m,) = sse_messages(text.replace(": keep-alive\n\n", "").encode())
+        assert m["result"]["value"] == 1
+    finally:
+        s.stop()
+
+
 def test_stream_output_goes_on_the_exec_stream(srv):
     _, _, m = srv.post(rq(3, "sandbox/exec", {"lang": "python", "stream": True, "code":
                                               "import time\nprint('a', flush=True)\ntime.sleep(0.6)\n"
