@@ -298,6 +298,19 @@ def test_a_bad_tokens_file_stops_the_start(tenants, message):
     assert (rc, last) == (2, f"tidepool: --tokens {path}: {message}")
 
 
+def test_a_missing_or_huge_tokens_file_stops_the_start(tmp_path):
+    rc, last = start_fails(["--listen", "http://127.0.0.1:0", "--tokens", "/nonexistent/tokens.json"])
+    assert (rc, last) == (2, "tidepool: --tokens /nonexistent/tokens.json: No such file or directory")
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * (4 << 20) + b"{}")
+    rc, last = start_fails(["--listen", "http://127.0.0.1:0", "--tokens", str(big)])
+    assert (rc, last) == (2, f"tidepool: --tokens {big}: larger than 4 MiB")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"tenants": [}')
+    rc, last = start_fails(["--listen", "http://127.0.0.1:0", "--tokens", str(bad)])
+    assert (rc, last) == (2, f"tidepool: --tokens {bad}: line 1: unexpected token near '}}'")
+
+
 def test_tokens_need_http_and_allow_binding_beyond_loopback():
     path = tokens_file([tenant("acme")])
     assert start_fails(["--tokens", path]) == (2, "tidepool: --tokens needs --listen http://ADDR:PORT "
