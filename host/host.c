@@ -818,6 +818,9 @@ static void poll_once(struct tp_host *h)
 		if (lst)
 			tp_listen_accept(h);
 	}
+	/* The HTTP replies made above go out before the pool is refilled (a
+	 * fork and a lockdown): stdio's were written as they were made. */
+	tp_http_run(h);
 	tp_pool_check_timeouts(h, tp_now_ms());
 	tp_sess_check_timeouts(h, tp_now_ms());
 	tp_pool_dispatch_queue(h);

@@ -840,7 +840,12 @@ void tp_http_run(struct tp_host *h)
 		hung_up(h, t);
 		t->next_hangup_check = now + HANGUP_CHECK_MS;
 	}
-	MHD_run(t->d);
+	/* A resumed connection is answered over several passes (its handler,
+	 * then its write): run them now rather than one per loop turn. */
+	MHD_UNSIGNED_LONG_LONG ms = 1;
+	for (int pass = 0;
+	     pass < 4 && (pass == 0 || (MHD_get_timeout(t->d, &ms) == MHD_YES && ms == 0)); pass++)
+		MHD_run(t->d);
 	for (struct http_session *s = t->sessions, *next; s != NULL; s = next) {
 		next = s->next;
 		if (now - s->last_used >= SESSION_IDLE_MS)
