@@ -25,7 +25,7 @@ DEB_PKGS  := gcc make pkg-config liblua5.4-dev lua5.4 libseccomp-dev libjansson-
              libpython3.11-dev python3.11 python3 python3-pytest clang libclang-rt-14-dev \
              clang-format groff-base python3-numpy python3-pandas python3-matplotlib \
              python3-tabulate tzdata python3-venv python3-wheel-whl logrotate \
-             libmicrohttpd-dev
+             libmicrohttpd-dev python3-prometheus-client
 PKGS      := lua5.4 libseccomp jansson python3-embed libmicrohttpd
 WARN      := -std=c17 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wformat=2 -Wno-format-nonliteral -Werror

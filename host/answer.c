@@ -27,6 +27,14 @@ double tp_now_ms(void)
 
 /* ---- execs ------------------------------------------------------------------ */
 
+void tp_record(struct tp_host *h, const struct tp_tenant *t, const struct tp_hpolicy *hp,
+	       struct tp_audit_who who, const json_t *id, enum tp_lang_id lang, const char *code,
+	       size_t code_len, const json_t *res, const char *kind, const json_t *tools)
+{
+	tp_audit_exec(h->audit_fd, hp, who, id, lang, code, code_len, res, kind, tools);
+	tp_metrics_exec(h, lang, hp->p, t, res, kind);
+}
+
 void tp_exec_free(struct exec *e)
 {
 	if (e != NULL) {
@@ -84,8 +92,8 @@ void tp_answer_finish(struct tp_host *h, struct worker *w, const struct tp_err *
 		return;
 	w->answered = 1;
 	if (e->cancelled || e->id == NULL) {
-		tp_audit_exec(h->audit_fd, &h->hp[e->zi / TP_NLANGS], tp_exec_who(e), e->id,
-			      e->p.lang, e->p.code, e->p.code_len, NULL, "cancelled", e->tool_log);
+		tp_record(h, e->c->tenant, &h->hp[e->zi / TP_NLANGS], tp_exec_who(e), e->id,
+			  e->p.lang, e->p.code, e->p.code_len, NULL, "cancelled", e->tool_log);
 		return;
 	}
 	tp_err_copy(&e->verdict, err); /* a timeout recorded before stays the verdict */
@@ -131,8 +139,8 @@ void tp_answer_finish(struct tp_host *h, struct worker *w, const struct tp_err *
 		json_object_set_new(res, "session_lost", json_boolean(lost));
 	}
 	res = tp_hpolicy_redact(hp, res);
-	tp_audit_exec(h->audit_fd, hp, tp_exec_who(e), e->id, e->p.lang, e->p.code, e->p.code_len,
-		      res, "internal_error", e->tool_log);
+	tp_record(h, e->c->tenant, hp, tp_exec_who(e), e->id, e->p.lang, e->p.code, e->p.code_len,
+		  res, "internal_error", e->tool_log);
 	tp_answer_reply(e->c, e->id, json_object_get(e->msg, "params"), e->p.tool_call, res);
 }
 
@@ -148,7 +156,7 @@ void tp_answer_unrun(struct tp_host *h, struct exec *e)
 		json_object_set_new(res, "session_lost", json_boolean(e->sess == NULL));
 	}
 	res = tp_hpolicy_redact(hp, res);
-	tp_audit_exec(h->audit_fd, hp, tp_exec_who(e), e->id, e->p.lang, e->p.code, e->p.code_len,
-		      res, "internal_error", e->tool_log);
+	tp_record(h, e->c->tenant, hp, tp_exec_who(e), e->id, e->p.lang, e->p.code, e->p.code_len,
+		  res, "internal_error", e->tool_log);
 	tp_answer_reply(e->c, e->id, json_object_get(e->msg, "params"), e->p.tool_call, res);
 }

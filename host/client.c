@@ -56,6 +56,8 @@ void tp_client_close(struct tp_host *h, struct client *c)
 		return;
 	*pp = c->next;
 	h->nclients--;
+	tp_metrics_bytes(h, c->bytes_in, c->bytes_out);
+	c->bytes_in = c->bytes_out = 0;
 	if (c->kind == TP_CLIENT_SOCKET && c->rfd >= 0)
 		close(c->rfd); /* rfd and wfd are one socket */
 	c->rfd = c->wfd = -1;

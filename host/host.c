@@ -70,9 +70,9 @@ static void cancel_exec(struct tp_host *h, struct exec *e, struct worker *w, con
 		if (!e->cancelled)
 			tp_answer_unrun(h, e);
 		else
-			tp_audit_exec(h->audit_fd, &h->hp[e->zi / TP_NLANGS], tp_exec_who(e), e->id,
-				      e->p.lang, e->p.code, e->p.code_len, NULL, "cancelled",
-				      e->tool_log);
+			tp_record(h, e->c->tenant, &h->hp[e->zi / TP_NLANGS], tp_exec_who(e), e->id,
+				  e->p.lang, e->p.code, e->p.code_len, NULL, "cancelled",
+				  e->tool_log);
 		tp_exec_free(e);
 	} else if (w->sess != NULL) {
 		tp_pool_stop_worker(h, w);
@@ -151,9 +151,9 @@ static void rate_limited(struct tp_host *h, struct client *c, const struct tp_rp
 		json_object_set_new(res, "session_lost", json_false());
 	}
 	res = tp_hpolicy_redact(hp, res);
-	tp_audit_exec(h->audit_fd, hp,
-		      (struct tp_audit_who){ c->tenant ? c->tenant->name : NULL, p->session_id },
-		      rpc->id, p->lang, p->code, p->code_len, res, "rate_limit", NULL);
+	tp_record(h, c->tenant, hp,
+		  (struct tp_audit_who){ c->tenant ? c->tenant->name : NULL, p->session_id },
+		  rpc->id, p->lang, p->code, p->code_len, res, "rate_limit", NULL);
 	tp_answer_reply(c, rpc->id, rpc->params, p->tool_call, res);
 }
 
@@ -211,8 +211,8 @@ static int over_quota(struct tp_host *h, struct client *c, const struct tp_rpc *
 	}
 	struct tp_hpolicy *hp = &h->hp[tp_policy_set_index(h->pols.set, e->p.policy)];
 	res = tp_hpolicy_redact(hp, res);
-	tp_audit_exec(h->audit_fd, hp, (struct tp_audit_who){ t->name, e->p.session_id }, rpc->id,
-		      e->p.lang, e->p.code, e->p.code_len, res, "rate_limit", NULL);
+	tp_record(h, t, hp, (struct tp_audit_who){ t->name, e->p.session_id }, rpc->id, e->p.lang,
+		  e->p.code, e->p.code_len, res, "rate_limit", NULL);
 	tp_answer_reply(c, rpc->id, rpc->params, e->p.tool_call, res);
 	return 1;
 }
@@ -653,6 +653,7 @@ static void read_client(struct tp_host *h, struct client *c)
 		c->open = 0; /* EOF (or an unreadable end): finish what is in flight */
 	else
 		tp_linebuf_commit(&c->lb, (size_t)n);
+	c->bytes_in += n > 0 ? (uint64_t)n : 0;
 	while ((st = tp_linebuf_next(&c->lb, !c->open, &line, &len)) != TP_LINE_NONE) {
 		if (st == TP_LINE_OK) {
 			client_line(h, c, line, len);
@@ -1069,6 +1070,10 @@ struct tp_host *tp_host_new(const struct tp_host_cfg *cfg, struct tp_err *err)
 		goto out_free;
 	if (cfg->tokens != NULL && tp_tenants_load(h, cfg->tokens, err) != 0)
 		goto out_free;
+	if (tp_metrics_init(h) != 0) {
+		tp_err_oom(err, TP_LAYER_HOST);
+		goto out_free;
+	}
 	static const struct tp_http_ops http_ops = { client_line, client_leave };
 	if (cfg->listen_http != NULL && tp_http_open(h, cfg->listen_http, &http_ops, err) != 0)
 		goto out_free;
@@ -1128,6 +1133,7 @@ void tp_host_free(struct tp_host *h)
 		tp_client_close(h, h->clients);
 	free_hpolicies(h);
 	tp_tenants_free(h); /* after the execs and sessions that counted in them */
+	tp_metrics_free(h);
 	tp_policy_set_free(h->own_set);
 	free(h->zyg);
 	free(h->pfds);

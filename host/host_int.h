@@ -103,14 +103,15 @@ struct client {
 	char *out;
 	size_t out_len, out_cap;
 	int out_blocking;
-	int open_line;         /* a partial write left a reply line unfinished */
-	char mcp_version[16];  /* what its initialize picked, or "" */
-	struct batch *batches; /* its open batches, their replies held */
-	const json_t *line_id; /* the id of the single request being handled: its
-				* reply is never a batch member's */
-	int refs;              /* execs that point at it */
-	double last_start;     /* when its last exec started (fair dispatch) */
-	short rev_in, rev_out; /* this loop turn's poll events (host.c poll_once) */
+	int open_line;                /* a partial write left a reply line unfinished */
+	char mcp_version[16];         /* what its initialize picked, or "" */
+	struct batch *batches;        /* its open batches, their replies held */
+	const json_t *line_id;        /* the id of the single request being handled: its
+				       * reply is never a batch member's */
+	int refs;                     /* execs that point at it */
+	double last_start;            /* when its last exec started (fair dispatch) */
+	short rev_in, rev_out;        /* this loop turn's poll events (host.c poll_once) */
+	uint64_t bytes_in, bytes_out; /* read from it, written to it (metrics) */
 };
 
 #define SESSION_ID_LEN 20 /* "s-" and 16 hex digits: 64 random bits */
@@ -223,6 +224,7 @@ struct zygote {
 	pid_t pid;
 	int ctl;
 	int failures;             /* consecutive: a worker that replied resets it */
+	unsigned starts;          /* how many times it was started (metrics: restarts) */
 	double retry_at;          /* no spawn before this (tp_now_ms), after a failure */
 	int used;                 /* keep a warm pool only for languages a client has used */
 	double last_start;        /* when its last one-shot exec started (fair dispatch) */
@@ -250,6 +252,7 @@ struct tp_host {
 	struct tp_tenant *tenants; /* --tokens: HTTP callers must be one of these */
 	size_t ntenants;
 	double untenanted_last_start; /* fair dispatch: the clients of no tenant, as one */
+	struct tp_metrics *metrics;   /* metrics.c's counters */
 	char *listen_path;            /* its socket's path, removed at exit */
 	int sigfd;
 	int terminated;        /* SIGTERM or SIGINT: its number */
@@ -309,6 +312,23 @@ static inline struct tp_audit_who tp_exec_who(const struct exec *e)
 	return (struct tp_audit_who){ e->c != NULL && e->c->tenant ? e->c->tenant->name : NULL,
 				      e->session_id[0] ? e->session_id : NULL };
 }
+
+/* answer.c: an exec's outcome recorded: its audit line and its metrics. */
+void tp_record(struct tp_host *h, const struct tp_tenant *t, const struct tp_hpolicy *hp,
+	       struct tp_audit_who who, const json_t *id, enum tp_lang_id lang, const char *code,
+	       size_t code_len, const json_t *res, const char *kind, const json_t *tools);
+
+/* metrics.c: counters kept as events happen, and the /metrics page. */
+int tp_metrics_init(struct tp_host *h);
+void tp_metrics_free(struct tp_host *h);
+/* An exec's outcome (res: its result, or NULL with kind, e.g. "cancelled"). */
+void tp_metrics_exec(struct tp_host *h, enum tp_lang_id lang, const struct tp_policy *p,
+		     const struct tp_tenant *t, const json_t *res, const char *kind);
+void tp_metrics_restart(struct tp_host *h, enum tp_lang_id lang);
+/* A client closed: its byte counts are kept in the totals. */
+void tp_metrics_bytes(struct tp_host *h, uint64_t in, uint64_t out);
+/* The page, malloc'd (*len bytes), or NULL out of memory. */
+char *tp_metrics_render(const struct tp_host *h, int ready, size_t *len);
 
 /* tenant.c: --tokens FILE, the HTTP service's tenants and their quotas. */
 int tp_tenants_load(struct tp_host *h, const char *path, struct tp_err *err);

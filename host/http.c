@@ -350,6 +350,7 @@ static enum MHD_Result answer(struct exchange *x)
 			      : MHD_HTTP_OK;
 	char *text = tp_rpc_encode(body, &len);
 	json_decref(body);
+	x->c->bytes_out += text ? len : 0;
 	enum MHD_Result r =
 	    text ? respond(x->conn, status, "application/json", text, len, x->new_session)
 		 : MHD_NO; /* out of memory: the connection is closed */
@@ -444,6 +445,39 @@ static json_t *wanted(const char *body, size_t len, int *batch, int *init, json_
 	return ids;
 }
 
+/* ---- operations: /healthz, /readyz, /metrics ------------------------------------------ */
+
+/* Ready: not draining, and the default policy's zygotes that start warm are
+ * up (a replica that cannot fork a worker takes no traffic). */
+static int ready(const struct tp_host *h)
+{
+	if (h->terminated || h->draining)
+		return 0;
+	for (int i = 0; i < h->nzyg; i++)
+		if (h->zyg[i].policy == h->pols.deflt && h->zyg[i].used && h->zyg[i].pid <= 0)
+			return 0;
+	return 1;
+}
+
+static enum MHD_Result metrics(struct tp_host *h, struct MHD_Connection *conn)
+{
+	size_t len = 0;
+	char *page = tp_metrics_render(h, ready(h), &len);
+	if (page == NULL)
+		return refuse(conn, MHD_HTTP_SERVICE_UNAVAILABLE, TP_RPC_INTERNAL_ERROR,
+			      "out of memory");
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, page, MHD_RESPMEM_MUST_FREE);
+	if (r == NULL) {
+		free(page);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				"text/plain; version=0.0.4; charset=utf-8");
+	enum MHD_Result ok = MHD_queue_response(conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
 /* ---- tenants (--tokens) ------------------------------------------------------------------ */
 
 /* The tenant whose bearer token the request carries, or NULL. */
@@ -520,6 +554,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
 		size_t n = x->ev_len - x->ev_off < max ? x->ev_len - x->ev_off : max;
 		memcpy(buf, x->ev + x->ev_off, n);
 		x->ev_off += n;
+		x->c->bytes_out += n;
 		if (x->ev_off == x->ev_len)
 			x->ev_off = x->ev_len = 0;
 		return (ssize_t)n;
@@ -609,6 +644,7 @@ static enum MHD_Result post(struct tp_host *h, struct tp_http *t, struct exchang
 		x->stateless = 1;
 	}
 	tp_client_ref(x->c); /* it outlives a DELETE that comes meanwhile */
+	x->c->bytes_in += x->len;
 	x->next = t->open;
 	t->open = x;
 	t->feeding = x;
@@ -645,7 +681,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return h->terminated || h->draining
 				   ? respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain",
 					     "draining\n", 9, NULL)
+			       : !ready(h)
+				   ? respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain",
+					     "starting\n", 9, NULL)
 				   : respond(conn, MHD_HTTP_OK, "text/plain", "ready\n", 6, NULL);
+		if (strcmp(method, "GET") == 0 && strcmp(url, "/metrics") == 0)
+			return metrics(h, conn);
 		if (strcmp(url, "/mcp") != 0)
 			return refuse(conn, MHD_HTTP_NOT_FOUND, TP_RPC_INVALID_REQUEST,
 				      "Not Found: the MCP endpoint is /mcp");

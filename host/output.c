@@ -92,6 +92,7 @@ void tp_out_flush(struct client *c)
 			break;
 		}
 		off += (size_t)n;
+		c->bytes_out += (uint64_t)n;
 	}
 	/* Every buffered reply ends with '\n': only a partial write leaves one open. */
 	if (off > 0)

@@ -280,6 +280,8 @@ static int start_zygote(struct tp_host *h, struct zygote *z)
 		tp_out_log("%s", err.msg);
 		return -1;
 	}
+	if (z->starts++ > 0)
+		tp_metrics_restart(h, z->lang->id);
 	return 0;
 }
 
