@@ -25,7 +25,7 @@ DEB_PKGS  := gcc make pkg-config liblua5.4-dev lua5.4 libseccomp-dev libjansson-
              libpython3.11-dev python3.11 python3 python3-pytest clang libclang-rt-14-dev \
              clang-format groff-base python3-numpy python3-pandas python3-matplotlib \
              python3-tabulate tzdata python3-venv python3-wheel-whl logrotate \
-             libmicrohttpd-dev python3-prometheus-client
+             libmicrohttpd-dev python3-prometheus-client haproxy
 PKGS      := lua5.4 libseccomp jansson python3-embed libmicrohttpd
 WARN      := -std=c17 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wformat=2 -Wno-format-nonliteral -Werror
@@ -74,7 +74,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/te
 FORMAT_SRCS = $(filter-out py-sandbox/pyshim.c common/presets.c,$(CORE_SRCS)) $(MAIN_SRCS) \
               $(wildcard $(SRC_DIRS:%=%/*.h)) $(wildcard tests/unit/*.[ch])
 
-.PHONY: all deps demo test bench install uninstall clean unit proto sdk conformance faults failalloc soak \
+.PHONY: all deps demo test bench install uninstall clean unit proto sdk conformance fleet faults failalloc soak \
         soak-ci test-sanitize fuzz fuzz-build fuzz-regress format format-check layer-check shim-check \
         pyclient man-check doc-check pyclient-install contrib-check
 
@@ -101,8 +101,8 @@ demo: all
 # come before anything is built (a build would regenerate a stale pyshim.c and
 # hide it).
 TEST_STAGES := format-check shim-check unit proto pyclient man-check doc-check \
-               $(if $(QUICK),,pyclient-install contrib-check sdk conformance faults soak-ci \
-                 test-sanitize fuzz)
+               $(if $(QUICK),,pyclient-install contrib-check fleet sdk conformance faults \
+                 soak-ci test-sanitize fuzz)
 test: deps
 	@set -e; for s in $(TEST_STAGES); do echo "==== make $$s"; \
 	  $(MAKE) --no-print-directory $$s; done
@@ -249,6 +249,12 @@ sdk: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
 	  touch node_modules; fi; \
 	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool node --test --test-concurrency=1 \
 	  --test-reporter=spec sdk.test.mjs </dev/null
+
+# Three replicas behind Debian's HAProxy (deploy/haproxy.cfg), many clients
+# with sessions, files and tool callbacks over HTTP, one replica killed
+# mid-run (tests/fleet/fleet.py; docs/deploy.md). FLEET_FULL=1: the long form.
+fleet: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
+	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(if $(FLEET_FULL),FLEET_FULL=1) $(PYTHON) tests/fleet/fleet.py </dev/null
 
 # The official MCP conformance suite (@modelcontextprotocol/conformance, pinned
 # in tests/conformance/package-lock.json with the Node 22 it needs, the npm
