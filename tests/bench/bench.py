@@ -5,7 +5,7 @@ as ratios (the machine is shared and noisy: only ratios of one run compare).
 Prints figures; asserts only that replies are correct, never a timing.
 
 Sections, in order (BENCH_ONLY=a,b picks some; docs/performance.md describes
-every row): machine, paced, b2b, cpu, compute, sessions, data; then the goal
+every row): machine, paced, b2b, cpu, compute, sessions, data, http; then the goal
 table. data is the `data` policy preset's numpy + pandas group-by
 against a cold `python3.11 -c` doing the same, and the data zygote's start and
 memory; it is skipped, with the reason, where python3.11 cannot import them.
@@ -15,6 +15,7 @@ spawns) set the counts."""
 import json
 import os
 import select
+import signal
 import statistics
 import subprocess
 import sys
@@ -728,6 +729,150 @@ def data_section():
 
 
 # ---- summary -------------------------------------------------------------------
+# ---- HTTP ------------------------------------------------------------------------
+class HttpHost:
+    """One host serving stdio and --listen http:// at once: the same process, so
+    the two transports are compared on the same workers."""
+
+    def __init__(self, jobs):
+        self.p = subprocess.Popen([BINARY, "--policy-dir", POLICY_DIR, "--jobs", str(jobs),
+                                   "--listen", "http://127.0.0.1:0", "--drain-timeout", "0", "--queue", "100000"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={})
+        line = b""
+        while b"listening on" not in line:
+            line = self.p.stderr.readline()
+            assert line, "tidepool did not start"
+        self.port = int(line.decode().rsplit(":", 1)[1].split("/")[0])
+        self.c = Client.__new__(Client)  # the stdio client, on this process
+        self.c.p, self.c.buf, self.c.id = self.p, b"", 0
+
+    def close(self):
+        self.p.stdin.close()  # the end of stdio's client only: the listener goes on
+        self.p.send_signal(signal.SIGTERM)
+        self.p.wait()
+
+
+class RawHttp:
+    """A keep-alive HTTP/1.1 client as lean as the stdio Client (a socket,
+    bytes built once, the reply parsed by hand), so the two transports are
+    compared, not two client libraries."""
+
+    def __init__(self, port):
+        import socket
+        self.s = socket.create_connection(("127.0.0.1", port))
+        self.s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+        self.reqs = {}
+
+    def _req(self, params, sse):
+        key = (json.dumps(params, sort_keys=True), sse)
+        if key not in self.reqs:
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "sandbox/exec", "params": params}).encode()
+            accept = b"application/json, text/event-stream" if sse else b"application/json"
+            self.reqs[key] = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                              b"Accept: " + accept + b"\r\nContent-Length: " + str(len(body)).encode() +
+                              b"\r\n\r\n" + body)
+        return self.reqs[key]
+
+    def _fill(self, n=1):
+        while len(self.buf) < n:
+            chunk = self.s.recv(1 << 16)
+            assert chunk, "connection closed"
+            self.buf += chunk
+
+    def _until(self, sep):
+        while sep not in self.buf:
+            self._fill(len(self.buf) + 1)
+        i = self.buf.index(sep)
+        out, self.buf = self.buf[:i], self.buf[i + len(sep):]
+        return out
+
+    def exec(self, params, sse):
+        self.s.sendall(self._req(params, sse))
+        head = self._until(b"\r\n\r\n").decode().lower()
+        assert head.startswith("http/1.1 200"), head
+        if "transfer-encoding: chunked" in head:
+            body = b""
+            while True:
+                size = int(self._until(b"\r\n"), 16)
+                self._fill(size + 2)
+                body, self.buf = body + self.buf[:size], self.buf[size + 2:]
+                if size == 0:
+                    break
+        else:
+            n = int(head.split("content-length:")[1].split("\r\n")[0])
+            self._fill(n)
+            body, self.buf = self.buf[:n], self.buf[n:]
+        if sse:
+            body = [x for x in body.split(b"\n") if x.startswith(b"data: ")][-1][6:]
+        return json.loads(body)["result"]
+
+
+def http_section():
+    """The same exec over stdio, over HTTP with keep-alive answered as JSON, and
+    as an SSE stream, paced and in turns; then back-to-back throughput, stdio
+    pipelined against 64 concurrent HTTP clients, on the same --jobs."""
+    import threading
+    jobs = os.cpu_count() or 2
+    h = HttpHost(jobs)
+    conn = RawHttp(h.port)
+    kinds = [("lua", "Lua", {"lang": "lua", "code": "return 1+1"}),
+             ("python", "Python", {"lang": "python", "code": "1+1"})]
+    print(f"HTTP: paced, {N_PACED} of each, one every 20 ms in turns (one host serving stdio and "
+          f"--listen http://, keep-alive; both clients read and write raw bytes):")
+    for key, label, params in kinds:
+        for _ in range(N_WARM // 2):
+            h.c.call(params)
+            conn.exec(params, False)
+        lat = {"stdio": [], "json": [], "sse": []}
+        for _ in range(N_PACED):
+            for how in lat:
+                time.sleep(0.02)
+                t = time.perf_counter()
+                r = h.c.call(params) if how == "stdio" else conn.exec(params, how == "sse")
+                lat[how].append((time.perf_counter() - t) * 1e6)
+                assert r["value"] == 2, r
+        base = med(lat["stdio"])
+        for how, name in (("stdio", "stdio"), ("json", "HTTP, JSON"), ("sse", "HTTP, SSE")):
+            x = lat[how]
+            extra = "" if how == "stdio" else f"   / stdio p50 {med(x) / base:5.2f}× (goal ≤ 1.3×)"
+            print(f"  {label + ', ' + name:<20} p50 {med(x):8.1f} µs   p99 {pct(x, 0.99):8.1f} µs{extra}")
+        RESULTS["http/paced/" + key] = med(lat["json"]) / base
+    # Back to back: N execs pipelined on stdio; then the same N over 64 clients.
+    n = max(640, N_EXEC)
+    params = kinds[0][2]
+    t = time.perf_counter()
+    for _ in range(n):
+        h.c.send("sandbox/exec", params)
+    for _ in range(n):
+        assert h.c.read()["result"]["value"] == 2
+    stdio_rate = n / (time.perf_counter() - t)
+    errors = []
+
+    def worker(k):
+        c = RawHttp(h.port)
+        try:
+            for _ in range(k):
+                assert c.exec(params, False)["value"] == 2
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+    threads = [threading.Thread(target=worker, args=(n // 64,)) for _ in range(64)]
+    cpu0, t = time.process_time(), time.perf_counter()
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    wall = time.perf_counter() - t
+    gen_cpu = (time.process_time() - cpu0) / wall
+    assert not errors, errors[:3]
+    http_rate = (n // 64) * 64 / wall
+    RESULTS["http/b2b"] = http_rate / stdio_rate
+    print(f"HTTP: back to back, Lua `return 1+1`, --jobs {jobs}: stdio pipelined {stdio_rate:8.0f} execs/s;"
+          f" 64 HTTP clients {http_rate:8.0f} execs/s = {http_rate / stdio_rate:4.2f}× (goal ≥ 0.9×);"
+          f" the load generator used {gen_cpu:4.2f} CPUs of {jobs} meanwhile")
+    h.close()
+
+
 SUMMARY = [("paced/lua-process", "Lua paced exec / paced ping, process", "≤ 2×", lambda x: x <= 2),
            ("paced/lua-state", "Lua paced exec / paced ping, state", "≤ 1.5×", lambda x: x <= 1.5),
            ("paced/python", "Python paced exec / paced ping", "≤ 3×", lambda x: x <= 3),
@@ -739,7 +884,11 @@ SUMMARY = [("paced/lua-process", "Lua paced exec / paced ping, process", "≤ 2�
            ("compute/python", "Python loop overhead, cpu_ms only, CPU", "≤ 10 %", lambda x: x <= 10),
            ("data/latency", "data exec b2b / cold python3.11 -c, numpy+pandas", "≤ 0.05×",
             lambda x: x <= 0.05),
-           ("data/cpu", "CPU per data exec / cold python3.11 -c", "≤ 0.1×", lambda x: x <= 0.1)]
+           ("data/cpu", "CPU per data exec / cold python3.11 -c", "≤ 0.1×", lambda x: x <= 0.1),
+           ("http/paced/lua", "Lua paced exec over HTTP (keep-alive) / over stdio", "≤ 1.3×",
+            lambda x: x <= 1.3),
+           ("http/paced/python", "Python paced exec over HTTP / over stdio", "≤ 1.3×", lambda x: x <= 1.3),
+           ("http/b2b", "64 HTTP clients' throughput / stdio pipelined", "≥ 0.9×", lambda x: x >= 0.9)]
 
 
 def summary():
@@ -789,7 +938,9 @@ def main():
                  n_pipelined=500 if QUICK else 2000)
     if want("data"):
         data_section()
-    if any(want(x) for x in ("paced", "b2b", "cpu", "compute", "data")):
+    if want("http"):
+        http_section()
+    if any(want(x) for x in ("paced", "b2b", "cpu", "compute", "data", "http")):
         summary()
 
 
