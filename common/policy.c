@@ -701,7 +701,7 @@ const struct tp_policy_key tp_policy_keys[] = {
 	STRV("filesystem", "write", fs_write, 0, TP_PC_PATH, NULL),
 	U64("filesystem", "file_bytes", file_bytes, 1, 1ull << 30, 0, ZERO),
 	STRV(NULL, "tools", tools, 0, TP_PC_TOOL, NULL),
-	U64("session", "max_sessions", session.max_sessions, 0, 1024, 16, 0),
+	U64("session", "max_sessions", session.max_sessions, 0, 100000, 16, 0),
 	U64("session", "idle_ms", session.idle_ms, 1000, 86400000, 600000, 0),
 	U64("session", "max_execs", session.max_execs, 1, 10000000, 1000, 0),
 	U64("session", "memory_bytes", session.memory_bytes, 1u << 20, TP_POLICY_MAX_MEMORY,

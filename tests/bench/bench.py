@@ -6,6 +6,7 @@ Prints figures; asserts only that replies are correct, never a timing.
 
 Sections, in order (BENCH_ONLY=a,b picks some; docs/performance.md describes
 every row): machine, paced, b2b, cpu, compute, sessions, data, http; then the goal
+table; capacity only when BENCH_ONLY names it
 table. data is the `data` policy preset's numpy + pandas group-by
 against a cold `python3.11 -c` doing the same, and the data zygote's start and
 memory; it is skipped, with the reason, where python3.11 cannot import them.
@@ -873,6 +874,70 @@ def http_section():
     h.close()
 
 
+# ---- capacity ------------------------------------------------------------------------
+def tree_pss_kb(host_pid):
+    """PSS of the host and every process under it (zygotes, workers)."""
+    total, todo, seen = 0, [host_pid], set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        total += pss_kb(pid) or 0
+        try:
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/children") as f:
+                    todo += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+    return total
+
+
+def capacity_section():
+    """How many idle sessions one host holds (BENCH_ONLY=capacity; not in the
+    default run): sessions opened one after another in steps up to
+    BENCH_CAP_LUA and BENCH_CAP_PY, each step's open latency, and the whole
+    tree's PSS per session. Stops early, saying why, at the first refusal or
+    when the tree passes BENCH_CAP_MAX_GB (default 12) GiB."""
+    tops = {"lua": int(os.environ.get("BENCH_CAP_LUA", "10000")),
+            "python": int(os.environ.get("BENCH_CAP_PY", "1000"))}
+    max_kb = float(os.environ.get("BENCH_CAP_MAX_GB", "12")) * 1024 * 1024
+    d = tempfile.mkdtemp(prefix="tp-bench-cap-")
+    with open(os.path.join(d, "many.json"), "w") as f:
+        json.dump({"name": "many", "extends": "standard",
+                   "session": {"max_sessions": 100000, "idle_ms": 86400000, "lifetime_ms": 86400000,
+                               "workspace_bytes": 0}}, f)
+    print(f"Capacity: idle sessions on one host, opened one after another (pid_max "
+          f"{open('/proc/sys/kernel/pid_max').read().strip()}, RLIMIT_NPROC "
+          f"{__import__('resource').getrlimit(__import__('resource').RLIMIT_NPROC)[0]}):")
+    for lang, top in tops.items():
+        c = Client(("--policy-dir", d, "--policy", "many"))
+        base = tree_pss_kb(c.p.pid)
+        steps = [n for n in (100, 1000, 3000, 10000, 30000) if n < top] + [top]
+        opened, lat, why = 0, [], "reached the top count"
+        for step in steps:
+            while opened < step:
+                t = time.perf_counter()
+                i = c.send("sandbox/session/open", {"lang": lang})
+                r = c.read()
+                lat.append((time.perf_counter() - t) * 1e6)
+                if "result" not in r:
+                    why = f"refused at {opened + 1}: {r['error']['message']}"
+                    break
+                opened += 1
+            time.sleep(0.5)
+            pss = tree_pss_kb(c.p.pid)
+            per = (pss - base) / max(opened, 1)
+            print(f"  {lang:<6} {opened:6d} sessions: open p50 {med(lat):8.1f} µs, p99 {pct(lat, 0.99):8.1f} µs;"
+                  f" tree PSS {pss / 1024:8.1f} MiB, {per:7.1f} KiB a session")
+            if opened < step or pss > max_kb:
+                if pss > max_kb:
+                    why = f"stopped: the tree passed {max_kb / 1024 / 1024:.0f} GiB"
+                break
+        print(f"  {lang:<6} {why}")
+        c.close()
+
+
 SUMMARY = [("paced/lua-process", "Lua paced exec / paced ping, process", "≤ 2×", lambda x: x <= 2),
            ("paced/lua-state", "Lua paced exec / paced ping, state", "≤ 1.5×", lambda x: x <= 1.5),
            ("paced/python", "Python paced exec / paced ping", "≤ 3×", lambda x: x <= 3),
@@ -940,6 +1005,8 @@ def main():
         data_section()
     if want("http"):
         http_section()
+    if "capacity" in ONLY:  # only when asked for: it holds thousands of processes
+        capacity_section()
     if any(want(x) for x in ("paced", "b2b", "cpu", "compute", "data", "http")):
         summary()
 

@@ -137,6 +137,9 @@ static void test_messages(void)
 		"p.json:1:26: limits.cpu_ms: 600001 is out of range (1 .. 600000)");
 	refused("{\"name\": \"x\", \"limits\": {\"cpu_ms\": 0}}",
 		"p.json:1:26: limits.cpu_ms: 0 is out of range (1 .. 600000)");
+	accepted("{\"name\": \"x\", \"session\": {\"max_sessions\": 100000}}");
+	refused("{\"name\": \"x\", \"session\": {\"max_sessions\": 100001}}",
+		"p.json:1:27: session.max_sessions: 100001 is out of range (0 .. 100000)");
 	refused("{\"name\": \"x\", \"limits\": {\"wall_ms\": 3600001}}",
 		"p.json:1:26: limits.wall_ms: 3600001 is out of range (1 .. 3600000)");
 	accepted("{\"name\": \"x\", \"limits\": {\"instructions\": 0, \"result_depth\": 200}}");
