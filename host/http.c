@@ -44,6 +44,11 @@
 #define HTTP_IDLE_S 30                  /* a connection idle this long is closed */
 #define SESSION_IDLE_MS (3600.0 * 1000) /* an MCP session unused this long ends */
 #define SESSION_ID_HEX 32
+/* MCP sessions open at once, at most; per tenant at most a quarter of them. A
+ * client that never sends DELETE leaves its session for SESSION_IDLE_MS: this
+ * bounds what such clients (or a hostile one) hold. TIDEPOOL_HTTP_SESSIONS_MAX
+ * lowers it (tests). */
+#define SESSIONS_MAX 4096
 #define HANGUP_CHECK_MS 200.0 /* how often a waiting POST's peer is looked at */
 #define KEEPALIVE_MS                                                                               \
 	15000.0 /* an SSE stream silent this long gets a comment line, so                          \
@@ -87,6 +92,7 @@ struct tp_http {
 	char url[128];
 	struct tp_http_ops ops;
 	struct http_session *sessions;
+	int nsessions, sessions_max;
 	struct exchange *open;    /* every exchange waiting for replies */
 	struct exchange *feeding; /* the one whose body the host is reading now */
 	int loopback;             /* bound to a loopback address: Host and Origin are checked */
@@ -293,13 +299,23 @@ static void session_end(struct tp_host *h, struct tp_http *t, struct http_sessio
 	struct http_session **pp = &t->sessions;
 	while (*pp != NULL && *pp != s)
 		pp = &(*pp)->next;
-	if (*pp != NULL)
+	if (*pp != NULL) {
 		*pp = s->next;
+		t->nsessions--;
+	}
 	for (struct exchange *x = t->open; x != NULL; x = x->next)
 		if (x->s == s)
 			x->s = NULL; /* its replies are no one's now */
 	t->ops.leave(h, s->c, why);
 	free(s);
+}
+
+static int tenant_sessions(const struct tp_http *t, const struct tp_tenant *tenant)
+{
+	int n = 0;
+	for (const struct http_session *s = t->sessions; s != NULL; s = s->next)
+		n += s->c->tenant == tenant;
+	return n;
 }
 
 /* ---- answering -------------------------------------------------------------------------- */
@@ -620,6 +636,16 @@ static enum MHD_Result post(struct tp_host *h, struct tp_http *t, struct exchang
 				      "Not Found: no MCP session has this Mcp-Session-Id");
 		x->c = x->s->c;
 		x->s->last_used = tp_now_ms();
+	} else if (init &&
+		   (t->nsessions >= t->sessions_max ||
+		    (x->tenant != NULL && tenant_sessions(t, x->tenant) >= t->sessions_max / 4))) {
+		return refuse(
+		    x->conn, MHD_HTTP_SERVICE_UNAVAILABLE, TP_RPC_BUSY,
+		    t->nsessions >= t->sessions_max
+			? "Service Unavailable: too many MCP sessions are open; end one "
+			  "(DELETE) or retry later"
+			: "Service Unavailable: this tenant has too many MCP sessions open; "
+			  "end one (DELETE)");
 	} else if (init) {
 		unsigned char raw[SESSION_ID_HEX / 2];
 		struct http_session *s = calloc(1, sizeof *s);
@@ -634,6 +660,7 @@ static enum MHD_Result post(struct tp_host *h, struct tp_http *t, struct exchang
 		s->last_used = tp_now_ms();
 		s->next = t->sessions;
 		t->sessions = s;
+		t->nsessions++;
 		x->s = s;
 		x->c = s->c;
 		snprintf(x->new_session, sizeof x->new_session, "%s", s->id);
@@ -810,6 +837,9 @@ int tp_http_open(struct tp_host *h, const char *spec, const struct tp_http_ops *
 	t->loopback = loopback;
 	const char *ka = getenv("TIDEPOOL_SSE_KEEPALIVE_MS");
 	t->keepalive_ms = ka != NULL && atof(ka) >= 100 ? atof(ka) : KEEPALIVE_MS;
+	const char *sm = getenv("TIDEPOOL_HTTP_SESSIONS_MAX");
+	t->sessions_max =
+	    sm != NULL && atoi(sm) >= 4 && atoi(sm) < SESSIONS_MAX ? atoi(sm) : SESSIONS_MAX;
 	h->http = t;
 	t->d = MHD_start_daemon(MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, on_request,
 				h, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a,

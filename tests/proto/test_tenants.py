@@ -375,3 +375,44 @@ def test_token_new_and_hash():
     r = subprocess.run([BINARY, "token", "hash"], input=b"", capture_output=True, env=ENV, timeout=10)
     assert (r.returncode, r.stderr.decode()) == (2, "tidepool: token hash: give one token (1 to 512 "
                                                      "bytes) on stdin\n")
+
+
+def test_mcp_sessions_are_bounded_overall_and_per_tenant():
+    """A client that never sends DELETE leaves its MCP session open for an
+    hour: how many may be open is bounded (4096; a tenant a quarter of it), so
+    no caller can pile them up. Lowered here to 8 by the test knob."""
+    import test_http
+    old = dict(test_http.ENV)
+    test_http.ENV["TIDEPOOL_HTTP_SESSIONS_MAX"] = "8"
+    try:
+        s = Server("--tokens", tokens_file([tenant("acme"), tenant("globex")]))
+    finally:
+        test_http.ENV.clear()
+        test_http.ENV.update(old)
+    try:
+        a = [session(s, "acme") for _ in range(2)]
+        status, headers, m = s.post(rq(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}}),
+                                    headers=auth("acme"))
+        assert (status, m["error"]) == (503, {"code": -32001, "message": "Service Unavailable: this tenant "
+                                              "has too many MCP sessions open; end one (DELETE)"})
+        assert "Mcp-Session-Id" not in headers
+        g = [session(s, "globex") for _ in range(2)]  # the other tenant is not held back
+        assert s.request("DELETE", headers=a[0])[0] == 200
+        a.append(session(s, "acme"))  # room again
+        assert len({h["Mcp-Session-Id"] for h in a + g}) == 5
+    finally:
+        s.stop()
+    test_http.ENV["TIDEPOOL_HTTP_SESSIONS_MAX"] = "8"
+    try:
+        s = Server()
+    finally:
+        del test_http.ENV["TIDEPOOL_HTTP_SESSIONS_MAX"]
+    try:
+        for _ in range(8):
+            assert s.post(rq(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}}))[0] == 200
+        status, _, m = s.post(rq(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {}}))
+        assert (status, m["error"]["message"]) == (503, "Service Unavailable: too many MCP sessions are open; "
+                                                        "end one (DELETE) or retry later")
+        assert s.post(rq(2, "ping"))[2]["result"] == {}  # a stateless POST is still served
+    finally:
+        s.stop()
