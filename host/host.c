@@ -767,7 +767,8 @@ static void poll_once(struct tp_host *h)
 		    (struct pollfd){ ws[i]->chan, (short)(POLLIN | (ws[i]->tx ? POLLOUT : 0)), 0 };
 	struct pollfd *zfds = wfds + nw;
 	for (int z = 0; z < h->nzyg; z++)
-		zfds[z] = (struct pollfd){ h->zyg[z].ctl, POLLIN, 0 };
+		zfds[z] = (struct pollfd){ h->zyg[z].ctl,
+					   (short)(POLLIN | (h->zyg[z].nunsent ? POLLOUT : 0)), 0 };
 	int timeout = tp_pool_next_timeout(h, tp_now_ms());
 	double ht = tp_http_next_timeout(h);
 	if (ht >= 0 && (timeout < 0 || ht < timeout))
@@ -795,9 +796,12 @@ static void poll_once(struct tp_host *h)
 			if (ws[i]->chan >= 0 && wfds[i].revents & (POLLIN | POLLHUP | POLLERR))
 				tp_pool_read_chan(h, ws[i]);
 		}
-		for (int z = 0; z < h->nzyg; z++)
-			if (zfds[z].revents)
+		for (int z = 0; z < h->nzyg; z++) {
+			if (zfds[z].revents & POLLOUT)
+				tp_zygote_flush(&h->zyg[z]); /* a failure: its death is reaped */
+			if (zfds[z].revents & ~POLLOUT)
 				tp_pool_read_zygote(h, &h->zyg[z]);
+		}
 		if (sig)
 			handle_signals(h);
 		/* Last: a request may grow the arrays read above. A client made
@@ -1121,6 +1125,8 @@ void tp_host_free(struct tp_host *h)
 	for (int i = 0; h->zyg != NULL && i < h->nzyg; i++) {
 		if (h->zyg[i].ctl >= 0)
 			close(h->zyg[i].ctl);
+		tp_zygote_unsent_free(&h->zyg[i]);
+		free(h->zyg[i].unsent);
 		free(h->zyg[i].spawning);
 	}
 	if (h->sigfd >= 0)

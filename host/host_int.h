@@ -230,6 +230,16 @@ struct zygote {
 	double last_start;        /* when its last one-shot exec started (fair dispatch) */
 	struct worker **spawning; /* FIFO awaiting a pid from the zygote */
 	int nspawning, spawning_cap;
+	/* Spawn requests not sent yet: its socket was full (a burst). They are
+	 * the last of spawning[], sent in order when the socket has room. */
+	struct tp_spawn_req *unsent;
+	int nunsent, unsent_cap;
+};
+
+struct tp_spawn_req {
+	int chan, page, ws; /* owned until sent */
+	uint32_t area;
+	enum tp_spawn_kind kind;
 };
 
 struct tp_host {
@@ -432,6 +442,11 @@ void tp_worker_bound_cpu(struct tp_host *h, struct worker *w);
 /* One more consecutive failure of z's workers: its backoff (and after many,
  * its restart and its queue answered). */
 void tp_zygote_failed(struct tp_host *h, struct zygote *z);
+/* Sends what waits in z->unsent while its socket takes it: 0, or -1 when the
+ * zygote cannot be written to (it is gone). */
+int tp_zygote_flush(struct zygote *z);
+/* Drops what waits in z->unsent (the zygote is gone). */
+void tp_zygote_unsent_free(struct zygote *z);
 int tp_zygote_backing_off(const struct zygote *z, double now);
 /* Takes a queued exec out of the queue (the caller owns it then). */
 void tp_queue_remove(struct tp_host *h, struct exec *e);

@@ -598,6 +598,7 @@ static void zygote_gone(struct tp_host *h, struct zygote *z)
 		close(z->ctl);
 	z->ctl = -1;
 	z->pid = 0;
+	tp_zygote_unsent_free(z);
 	tp_zygote_failed(h, z);
 	for (int i = 0; i < z->nspawning; i++)
 		drop_unborn(h, z->spawning[i]);

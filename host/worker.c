@@ -10,6 +10,7 @@
 #include "host_int.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/futex.h>
@@ -307,6 +308,70 @@ static int new_page(struct worker *w)
 	return fd;
 }
 
+/* The zygote reads its requests as fast as it forks, and writes each new pid
+ * back; a burst of requests (many sessions opened at once) fills its socket.
+ * Waiting for room in place would deadlock (the zygote waits for us to read
+ * its pids), so a request that does not fit waits in z->unsent, its fds with
+ * it, and the loop sends it when the socket has room (tp_zygote_flush); the
+ * worker is in spawning[] already, in the order its pid will come. */
+void tp_zygote_unsent_free(struct zygote *z)
+{
+	for (int i = 0; i < z->nunsent; i++) {
+		close(z->unsent[i].chan);
+		close(z->unsent[i].page);
+		if (z->unsent[i].ws > 2)
+			close(z->unsent[i].ws);
+	}
+	z->nunsent = 0;
+}
+
+int tp_zygote_flush(struct zygote *z)
+{
+	int sent = 0;
+	while (sent < z->nunsent) {
+		struct tp_spawn_req *r = &z->unsent[sent];
+		if (tp_spawn_send(z->ctl, r->chan, r->page, r->area, r->kind, r->ws) != 0)
+			break;
+		close(r->chan);
+		close(r->page);
+		if (r->ws > 2)
+			close(r->ws);
+		sent++;
+	}
+	int hard = sent < z->nunsent && errno != EAGAIN && errno != EWOULDBLOCK;
+	memmove(z->unsent, z->unsent + sent, (size_t)(z->nunsent - sent) * sizeof *z->unsent);
+	z->nunsent -= sent;
+	return hard ? -1 : 0;
+}
+
+/* 0: sent, or queued (the fds are the queue's); -1: neither (the caller's). */
+static int send_spawn(struct zygote *z, int chan, int page, uint32_t area, enum tp_spawn_kind kind,
+		      int ws_fd)
+{
+	if (z->nunsent == 0 && tp_spawn_send(z->ctl, chan, page, area, kind, ws_fd) == 0) {
+		close(chan);
+		close(page);
+		return 0;
+	}
+	if (z->nunsent == 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+		return -1;
+	if (z->nunsent == z->unsent_cap) {
+		int cap = z->unsent_cap ? 2 * z->unsent_cap : 16;
+		struct tp_spawn_req *q = realloc(z->unsent, (size_t)cap * sizeof *q);
+		if (q == NULL)
+			return -1;
+		z->unsent = q;
+		z->unsent_cap = cap;
+	}
+	int ws = ws_fd > 2 && kind == TP_SPAWN_SESSION ? fcntl(ws_fd, F_DUPFD_CLOEXEC, 3) : -1;
+	if (ws_fd > 2 && kind == TP_SPAWN_SESSION && ws < 0)
+		return -1;
+	z->unsent[z->nunsent++] = (struct tp_spawn_req){
+		.chan = chan, .page = page, .ws = ws, .area = area, .kind = kind
+	};
+	return 0;
+}
+
 static struct worker *spawn(struct tp_host *h, int zi, enum tp_spawn_kind kind, int ws_fd)
 {
 	int sv[2], page;
@@ -336,7 +401,11 @@ static struct worker *spawn(struct tp_host *h, int zi, enum tp_spawn_kind kind, 
 		return NULL;
 	}
 	page = new_page(w);
-	if (page < 0 || tp_spawn_send(z->ctl, sv[1], page, w->area, kind, ws_fd) != 0) {
+	if (page < 0 || send_spawn(z, sv[1], page, w->area, kind, ws_fd) != 0) {
+		char why[160];
+		snprintf(why, sizeof why, "could not start a %s worker: %s: %s", z->lang->name,
+			 page < 0 ? "its page" : "the request to the zygote", strerror(errno));
+		tp_out_log("%s", why);
 		if (page >= 0)
 			close(page);
 		close(sv[1]);
@@ -346,8 +415,6 @@ static struct worker *spawn(struct tp_host *h, int zi, enum tp_spawn_kind kind, 
 		tp_worker_free(h, w);
 		return NULL;
 	}
-	close(page);
-	close(sv[1]);
 	w->chan = sv[0];
 	fcntl(w->chan, F_SETFL, O_NONBLOCK);
 	/* Oldest first: dispatch takes the worker most likely done with its lockdown. */

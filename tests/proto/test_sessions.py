@@ -600,3 +600,27 @@ def test_a_seccomp_trap_in_a_session_ends_it(h):
     assert r["session_lost"] is True
     msg = rpc_error(h.call("sandbox/exec", {"session_id": sid, "code": "x"}), NO_SESSION)
     assert msg == f"session '{sid}' has ended: seccomp refused a system call and ended its worker"
+
+
+def test_a_burst_of_session_opens_all_start(tmp_path):
+    """Sessions opened faster than the zygote forks (a thousand pipelined at
+    once) fill the zygote's socket: the host waits for room instead of failing
+    the spawn, so every one opens and runs."""
+    (tmp_path / "many.json").write_text(json.dumps({"name": "many", "extends": "standard", "session": {
+        "max_sessions": 2000, "workspace_bytes": 0}}))
+    os.chmod(tmp_path, 0o755)
+    h = Host(args=("--policy-dir", str(tmp_path), "--policy", "many"))
+    try:
+        n = 1200
+        for i in range(n):
+            h.send({"jsonrpc": "2.0", "id": i, "method": "sandbox/session/open", "params": {"lang": "lua"}})
+        ids = {}
+        for _ in range(n):
+            m = h.read_line(60)
+            assert "result" in m, m
+            ids[m["id"]] = m["result"]["session_id"]
+        assert len(ids) == n and len(set(ids.values())) == n
+        last = h.call("sandbox/exec", {"session_id": ids[n - 1], "code": "return 'alive'"})
+        assert last["result"]["value"] == "alive", last
+    finally:
+        h.close()
