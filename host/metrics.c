@@ -39,9 +39,15 @@ struct exec_series {
 	uint64_t n;
 };
 
+/* The most series tidepool_execs_total holds: the labels' sets are bounded,
+ * but their product (policies x tenants x kinds) could be large; past this an
+ * outcome is counted in tidepool_metrics_series_dropped_total instead. */
+#define MAX_SERIES 8192
+
 struct tp_metrics {
 	struct exec_series *execs;
 	size_t nexecs, cap;
+	uint64_t dropped;
 	struct hist wall[TP_NLANGS], queue[TP_NLANGS];
 	uint64_t restarts[TP_NLANGS];
 	uint64_t bytes_in, bytes_out;
@@ -94,6 +100,10 @@ void tp_metrics_exec(struct tp_host *h, enum tp_lang_id lang, const struct tp_po
 				  strcmp(m->execs[i].layer, layer) == 0))
 		i++;
 	if (i == m->nexecs) {
+		if (m->nexecs == MAX_SERIES) {
+			m->dropped++;
+			return;
+		}
 		if (m->nexecs == m->cap) {
 			size_t cap = m->cap ? 2 * m->cap : 32;
 			struct exec_series *v = realloc(m->execs, cap * sizeof *v);
@@ -217,6 +227,9 @@ char *tp_metrics_render(const struct tp_host *h, int ready, size_t *len)
 		put_value(&pg, s->tenant >= 0 ? h->tenants[s->tenant].name : "");
 		put(&pg, "\"} %llu\n", (unsigned long long)s->n);
 	}
+	head(&pg, "tidepool_metrics_series_dropped_total", "counter",
+	     "Exec outcomes not counted in tidepool_execs_total: its series were at their cap.");
+	put(&pg, "tidepool_metrics_series_dropped_total %llu\n", (unsigned long long)m->dropped);
 	head(&pg, "tidepool_exec_duration_seconds", "histogram",
 	     "Execs' wall time (usage.wall_ms, from the request's arrival).");
 	for (int l = 0; l < TP_NLANGS; l++)

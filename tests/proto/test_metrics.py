@@ -14,7 +14,8 @@ from test_tenants import TOKENS, auth, tenant, tokens_file
 
 NAMES = {"tidepool_build_info", "tidepool_ready", "tidepool_execs", "tidepool_exec_duration_seconds",
          "tidepool_queue_wait_seconds", "tidepool_workers", "tidepool_sessions_open", "tidepool_queue_depth",
-         "tidepool_clients", "tidepool_zygote_restarts", "tidepool_bytes_received", "tidepool_bytes_sent"}
+         "tidepool_clients", "tidepool_zygote_restarts", "tidepool_bytes_received", "tidepool_bytes_sent",
+         "tidepool_metrics_series_dropped"}
 LINE = re.compile(r'^[a-z_]+(\{([a-z_]+="([^"\\\n]|\\.)*",?)*\})? -?[0-9.e+-]+$|^# (HELP|TYPE) [a-z_]+ .+$')
 
 
@@ -65,6 +66,8 @@ def test_counters_move_by_what_was_done(srv):
     # the timed-out exec (100 ms of CPU) is past the 0.1 s bucket, the first not
     assert value(after, H, H + "_bucket", language="lua", le="0.05") == inf - 1
     assert value(after, "tidepool_ready", "tidepool_ready") == 1
+    D = "tidepool_metrics_series_dropped"
+    assert value(after, D, D + "_total") == 0
     assert value(after, "tidepool_build_info", "tidepool_build_info", version="0.1.0") == 1
     rx = value(after, "tidepool_bytes_received", "tidepool_bytes_received_total")
     assert rx - value(before, "tidepool_bytes_received", "tidepool_bytes_received_total") >= 4 * 60
