@@ -74,7 +74,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/te
 FORMAT_SRCS = $(filter-out py-sandbox/pyshim.c common/presets.c,$(CORE_SRCS)) $(MAIN_SRCS) \
               $(wildcard $(SRC_DIRS:%=%/*.h)) $(wildcard tests/unit/*.[ch])
 
-.PHONY: all deps demo test bench install uninstall clean unit proto sdk conformance fleet faults failalloc soak \
+.PHONY: all deps demo test bench install uninstall clean unit proto sdk conformance fleet image faults failalloc soak \
         soak-ci test-sanitize fuzz fuzz-build fuzz-regress format format-check layer-check shim-check \
         pyclient man-check doc-check pyclient-install contrib-check
 
@@ -255,6 +255,12 @@ sdk: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
 # mid-run (tests/fleet/fleet.py; docs/deploy.md). FLEET_FULL=1: the long form.
 fleet: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
 	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool $(if $(FLEET_FULL),FLEET_FULL=1) $(PYTHON) tests/fleet/fleet.py </dev/null
+
+# The container image (deploy/Containerfile), built from Debian's archive with
+# mmdebstrap and podman, then smoke-tested; not part of make test (minutes, and
+# it needs podman): docs/deploy.md.
+image:
+	deploy/build-image.sh
 
 # The official MCP conformance suite (@modelcontextprotocol/conformance, pinned
 # in tests/conformance/package-lock.json with the Node 22 it needs, the npm
