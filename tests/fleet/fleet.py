@@ -7,8 +7,9 @@ answers a snippet's tool call, and ends with DELETE. Mid-run one replica is
 killed (SIGKILL). Checked:
 
 - every client whose session lived on the killed replica sees its session lost
-  clearly (404 with the JSON-RPC error -32002, or 502 for a request in flight
-  at the kill), and no other client sees anything but correct answers;
+  clearly (404 with the JSON-RPC error -32002; for a request in flight at the
+  kill, 502, or its SSE stream cut before the reply), and no other client sees
+  anything but correct answers;
 - no request goes unanswered: every HTTP request gets a status in time;
 - tenant isolation across the fleet: one tenant's MCP session id is 404 for the
   other's token.
@@ -138,6 +139,9 @@ class Client:
                         on_event(m)
                     else:
                         reply = m
+            if reply is None:  # the stream was cut before its reply: its replica died
+                self.conn = None
+                raise Lost((r.status, b"the SSE stream ended without the reply"))
             return r.status, reply
         body = r.read()
         return r.status, (json.loads(body) if body else None)
@@ -352,7 +356,8 @@ def main():
         lost = [cl for cl, (o, _) in results.items() if o == "lost"]
         for cl in lost:
             status, body = results[cl][1]
-            if status == 404 and b"-32002" not in body and body != b"at DELETE":
+            if status == 404 and b"-32002" not in body and body != b"at DELETE" or \
+                    status not in (404, 502, 503, 200):
                 failures.append(f"lost without the clear error: {status} {body!r}")
         execs = sum(len(cl.lat) for cl in clients)
         before = [d for cl in clients for (t, d) in cl.lat if t < t_kill]
