@@ -309,6 +309,21 @@ void tp_out_run_batch(struct tp_host *h, struct client *c, json_t *arr,
 void tp_out_unanswered(struct client *c, const json_t *id);
 void tp_out_batches_free(struct client *c);
 
+/* A bucket of per_minute tokens refilled continuously since *at (tp_now_ms):
+ * takes one and returns 0, or returns the ms until one is back. */
+static inline double tp_bucket_take(double *tokens, double *at, uint64_t per_minute, double now)
+{
+	*tokens += (now - *at) * (double)per_minute / 60000.0;
+	if (*tokens > (double)per_minute)
+		*tokens = (double)per_minute;
+	*at = now;
+	if (*tokens >= 1.0) {
+		*tokens -= 1.0;
+		return 0;
+	}
+	return (1.0 - *tokens) * 60000.0 / (double)per_minute;
+}
+
 /* The policies c's requests may name, and its default: its tenant's, or all. */
 static inline const struct tp_exec_policies *tp_pols_of(const struct tp_host *h,
 							const struct client *c)

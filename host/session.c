@@ -442,17 +442,9 @@ int tp_sess_admit(struct tp_host *h, struct session *s, const json_t *rpc_id, do
 			 p->session.lifetime_ms, p->name);
 	} else {
 		uint64_t cap = p->rate.session_per_minute;
-		if (cap == 0)
+		if (cap == 0 ||
+		    (*wait_ms = tp_bucket_take(&s->tokens, &s->tokens_at, cap, now)) == 0)
 			return 0;
-		s->tokens += (now - s->tokens_at) * (double)cap / 60000.0;
-		if (s->tokens > (double)cap)
-			s->tokens = (double)cap;
-		s->tokens_at = now;
-		if (s->tokens >= 1.0) {
-			s->tokens -= 1.0;
-			return 0;
-		}
-		*wait_ms = (1.0 - s->tokens) * 60000.0 / (double)cap;
 		if (*wait_ms < 1)
 			*wait_ms = 1;
 		return -1;

@@ -250,7 +250,8 @@ int tp_tenants_parse(struct tp_host *h, const char *text, size_t len, const char
 						goto out;
 					}
 		}
-		t->tokens = (double)t->q.execs_per_minute;
+		t->tokens = (double)t->q.execs_per_minute; /* full at the start */
+		t->tokens_at = tp_now_ms();
 	}
 	rc = 0;
 out:
@@ -301,19 +302,9 @@ int tp_tenant_allows(const struct tp_tenant *t, const struct tp_policy *p)
 
 double tp_tenant_admit(struct tp_tenant *t, double now)
 {
-	uint64_t rate = t->q.execs_per_minute;
-	if (rate == 0)
+	if (t->q.execs_per_minute == 0)
 		return 0;
-	if (t->tokens_at > 0)
-		t->tokens += (now - t->tokens_at) * (double)rate / 60000.0;
-	if (t->tokens > (double)rate)
-		t->tokens = (double)rate;
-	t->tokens_at = now;
-	if (t->tokens >= 1) {
-		t->tokens -= 1;
-		return 0;
-	}
-	return (1 - t->tokens) * 60000.0 / (double)rate; /* until one token is back */
+	return tp_bucket_take(&t->tokens, &t->tokens_at, t->q.execs_per_minute, now);
 }
 
 int tp_tenant_queue_full(const struct tp_tenant *t)

@@ -505,15 +505,18 @@ def test_sigterm_drains_what_runs_and_refuses_new_work():
         s.stop()
 
 
+def post_in_background(s, msg):
+    """msg POSTed on a thread of its own: (the thread, where its answer goes)."""
+    out = {}
+    t = threading.Thread(target=lambda: out.update(r=s.post(msg)))
+    t.start()
+    return t, out
+
+
 def test_a_drain_out_of_time_cancels_what_still_runs():
     s = Server("--drain-timeout", "1")
     try:
-        out = {}
-
-        def run():
-            out["r"] = s.post(rq(1, "sandbox/exec", {"lang": "lua", "code": "while true do end"}))
-        t = threading.Thread(target=run)
-        t.start()
+        t, out = post_in_background(s, rq(1, "sandbox/exec", {"lang": "lua", "code": "while true do end"}))
         time.sleep(0.3)
         t0 = time.monotonic()
         s.proc.send_signal(signal.SIGTERM)
@@ -529,12 +532,7 @@ def test_a_drain_out_of_time_cancels_what_still_runs():
 def test_a_second_sigterm_cancels_at_once():
     s = Server("--drain-timeout", "60")
     try:
-        out = {}
-
-        def run():
-            out["r"] = s.post(rq(1, "sandbox/exec", {"lang": "lua", "code": "while true do end"}))
-        t = threading.Thread(target=run)
-        t.start()
+        t, out = post_in_background(s, rq(1, "sandbox/exec", {"lang": "lua", "code": "while true do end"}))
         time.sleep(0.3)
         s.proc.send_signal(signal.SIGTERM)
         time.sleep(0.3)
