@@ -251,7 +251,6 @@ int tp_tenants_parse(struct tp_host *h, const char *text, size_t len, const char
 					}
 		}
 		t->tokens = (double)t->q.execs_per_minute; /* full at the start */
-		t->tokens_at = tp_now_ms();
 	}
 	rc = 0;
 out:
@@ -304,6 +303,8 @@ double tp_tenant_admit(struct tp_tenant *t, double now)
 {
 	if (t->q.execs_per_minute == 0)
 		return 0;
+	if (t->tokens_at == 0) /* its first exec: the bucket is full since now */
+		t->tokens_at = now;
 	return tp_bucket_take(&t->tokens, &t->tokens_at, t->q.execs_per_minute, now);
 }
 
