@@ -396,6 +396,10 @@ static struct worker *spawn(struct tp_host *h, int zi, enum tp_spawn_kind kind, 
 	w->area = tp_zygote_area_bytes(z->policy);
 	w->chan = -1;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+		char why[160];
+		snprintf(why, sizeof why, "could not start a %s worker: its channel: %s",
+			 z->lang->name, strerror(errno));
+		tp_out_log("%s", why); /* EMFILE: two fds a session; raise RLIMIT_NOFILE */
 		free(w);
 		h->nworkers--;
 		return NULL;
