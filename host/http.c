@@ -712,6 +712,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 				   ? respond(conn, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain",
 					     "starting\n", 9, NULL)
 				   : respond(conn, MHD_HTTP_OK, "text/plain", "ready\n", 6, NULL);
+		/* No token, as for the probes: a scraper has none, and the page says
+		 * how much, never what (no code, no output, no session id). */
 		if (strcmp(method, "GET") == 0 && strcmp(url, "/metrics") == 0)
 			return metrics(h, conn);
 		if (strcmp(url, "/mcp") != 0)

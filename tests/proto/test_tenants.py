@@ -311,17 +311,24 @@ def test_a_missing_or_huge_tokens_file_stops_the_start(tmp_path):
     assert (rc, last) == (2, f"tidepool: --tokens {bad}: line 1: unexpected token near '}}'")
 
 
+def start_beyond_loopback(path):
+    """A host bound to 0.0.0.0 with the tokens at path: (its process, its
+    "listening on" log line)."""
+    p = subprocess.Popen([BINARY, "--listen", "http://0.0.0.0:0", "--tokens", path],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+    line = b""
+    while b"listening on" not in line:
+        line = p.stderr.readline()
+        assert line, "exited"
+    return p, line
+
+
 def test_tokens_need_http_and_allow_binding_beyond_loopback():
     path = tokens_file([tenant("acme")])
     assert start_fails(["--tokens", path]) == (2, "tidepool: --tokens needs --listen http://ADDR:PORT "
                                                   "(tokens are HTTP's bearer tokens)")
-    p = subprocess.Popen([BINARY, "--listen", "http://0.0.0.0:0", "--tokens", path],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+    p, line = start_beyond_loopback(path)
     try:
-        line = b""
-        while b"listening on" not in line:
-            line = p.stderr.readline()
-            assert line, "exited"
         assert line.decode().startswith("tidepool: listening on http://0.0.0.0:")
     finally:
         p.terminate()
@@ -334,13 +341,8 @@ def test_beyond_loopback_any_host_name_is_served_and_browsers_are_not():
     refused, since no page should carry a tenant's token."""
     import http.client
     path = tokens_file([tenant("acme")])
-    p = subprocess.Popen([BINARY, "--listen", "http://0.0.0.0:0", "--tokens", path],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+    p, line = start_beyond_loopback(path)
     try:
-        line = b""
-        while b"listening on" not in line:
-            line = p.stderr.readline()
-            assert line, "exited"
         port = int(line.decode().rsplit(":", 1)[1].split("/")[0])
 
         def post(headers):
