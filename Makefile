@@ -341,7 +341,7 @@ FUZZ_LIB_SRCS  = $(wildcard common/*.c) lua-sandbox/ljson.c lua-sandbox/lalloc.c
                  $(filter-out host/main.c host/host.c host/output.c host/pool.c host/zygote_ctl.c \
                    host/cli.c host/hpolicy.c host/audit.c host/session.c host/tools.c \
                    host/stream.c host/files.c host/answer.c host/client.c host/listen.c host/http.c \
-                   host/worker.c host/workspace.c, \
+                   host/worker.c host/workspace.c host/compare.c, \
                    $(wildcard host/*.c))
 FUZZ_LIB_OBJS  = $(FUZZ_LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_BINS     := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)

@@ -36,6 +36,7 @@ void tp_shm_begin(struct tp_shm *shm, uint64_t out_limit)
 	shm->syscall_nr = -1;
 	shm->instructions = shm->mem_peak = 0;
 	shm->note[0] = '\0';
+	shm->rule[0] = '\0';
 }
 
 int tp_shm_write(struct tp_shm *shm, enum tp_stream s, const char *buf, size_t n)
@@ -74,6 +75,16 @@ void tp_shm_note(struct tp_shm *shm, const char *text)
 	n = n < sizeof shm->note - 1 ? n : sizeof shm->note - 1;
 	memcpy(shm->note, text, n);
 	shm->note[n] = '\0';
+}
+
+void tp_shm_rule(struct tp_shm *shm, const char *text)
+{
+	size_t n = strlen(text);
+	if (shm->rule[0] != '\0')
+		return;
+	n = n < sizeof shm->rule - 1 ? n : sizeof shm->rule - 1;
+	memcpy(shm->rule, text, n);
+	shm->rule[n] = '\0';
 }
 
 int tp_shm_view_cap(struct tp_shm_view *v, uint64_t output_bytes)
@@ -119,4 +130,6 @@ void tp_shm_snapshot(const struct tp_shm *shm, uint32_t area_bytes, struct tp_sh
 	v->cpu_us = shm->cpu_us;
 	memcpy(v->note, shm->note, sizeof v->note);
 	v->note[sizeof v->note - 1] = '\0'; /* the worker may have left no NUL */
+	memcpy(v->rule, shm->rule, sizeof v->rule);
+	v->rule[sizeof v->rule - 1] = '\0';
 }

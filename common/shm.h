@@ -57,7 +57,10 @@ struct tp_shm {
 	volatile uint64_t cpu_begin_us;
 	volatile uint64_t cpu_us;
 	char note[128]; /* why a worker stopped itself (policy kills), NUL-terminated */
-	char data[];    /* stdout area, then stderr area */
+	/* The rule that refused, for a policy or sandbox violation: "RULE" or
+	 * "RULE PATH" (docs/protocol.md, error.rule), NUL-terminated. */
+	char rule[192];
+	char data[]; /* stdout area, then stderr area */
 };
 
 /* A copy the host can trust: lengths clamped, verdict range-checked. */
@@ -73,6 +76,7 @@ struct tp_shm_view {
 	uint64_t instructions, mem_peak;
 	uint64_t cpu_begin_us, cpu_us; /* as the worker left them: unchecked */
 	char note[128];                /* a copy, always NUL-terminated */
+	char rule[192];                /* a copy, always NUL-terminated: unchecked */
 };
 
 size_t tp_shm_size(uint32_t area_bytes);
@@ -87,6 +91,8 @@ void tp_shm_trip(struct tp_shm *shm, enum tp_kind kind, int limit_id, uint64_t l
 		 uint64_t used);
 /* Worker: says why it is about to stop itself (before tp_shm_trip). */
 void tp_shm_note(struct tp_shm *shm, const char *text);
+/* Worker: names the rule that refused (first call of an exec wins). Async-signal-safe. */
+void tp_shm_rule(struct tp_shm *shm, const char *text);
 /* Host: reads the page of a mapping of area_bytes (the host's own value). */
 void tp_shm_snapshot(const struct tp_shm *shm, uint32_t area_bytes, struct tp_shm_view *v);
 /* Holds v to the exec's output_bytes, whatever lengths the page claims (the

@@ -1,4 +1,3 @@
--- What a curious student tries first: read a secret file, then run a program.
+-- What a curious student tries first: read a secret file (one attack a file; more in examples/lessons/).
 local f = io.open('/etc/passwd')
 print(f:read('a'))
-os.execute('id')

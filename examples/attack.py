@@ -1,4 +1,2 @@
-# What a curious student tries first: read a secret file, then run a program.
+# What a curious student tries first: read a secret file (one attack a file; more in examples/lessons/).
 print(open('/etc/passwd').read())
-import os
-os.system('id')

@@ -122,6 +122,8 @@ void tp_answer_finish(struct tp_host *h, struct worker *w, const struct tp_err *
 						     : 0,
 		.cpu_exec_ms = w->reply ? 0 : cpu_without_reply(w, &view),
 		.limits = &e->p.limits,
+		.policy = h->hp[e->zi / TP_NLANGS].p->name,
+		.rule = e->rule[0] ? e->rule : NULL,
 	};
 	const struct tp_hpolicy *hp = &h->hp[e->zi / TP_NLANGS];
 	json_t *res = tp_result_build(&o);
@@ -148,7 +150,8 @@ void tp_answer_unrun(struct tp_host *h, struct exec *e)
 {
 	struct tp_outcome o = { .host = &e->verdict,
 				.limits = &e->p.limits,
-				.queue_ms = tp_now_ms() - e->t_arrival };
+				.queue_ms = tp_now_ms() - e->t_arrival,
+				.policy = h->hp[e->zi / TP_NLANGS].p->name };
 	const struct tp_hpolicy *hp = &h->hp[e->zi / TP_NLANGS];
 	json_t *res = tp_result_build(&o);
 	if (res != NULL && e->session_id[0] != '\0') { /* never ran: the session is as it was */

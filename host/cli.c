@@ -4,6 +4,7 @@
  * same host as the JSON-RPC server: `run` is one sandbox/exec request.
  */
 #include "cli.h"
+#include "compare.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -452,30 +453,35 @@ int tp_cli_policy(int argc, char **argv)
 static int run_usage(FILE *f)
 {
 	char names[128];
-	fprintf(f,
-		"usage: tidepool run [options] FILE|-\n"
-		"Runs one snippet under a policy and prints its output, then its verdict on "
-		"stderr.\n"
-		"The language comes from FILE's name (*.lua is Lua, *.py is Python) or --lang.\n\n"
-		"  --lang LANG          %s\n"
-		"  --policy NAME|FILE   the policy (default: " TP_POLICY_DEFAULT
-		"; tidepool policy list)\n"
-		"  --policy-dir DIR     load every DIR/*.json policy first\n"
-		"  --memory-bytes N     lower a limit of the policy (never raise one):\n"
-		"  --instructions N       each limit has its flag\n"
-		"  --cpu-ms N\n"
-		"  --wall-ms N\n"
-		"  --output-bytes N\n"
-		"  --result-bytes N\n"
-		"  --result-depth N\n"
-		"  --seed N             make math.random / random reproducible\n"
-		"  --input KEY=VALUE    a global variable; VALUE is JSON if it parses, else a "
-		"string (repeatable)\n"
-		"  --json               print the whole result as JSON on stdout instead\n"
-		"  -h, --help           this help\n\n"
-		"Exit status: 0 the snippet succeeded, 1 it failed or hit a limit, 2 a usage or "
-		"policy error.\n",
-		tp_langs_names(names, sizeof names, "%s", ", ", " or "));
+	fprintf(
+	    f,
+	    "usage: tidepool run [options] FILE|-\n"
+	    "Runs one snippet under a policy and prints its output, then its verdict on "
+	    "stderr.\n"
+	    "The language comes from FILE's name (*.lua is Lua, *.py is Python) or --lang.\n\n"
+	    "  --lang LANG          %s\n"
+	    "  --policy NAME|FILE   the policy (default: " TP_POLICY_DEFAULT
+	    "; tidepool policy list)\n"
+	    "  --policy-dir DIR     load every DIR/*.json policy first\n"
+	    "  --memory-bytes N     lower a limit of the policy (never raise one):\n"
+	    "  --instructions N       each limit has its flag\n"
+	    "  --cpu-ms N\n"
+	    "  --wall-ms N\n"
+	    "  --output-bytes N\n"
+	    "  --result-bytes N\n"
+	    "  --result-depth N\n"
+	    "  --seed N             make math.random / random reproducible\n"
+	    "  --input KEY=VALUE    a global variable; VALUE is JSON if it parses, else a "
+	    "string (repeatable)\n"
+	    "  --json               print the whole result as JSON on stdout instead\n"
+	    "  --compare P1,P2|all  run it under each policy and print a table: outcome, layer,\n"
+	    "                       rule, message, and each policy's entry that decided it\n"
+	    "  -h, --help           this help\n\n"
+	    "Exit status: 0 the snippet succeeded, 1 it failed or hit a limit, 2 a usage or "
+	    "policy error;\n"
+	    "with --compare: 0 it ran under every policy (whatever each decided), 1 one could "
+	    "not run it.\n",
+	    tp_langs_names(names, sizeof names, "%s", ", ", " or "));
 	return f == stdout ? 0 : 2;
 }
 
@@ -543,9 +549,9 @@ static void print_verdict(const json_t *res)
 
 /* The params of the one request `run` makes. NULL after a message. */
 static json_t *run_params(int argc, char **argv, const char **path, const char **policy,
-			  const char **dir, int *as_json)
+			  const char **dir, int *as_json, const char **compare)
 {
-	enum { O_LANG = 256, O_POLICY, O_DIR, O_SEED, O_INPUT, O_JSON, O_LIMIT };
+	enum { O_LANG = 256, O_POLICY, O_DIR, O_SEED, O_INPUT, O_JSON, O_COMPARE, O_LIMIT };
 	static const struct option opts[] = {
 		{ "lang", required_argument, NULL, O_LANG },
 		{ "policy", required_argument, NULL, O_POLICY },
@@ -554,6 +560,7 @@ static json_t *run_params(int argc, char **argv, const char **path, const char *
 		{ "input", required_argument, NULL, O_INPUT },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "help", no_argument, NULL, 'h' },
+		{ "compare", required_argument, NULL, O_COMPARE },
 		{ "memory-bytes", required_argument, NULL, O_LIMIT + TP_LIMIT_MEMORY_BYTES },
 		{ "instructions", required_argument, NULL, O_LIMIT + TP_LIMIT_INSTRUCTIONS },
 		{ "cpu-ms", required_argument, NULL, O_LIMIT + TP_LIMIT_CPU_MS },
@@ -575,6 +582,7 @@ static json_t *run_params(int argc, char **argv, const char **path, const char *
 		case O_POLICY: *policy = optarg; break;
 		case O_DIR: *dir = optarg; break;
 		case O_JSON: *as_json = 1; break;
+		case O_COMPARE: *compare = optarg; break;
 		case O_SEED: {
 			errno = 0;
 			long long s = strtoll(optarg, &end, 10);
@@ -609,7 +617,7 @@ static json_t *run_params(int argc, char **argv, const char **path, const char *
 					fprintf(stderr,
 						"tidepool run: --%s needs a positive integer, not "
 						"'%s'\n",
-						opts[7 + c - O_LIMIT].name, optarg);
+						opts[8 + c - O_LIMIT].name, optarg);
 					bad = 2;
 				}
 				json_object_set_new(limits,
@@ -622,6 +630,10 @@ static json_t *run_params(int argc, char **argv, const char **path, const char *
 	}
 	if (!bad && optind != argc - 1)
 		bad = 2;
+	if (!bad && *compare != NULL && *policy != NULL) {
+		fprintf(stderr, "tidepool run: --compare names the policies: drop --policy\n");
+		bad = 2;
+	}
 	if (bad) {
 		json_decref(p);
 		json_decref(limits);
@@ -655,14 +667,33 @@ static json_t *run_params(int argc, char **argv, const char **path, const char *
 
 int tp_cli_run(int argc, char **argv)
 {
-	const char *path = NULL, *policy = NULL, *dir = NULL;
+	const char *path = NULL, *policy = NULL, *dir = NULL, *compare = NULL;
 	int as_json = 0;
-	json_t *params = run_params(argc, argv, &path, &policy, &dir, &as_json);
+	json_t *params = run_params(argc, argv, &path, &policy, &dir, &as_json, &compare);
 	if (params == NULL)
 		return 2;
 	if (json_is_integer(params)) { /* --help */
 		json_decref(params);
 		return 0;
+	}
+	if (compare != NULL) {
+		size_t clen;
+		char *ccode = slurp(path, &clen);
+		if (ccode == NULL) {
+			fprintf(stderr, "tidepool run: %s: %s\n", path, strerror(errno));
+			json_decref(params);
+			return 2;
+		}
+		struct tp_cli_policies ccp;
+		int rc = 2;
+		if (tp_cli_policies(&ccp, NULL, dir) == 0) {
+			rc = tp_cli_compare(compare, params, path, ccode, clen, ccp.set, ccp.deflt,
+					    as_json);
+			tp_cli_policies_free(&ccp);
+		}
+		free(ccode);
+		json_decref(params);
+		return rc;
 	}
 	struct tp_cli_policies cp;
 	if (tp_cli_policies(&cp, policy, dir) != 0) {

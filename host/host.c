@@ -141,7 +141,10 @@ static void rate_limited(struct tp_host *h, struct client *c, const struct tp_rp
 		tp_err_set(&err, TP_KIND_RATE_LIMIT, TP_LAYER_HOST, 0,
 			   "rate limit: %llu execs per minute under policy '%s'; retry in %lld s",
 			   (unsigned long long)hp->p->rate.per_minute, hp->p->name, secs);
-	struct tp_outcome o = { .host = &err, .limits = &p->limits };
+	struct tp_outcome o = { .host = &err,
+				.limits = &p->limits,
+				.policy = hp->p->name,
+				.rule = session ? "rate.session_per_minute" : "rate.per_minute" };
 	json_t *res = tp_result_build(&o);
 	json_t *eo = json_object_get(res, "error");
 	if (json_is_object(eo))
@@ -200,7 +203,10 @@ static int over_quota(struct tp_host *h, struct client *c, const struct tp_rpc *
 		   "%lld s",
 		   (unsigned long long)t->q.execs_per_minute, t->name,
 		   (long long)((wait + 999) / 1000));
-	struct tp_outcome o = { .host = &err, .limits = &e->p.limits };
+	struct tp_outcome o = { .host = &err,
+				.limits = &e->p.limits,
+				.policy = e->p.policy->name,
+				.rule = "quota.execs_per_minute" };
 	json_t *res = tp_result_build(&o);
 	json_t *eo = json_object_get(res, "error");
 	if (json_is_object(eo))

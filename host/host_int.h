@@ -140,6 +140,7 @@ struct exec {
 	uint64_t tool_attempts;              /* asked for by the code, refused ones too */
 	json_t *tool_log;                    /* [{name, outcome}] for the audit log, or NULL */
 	char tool_pending[32]; /* the id of our sandbox/tool_call request awaiting its answer */
+	char rule[96];         /* error.rule of the host's own refusal ("tools:NAME"), or "" */
 	/* What is said while it runs (stream.c). */
 	size_t sent[2];       /* bytes of each stream of the page sent as sandbox/output */
 	int stream_off;       /* stream notifications stopped: the reply has the output */

@@ -172,6 +172,8 @@ static json_t *violation_error(const struct tp_outcome *o)
 	}
 	json_t *e = new_error(TP_KIND_SANDBOX_VIOLATION, TP_LAYER_KERNEL, msg);
 	put(&e, "syscall", json_string(name));
+	if (o->shm && o->shm->syscall_nr >= 0)
+		put(&e, "syscall_nr", json_integer(o->shm->syscall_nr));
 	return e;
 }
 
@@ -298,12 +300,102 @@ static json_t *images_json(const struct tp_reply *r)
 	return a;
 }
 
+/* A worker's rule (from its page): RULE is 1..96 of [A-Za-z0-9_.:/-], then
+ * optionally one space and a path. A rule that is not one is dropped: a worker
+ * may mislabel its own refusal, never put anything else in the field. */
+static int rule_ok(const char *s, size_t *rule_len)
+{
+	size_t n = 0;
+	while (s[n] != '\0' && s[n] != ' ') {
+		char c = s[n];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '.' || c == ':' || c == '/' || c == '-'))
+			return 0;
+		n++;
+	}
+	*rule_len = n;
+	return n > 0 && n <= 96;
+}
+
+/* A refusal's message names its policy and rule (README): one that does not
+ * say "policy NAME" already gets " (policy NAME, rule RULE)". */
+static void name_policy(json_t **e, const char *policy)
+{
+	const char *kind = json_string_value(json_object_get(*e, "kind"));
+	const char *msg = json_string_value(json_object_get(*e, "message"));
+	const char *rule = json_string_value(json_object_get(*e, "rule"));
+	char want[160];
+
+	if (*e == NULL || policy == NULL || msg == NULL || rule == NULL || kind == NULL ||
+	    (strcmp(kind, "policy_violation") != 0 && strcmp(kind, "sandbox_violation") != 0))
+		return;
+	snprintf(want, sizeof want, "policy %s", policy);
+	if (strstr(msg, want) != NULL)
+		return;
+	size_t n = strlen(msg) + strlen(policy) + strlen(rule) + 32;
+	char *m = malloc(n);
+	if (m == NULL) {
+		json_decref(*e);
+		*e = NULL;
+		return;
+	}
+	snprintf(m, n, "%s (policy %s, rule %s)", msg, policy, rule);
+	put(e, "message", json_string(m));
+	free(m);
+}
+
+/* error.rule (docs/protocol.md): what decided, as a policy key or a wall.
+ * Limits and seccomp traps are the host's own finding; a refusal the language
+ * layer made (or the kernel's, as the runtime saw it) is the worker's claim. */
+static void put_rule(json_t **e, const struct tp_outcome *o)
+{
+	const json_t *lim = json_object_get(*e, "limit");
+	const char *kind = json_string_value(json_object_get(*e, "kind"));
+	const char *sys = json_string_value(json_object_get(*e, "syscall"));
+	char buf[128];
+	size_t n;
+
+	if (json_is_object(lim)) {
+		snprintf(buf, sizeof buf, "limits.%s",
+			 json_string_value(json_object_get(lim, "name")));
+		put(e, "rule", json_string(buf));
+	} else if (o->rule != NULL) {
+		put(e, "rule", json_string(o->rule));
+	} else if (sys != NULL) {
+		snprintf(buf, sizeof buf, strcmp(sys, "unknown") == 0 ? "seccomp" : "seccomp:%s",
+			 sys);
+		put(e, "rule", json_string(buf));
+	} else if (kind != NULL && (strcmp(kind, "policy_violation") == 0 ||
+				    strcmp(kind, "sandbox_violation") == 0)) {
+		const char *r = o->shm ? o->shm->rule : "";
+		if (rule_ok(r, &n)) {
+			put(e, "rule", json_stringn(r, n));
+			if (r[n] == ' ' && r[n + 1] != '\0')
+				put(e, "path", tp_utf8_json(r + n + 1, strlen(r + n + 1)));
+		} else {
+			/* Every refusal of ours names its rule; this is a worker's silence. */
+			put(e, "rule",
+			    json_string(strcmp(kind, "policy_violation") == 0 ? "language"
+									      : "kernel"));
+		}
+	} else {
+		put(e, "rule", json_null());
+	}
+	if (*e != NULL)
+		put(e, "policy", o->policy ? json_string(o->policy) : json_null());
+	name_policy(e, o->policy);
+}
+
 json_t *tp_result_build(const struct tp_outcome *o)
 {
 	int ok;
 	json_t *err = verdict(o, &ok);
 	if (err == NULL && !ok)
 		return NULL; /* out of memory: an error must never read as success */
+	if (err != NULL)
+		put_rule(&err, o);
+	if (err == NULL && !ok)
+		return NULL;
 	json_t *value = ok ? o->reply->value : NULL;
 	const struct tp_shm_view *v = o->shm;
 	json_t *trunc = json_pack("{s:b, s:b}", "stdout", v ? v->truncated[0] : 0, "stderr",

@@ -36,6 +36,9 @@ struct tp_outcome {
 	uint64_t tool_calls;    /* sent to the client */
 	uint64_t tool_attempts; /* asked for by the code (a tool_limit's used) */
 	const struct tp_limits *limits;
+	const char *policy; /* the exec's policy's name: error.policy (NULL: none) */
+	const char *rule;   /* error.rule of a host verdict that names none by its
+			     * limit (a rate or a quota), or NULL */
 };
 
 json_t *tp_result_build(const struct tp_outcome *o);

@@ -115,6 +115,8 @@ void tp_tools_from_worker(struct tp_host *h, struct worker *w, const char *buf, 
 		snprintf(msg, sizeof msg, "tool '%s' is not allowed by policy '%s' (its tools: %s)",
 			 c.name, p->name, p->tools.n ? names : "none");
 		log_call(e, c.name, "refused: not in the policy");
+		if (!tp_err_failed(&e->verdict))
+			snprintf(e->rule, sizeof e->rule, "tools:%s", c.name);
 		refuse(h, w, TP_KIND_POLICY_VIOLATION, msg);
 	} else if (e->tool_calls >= e->p.limits.tool_calls) {
 		snprintf(msg, sizeof msg,

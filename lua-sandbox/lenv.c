@@ -525,7 +525,9 @@ static int l_require(lua_State *L)
 		 "require('%.60s') is not available in the sandbox (policy %s: no modules; its "
 		 "libraries are globals: %s)",
 		 name, p ? p->name : "?", have);
-	return tp_lua_guard_refuse(L, TP_KIND_POLICY_VIOLATION, msg);
+	char rule[96];
+	snprintf(rule, sizeof rule, "lua.libraries:%.60s", name);
+	return tp_lua_guard_refuse(L, TP_KIND_POLICY_VIOLATION, rule, msg);
 }
 
 /* ---- the policy's choice -------------------------------------------------------- */
@@ -687,7 +689,10 @@ static int refuse_index(lua_State *L)
 	else
 		snprintf(msg, sizeof msg, "%s is not available in the sandbox (policy %s)", full,
 			 p ? p->name : "?");
-	return tp_lua_guard_refuse(L, TP_KIND_POLICY_VIOLATION, msg);
+	char rule[96];
+	snprintf(rule, sizeof rule, "lua.%s:%.60s", strchr(full, '.') ? "functions" : "libraries",
+		 full);
+	return tp_lua_guard_refuse(L, TP_KIND_POLICY_VIOLATION, rule, msg);
 }
 
 /* The table on top refuses the stock names it lacks; its metatable is locked. */
@@ -724,6 +729,28 @@ static const char *kernel_reason(int e, const char *what)
 			   : "the kernel layer allows no file outside the policy's grants";
 }
 
+/* error.rule of a refusal the runtime saw: Landlock's right and the path, or
+ * seccomp's answer by its errno (the runtime cannot see which call it was). */
+static const char *kernel_rule(char *out, size_t len, int e, const char *what, const char *mode,
+			       const char *path)
+{
+	int file = strcmp(what, "io.open") == 0 || strcmp(what, "io.lines") == 0 ||
+		   strcmp(what, "dofile") == 0 || strcmp(what, "loadfile") == 0;
+	int write =
+	    strcmp(what, "io.open") == 0 && strcmp(mode, "r") != 0 && strcmp(mode, "rb") != 0;
+	if (e == EACCES && file)
+		snprintf(out, len, "landlock:%s%s", write ? "write_file" : "read_file", path);
+	else if (e == EACCES && strcmp(what, "os.remove") == 0)
+		snprintf(out, len, "landlock:remove_file%s", path);
+	else if (e == EACCES)
+		snprintf(out, len, "landlock%s", path);
+	else if (e == EROFS)
+		snprintf(out, len, "kernel:EROFS%s", path);
+	else
+		snprintf(out, len, "seccomp:%s", e == ENOSYS ? "ENOSYS" : "EPERM");
+	return out;
+}
+
 static const char *errno_name(int e)
 {
 	switch (e) {
@@ -741,11 +768,15 @@ static const char *errno_name(int e)
 static int kernel_watch(lua_State *L)
 {
 	const char *what = lua_tostring(L, lua_upvalueindex(2));
-	char arg[160] = "";
+	char arg[160] = "", path[170] = "", mode[8] = "r";
 	int n = lua_gettop(L), status, e;
 
-	if (n >= 1 && lua_type(L, 1) == LUA_TSTRING)
+	if (n >= 1 && lua_type(L, 1) == LUA_TSTRING) {
 		snprintf(arg, sizeof arg, "'%.120s'", lua_tostring(L, 1));
+		snprintf(path, sizeof path, " %.160s", lua_tostring(L, 1));
+	}
+	if (n >= 2 && lua_type(L, 2) == LUA_TSTRING)
+		snprintf(mode, sizeof mode, "%s", lua_tostring(L, 2));
 	lua_pushvalue(L, lua_upvalueindex(1));
 	lua_insert(L, 1);
 	errno = 0;
@@ -753,10 +784,12 @@ static int kernel_watch(lua_State *L)
 	e = errno;
 	int failed = status != LUA_OK || lua_gettop(L) == 0 || !lua_toboolean(L, 1);
 	if (failed && (e == EACCES || e == EPERM || e == EROFS || e == ENOSYS)) {
-		char msg[512];
+		char msg[512], rule[200];
 		snprintf(msg, sizeof msg, "the kernel refused %s(%s): %s (%s); %s", what, arg,
 			 strerror(e), errno_name(e), kernel_reason(e, what));
-		return tp_lua_guard_refuse(L, TP_KIND_SANDBOX_VIOLATION, msg);
+		return tp_lua_guard_refuse(L, TP_KIND_SANDBOX_VIOLATION,
+					   kernel_rule(rule, sizeof rule, e, what, mode, path),
+					   msg);
 	}
 	if (status != LUA_OK) {
 		tp_lua_guard_status(L, status);
@@ -817,7 +850,7 @@ static int file_shim(lua_State *L)
 	const char *path = luaL_checkstring(L, 1);
 	const char *mode = strcmp(what, "io.open") == 0 ? luaL_optstring(L, 2, "r") : "r";
 	int write = strcmp(mode, "r") != 0 && strcmp(mode, "rb") != 0;
-	char norm[4096], joined[4096], msg[600];
+	char norm[4096], joined[4096], msg[600], rule[232];
 	const char *ws = tp_sandbox_workspace();
 
 	if (ws == NULL && p->fs_read.n == 0 && p->fs_write.n == 0) {
@@ -825,7 +858,8 @@ static int file_shim(lua_State *L)
 			 "%s('%.200s') is refused: files are in a session's workspace, and this "
 			 "exec has none (policy %s: open a session)",
 			 what, path, p->name);
-		return tp_lua_guard_refuse(L, TP_KIND_POLICY_VIOLATION, msg);
+		snprintf(rule, sizeof rule, "filesystem.%s %.200s", write ? "write" : "read", path);
+		return tp_lua_guard_refuse(L, TP_KIND_POLICY_VIOLATION, rule, msg);
 	}
 	/* In a session's workspace (its working directory), a relative path is in it. */
 	if (ws != NULL && path[0] != '/' && path[0] != '\0') {
@@ -836,7 +870,8 @@ static int file_shim(lua_State *L)
 		snprintf(msg, sizeof msg,
 			 "%s('%.200s') is refused: the sandbox takes absolute paths (policy %s)",
 			 what, path, p->name);
-		return tp_lua_guard_refuse(L, TP_KIND_POLICY_VIOLATION, msg);
+		snprintf(rule, sizeof rule, "filesystem.%s %.200s", write ? "write" : "read", path);
+		return tp_lua_guard_refuse(L, TP_KIND_POLICY_VIOLATION, rule, msg);
 	}
 	if (!(tp_policy_path_within(&p->fs_write, norm) || tp_sandbox_in_workspace(norm) ||
 	      (!write && tp_policy_path_within(&p->fs_read, norm)))) {
@@ -845,7 +880,8 @@ static int file_shim(lua_State *L)
 		    "%s('%.200s'%s%s%s) is refused: outside the policy's %sfile grants (policy %s)",
 		    what, path, write ? ", '" : "", write ? mode : "", write ? "'" : "",
 		    write ? "writable " : "", p->name);
-		return tp_lua_guard_refuse(L, TP_KIND_POLICY_VIOLATION, msg);
+		snprintf(rule, sizeof rule, "filesystem.%s %.200s", write ? "write" : "read", norm);
+		return tp_lua_guard_refuse(L, TP_KIND_POLICY_VIOLATION, rule, msg);
 	}
 	/* Past the shim, the kernel may still refuse (a symlink out of the grant):
 	 * kernel_watch reports that as the kernel's refusal. */

@@ -147,11 +147,12 @@ int tp_lua_guard_raise(lua_State *L)
 	return lua_error(L);
 }
 
-int tp_lua_guard_refuse(lua_State *L, enum tp_kind kind, const char *msg)
+int tp_lua_guard_refuse(lua_State *L, enum tp_kind kind, const char *rule, const char *msg)
 {
 	if (tp_lua_x.shm == NULL) /* in the zygote: a bug, not a snippet */
 		return luaL_error(L, "%s", msg);
 	if (!tripped()) {
+		tp_shm_rule(tp_lua_x.shm, rule);
 		snprintf(tp_lua_x.refusal, sizeof tp_lua_x.refusal, "%s", msg);
 		tp_shm_note(tp_lua_x.shm, msg);
 		tp_lua_guard_trip(kind, (enum tp_limit_id) - 1, 0, 0);

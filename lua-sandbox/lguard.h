@@ -71,7 +71,9 @@ int tp_lua_guard_msgh(lua_State *L);
 /* ---- for the environment (lenv.c, ljsonlib.c) ---- */
 /* A refusal (kind policy_violation or sandbox_violation): sticky like a limit,
  * msg is its message; never returns. */
-int tp_lua_guard_refuse(lua_State *L, enum tp_kind kind, const char *msg);
+/* rule: error.rule (docs/protocol.md), e.g. "lua.functions:os.execute", or
+ * "RULE PATH" for a refused path. */
+int tp_lua_guard_refuse(lua_State *L, enum tp_kind kind, const char *rule, const char *msg);
 int tp_lua_guard_tripped(void);
 /* Arms the stop-everything hook on L, stops the GC and raises; never returns. */
 int tp_lua_guard_raise(lua_State *L);

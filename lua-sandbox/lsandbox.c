@@ -619,7 +619,7 @@ static int setmetatable_no_gc(lua_State *L)
 				 "a __gc metamethod is not available under isolation \"state\" "
 				 "(policy %s): nothing of an exec may run after it",
 				 p ? p->name : "?");
-			return tp_lua_guard_refuse(L, TP_KIND_POLICY_VIOLATION, msg);
+			return tp_lua_guard_refuse(L, TP_KIND_POLICY_VIOLATION, "isolation", msg);
 		}
 		lua_pop(L, 1);
 	}

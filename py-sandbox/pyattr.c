@@ -333,7 +333,9 @@ static PyObject *refuse_module(PyObject *mod, PyObject *name, const char *what)
 			 "module '%.60s' is not available in the sandbox: a snippet may not %s "
 			 "its attributes (attribute '%.60s')",
 			 m ? m : "?", what, s ? s : "?");
-	return tp_py_refuse(msg, -1);
+	char rule[160];
+	snprintf(rule, sizeof rule, "python.real_module:%.60s", m ? m : "?");
+	return tp_py_refuse(rule, msg, -1);
 }
 
 /* Every read the guard sees: of a real module's attribute, or whose value is a
@@ -372,7 +374,9 @@ static inline PyObject *module_checked(PyObject *obj, PyObject *name, getattrofu
 				 "attribute '%.80s' is %s, which a snippet may not hold",
 				 s ? s : "?", what);
 			Py_DECREF(r);
-			return tp_py_refuse(msg, -1);
+			char rule[112];
+			snprintf(rule, sizeof rule, "python.attribute:%.80s", s ? s : "?");
+			return tp_py_refuse(rule, msg, -1);
 		}
 	}
 	return r;
@@ -386,7 +390,9 @@ static PyObject *refuse_attr(PyObject *name)
 	if (s == NULL)
 		PyErr_Clear();
 	snprintf(msg, sizeof msg, "attribute '%.80s' is not allowed", s ? s : "?");
-	return tp_py_refuse(msg, -1);
+	char rule[112];
+	snprintf(rule, sizeof rule, "python.attribute:%.80s", s ? s : "?");
+	return tp_py_refuse(rule, msg, -1);
 }
 
 /* A module's __spec__ read while a data package's frame is innermost: CPython's
@@ -613,7 +619,9 @@ static PyObject *refuse_array_iface(PyObject *name)
 		 "attribute '%s' is not allowed unless numpy, pandas or PIL defines it: numpy "
 		 "would use the memory at whatever address it names",
 		 PyUnicode_AsUTF8(name));
-	return tp_py_refuse(msg, -1);
+	char rule[112];
+	snprintf(rule, sizeof rule, "python.attribute:%.80s", PyUnicode_AsUTF8(name));
+	return tp_py_refuse(rule, msg, -1);
 }
 
 /* Every trampoline's check (docs/python-guard.md, "The guard's rules"): D5 and E10
@@ -757,7 +765,8 @@ int __wrap__Py_Specialize_LoadMethod(PyObject *owner, _Py_CODEUNIT *instr, PyObj
 static PyObject *subclasses_gate(PyObject *self, PyObject *unused)
 {
 	if (tp_py_attr_armed && !tp_py_frame_exempt(!tp_py_running))
-		return tp_py_refuse("type.__subclasses__() is not allowed", -1);
+		return tp_py_refuse("python.attribute:__subclasses__",
+				    "type.__subclasses__() is not allowed", -1);
 	return G.subclasses(self, unused);
 }
 

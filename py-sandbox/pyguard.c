@@ -11,6 +11,7 @@
 
 #include <frameobject.h>
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -221,11 +222,25 @@ static void set_policy_msg(const char *msg)
 /* Records a policy verdict (first wins) and raises PolicyViolation. A line <= 0
  * is the innermost snippet frame's, so a refusal the snippet catches still says
  * where it was. */
-PyObject *tp_py_refuse(const char *msg, int line)
+void tp_py_rule(const char *fmt, ...)
+{
+	char buf[192];
+	va_list ap;
+
+	if (tp_py_verdict() || tp_py_shm == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	tp_shm_rule(tp_py_shm, buf);
+}
+
+PyObject *tp_py_refuse(const char *rule, const char *msg, int line)
 {
 	if (!tp_py_verdict()) {
 		if (line <= 0)
 			line = tp_py_snippet_line();
+		tp_py_rule("%s", rule);
 		set_policy_msg(msg);
 		tp_py_policy_line = line;
 		tp_py_trip(TP_KIND_POLICY_VIOLATION, -1, 0, 0);
@@ -263,15 +278,17 @@ static PyObject *nameerror_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 		return self;
 	name = undefined_name(args);
 	msg = name ? PyDict_GetItemWithError(G.refused, name) : NULL;
-	Py_XDECREF(name);
 	if (msg != NULL && PyUnicode_Check(msg)) {
 		const char *s = PyUnicode_AsUTF8(msg);
+		const char *n = s != NULL ? PyUnicode_AsUTF8(name) : NULL;
 		if (s != NULL) {
+			tp_py_rule("python.builtins:%.80s", n ? n : "?");
 			snprintf(tp_py_policy_msg, sizeof tp_py_policy_msg, "%s", s);
 			tp_py_policy_line = tp_py_snippet_line();
 			tp_py_trip(TP_KIND_POLICY_VIOLATION, -1, 0, 0);
 		}
 	}
+	Py_XDECREF(name);
 	PyErr_Clear();
 	return self;
 }
@@ -525,7 +542,9 @@ static int refuse_import(PyObject *args)
 			 "module '%.60s', which the standard library imports on demand, is not "
 			 "available in the sandbox (policy %s)",
 			 s ? s : "?", policy_name());
-	tp_py_refuse(msg, -1);
+	char rule[96];
+	snprintf(rule, sizeof rule, "python.modules:%.60s", s ? s : "?");
+	tp_py_refuse(rule, msg, -1);
 	return -1;
 }
 
@@ -579,6 +598,7 @@ int tp_py_audit_hook(const char *event, PyObject *args, void *ud)
 				 "tidepool: audit event '%.80s' stopped the worker\n", event);
 		tp_shm_write(tp_py_shm, TP_STDERR, note, (size_t)n);
 		if (!tp_py_verdict()) {
+			tp_py_rule("python.audit:%.80s", event);
 			snprintf(tp_py_policy_msg, sizeof tp_py_policy_msg,
 				 "audit event '%s' is not allowed", event);
 			tp_shm_note(tp_py_shm, tp_py_policy_msg);
@@ -595,10 +615,11 @@ int tp_py_audit_hook(const char *event, PyObject *args, void *ud)
 		 * a denied name need the same standing as reads. */
 		PyObject *name = PyTuple_Size(args) >= 2 ? PyTuple_GetItem(args, 1) : NULL;
 		const char *s = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-		char msg[160];
+		char msg[160], rule[112];
 		PyErr_Clear();
 		snprintf(msg, sizeof msg, "attribute '%s' is not allowed", s ? s : "?");
-		tp_py_refuse(msg, -1);
+		snprintf(rule, sizeof rule, "python.attribute:%.80s", s ? s : "?");
+		tp_py_refuse(rule, msg, -1);
 		return -1;
 	}
 	return 0;

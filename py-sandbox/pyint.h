@@ -116,7 +116,10 @@ void tp_py_on_refuse(void);
 int tp_py_raise_verdict(void);
 void tp_py_trace_on(void);
 void tp_py_trace_off(void);
-PyObject *tp_py_refuse(const char *msg, int line);
+/* rule: error.rule (docs/protocol.md), e.g. "python.modules:socket". */
+PyObject *tp_py_refuse(const char *rule, const char *msg, int line);
+/* Names the rule of the verdict about to be tripped (none yet): printf-style. */
+void tp_py_rule(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int tp_py_snippet_line(void); /* the innermost snippet frame's line, or -1 */
 /* {name: message}: a NameError for one of them trips a policy verdict. */
 int tp_py_refused_names(PyObject *dict);

@@ -13,6 +13,7 @@
 #include "pyint.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,6 +27,7 @@ static struct {
 	char call[200]; /* the last recorded call, as "open('/etc/passwd')" */
 	char event[64]; /* its audit event */
 	int have_call;
+	int open_flags;       /* the flags of the last "open" event, -1 for none */
 	PyFrameObject *frame; /* the Python frame that made it (compared, never used) */
 } G;
 
@@ -78,6 +80,11 @@ static void record(const char *event, PyObject *args)
 	}
 	if (strncmp(event, "socket.", 7) == 0 || strcmp(event, "subprocess.Popen") == 0)
 		shown = arg(args, 1); /* the socket object, or the executable: the address, argv */
+	G.open_flags = -1;
+	if (strcmp(event, "open") == 0 && arg(args, 2) != NULL && PyLong_Check(arg(args, 2))) {
+		G.open_flags = (int)PyLong_AsLong(arg(args, 2));
+		PyErr_Clear();
+	}
 	if (strcmp(event, "import") == 0) {
 		repr_into(shown, a, sizeof a);
 		snprintf(G.call, sizeof G.call, "import of %s", a);
@@ -136,11 +143,46 @@ static const char *which_wall(const char *event, int e)
 			   : "the kernel layer allows no file outside the policy's grants";
 }
 
+/* The Landlock access right a refused call needed, by what the call was
+ * (docs/protocol.md, error.rule): NULL when it cannot be told. */
+static const char *landlock_right(const char *event)
+{
+	if (strcmp(event, "open") == 0 && G.open_flags >= 0) {
+		if ((G.open_flags & O_ACCMODE) != O_RDONLY || (G.open_flags & (O_CREAT | O_TRUNC)))
+			return (G.open_flags & O_CREAT) ? "make_reg" : "write_file";
+		return (G.open_flags & O_DIRECTORY) ? "read_dir" : "read_file";
+	}
+	if (strcmp(event, "os.listdir") == 0 || strcmp(event, "os.scandir") == 0)
+		return "read_dir";
+	if (strcmp(event, "os.mkdir") == 0)
+		return "make_dir";
+	if (strcmp(event, "os.remove") == 0)
+		return "remove_file";
+	if (strcmp(event, "os.rmdir") == 0)
+		return "remove_dir";
+	return NULL;
+}
+
+/* error.rule of a refusal the runtime saw: Landlock's right and the path, or
+ * seccomp's answer (its errno: the runtime cannot see which call it was). */
+static void rule(const char *event, int e, const char *path)
+{
+	const char *right = landlock_right(event);
+	if (e == EACCES)
+		tp_py_rule("landlock%s%s%s%.160s", right ? ":" : "", right ? right : "",
+			   path ? " " : "", path ? path : "");
+	else if (e == EROFS)
+		tp_py_rule("kernel:EROFS%s%.160s", path ? " " : "", path ? path : "");
+	else
+		tp_py_rule("seccomp:%s", e == ENOSYS ? "ENOSYS" : "EPERM");
+}
+
 /* Records the sticky verdict for the call `call` refused with errno e. */
-static void trip(const char *call, const char *event, int e)
+static void trip(const char *call, const char *event, int e, const char *path)
 {
 	if (!tp_py_running || tp_py_verdict())
 		return;
+	rule(event, e, path);
 	snprintf(tp_py_policy_msg, sizeof tp_py_policy_msg, "the kernel refused %s: %s (%s); %s",
 		 call, strerror(e), errno_name(e), which_wall(event, e));
 	tp_py_policy_line = tp_py_snippet_line();
@@ -154,7 +196,7 @@ int tp_py_kernel_check(const char *call, int e)
 {
 	if (!tp_py_kernel_only || !refusal_errno(e) || e == ENOSYS)
 		return 0;
-	trip(call, "ctypes", e);
+	trip(call, "ctypes", e, NULL);
 	return 1;
 }
 
@@ -207,11 +249,17 @@ static PyObject *oserror_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 				memcpy(probe, call, sizeof probe);
 				snprintf(call, sizeof call, "%.80s (%.110s)", G.call, probe);
 			}
+			PyObject *fn = o->filename;
+			const char *path =
+			    fn != NULL && PyUnicode_Check(fn) ? PyUnicode_AsUTF8(fn) : NULL;
+			PyErr_Clear();
+			if (!named)
+				G.open_flags = -1;
 			trip(named ? G.call : call,
 			     named                                           ? G.event
 			     : o->filename != NULL && o->filename != Py_None ? "open"
 									     : "",
-			     e);
+			     e, path);
 		}
 	}
 	return self;
@@ -226,7 +274,7 @@ static PyObject *runtime_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 
 	PyErr_Clear(); /* 3.11 audits no thread start: the message is the sign */
 	if (self != NULL && s != NULL && strcmp(s, "can't start new thread") == 0)
-		trip("a new thread (clone)", "_thread.start_new_thread", EPERM);
+		trip("a new thread (clone)", "_thread.start_new_thread", EPERM, NULL);
 	return self;
 }
 
@@ -257,7 +305,7 @@ static PyObject *py_errno_call(PyObject *self, PyObject *args)
 		long v = PyLong_AsLong(r);
 		const char *c = PyUnicode_AsUTF8(call);
 		if ((v == -1 && refusal_errno(e)) || v == 127 << 8)
-			trip(c ? c : "?", "os.system", refusal_errno(e) ? e : EPERM);
+			trip(c ? c : "?", "os.system", refusal_errno(e) ? e : EPERM, NULL);
 	}
 	if (r != NULL)
 		PyErr_Clear(); /* PyLong_AsLong of a huge int */

@@ -344,7 +344,7 @@ static PyObject *refuse(const char *what, const char *how, _PyInterpreterFrame *
 	}
 	snprintf(msg, sizeof msg, "%s: %.60s %s, which a snippet may not hold", what, qualname(f),
 		 how);
-	return tp_py_refuse(msg, -1);
+	return tp_py_refuse("python.membrane", msg, -1);
 }
 
 /* ---- crossings ------------------------------------------------------------------------ */

@@ -159,7 +159,7 @@ static int refuse_buffer(PyObject *o, Py_buffer *view, int flags, getbufferproc 
 		 PyObject_TypeCheck(o, G.ndarray) ? "array" : "scalar",
 		 p && p->name ? p->name : "?");
 	view->obj = NULL;
-	tp_py_refuse(msg, -1);
+	tp_py_refuse("python.data:buffer", msg, -1);
 	return -1;
 }
 

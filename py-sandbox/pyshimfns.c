@@ -136,13 +136,13 @@ static PyObject *py_print(PyObject *self, PyObject *args, PyObject *kw)
 
 static PyObject *py_refuse(PyObject *self, PyObject *args)
 {
-	const char *msg;
+	const char *msg, *rule = NULL;
 	int line = -1;
 
 	(void)self;
-	if (!PyArg_ParseTuple(args, "s|i", &msg, &line))
+	if (!PyArg_ParseTuple(args, "s|iz", &msg, &line, &rule))
 		return NULL;
-	return tp_py_refuse(msg, line);
+	return tp_py_refuse(rule ? rule : "python.guard", msg, line);
 }
 
 /* _settype(type, name[, value]): sets or deletes an entry of a (static) type's
@@ -193,7 +193,9 @@ static int eval_namespace_ok(PyObject *args, const char *fn)
 		PyErr_Clear();
 		snprintf(msg, sizeof msg, "%s() in the namespace of module '%.60s' is not allowed",
 			 fn, s ? s : "?");
-		tp_py_refuse(msg, -1);
+		char rule[64];
+		snprintf(rule, sizeof rule, "python.builtins:%s", fn);
+		tp_py_refuse(rule, msg, -1);
 		return -1;
 	}
 	if (g != NULL && PyDict_Check(g) && G.snippet_builtins != NULL &&
@@ -276,7 +278,9 @@ static PyObject *gate_call(PyObject *self, PyObject *args, PyObject *kw)
 		return PyObject_Call(PyTuple_GET_ITEM(self, 0), args, kw);
 	if (!tp_py_caller_trusted()) {
 		snprintf(msg, sizeof msg, "%s() is not allowed", name);
-		return tp_py_refuse(msg, -1);
+		char rule[96];
+		snprintf(rule, sizeof rule, "python.builtins:%.60s", name);
+		return tp_py_refuse(rule, msg, -1);
 	}
 	if ((strcmp(name, "eval") == 0 || strcmp(name, "exec") == 0) &&
 	    eval_namespace_ok(args, name) != 0)
@@ -460,7 +464,8 @@ static PyObject *snippet_ns(int which)
 		const char *msg =
 		    G.ns_refused[which] ? PyUnicode_AsUTF8(G.ns_refused[which]) : NULL;
 		PyErr_Clear();
-		return tp_py_refuse(msg ? msg : "not available in the sandbox", -1);
+		return tp_py_refuse(which ? "python.builtins:locals" : "python.builtins:globals",
+				    msg ? msg : "not available in the sandbox", -1);
 	}
 	src = which ? PyFrame_GetLocals(f) : PyFrame_GetGlobals(f);
 	if (src == NULL)

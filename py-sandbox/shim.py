@@ -202,23 +202,26 @@ def _check(tree):
         line = getattr(node, 'lineno', -1)
         if isinstance(node, ast.Attribute):
             if (_read_bad if isinstance(node.ctx, ast.Load) else _attr_bad)(node.attr):
-                _refuse("attribute '%s' is not allowed" % node.attr, line)
+                _refuse("attribute '%s' is not allowed" % node.attr, line,
+                        'python.attribute:' + node.attr)
         elif isinstance(node, ast.Name):
             # DUNDER_OK: class bodies set __slots__, __match_args__, __hash__ ...
             if node.id.startswith('__') and node.id.endswith('__') \
                     and node.id not in NAME_DUNDER_OK and node.id not in DUNDER_OK:
-                _refuse("name '%s' is not allowed" % node.id, line)
+                _refuse("name '%s' is not allowed" % node.id, line, 'python.name:' + node.id)
         elif isinstance(node, ast.alias):
             if node.name.startswith('__') or (node.asname or '').startswith('__'):
-                _refuse("import name '%s' is not allowed" % node.name, line)
+                _refuse("import name '%s' is not allowed" % node.name, line,
+                        'python.name:' + node.name)
         elif isinstance(node, ast.MatchClass):
             for a in node.kwd_attrs:
                 if _attr_bad(a):
-                    _refuse("attribute '%s' is not allowed" % a, line)
+                    _refuse("attribute '%s' is not allowed" % a, line, 'python.attribute:' + a)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             bad = _format_bad(node.value) if '{' in node.value else None
             if bad:
-                _refuse("format string reads attribute '%s', which is not allowed" % bad, line)
+                _refuse("format string reads attribute '%s', which is not allowed" % bad, line,
+                        'python.attribute:' + bad)
 
 
 _compile = compile
@@ -244,7 +247,7 @@ def _plain(name, bad=_attr_bad):
     if isinstance(name, str) and type(name) is not str:
         name = str.__str__(name)  # a str subclass cannot fake its value
     if type(name) is str and bad(name):
-        _refuse("attribute '%s' is not allowed" % name)
+        _refuse("attribute '%s' is not allowed" % name, -1, 'python.attribute:' + name)
     return name
 
 
@@ -274,7 +277,7 @@ FACADES = {}
 
 def __import__(name, globals=None, locals=None, fromlist=(), level=0):
     if level != 0:
-        _refuse('relative imports are not allowed')
+        _refuse('relative imports are not allowed', -1, 'python.modules')
     if type(name) is not str:
         raise TypeError('module name must be str')
     f = FACADES.get(name)
@@ -284,7 +287,7 @@ def __import__(name, globals=None, locals=None, fromlist=(), level=0):
         # refused by the AST check, so a snippet cannot take this path.
         return sys.modules[name]
     if f is None:
-        _refuse(_import_refused(name))
+        _refuse(_import_refused(name), -1, 'python.modules:' + name)
     if fromlist or '.' not in name:
         return f
     return FACADES[name.partition('.')[0]]
@@ -315,7 +318,8 @@ def _patch_string(f, real):
     def get_field(self, field_name, args, kwargs):
         bad = _field_bad(str.__str__(field_name)) if isinstance(field_name, str) else None
         if bad:
-            _refuse("format string reads attribute '%s', which is not allowed" % bad)
+            _refuse("format string reads attribute '%s', which is not allowed" % bad, -1,
+                    'python.attribute:' + bad)
         first, rest = _field_split(field_name)
         obj = self.get_value(first, args, kwargs)
         for is_attr, i in rest:
@@ -354,7 +358,8 @@ def _guard_typing(real):
 
     def _eval_type(t, globalns, localns, recursive_guard=frozenset()):
         if isinstance(t, fr) and (type(t) is not fr or fr._evaluate is not evaluate):
-            _refuse('typing: only typing.ForwardRef itself may evaluate a forward reference')
+            _refuse('typing: only typing.ForwardRef itself may evaluate a forward reference',
+                    -1, 'python.function:typing._eval_type')
         return orig(t, globalns, localns, recursive_guard)
     real._eval_type = _eval_type
 
@@ -367,14 +372,15 @@ def _guard_enum(real):
     # snippet's own module.
     def _convert_(cls, *args, **kwargs):
         _refuse("enum's _convert_ is not available in the sandbox (policy %s: it reads and "
-                "writes a module's namespace)" % POLICY)
+                "writes a module's namespace)" % POLICY, -1, 'python.function:enum._convert_')
     real.EnumType._convert_ = classmethod(_convert_)
     orig = real.global_enum
 
     def global_enum(cls, update_str=False):
         if type(getattr(cls, '__module__', None)) is not str or cls.__module__ != '__main__':
             _refuse("enum.global_enum is not available in the sandbox for a class of module "
-                    "%r (policy %s: only the snippet's own module's)" % (cls.__module__, POLICY))
+                    "%r (policy %s: only the snippet's own module's)" % (cls.__module__, POLICY),
+                    -1, 'python.function:enum.global_enum')
         return orig(cls, update_str)
     global_enum.__doc__ = orig.__doc__
     real.global_enum = global_enum
@@ -430,7 +436,7 @@ def _io_facade(real):
 
         def getbuffer(self):
             _refuse('io.BytesIO.getbuffer is not available in the sandbox (policy %s: no raw '
-                    'buffers)' % POLICY)
+                    'buffers)' % POLICY, -1, 'python.function:io.BytesIO.getbuffer')
     BytesIO.__module__ = 'io'
     BytesIO.__doc__ = real.BytesIO.__doc__
     f.StringIO, f.BytesIO = real.StringIO, BytesIO
@@ -583,7 +589,7 @@ def _logging_patch(f, real):
     def basicConfig(**kwargs):
         if 'filename' in kwargs:
             _refuse('logging.basicConfig(filename=...) is not available in the sandbox '
-                    '(policy %s: no files)' % POLICY)
+                    '(policy %s: no files)' % POLICY, -1, 'filesystem.write')
         return orig(**kwargs)
     basicConfig.__doc__ = orig.__doc__
     f.basicConfig = basicConfig
@@ -844,7 +850,8 @@ _PD_DYNAMIC = ('eval', 'query')
 
 def _data_refuser(qual, why):
     def refused(*args, **kwargs):
-        _refuse('%s is not available in the sandbox (policy %s: %s)' % (qual, POLICY, why))
+        _refuse('%s is not available in the sandbox (policy %s: %s)' % (qual, POLICY, why), -1,
+                'python.function:' + qual)
     refused.__name__ = refused.__qualname__ = qual.rpartition('.')[2]
     return refused
 
@@ -863,7 +870,7 @@ def _data_file_guard(qual, fn, why='no files'):
         if (args and _data_is_path(args[0]) and not (len(args) > 1 and qual.startswith('to_')) or
                 any(_data_is_path(kwargs.get(k)) for k in _PD_FILE_ARGS)):
             _refuse('%s of a file or URL is not available in the sandbox (policy %s: %s); pass '
-                    'an io.StringIO or io.BytesIO' % (qual, POLICY, why))
+                    'an io.StringIO or io.BytesIO' % (qual, POLICY, why), -1, 'filesystem.read')
         return fn(*args, **kwargs)
     guarded.__name__ = getattr(fn, '__name__', qual)
     guarded.__qualname__ = getattr(fn, '__qualname__', qual)
@@ -879,7 +886,7 @@ def _data_method_guard(cls, cname, name):
                 any(_data_is_path(kwargs.get(k)) for k in _PD_FILE_ARGS)):
             _refuse('%s.%s to a file is not available in the sandbox (policy %s: no files); '
                     'call it without a path (it returns the text) or pass an io.StringIO or '
-                    'io.BytesIO' % (cname, name, POLICY))
+                    'io.BytesIO' % (cname, name, POLICY), -1, 'filesystem.write')
         return orig(self, *args, **kwargs)
     guarded.__name__, guarded.__qualname__ = name, '%s.%s' % (cname, name)
     guarded.__doc__ = orig.__doc__
@@ -891,7 +898,7 @@ def _module_getattr(qual, refused):
         why = refused.get(name)
         if why:
             _refuse('%s.%s is not available in the sandbox (policy %s: %s)'
-                    % (qual, name, POLICY, why))
+                    % (qual, name, POLICY, why), -1, 'python.function:%s.%s' % (qual, name))
         raise AttributeError("module '%s' has no attribute '%s'" % (qual, name))
     return __getattr__
 
@@ -948,7 +955,8 @@ def _np_bytes_guard(orig, qual, what, dtype):
     def guarded(self, *args, **kwargs):
         if dtype(self).hasobject:
             _refuse('%s of %s holding Python objects is not available in the sandbox '
-                    '(policy %s: no addresses)' % (qual, what, POLICY))
+                    '(policy %s: no addresses)' % (qual, what, POLICY), -1,
+                    'python.function:' + qual)
         return orig(self, *args, **kwargs)
     guarded.__name__ = guarded.__qualname__ = qual.rpartition('.')[2]
     guarded.__doc__ = orig.__doc__
@@ -1155,7 +1163,7 @@ def _mpl_fonts():
         data = fonts.get(path)
         if data is None:
             _refuse('the font %r was not loaded in the zygote (policy %s: no files)'
-                    % (path, POLICY))
+                    % (path, POLICY), -1, 'filesystem.read')
         return ft2font.FT2Font(io.BytesIO(data), hinting_factor, _kerning_factor=kerning)
 
     @functools.lru_cache(64)
@@ -1382,12 +1390,12 @@ def _snippet_vars(*args):
     if len(args) != 1:
         if args:
             raise TypeError('vars expected at most 1 argument, got %d' % len(args))
-        _refuse(_VARS_REFUSED % POLICY)
+        _refuse(_VARS_REFUSED % POLICY, -1, 'python.builtins:vars')
     d = _vars(args[0])
     if d is None:
         raise TypeError('vars() argument must have __dict__ attribute')
     if d is False or any(type(k) is str and k in GUARD_DENY for k in d):
-        _refuse(_VARS_REFUSED % POLICY)
+        _refuse(_VARS_REFUSED % POLICY, -1, 'python.builtins:vars')
     return d
 
 
@@ -1426,17 +1434,19 @@ def _granted(p, write, call, rest=''):
     if '\0' in path:
         raise ValueError('%s: embedded null byte' % call)
     ws = _workspace()
+    rule = 'filesystem.%s %s' % ('write' if write else 'read', path)
     if ws is None and not GRANTS:
         _refuse('%s is refused: files are in a session\'s workspace, and this exec has none '
-                '(policy %s: open a session)' % (shown, POLICY))
+                '(policy %s: open a session)' % (shown, POLICY), -1, rule)
     if ws is not None and path and not path.startswith('/'):
         path = ws + '/' + path  # a session's workspace is the working directory
     if not path.startswith('/'):
-        _refuse('%s is refused: a path must be absolute (policy %s)' % (shown, POLICY))
+        _refuse('%s is refused: a path must be absolute (policy %s)' % (shown, POLICY), -1, rule)
     norm = _pp.normpath(path)
     if not _within(norm, write):
         _refuse("%s is refused: outside the policy's %s grants (policy %s)"
-                % (shown, 'write' if write else 'file', POLICY))
+                % (shown, 'write' if write else 'file', POLICY), -1,
+                'filesystem.%s %s' % ('write' if write else 'read', norm))
     return norm
 
 
@@ -1655,7 +1665,8 @@ def _lock_types():
         s = str.__str__(self)
         bad = _format_bad(s)
         if bad:
-            _refuse("format string reads attribute '%s', which is not allowed" % bad)
+            _refuse("format string reads attribute '%s', which is not allowed" % bad, -1,
+                    'python.attribute:' + bad)
         if '.' in s and _format_reads_attr(s):
             return fmt.vformat(s, args, kwargs)
         return _fmt(self, *args, **kwargs)
@@ -1664,7 +1675,8 @@ def _lock_types():
         s = str.__str__(self)
         bad = _format_bad(s)
         if bad:
-            _refuse("format string reads attribute '%s', which is not allowed" % bad)
+            _refuse("format string reads attribute '%s', which is not allowed" % bad, -1,
+                    'python.attribute:' + bad)
         if '.' in s and _format_reads_attr(s):
             return fmt.vformat(s, (), mapping)
         return _fmt_map(self, mapping)

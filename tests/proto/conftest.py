@@ -1,6 +1,7 @@
 """Drives the real build/tidepool binary: JSON lines in, JSON lines out."""
 import importlib.util
 import json
+import re
 import os
 import select
 import signal
@@ -42,11 +43,22 @@ def ok(res, value):
     return res
 
 
+def said(err):
+    """A refusal's message as its layer wrote it: without the " (policy P, rule R)" the host
+    adds to one that does not name its policy (docs/protocol.md, error.rule); only that exact
+    tail, with this error's own policy and rule, is taken off."""
+    m = err["message"]
+    tail = " (policy %s, rule %s)" % (err.get("policy"), err.get("rule"))
+    if err.get("kind") in (PV, "sandbox_violation") and m.endswith(tail):
+        return m[:-len(tail)]
+    return m
+
+
 def refused(res, message):
     """An exec the language layer refused, with exactly this message."""
     assert res["ok"] is False, res
     e = res["error"]
-    assert (e["kind"], e["layer"], e["type"], e["message"]) == (
+    assert (e["kind"], e["layer"], e["type"], said(e)) == (
         PV, "language", "PolicyViolation", message), res
     return e
 
@@ -143,6 +155,51 @@ def wait_for(cond, timeout, what):
         time.sleep(0.01)
 
 
+RULE = re.compile(r"[A-Za-z0-9_.:/-]{1,96}\Z")
+LANDLOCK_RIGHTS = {"read_file", "read_dir", "write_file", "make_reg", "make_dir", "remove_file",
+                   "remove_dir"}
+
+
+def check_refusal(err):
+    """Every refusal any test of the suite sees names its layer, rule and policy, in fields
+    and in the message; a kernel refusal its system call or its Landlock right (docs/protocol.md,
+    error.rule). Called on every message the suite reads from tidepool: the corpus is the
+    whole suite's refusals, not a list."""
+    if not isinstance(err, dict) or err.get("kind") not in ("policy_violation", "sandbox_violation"):
+        return
+    rule, policy = err.get("rule"), err.get("policy")
+    assert isinstance(rule, str) and RULE.match(rule), err
+    assert isinstance(policy, str) and policy, err
+    assert rule not in ("language", "kernel"), ("a refusal without its rule", err)
+    assert ("policy %s" % policy) in err["message"], err
+    if err["kind"] == "policy_violation":
+        # The language layer's, or the host's refusal of a tool the policy does not list.
+        assert (err["layer"] == "language" and not rule.startswith(("seccomp", "landlock", "tools:"))
+                or err["layer"] == "host" and rule.startswith("tools:")), err
+        return
+    assert err["layer"] == "kernel", err
+    wall, _, what = rule.partition(":")
+    if wall == "seccomp":
+        if err.get("syscall") not in (None, "unknown"):
+            assert what == err["syscall"] and isinstance(err.get("syscall_nr"), int), err
+        else:
+            # A kill by SIGSYS names no call: only a blocked SIGSYS or another ABI does that.
+            assert err.get("syscall") == "unknown" and what == "", err
+    elif wall == "landlock":
+        assert what in LANDLOCK_RIGHTS and isinstance(err.get("path"), str), err
+    else:
+        raise AssertionError(("a kernel refusal names neither its system call nor its right", err))
+
+
+def check_refusals(msg):
+    res = msg.get("result")
+    if isinstance(res, dict):
+        check_refusal(res.get("error"))
+        sc = res.get("structuredContent")
+        if isinstance(sc, dict):
+            check_refusal(sc.get("error"))
+
+
 class Host:
     def __init__(self, env=None, args=()):
         self.proc = subprocess.Popen(
@@ -182,6 +239,7 @@ class Host:
         msg = json.loads(line)  # anything on stdout must be JSON
         assert msg.get("jsonrpc") == "2.0", line
         assert msg.get("id", 0) is not None, line  # an unknown id is left out, never null
+        check_refusals(msg)
         return msg
 
     def reply(self, id, timeout=20.0):

@@ -9,7 +9,7 @@ import tempfile
 
 import pytest
 
-from conftest import BINARY, Host, needs_landlock
+from conftest import BINARY, Host, needs_landlock, said
 
 ENV = {"PATH": "/usr/bin:/bin"}
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
@@ -47,7 +47,7 @@ def write_policy(d, name, body):
 
 
 def err(r):
-    return r["error"]["kind"], r["error"]["layer"], r["error"]["message"]
+    return r["error"]["kind"], r["error"]["layer"], said(r["error"])
 
 
 # -- presets: the same attack, stopped by different layers ------------------------------
@@ -115,7 +115,7 @@ def test_kernel_only_refusals_are_sticky(shared_host):
     ]:
         r = shared_host.exec(code, lang=lang, policy="kernel-only")
         assert r["ok"] is False and r["error"]["kind"] == "sandbox_violation", r
-        assert r["error"]["layer"] == "kernel" and what in r["error"]["message"], r
+        assert r["error"]["layer"] == "kernel" and what in said(r["error"]), r
 
 
 @needs_landlock
@@ -291,7 +291,7 @@ def test_operator_policy_named_by_a_request(world_dir):
         r = h.call("sandbox/exec", {"lang": "python", "code": "1", "policy": "tiny"})
         assert r["error"] == {"code": -32602, "message": "policy 'tiny' does not allow Python 3.11"}
         r = h.call("sandbox/exec", {"lang": "lua", "code": "1", "policy": "nope"})
-        assert r["error"]["message"] == "unknown policy 'nope' (sandbox/policy/list names them)"
+        assert said(r["error"]) == "unknown policy 'nope' (sandbox/policy/list names them)"
         g = h.call("sandbox/policy/get", {"name": "tiny"})["result"]
         assert g["limits"]["output_bytes"] == 8 and g["languages"] == ["lua"]
         assert g["source"].endswith("/pol/tiny.json") and g["default"] is False
@@ -310,7 +310,7 @@ def test_kernel_check_refuses_rather_than_runs_with_less():
     try:
         r = h.call("sandbox/exec", {"lang": "python", "code": "1", "policy": "kernel-only"})
         assert r["error"]["code"] == -32602
-        assert r["error"]["message"].startswith("policy 'kernel-only' turns the language layer off")
+        assert said(r["error"]).startswith("policy 'kernel-only' turns the language layer off")
         assert h.exec("return 1")["value"] == 1  # the host keeps serving
     finally:
         h.close()
@@ -442,7 +442,7 @@ def test_rate_limit(world_dir):
         assert r["ok"] is False and r["error"]["kind"] == "rate_limit", r
         assert r["error"]["layer"] == "host"
         assert 0 < r["error"]["retry_after_ms"] <= 60000
-        assert r["error"]["message"].startswith(
+        assert said(r["error"]).startswith(
             "rate limit: 3 execs per minute under policy 'slow'; retry in "), r
         t = h.call("tools/call", {"name": "run_lua", "arguments": {"code": "return 1"}})["result"]
         assert t["isError"] is True and t["structuredContent"]["error"]["kind"] == "rate_limit"
@@ -468,11 +468,11 @@ def test_redaction_everywhere_and_the_audit_log(world_dir):
         assert r["stdout"] == "a [REDACTED] b\n", r
         assert r["value"] == {"k-[REDACTED]": "[REDACTED]"}, r
         r = h.exec("error('leak tok-4242-xyz and sk-abcdefgh')")
-        assert r["error"]["message"] == "leak [REDACTED] and [REDACTED]", r
+        assert said(r["error"]) == "leak [REDACTED] and [REDACTED]", r
         r = h.exec("print('x hunter2-pa')", limits={"output_bytes": 11})  # cut inside the secret
         assert "hunter2" not in r["stdout"], r
         r = h.exec("raise ValueError('hunter2-pass')", lang="python")
-        assert r["error"]["message"] == "[REDACTED]", r
+        assert said(r["error"]) == "[REDACTED]", r
         assert "hunter2" not in r["error"]["traceback"] and "[REDACTED]" in r["error"]["traceback"]
         r = h.exec("while true do end", limits={"wall_ms": 300, "cpu_ms": 5000})
         assert r["error"]["kind"] in ("timeout", "cpu_limit")

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import (BINARY, Host, alive_since, assert_healthy, cpu_ticks, identities, wait_spinning,
+from conftest import (said, BINARY, Host, alive_since, assert_healthy, cpu_ticks, identities, wait_spinning,
                       wait_warm_workers)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cases"))
@@ -188,7 +188,8 @@ def test_cancel_of_a_native_exec_answers_cancelled_with_the_output(host, lang, c
     assert r["ok"] is False and r["stdout"] == "so far\n", r
     assert r["error"] == {"kind": "cancelled", "layer": "host", "type": None,
                           "message": "cancelled by the client (notifications/cancelled)",
-                          "traceback": None, "line": None, "column": None}
+                          "traceback": None, "line": None, "column": None,
+                          "rule": None, "policy": "standard"}
     assert r["usage"]["wall_ms"] < 5000  # stopped, not run to its wall clock
     assert_healthy(host)
 
@@ -214,7 +215,7 @@ def test_cancel_sent_as_a_request_is_refused_and_cancels_nothing(host):
     host.send({"jsonrpc": "2.0", "id": "slow", "method": "sandbox/exec",
                "params": {"lang": "lua", "code": "local t=os.clock() while os.clock()-t < 0.3 do end return 'ran'"}})
     r = host.call("notifications/cancelled", {"requestId": "slow"})
-    assert r["error"]["code"] == -32600 and "is a notification" in r["error"]["message"], r
+    assert r["error"]["code"] == -32600 and "is a notification" in said(r["error"]), r
     assert host.reply("slow", timeout=60)["result"]["value"] == "ran"
 
 

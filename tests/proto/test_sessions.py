@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import Host, children_of, dying, needs_landlock, proc_read, status_field, wait_for
+from conftest import Host, children_of, dying, needs_landlock, proc_read, status_field, wait_for, said
 
 NO_SESSION = -32002
 BUSY = -32001
@@ -67,7 +67,7 @@ def ok(res, value):
 def rpc_error(r, code):
     assert "error" in r, r
     assert r["error"]["code"] == code, r
-    return r["error"]["message"]
+    return said(r["error"])
 
 
 # -- state ------------------------------------------------------------------------------
@@ -341,7 +341,8 @@ def test_cancel_in_a_session_keeps_it(h, lang, code, get):
     assert r["ok"] is False, r
     assert r["error"] == {"kind": "cancelled", "layer": "host", "type": None,
                           "message": "cancelled by the client (notifications/cancelled)",
-                          "traceback": None, "line": None, "column": None}
+                          "traceback": None, "line": None, "column": None,
+                          "rule": None, "policy": "standard"}
     assert r["stdout"] == "so far\n" and r["session_lost"] is False
     ok(sx(h, sid, get), 7)
     h.call("sandbox/session/close", {"session_id": sid})
@@ -498,7 +499,7 @@ def test_session_rate(pol_dir):
         ok(sx(h, sid, "return 2"), 2)
         r = sx(h, sid, "return 3")
         assert r["ok"] is False and r["error"]["kind"] == "rate_limit", r
-        assert r["error"]["message"].startswith(
+        assert said(r["error"]).startswith(
             "rate limit: 2 execs per minute in one session under policy 'slow'; retry in ")
         assert 0 < r["error"]["retry_after_ms"] <= 30000
         other = open_session(h)  # the bucket is per session

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import Host, needs_landlock
+from conftest import Host, needs_landlock, said
 
 TOOLS = ["search", "add", "slow", "never"]
 
@@ -104,7 +104,7 @@ def test_a_client_error_is_an_ordinary_catchable_error(h, lang, code, out):
 def test_an_uncaught_client_error_is_a_runtime_error(h, lang, code, etype):
     r, _ = run(h, {"lang": lang, "code": code})
     assert r["error"]["kind"] == "runtime_error" and r["error"]["type"] == etype, r
-    assert "no results for z" in r["error"]["message"]
+    assert "no results for z" in said(r["error"])
 
 
 @pytest.mark.parametrize("lang,code", [
@@ -118,7 +118,7 @@ def test_a_tool_outside_the_policy_is_refused_by_the_host(h, lang, code):
     assert calls == []  # refused means refused: the client was never asked
     assert r["ok"] is False
     assert r["error"]["kind"] == "policy_violation" and r["error"]["layer"] == "host", r
-    assert r["error"]["message"] == \
+    assert said(r["error"]) == \
         "tool 'rm' is not allowed by policy 'tooly' (its tools: search, add, slow, never)"
     assert r["usage"]["tool_calls"] == 0
 
@@ -127,7 +127,7 @@ def test_a_policy_without_tools_refuses_every_call(h):
     r, calls = run(h, {"lang": "lua", "code": "return tools.call('add', {a = 1, b = 1})",
                        "policy": "standard"})
     assert calls == []
-    assert (r["error"]["kind"], r["error"]["layer"], r["error"]["message"]) == \
+    assert (r["error"]["kind"], r["error"]["layer"], said(r["error"])) == \
         ("policy_violation", "host", "tool 'add' is not allowed by policy 'standard' (its tools: none)")
 
 
@@ -257,17 +257,17 @@ def test_an_unreadable_answer_is_an_error_the_code_catches(h, lang, line, msg, o
 def test_arguments_over_the_caps_are_refused_naming_the_cap(h, lang, code, msg):
     r, calls = run(h, {"lang": lang, "code": code, "limits": {"result_bytes": 1000, "result_depth": 3}})
     assert calls == [] and r["ok"] is False and r["error"]["kind"] == "runtime_error", r
-    assert r["error"]["message"].endswith(msg), r
+    assert said(r["error"]).endswith(msg), r
 
 
 def test_bad_arguments_are_refused_in_the_language(h):
     r, calls = run(h, {"lang": "python", "code": "tools.add(1, 2)"})
     assert calls == [] and r["error"]["kind"] == "runtime_error"
-    assert r["error"]["message"] == "tools.add() takes keyword arguments only (or use tools.call)"
+    assert said(r["error"]) == "tools.add() takes keyword arguments only (or use tools.call)"
     r, calls = run(h, {"lang": "python", "code": "tools.call('add', {1: float('nan')})"})
     assert calls == [] and r["error"]["type"] == "TypeError", r
     r, calls = run(h, {"lang": "lua", "code": "tools.call('bad name!', {})"})
-    assert calls == [] and r["error"]["message"].endswith("a tool name is 1 to 64 of A-Z a-z 0-9 _ - ."), r
+    assert calls == [] and said(r["error"]).endswith("a tool name is 1 to 64 of A-Z a-z 0-9 _ - ."), r
     for attr in ("_x", "__class__.__subclasses__", "__dict__"):
         r, calls = run(h, {"lang": "python", "code": f"tools.{attr}"})
         assert calls == [] and r["ok"] is False, (attr, r)
@@ -324,12 +324,12 @@ def test_a_forged_call_is_refused_by_the_host(h):
     r, calls = run(h, {"lang": "python", "code": code, "policy": "tooly-ko"})
     assert calls == []
     assert r["error"]["kind"] == "policy_violation" and r["error"]["layer"] == "host", r
-    assert r["error"]["message"] == "tool 'rm' is not allowed by policy 'tooly-ko' (its tools: add)"
+    assert said(r["error"]) == "tool 'rm' is not allowed by policy 'tooly-ko' (its tools: add)"
     # and a frame that is not even a call ends the worker, nothing else
     code2 = code.replace("os.write(fd, forged)", "os.write(fd, b'\\x05\\x00\\x00\\x00junk!')")
     r, calls = run(h, {"lang": "python", "code": code2, "policy": "tooly-ko"})
     assert calls == [] and (r["error"]["kind"], r["error"]["layer"]) == ("crashed", "process"), r
-    assert r["error"]["message"] == "worker reply refused: not a reply of this version", r
+    assert said(r["error"]) == "worker reply refused: not a reply of this version", r
 
 
 def test_execs_waiting_on_tools_do_not_hold_the_jobs(pol_dir):
@@ -412,4 +412,4 @@ def test_a_reply_while_a_call_waits_is_refused(h):
                    handler=lambda n, a: (time.sleep(0.5), {"result": 3})[1])
     assert [c["name"] for c in calls] == ["add"]
     assert r["ok"] is False and (r["error"]["kind"], r["error"]["layer"]) == ("crashed", "process"), r
-    assert r["error"]["message"] == "worker reply refused: sent while its tool call was unanswered", r
+    assert said(r["error"]) == "worker reply refused: sent while its tool call was unanswered", r
