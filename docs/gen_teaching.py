@@ -54,6 +54,64 @@ def svg():
     return "\n".join(out) + "\n"
 
 
+KSVG = os.path.join(ROOT, "docs", "kernel-layer.svg")
+# The worker's lockdown (docs/kernel-layer.md, "Steps, in order"), after clone, before code.
+STEPS = [
+    ("0", "pdeathsig", "dies with its parent"),
+    ("1", "fds", "0/1/2 on /dev/null; all else closed"),
+    ("2", "rlimits", "AS, CPU, FSIZE, NOFILE, NPROC 0"),
+    ("3", "uid drop", "65534, no capabilities"),
+    ("4", "no_new_privs", "inherited from the zygote"),
+    ("5", "Landlock", "only the grants; no TCP"),
+    ("6", "SIGSYS report", "names a trapped call"),
+    ("7", "seccomp seal", "W stacked on the zygote's Z"),
+]
+
+
+def kernel_svg():
+    w, h = 900, 250
+    bw, gap, top = 100, 10, 70
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+           'viewBox="0 0 %d %d" font-family="DejaVu Sans, Verdana, sans-serif">' % (w, h, w, h),
+           '<title>tidepool: the kernel layer, step by step, in each worker</title>',
+           '<rect width="%d" height="%d" fill="#ffffff"/>' % (w, h),
+           '<text x="10" y="26" font-size="16" font-weight="bold" fill="#222">A worker locks '
+           'itself down, in this order, before it reads any code</text>',
+           '<text x="10" y="48" font-size="12" fill="#444">clone from the zygote (which has '
+           'filter Z and no_new_privs already) → steps 0–7 → the snippet runs; a failed step '
+           'ends the worker before any code</text>']
+    for i, (n, name, what) in enumerate(STEPS):
+        x = 10 + i * (bw + gap)
+        out.append('<rect x="%d" y="%d" width="%d" height="110" rx="8" fill="#fdf0e1" '
+                   'stroke="#444" stroke-width="1.2"/>' % (x, top, bw))
+        out.append('<text x="%d" y="%d" font-size="20" font-weight="bold" fill="#a65d00" '
+                   'text-anchor="middle">%s</text>' % (x + bw // 2, top + 26, n))
+        out.append('<text x="%d" y="%d" font-size="11.5" font-weight="bold" fill="#222" '
+                   'text-anchor="middle">%s</text>' % (x + bw // 2, top + 50, escape(name)))
+        words, line, lines = what.split(), "", []
+        for wd in words:
+            if len(line) + len(wd) + 1 > 16:
+                lines.append(line)
+                line = wd
+            else:
+                line = (line + " " + wd).strip()
+        lines.append(line)
+        for j, l in enumerate(lines):
+            out.append('<text x="%d" y="%d" font-size="10.5" fill="#333" text-anchor="middle">'
+                       '%s</text>' % (x + bw // 2, top + 70 + 14 * j, escape(l)))
+        if i + 1 < len(STEPS):
+            out.append('<text x="%d" y="%d" font-size="14" fill="#666">›</text>'
+                       % (x + bw + 1, top + 58))
+    for j, l in enumerate(("After step 7, a call the policy refuses gets EPERM or ENOSYS, or traps and the "
+                           "host names it (seccomp:NAME);",
+                           "under kernel-only every refusal traps. A path outside the grants gets "
+                           "Landlock's EACCES (landlock:RIGHT, with the path).")):
+        out.append('<text x="10" y="%d" font-size="12" fill="#333">%s</text>'
+                   % (top + 145 + 18 * j, escape(l)))
+    out.append('</svg>')
+    return "\n".join(out) + "\n"
+
+
 def cell(e):
     if e["kind"] is None:
         return "allowed"
@@ -97,7 +155,7 @@ def main():
     want_doc = doc[:a] + table() + doc[b:]
     want_svg = svg()
     lessons = json.load(open(LESSONS))["lessons"]
-    want = {DOC: want_doc, SVG: want_svg}
+    want = {DOC: want_doc, SVG: want_svg, KSVG: kernel_svg()}
     want.update(lesson_files(lessons))
     if check:
         stale = [p for p, text in want.items()

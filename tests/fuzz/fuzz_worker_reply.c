@@ -7,7 +7,8 @@
  *
  * Input: a 16-byte header (limits, wait status, host verdict, flags), PAGE bytes
  * laid over the start of struct tp_shm (the rest of its header, e.g. the note,
- * filled with the byte data[9]), AREA*2 bytes of output, then the channel bytes.
+ * filled with the byte data[9]; the rule is the output's first bytes), AREA*2
+ * bytes of output, then the channel bytes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -66,6 +67,23 @@ static void check_result(const json_t *r, const struct ctx *c)
 		CHECK(json_is_object(err));
 		CHECK(known_kind(json_string_value(json_object_get(err, "kind"))));
 		CHECK(json_is_string(json_object_get(err, "layer")));
+		/* error.rule: null, or 1..96 of the rule's alphabet, whatever the page said;
+		 * every refusal has one, and every error names the policy. */
+		const json_t *rule = json_object_get(err, "rule");
+		const char *kind = json_string_value(json_object_get(err, "kind"));
+		CHECK(json_is_null(rule) || json_is_string(rule));
+		if (json_is_string(rule)) {
+			const char *t = json_string_value(rule);
+			size_t n = strlen(t);
+			CHECK(n >= 1 && n <= 96 && strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOP"
+							  "QRSTUVWXYZ0123456789_.:/-") == n);
+		}
+		if (strcmp(kind, "policy_violation") == 0 || strcmp(kind, "sandbox_violation") == 0)
+			CHECK(json_is_string(rule));
+		CHECK(json_is_string(json_object_get(err, "policy")) &&
+		      strcmp(json_string_value(json_object_get(err, "policy")), "fuzz") == 0);
+		const json_t *path = json_object_get(err, "path");
+		CHECK(path == NULL || json_is_string(path));
 	}
 	if (c->use_shm)
 		for (int s = 0; s < 2; s++)
@@ -91,6 +109,7 @@ static void outcome(struct ctx *c, const struct tp_reply *reply)
 		.cpu_ms = (c->status & 1) ? 3.25 : -1,
 		.cpu_exec_ms = (c->status & 2) ? 0.125 : 0,
 		.limits = &c->lim,
+		.policy = "fuzz",
 	};
 	json_t *r = tp_result_build(&o);
 	check_result(r, c);
@@ -235,6 +254,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(shm, data[9], hdr);
 	memcpy(shm, data + HDR, PAGE < hdr ? PAGE : hdr);
 	memcpy(shm->data, data + HDR + PAGE, 2 * AREA);
+	/* The rule a worker names (error.rule) is the output's first bytes again. */
+	memcpy(shm->rule, data + HDR + PAGE,
+	       2 * AREA < sizeof shm->rule ? 2 * AREA : sizeof shm->rule);
 	tp_shm_snapshot(shm, AREA, &c.view);
 	for (int s = 0; s < 2; s++) {
 		CHECK(c.view.len[s] <= AREA);
