@@ -318,7 +318,7 @@ static int rule_ok(const char *s, size_t *rule_len)
 }
 
 /* A refusal's message names its policy and rule (README): one that does not
- * say "policy NAME" already gets " (policy NAME, rule RULE)". */
+ * say "policy NAME" (or "policy 'NAME'") already gets " (policy NAME, rule RULE)". */
 static void name_policy(json_t **e, const char *policy)
 {
 	const char *kind = json_string_value(json_object_get(*e, "kind"));
@@ -330,6 +330,9 @@ static void name_policy(json_t **e, const char *policy)
 	    (strcmp(kind, "policy_violation") != 0 && strcmp(kind, "sandbox_violation") != 0))
 		return;
 	snprintf(want, sizeof want, "policy %s", policy);
+	if (strstr(msg, want) != NULL)
+		return;
+	snprintf(want, sizeof want, "policy '%s'", policy);
 	if (strstr(msg, want) != NULL)
 		return;
 	size_t n = strlen(msg) + strlen(policy) + strlen(rule) + 32;

@@ -171,7 +171,7 @@ def check_refusal(err):
     assert isinstance(rule, str) and RULE.match(rule), err
     assert isinstance(policy, str) and policy, err
     assert rule not in ("language", "kernel"), ("a refusal without its rule", err)
-    assert ("policy %s" % policy) in err["message"], err
+    assert ("policy %s" % policy) in err["message"] or ("policy '%s'" % policy) in err["message"], err
     if err["kind"] == "policy_violation":
         # The language layer's, or the host's refusal of a tool the policy does not list.
         assert (err["layer"] == "language" and not rule.startswith(("seccomp", "landlock", "tools:"))

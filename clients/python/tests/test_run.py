@@ -87,6 +87,7 @@ def test_limit_error(tp):
         "instruction_limit", "instruction_limit", "language", "instruction limit exceeded")
     assert e.limit == {"name": "instructions", "limit": 1000, "used": 1000}
     assert r.usage["instructions"] == 1000
+    assert (e.rule, e.policy) == ("limits.instructions", "agent")  # the tests' default policy
 
 
 def test_policy_violation(tp):
@@ -94,12 +95,14 @@ def test_policy_violation(tp):
     assert (e.name, e.kind, e.layer, e.value) == (
         "PolicyViolation", "policy_violation", "language",
         "open is not available in the sandbox (policy strict: no files)")
+    assert (e.rule, e.policy) == ("python.builtins:open", "strict")
     # standard gives sessions a workspace: a one-shot run has open, which refuses the path
     e = tp.run("open('/etc/passwd')", policy="standard").error
     assert (e.name, e.kind, e.layer, e.value) == (
         "PolicyViolation", "policy_violation", "language",
         "open('/etc/passwd') is refused: files are in a session's workspace, and this exec "
         "has none (policy standard: open a session)")
+    assert (e.rule, e.policy, e.raw["path"]) == ("filesystem.read", "standard", "/etc/passwd")
 
 
 @pytest.mark.parametrize("kw, message", [

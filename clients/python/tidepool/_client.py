@@ -64,7 +64,7 @@ class ExecutionError:
     plus tidepool's own fields; Jupyter's ename/evalue are aliases."""
 
     __slots__ = ("name", "value", "traceback", "kind", "layer", "line", "column", "type",
-                 "limit", "raw")
+                 "limit", "rule", "policy", "raw")
 
     def __init__(self, raw, lang):
         self.raw = raw
@@ -79,6 +79,8 @@ class ExecutionError:
         self.line = raw.get("line")
         self.column = raw.get("column")  # 1-based, or None
         self.limit = raw.get("limit")  # {name, limit, used} when a limit stopped it
+        self.rule = raw.get("rule")  # what decided: python.modules:socket, seccomp:clone, ...
+        self.policy = raw.get("policy")  # the policy the exec ran under
 
     @property
     def ename(self):
