@@ -21,10 +21,10 @@ PRESETS = ["strict", "standard", "kernel-only"]
 LAYERS = [
     ("host", "#e8eef7", "tidepool: never runs snippet code",
      "owns the wall clock (timeout), re-checks every reply, rates and quotas, tool calls"),
-    ("process", "#e6f4ea", "a fresh worker per exec, cloned from a zygote",
-     "no memory, state or descriptor passes between execs; a crash ends one worker"),
     ("kernel", "#fdf0e1", "the worker locks itself down before it reads code",
      "seccomp allowlist, Landlock (files, TCP), rlimits (memory, CPU), uid 65534, no_new_privs"),
+    ("process", "#e6f4ea", "a fresh worker per exec, cloned from a zygote",
+     "no memory, state or descriptor passes between execs; a crash ends one worker"),
     ("language", "#fbe9ec", "the interpreter, trimmed by the policy",
      "allowlisted modules and functions, blocked introspection, counted memory, CPU and instructions"),
 ]
