@@ -302,7 +302,12 @@ void tp_cli_explain(FILE *f, const struct tp_policy *p)
 		"sandbox_violation\n");
 	print_nrs(f, "allowed", tp_policy_allow_nrs, tp_policy_nallow_nrs);
 	print_rules(f);
-	print_nrs(f, "refused with EPERM (the language sees a PermissionError or nil, err)",
+	/* kernel-only traps every EPERM of the tables (sandbox/lockdown.c worker_action). */
+	print_nrs(f,
+		  p->language_layer
+		      ? "refused with EPERM (the language sees a PermissionError or nil, err)"
+		      : "refused by a trap, as are the arguments refused above (the exec ends as "
+			"sandbox_violation naming the call; other policies: EPERM)",
 		  tp_policy_eperm_nrs, tp_policy_neperm_nrs);
 	tp_doctor_summary(summary, sizeof summary);
 	fprintf(f, "\nthis machine: %s\n", summary);

@@ -172,6 +172,10 @@ static json_t *violation_error(const struct tp_outcome *o)
 	}
 	json_t *e = new_error(TP_KIND_SANDBOX_VIOLATION, TP_LAYER_KERNEL, msg);
 	put(&e, "syscall", json_string(name));
+	/* The number as the trap saw it (the page's, bounded by tp_shm_snapshot);
+	 * null when no report named one. */
+	put(&e, "syscall_nr",
+	    o->shm && o->shm->syscall_nr >= 0 ? json_integer(o->shm->syscall_nr) : json_null());
 	return e;
 }
 

@@ -99,14 +99,17 @@ static struct tp_shm *volatile report_shm;
  * READ right, and by name_to_handle_at) or an unnamed file. */
 #define OPEN_NEVER_FLAGS ((uint64_t)(O_PATH | TMPFILE_BIT))
 
-static int kernel_only_trap(int nr)
+/* The action a worker rule takes under this policy. kernel-only (no language
+ * layer) traps every refusal the tables answer with EPERM, so the exec ends as a
+ * sandbox_violation naming the call, whatever the runtime or native code would
+ * have done with an error. Two answers stay: ENOSYS (libc's fallbacks), and
+ * rt_sigprocmask's EPERM for SIG_BLOCK with a set (prepare_policy: a trap with
+ * SIGSYS blocked would go unnamed). Landlock's EACCES is not seccomp's. */
+static uint32_t worker_action(int nr, uint32_t action)
 {
-	if (!L.kernel_only)
-		return 0;
-	for (size_t i = 0; i < tp_policy_nkernel_only_trap_nrs; i++)
-		if (tp_policy_kernel_only_trap_nrs[i] == nr)
-			return 1;
-	return 0;
+	if (L.kernel_only && action == EPERM_ACT && nr != SYS_rt_sigprocmask)
+		return SCMP_ACT_TRAP;
+	return action;
 }
 
 static int overridden(int nr)
@@ -117,7 +120,7 @@ static int overridden(int nr)
 	for (size_t i = 0; i < L.ngrant_rules; i++)
 		if (L.grant_rules[i].nr == nr)
 			return 1;
-	return kernel_only_trap(nr);
+	return 0;
 }
 
 static void grant_rule(int nr, uint32_t action, int arg, uint64_t mask, uint64_t want)
@@ -417,7 +420,7 @@ static int add_list(scmp_filter_ctx ctx, struct build *b, const int *nrs, size_t
 
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		if (takes_worker_rules(b, nrs[i]) && !overridden(nrs[i]))
-			rc = add(ctx, b, action, nrs[i], 0, NULL);
+			rc = add(ctx, b, worker_action(nrs[i], action), nrs[i], 0, NULL);
 	return rc;
 }
 
@@ -429,7 +432,10 @@ static int add_arg_rules(scmp_filter_ctx ctx, struct build *b, const struct tp_a
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		if (!worker || (takes_worker_rules(b, rules[i].nr) &&
 				(rules == L.grant_rules || !overridden(rules[i].nr))))
-			rc = add(ctx, b, rules[i].action, rules[i].nr, rules[i].ncmp, rules[i].cmp);
+			rc = add(ctx, b,
+				 worker ? worker_action(rules[i].nr, rules[i].action)
+					: rules[i].action,
+				 rules[i].nr, rules[i].ncmp, rules[i].cmp);
 	return rc;
 }
 
@@ -450,12 +456,6 @@ static int add_worker_rules(scmp_filter_ctx ctx, struct build *b)
 	for (size_t i = 0; rc == 0 && i < L.ngrant_allow; i++)
 		if (takes_worker_rules(b, L.grant_allow[i]))
 			rc = add(ctx, b, SCMP_ACT_ALLOW, L.grant_allow[i], 0, NULL);
-	/* kernel-only: new processes, the network and other processes trap. */
-	for (size_t i = 0; rc == 0 && i < tp_policy_nkernel_only_trap_nrs; i++) {
-		int nr = tp_policy_kernel_only_trap_nrs[i];
-		if (L.kernel_only && takes_worker_rules(b, nr))
-			rc = add(ctx, b, SCMP_ACT_TRAP, nr, 0, NULL);
-	}
 	for (uint64_t sig = SIGSYS + 1; rc == 0 && sig <= 64; sig++) {
 		struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_EQ, sig);
 		if (takes_worker_rules(b, SYS_rt_sigaction))
