@@ -122,6 +122,7 @@ void tp_answer_finish(struct tp_host *h, struct worker *w, const struct tp_err *
 						     : 0,
 		.cpu_exec_ms = w->reply ? 0 : cpu_without_reply(w, &view),
 		.limits = &e->p.limits,
+		.kernel_limits = !h->zyg[w->zi].policy->language_layer,
 	};
 	const struct tp_hpolicy *hp = &h->hp[e->zi / TP_NLANGS];
 	json_t *res = tp_result_build(&o);

@@ -222,7 +222,22 @@ static void print_rules(FILE *f)
 		free(name);
 	}
 	fprintf(f, "\n   (mmap/mprotect never executable, rt_sigaction never SIGSYS, tgkill "
-		   "only SIGABRT to itself, fcntl flags only, madvise reclaim hints only)\n");
+		   "only SIGABRT to itself, fcntl flags only, madvise reclaim hints only;\n"
+		   "   prlimit64 reads only, but under kernel-only a worker's own RLIMIT_CPU)\n");
+}
+
+/* Who enforces a limit when the language layer is off (sandbox/verdict.h). */
+static const char *kernel_only_enforcer(const char *key)
+{
+	if (strcmp(key, "memory_bytes") == 0)
+		return ": the kernel's (RLIMIT_AS)";
+	if (strcmp(key, "cpu_ms") == 0)
+		return ": the kernel's (ITIMER_PROF, RLIMIT_CPU behind it)";
+	if (strcmp(key, "wall_ms") == 0)
+		return ": the host's clock";
+	if (strcmp(key, "instructions") == 0)
+		return ": counted by the language layer's hook, even here";
+	return "";
 }
 
 void tp_cli_explain(FILE *f, const struct tp_policy *p)
@@ -243,9 +258,14 @@ void tp_cli_explain(FILE *f, const struct tp_policy *p)
 		if (k->section == NULL || strcmp(k->section, "limits") != 0)
 			continue;
 		uint64_t v = tp_policy_key_u64(p, k);
-		fprintf(f, "  %-16s%llu%s\n", k->key, (unsigned long long)v,
-			(k->flags & TP_PK_ZERO_OK) && v == 0 ? " (off)" : "");
+		fprintf(f, "  %-16s%llu%s%s\n", k->key, (unsigned long long)v,
+			(k->flags & TP_PK_ZERO_OK) && v == 0 ? " (off)" : "",
+			p->language_layer ? "" : kernel_only_enforcer(k->key));
 	}
+	if (!p->language_layer)
+		fprintf(f,
+			"  (instructions: no kernel counter counts them deterministically, so the\n"
+			"  language layer's hook still does, under kernel-only too)\n");
 	fprintf(f, "\nlanguage layer:\n");
 	if (!p->language_layer) {
 		fprintf(f,

@@ -36,6 +36,10 @@ struct tp_outcome {
 	uint64_t tool_calls;    /* sent to the client */
 	uint64_t tool_attempts; /* asked for by the code (a tool_limit's used) */
 	const struct tp_limits *limits;
+	/* The exec's policy has no language layer (kernel-only): nothing above the
+	 * kernel enforces memory_bytes or cpu_ms, so a memory_limit or cpu_limit is
+	 * the kernel's. From the host's own policy, never from the worker. */
+	int kernel_limits;
 };
 
 json_t *tp_result_build(const struct tp_outcome *o);

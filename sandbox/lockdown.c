@@ -262,6 +262,37 @@ static int prepare_policy(struct tp_err *err)
 					  1,
 					  { ARG(0, SCMP_CMP_NE, SIG_BLOCK, 0), NOARG } };
 	}
+	if (L.kernel_only) {
+		/* No language timer: each exec's worker lowers its own RLIMIT_CPU to
+		 * its cpu_ms (sandbox/verdict.c), which the host may not be able to do
+		 * (prlimit of a worker of uid 65534 needs CAP_SYS_RESOURCE). So
+		 * prlimit64(0, RLIMIT_CPU, new) is allowed; without privileges it can
+		 * only lower the hard limit or move the soft one beneath it. Any other
+		 * resource with a new value, or another pid, traps. */
+		L.grant_rules[L.ngrant_rules++] =
+		    (struct tp_arg_rule){ SYS_prlimit64,
+					  SCMP_ACT_ALLOW,
+					  2,
+					  { ARG(0, SCMP_CMP_EQ, 0, 0),
+					    ARG(2, SCMP_CMP_EQ, 0, 0) } };
+		L.grant_rules[L.ngrant_rules++] =
+		    (struct tp_arg_rule){ SYS_prlimit64,
+					  SCMP_ACT_ALLOW,
+					  3,
+					  { ARG(0, SCMP_CMP_EQ, 0, 0),
+					    ARG(1, SCMP_CMP_EQ, RLIMIT_CPU, 0),
+					    ARG(2, SCMP_CMP_NE, 0, 0) } };
+		L.grant_rules[L.ngrant_rules++] =
+		    (struct tp_arg_rule){ SYS_prlimit64,
+					  EPERM_ACT,
+					  3,
+					  { ARG(0, SCMP_CMP_EQ, 0, 0),
+					    ARG(1, SCMP_CMP_NE, RLIMIT_CPU, 0),
+					    ARG(2, SCMP_CMP_NE, 0, 0) } };
+		L.grant_rules[L.ngrant_rules++] = (struct tp_arg_rule){
+			SYS_prlimit64, EPERM_ACT, 1, { ARG(0, SCMP_CMP_NE, 0, 0), NOARG }
+		};
+	}
 	/* kernel-only: Landlock is the file wall even without a grant, so a
 	 * read-only open is the kernel's EACCES like any other refused path. */
 	if (L.ngrants == 0 && !L.kernel_only)

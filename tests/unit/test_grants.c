@@ -642,9 +642,9 @@ static void try_trap_fcntl_dup(int rep)
 
 static void try_trap_setrlimit(int rep)
 {
-	struct rlimit r = { 1, 1 };
+	struct rlimit r = { 1 << 30, 1 << 30 };
 	(void)rep;
-	setrlimit(RLIMIT_CPU, &r); /* glibc: prlimit64(0, RLIMIT_CPU, new, NULL) */
+	setrlimit(RLIMIT_AS, &r); /* glibc: prlimit64(0, RLIMIT_AS, new, NULL) */
 }
 
 static void try_trap_chdir(int rep)
@@ -660,6 +660,10 @@ static void try_kept_answers(int rep)
 	REPORT(rep, syscall(SYS_clone3, NULL, 0));
 	REPORT(rep, syscall(SYS_close_range, 100, 200, 0));
 	REPORT(rep, tcgetattr(0, &t));
+	/* kernel-only lets a worker lower its own RLIMIT_CPU (never raise its hard limit) */
+	struct rlimit cpu = { 5, 6 }, high = { 5, RLIM_INFINITY };
+	REPORT(rep, setrlimit(RLIMIT_CPU, &cpu));
+	REPORT(rep, setrlimit(RLIMIT_CPU, &high));
 }
 
 static void test_kernel_only(void)
@@ -696,8 +700,14 @@ static void test_kernel_only(void)
 	CHECK_EQ_INT(verdict(SYS_openat, AT_FDCWD, 0, O_RDONLY | O_CLOEXEC), SECCOMP_RET_ALLOW);
 	CHECK_EQ_INT(verdict(SYS_prctl, PR_SET_DUMPABLE, 0, 0), SECCOMP_RET_TRAP);
 	CHECK_EQ_INT(verdict(SYS_prctl, PR_SET_NAME, 0, 0), SECCOMP_RET_TRAP);
-	CHECK_EQ_INT(verdict(SYS_prlimit64, 0, RLIMIT_CPU, 1), SECCOMP_RET_TRAP);
+	/* Its own RLIMIT_CPU, which each exec lowers (sandbox/verdict.c); nothing else. */
+	CHECK_EQ_INT(verdict(SYS_prlimit64, 0, RLIMIT_CPU, 1), SECCOMP_RET_ALLOW);
 	CHECK_EQ_INT(verdict(SYS_prlimit64, 0, RLIMIT_CPU, 0), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(verdict(SYS_prlimit64, 0, RLIMIT_AS, 0), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(verdict(SYS_prlimit64, 0, RLIMIT_AS, 1), SECCOMP_RET_TRAP);
+	CHECK_EQ_INT(verdict(SYS_prlimit64, 0, 1ull << 32 | RLIMIT_CPU, 1), SECCOMP_RET_TRAP);
+	CHECK_EQ_INT(verdict(SYS_prlimit64, 1, RLIMIT_CPU, 1), SECCOMP_RET_TRAP);
+	CHECK_EQ_INT(verdict(SYS_prlimit64, 1, RLIMIT_CPU, 0), SECCOMP_RET_TRAP);
 	CHECK_EQ_INT(verdict(SYS_rt_sigaction, SIGSYS, 1, 0), SECCOMP_RET_TRAP);
 	CHECK_EQ_INT(verdict(SYS_ioctl, 0, TIOCSTI, 0), SECCOMP_RET_TRAP);
 	CHECK_EQ_INT(verdict(SYS_ioctl, 0, TCGETS, 0), RET_ERRNO(ENOTTY));
@@ -722,6 +732,8 @@ static void test_kernel_only(void)
 		CHECK_ERRNO(next(&r), ENOSYS);
 		CHECK_ERRNO(next(&r), ENOSYS);
 		CHECK_ERRNO(next(&r), ENOTTY);
+		CHECK_EQ_INT(next(&r).ret, 0);
+		CHECK_ERRNO(next(&r), EPERM); /* the kernel's own answer: no CAP_SYS_RESOURCE */
 		CHECK(exited_with(finish(&r), 0));
 	} else {
 		CHECK(!"start");
