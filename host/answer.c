@@ -124,6 +124,7 @@ void tp_answer_finish(struct tp_host *h, struct worker *w, const struct tp_err *
 		.limits = &e->p.limits,
 		.policy = h->hp[e->zi / TP_NLANGS].p->name,
 		.rule = e->rule[0] ? e->rule : NULL,
+		.kernel_limits = !h->zyg[w->zi].policy->language_layer,
 	};
 	const struct tp_hpolicy *hp = &h->hp[e->zi / TP_NLANGS];
 	json_t *res = tp_result_build(&o);

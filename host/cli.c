@@ -223,7 +223,22 @@ static void print_rules(FILE *f)
 		free(name);
 	}
 	fprintf(f, "\n   (mmap/mprotect never executable, rt_sigaction never SIGSYS, tgkill "
-		   "only SIGABRT to itself, fcntl flags only, madvise reclaim hints only)\n");
+		   "only SIGABRT to itself, fcntl flags only, madvise reclaim hints only;\n"
+		   "   prlimit64 reads only, but under kernel-only a worker's own RLIMIT_CPU)\n");
+}
+
+/* Who enforces a limit when the language layer is off (sandbox/verdict.h). */
+static const char *kernel_only_enforcer(const char *key)
+{
+	if (strcmp(key, "memory_bytes") == 0)
+		return ": the kernel's (RLIMIT_AS)";
+	if (strcmp(key, "cpu_ms") == 0)
+		return ": the kernel's (ITIMER_PROF, RLIMIT_CPU behind it)";
+	if (strcmp(key, "wall_ms") == 0)
+		return ": the host's clock";
+	if (strcmp(key, "instructions") == 0)
+		return ": counted by the language layer's hook, even here";
+	return "";
 }
 
 void tp_cli_explain(FILE *f, const struct tp_policy *p)
@@ -244,9 +259,14 @@ void tp_cli_explain(FILE *f, const struct tp_policy *p)
 		if (k->section == NULL || strcmp(k->section, "limits") != 0)
 			continue;
 		uint64_t v = tp_policy_key_u64(p, k);
-		fprintf(f, "  %-16s%llu%s\n", k->key, (unsigned long long)v,
-			(k->flags & TP_PK_ZERO_OK) && v == 0 ? " (off)" : "");
+		fprintf(f, "  %-16s%llu%s%s\n", k->key, (unsigned long long)v,
+			(k->flags & TP_PK_ZERO_OK) && v == 0 ? " (off)" : "",
+			p->language_layer ? "" : kernel_only_enforcer(k->key));
 	}
+	if (!p->language_layer)
+		fprintf(f,
+			"  (instructions: no kernel counter counts them deterministically, so the\n"
+			"  language layer's hook still does, under kernel-only too)\n");
 	fprintf(f, "\nlanguage layer:\n");
 	if (!p->language_layer) {
 		fprintf(f,
@@ -303,7 +323,12 @@ void tp_cli_explain(FILE *f, const struct tp_policy *p)
 		"sandbox_violation\n");
 	print_nrs(f, "allowed", tp_policy_allow_nrs, tp_policy_nallow_nrs);
 	print_rules(f);
-	print_nrs(f, "refused with EPERM (the language sees a PermissionError or nil, err)",
+	/* kernel-only traps every EPERM of the tables (sandbox/lockdown.c worker_action). */
+	print_nrs(f,
+		  p->language_layer
+		      ? "refused with EPERM (the language sees a PermissionError or nil, err)"
+		      : "refused by a trap, as are the arguments refused above (the exec ends as "
+			"sandbox_violation naming the call; other policies: EPERM)",
 		  tp_policy_eperm_nrs, tp_policy_neperm_nrs);
 	tp_doctor_summary(summary, sizeof summary);
 	fprintf(f, "\nthis machine: %s\n", summary);

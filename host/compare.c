@@ -129,7 +129,7 @@ static int in_list(const json_t *a, const char *name)
 }
 
 /* {"key", "value", "says"}: the policy's entry behind a rule. */
-static json_t *entry(const struct tp_policy *p, const char *rule)
+static json_t *entry(const struct tp_policy *p, const char *rule, const json_t *lim)
 {
 	if (rule == NULL)
 		return json_null();
@@ -177,6 +177,14 @@ static json_t *entry(const struct tp_policy *p, const char *rule)
 			char *s = tp_json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
 			snprintf(says, sizeof says, "%.*s = %.400s", (int)klen, rule, s ? s : "?");
 			free(s);
+			/* A limit the request lowered: what this run had. */
+			json_t *l = json_object_get(lim, "limit");
+			if (json_is_integer(v) && json_is_integer(l) &&
+			    json_integer_value(l) != json_integer_value(v)) {
+				size_t n = strlen(says);
+				snprintf(says + n, sizeof says - n, " (this run: %lld)",
+					 (long long)json_integer_value(l));
+			}
 		} else {
 			snprintf(says, sizeof says, "%.*s", (int)klen, rule);
 		}
@@ -219,8 +227,8 @@ static json_t *row_json(const struct row *r)
 	return json_pack("{s:s, s:s, s:s, s:O, s:s, s:o, s:O}", "policy", r->p->name, "outcome",
 			 str_or(err, "kind", "?"), "layer", str_or(err, "layer", "?"), "rule",
 			 json_object_get(err, "rule") ? json_object_get(err, "rule") : json_null(),
-			 "message", str_or(err, "message", ""), "entry", entry(r->p, rule),
-			 "result", res);
+			 "message", str_or(err, "message", ""), "entry",
+			 entry(r->p, rule, json_object_get(err, "limit")), "result", res);
 }
 
 static void print_table(json_t *rows)

@@ -85,10 +85,22 @@ static enum tp_layer layer_of(enum tp_kind k)
 	}
 }
 
-/* The reply's own failure, as the client's error object. */
-static json_t *reply_error(const struct tp_failure *f)
+/* Who enforced the limit of kind k. A policy without a language layer has no
+ * language-layer memory or CPU enforcement (the allocators only measure, no CPU
+ * hook runs: sandbox/verdict.h), so its memory_limit and cpu_limit are the
+ * kernel's: RLIMIT_AS failed the allocation, the CPU timer or RLIMIT_CPU killed
+ * the worker. The host decides this from the policy it holds; a worker's page
+ * or reply cannot move a verdict to the kernel layer (nor away from it). */
+static int kernel_limit(const struct tp_outcome *o, enum tp_kind k)
 {
-	json_t *e = new_error(f->kind, layer_of(f->kind), "?");
+	return o->kernel_limits && (k == TP_KIND_MEMORY_LIMIT || k == TP_KIND_CPU_LIMIT);
+}
+
+/* The reply's own failure, as the client's error object. */
+static json_t *reply_error(const struct tp_outcome *o, const struct tp_failure *f)
+{
+	json_t *e =
+	    new_error(f->kind, kernel_limit(o, f->kind) ? TP_LAYER_KERNEL : layer_of(f->kind), "?");
 	put(&e, "type", text_or_null(&f->type));
 	put(&e, "message", text_or_null(&f->message));
 	put(&e, "traceback", text_or_null(&f->traceback));
@@ -115,9 +127,9 @@ static json_t *tripped_error(const struct tp_outcome *o)
 	/* A policy kill is the language layer's verdict, even when it ended the
 	 * process; a kernel refusal the runtime saw (sticky) is the kernel's. */
 	json_t *e = new_error(k,
-			      kernel                   ? TP_LAYER_KERNEL
-			      : self_killed && !policy ? TP_LAYER_PROCESS
-						       : TP_LAYER_LANGUAGE,
+			      kernel || kernel_limit(o, k) ? TP_LAYER_KERNEL
+			      : self_killed && !policy     ? TP_LAYER_PROCESS
+							   : TP_LAYER_LANGUAGE,
 			      kernel   ? "refused by the kernel layer"
 			      : policy ? "refused by the language layer"
 				       : tp_limit_message(v->tripped_limit));
@@ -172,19 +184,39 @@ static json_t *violation_error(const struct tp_outcome *o)
 	}
 	json_t *e = new_error(TP_KIND_SANDBOX_VIOLATION, TP_LAYER_KERNEL, msg);
 	put(&e, "syscall", json_string(name));
-	if (o->shm && o->shm->syscall_nr >= 0)
-		put(&e, "syscall_nr", json_integer(o->shm->syscall_nr));
+	/* The number as the trap saw it (the page's, bounded by tp_shm_snapshot);
+	 * null when no report named one. */
+	put(&e, "syscall_nr",
+	    o->shm && o->shm->syscall_nr >= 0 ? json_integer(o->shm->syscall_nr) : json_null());
 	return e;
 }
 
 static json_t *death_error(const struct tp_outcome *o)
 {
 	char msg[160];
-	uint64_t cpu = o->cpu_ms > 0 ? (uint64_t)o->cpu_ms : 0;
+	/* The exec's own CPU time when the page gave its start (cpu_exec_ms), else
+	 * the worker's (its life, less a session's earlier execs). */
+	double c = o->cpu_exec_ms > 0 ? o->cpu_exec_ms : o->cpu_ms;
+	uint64_t cpu = c > 0 ? (uint64_t)(c + 0.5) : 0;
 	if (!o->exited)
 		return new_error(TP_KIND_INTERNAL, TP_LAYER_HOST, "worker lost");
 	if (WIFSIGNALED(o->status)) {
 		int sig = WTERMSIG(o->status);
+		/* ITIMER_PROF: SIGPROF at its default action is a kernel-only worker's
+		 * CPU timer (sandbox/verdict.c), armed at cpu_ms. The kernel counts it
+		 * in ticks, which may run a few percent ahead of the scheduler's exact
+		 * clock that cpu measures: its verdict stands, and at least the budget
+		 * was used (a snippet that re-armed the timer itself ends its own exec
+		 * early, reported the same). Elsewhere a SIGPROF death is a cpu_limit
+		 * only past the budget, else a crash. */
+		if (sig == SIGPROF && (o->kernel_limits || cpu >= o->limits->cpu_ms)) {
+			json_t *e = new_error(TP_KIND_CPU_LIMIT, TP_LAYER_KERNEL,
+					      tp_limit_message(TP_LIMIT_CPU_MS));
+			put(&e, "limit",
+			    limit_json("cpu_ms", o->limits->cpu_ms,
+				       cpu > o->limits->cpu_ms ? cpu : o->limits->cpu_ms));
+			return e;
+		}
 		/* RLIMIT_CPU: SIGXCPU at the soft limit, SIGKILL at the hard one. */
 		if (sig == SIGXCPU || (sig == SIGKILL && cpu >= o->limits->cpu_ms)) {
 			json_t *e = new_error(TP_KIND_CPU_LIMIT, TP_LAYER_KERNEL,
@@ -249,7 +281,7 @@ static json_t *verdict(const struct tp_outcome *o, int *ok)
 			*ok = 1;
 			return NULL;
 		}
-		return reply_error(&o->reply->error);
+		return reply_error(o, &o->reply->error);
 	}
 	return death_error(o);
 }

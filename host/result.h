@@ -39,6 +39,10 @@ struct tp_outcome {
 	const char *policy; /* the exec's policy's name: error.policy (NULL: none) */
 	const char *rule;   /* error.rule of a host verdict that names none by its
 			     * limit (a rate or a quota), or NULL */
+	/* The exec's policy has no language layer (kernel-only): nothing above the
+	 * kernel enforces memory_bytes or cpu_ms, so a memory_limit or cpu_limit is
+	 * the kernel's. From the host's own policy, never from the worker. */
+	int kernel_limits;
 };
 
 json_t *tp_result_build(const struct tp_outcome *o);

@@ -126,7 +126,8 @@ static int may_raise_hard(void)
  * before; code that switched the timer off and ignores its stop and SIGXCPU
  * dies of the hard limit, a cpu_limit at the kernel layer, instead of running
  * until its wall clock ends. Never above what the lockdown set (the session's
- * lifetime: sandbox/zygote.c). A host without CAP_SYS_RESOURCE could never
+ * lifetime: sandbox/zygote.c). (A kernel-only one-shot worker bounds itself:
+ * sandbox/verdict.c.) A host without CAP_SYS_RESOURCE could never
  * raise a hard limit it lowered (nor set any limit of a worker of another
  * uid): it sets the soft limit only, where it may (SIGXCPU, which native code
  * may ignore), and reads the worker's CPU time every IDLE_WATCH_MS while the
@@ -141,9 +142,18 @@ void tp_worker_bound_cpu(struct tp_host *h, struct worker *w)
 	if (w->sess == NULL || w->exec == NULL || w->pid <= 0 ||
 	    tp_proc_stat(w->pid, &state, &used) != 0)
 		return;
-	rlim_t life = (rlim_t)(h->zyg[w->zi].policy->session.lifetime_ms / 1000 + 1);
+	const struct tp_policy *p = h->zyg[w->zi].policy;
+	rlim_t life = (rlim_t)(p->session.lifetime_ms / 1000 + 1);
+	/* With a language layer its timer ends an honest exec TP_CPU_GRACE_MS past
+	 * cpu_ms: the bound leaves that and a second. Without one (kernel-only) the
+	 * worker's ITIMER_PROF kills at cpu_ms and its own soft RLIMIT_CPU sends
+	 * SIGXCPU at the next whole second past it (sandbox/verdict.c): the hard
+	 * bound is a second after that. */
 	rlim_t soft =
-	    ((rlim_t)used + (rlim_t)w->exec->p.limits.cpu_ms + TP_CPU_GRACE_MS + 999) / 1000 + 1;
+	    p->language_layer
+		? ((rlim_t)used + (rlim_t)w->exec->p.limits.cpu_ms + TP_CPU_GRACE_MS + 999) / 1000 +
+		      1
+		: ((rlim_t)used + (rlim_t)w->exec->p.limits.cpu_ms) / 1000 + 1;
 	lim.rlim_cur = soft < life ? soft : life;
 	lim.rlim_max = lim.rlim_cur + 1;
 	if (may_raise_hard() && prlimit(w->pid, RLIMIT_CPU, &lim, NULL) == 0)

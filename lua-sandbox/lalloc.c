@@ -70,6 +70,11 @@ void *tp_lalloc(void *ud, void *ptr, size_t osize, size_t nsize)
 	} else {
 		p = realloc(ptr, nsize);
 	}
+	if (p == NULL && nsize > old && a->on_fail != NULL) {
+		refuse(a, nsize - old);
+		a->on_fail();
+		return NULL;
+	}
 	if (p == NULL)
 		return nsize > old ? refuse(a, nsize - old) : NULL;
 	a->current = a->current - old + nsize;

@@ -6,7 +6,8 @@
  *   2. tp_lalloc_set_limit() arms the exec's memory_bytes; tp_lalloc_reset_peak()
  *      makes the peak count from the exec's start.
  *   3. Read current, peak, refusals and refused_total at any time.
- * Pure: no syscalls of its own (malloc/realloc/free only), safe to read from a
+ * Pure: no syscalls of its own (malloc/realloc/free only, and on_fail when malloc
+ * fails), safe to read from a
  * signal handler. With scrub set (isolation "state"), no byte the heap held
  * goes back to malloc unzeroed: a block that moves is copied, then zeroed.
  */
@@ -22,6 +23,9 @@ struct tp_lalloc {
 	size_t refusals;      /* growth requests refused (Lua may retry after a GC) */
 	size_t refused_total; /* current + requested growth at the last refusal */
 	int scrub;            /* zero every byte before it goes back to malloc */
+	/* Called (if set) when malloc itself fails a growth within the limit: the
+	 * kernel refused it (RLIMIT_AS, under kernel-only). Must not allocate. */
+	void (*on_fail)(void);
 };
 
 void tp_lalloc_init(struct tp_lalloc *a, size_t limit);

@@ -69,13 +69,17 @@ void tp_lua_guard_trip_memory(void)
 {
 	uint64_t used = g_alloc->refused_total ? g_alloc->refused_total : g_alloc->current;
 
+	/* kernel-only: malloc failed at the worker's RLIMIT_AS, which counts the
+	 * address space (more than the Lua heap): at least the limit was used. */
+	if (tp_lua_x.kernel && used < tp_lua_x.lim.memory_bytes)
+		used = tp_lua_x.lim.memory_bytes;
 	tp_lua_guard_trip(TP_KIND_MEMORY_LIMIT, TP_LIMIT_MEMORY_BYTES, tp_lua_x.lim.memory_bytes,
 			  used);
 }
 
 void tp_lua_guard_lend(int on)
 {
-	if (tp_lua_x.lim.memory_bytes != 0)
+	if (tp_lua_x.lim.memory_bytes != 0 && !tp_lua_x.kernel)
 		tp_lalloc_set_limit(g_alloc, tp_lua_x.lim.memory_bytes + (on ? RESERVE : 0));
 }
 

@@ -44,6 +44,7 @@ struct tp_lua_exec {
 	int have_tb;                 /* a traceback was kept */
 	int tb_ref;                  /* registry ref of that traceback, or LUA_NOREF */
 	char refusal[512];           /* the message of a policy or kernel refusal */
+	int kernel; /* no language layer: the kernel holds memory_bytes, the heap has no limit */
 	char conv_message[TP_LJSON_MESSAGE_MAX]; /* a result error's message */
 };
 extern struct tp_lua_exec tp_lua_x;

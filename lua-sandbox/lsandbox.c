@@ -66,6 +66,12 @@ static void reseed(uint64_t seed)
 		lua_pop(S.L, 1);
 }
 
+static int kernel_only(void)
+{
+	const struct tp_policy *p = tp_sandbox_policy();
+	return p != NULL && !p->language_layer;
+}
+
 static void begin(const struct tp_request *req, struct tp_shm *shm)
 {
 	memset(&tp_lua_x, 0, sizeof tp_lua_x); /* the CPU timer is off: no handler reads it */
@@ -81,12 +87,17 @@ static void begin(const struct tp_request *req, struct tp_shm *shm)
 	S.session_begun = req->session;
 	if (req->has_seed)
 		reseed(req->seed);
-	tp_lalloc_set_limit(&g_alloc, req->limits.memory_bytes);
+	/* Without a language layer the kernel holds memory_bytes (RLIMIT_AS,
+	 * verdict.h): the heap only measures, and a malloc the kernel fails trips
+	 * memory_limit at once, sticky even under the snippet's own pcall. */
+	tp_lua_x.kernel = kernel_only();
+	tp_lalloc_set_limit(&g_alloc, tp_lua_x.kernel ? 0 : req->limits.memory_bytes);
+	g_alloc.on_fail = tp_lua_x.kernel ? tp_lua_guard_trip_memory : NULL;
 	g_alloc.refusals = 0;
 	g_alloc.refused_total = 0;
 	tp_lalloc_reset_peak(&g_alloc);
 	tp_lua_guard_publish(shm);
-	tp_verdict_begin(shm, req->limits.cpu_ms, &tp_lua_verdict_ops);
+	tp_verdict_begin(shm, &req->limits, &tp_lua_verdict_ops);
 }
 
 /* Protected: [1] = the request. Each key of inputs becomes a global. */
@@ -134,6 +145,7 @@ static void end_run(lua_State *L, int status)
 	tp_verdict_end();
 	lua_sethook(L, NULL, 0, 0);
 	tp_lua_x.running = NULL;
+	g_alloc.on_fail = NULL; /* the reply's allocations are not the snippet's */
 	if (status == LUA_ERRMEM)
 		tp_lua_guard_trip_memory();
 }

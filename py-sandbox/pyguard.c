@@ -91,10 +91,17 @@ void tp_py_trip(enum tp_kind kind, int id, uint64_t limit, uint64_t used)
 void tp_py_on_refuse(void)
 {
 	const struct tp_pyalloc *a = tp_pyalloc_stats();
+	uint64_t used = a->refused_total > tp_py_base ? a->refused_total - tp_py_base : 0;
 
+	/* kernel-only: the allocator has no limit, so this is malloc or mmap failing
+	 * at the worker's RLIMIT_AS. The kernel counts the address space (the
+	 * interpreter's mappings, fragmentation, the stack), more than the heap the
+	 * allocator counts: at least the limit was used. */
+	if (tp_py_kernel_only && used < tp_py_lim.memory_bytes)
+		used = tp_py_lim.memory_bytes;
 	if (tp_py_limits_on)
 		tp_py_trip(TP_KIND_MEMORY_LIMIT, TP_LIMIT_MEMORY_BYTES, tp_py_lim.memory_bytes,
-			   a->refused_total > tp_py_base ? a->refused_total - tp_py_base : 0);
+			   used);
 }
 
 int tp_py_raise_verdict(void)
@@ -588,8 +595,14 @@ int tp_py_audit_hook(const char *event, PyObject *args, void *ud)
 	}
 	if (tp_py_kernel_only)
 		return kernel_only_hook(event, args);
-	if (tp_py_fileop && (strcmp(event, "open") == 0 || strcmp(event, "os.listdir") == 0))
-		return 0; /* the file shim's own call, on a path it checked (shim.py) */
+	if (tp_py_fileop && (strcmp(event, "open") == 0 || strcmp(event, "os.listdir") == 0)) {
+		/* The file shim's own call, on a path it checked (shim.py). With file
+		 * grants the kernel may still refuse it (a symlink out of the grant):
+		 * recorded, so the refusal names the call and Landlock's right. */
+		if (G.kernel_record)
+			G.kernel_record(event, args);
+		return 0;
+	}
 	if (strcmp(event, "import") == 0 && tp_py_running)
 		return refuse_import(args);
 	if (is_kill_event(event)) {

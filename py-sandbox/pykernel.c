@@ -200,6 +200,61 @@ int tp_py_kernel_check(const char *call, int e)
 	return 1;
 }
 
+/* A str or bytes argument as text into out; 0, or -1 when it is neither. */
+static int text_arg(PyObject *o, char *out, size_t len)
+{
+	const char *s = o && PyUnicode_Check(o) ? PyUnicode_AsUTF8(o)
+			: o && PyBytes_Check(o) ? PyBytes_AsString(o)
+						: NULL;
+	PyErr_Clear();
+	if (s == NULL)
+		return -1;
+	snprintf(out, len, "%s", s);
+	return 0;
+}
+
+/* The libc functions a ctypes snippet reaches files with: which audit event
+ * each is like (for Landlock's right), where its path and flags are. */
+static const struct {
+	const char *fn, *event;
+	int path, flags; /* argument index; flags -1: none (a mode string for fopen) */
+} file_fns[] = {
+	{ "open", "open", 0, 1 },         { "open64", "open", 0, 1 },
+	{ "openat", "open", 1, 2 },       { "openat64", "open", 1, 2 },
+	{ "creat", "open", 0, -2 },       { "fopen", "open", 0, -1 },
+	{ "fopen64", "open", 0, -1 },     { "opendir", "os.listdir", 0, -3 },
+	{ "mkdir", "os.mkdir", 0, -3 },   { "unlink", "os.remove", 0, -3 },
+	{ "remove", "os.remove", 0, -3 }, { "rmdir", "os.rmdir", 0, -3 },
+};
+
+/* A ctypes call of fn(args) left errno e: a refusal of a file function names
+ * Landlock's right and the path, as the same call from Python would. */
+static void kernel_check_args(const char *call, const char *fn, int e, PyObject *args)
+{
+	char path[170], mode[8];
+	for (size_t i = 0; fn && PyTuple_Check(args) && i < sizeof file_fns / sizeof file_fns[0];
+	     i++) {
+		if (strcmp(fn, file_fns[i].fn) != 0 ||
+		    text_arg(arg(args, file_fns[i].path), path, sizeof path) != 0)
+			continue;
+		if (!tp_py_kernel_only || !refusal_errno(e) || e == ENOSYS)
+			return;
+		G.open_flags = O_RDONLY;
+		if (file_fns[i].flags >= 0 && arg(args, file_fns[i].flags) != NULL &&
+		    PyLong_Check(arg(args, file_fns[i].flags)))
+			G.open_flags = (int)PyLong_AsLong(arg(args, file_fns[i].flags));
+		else if (file_fns[i].flags == -2)
+			G.open_flags = O_CREAT | O_WRONLY | O_TRUNC;
+		else if (file_fns[i].flags == -1 &&
+			 text_arg(arg(args, 1), mode, sizeof mode) == 0 && mode[0] != 'r')
+			G.open_flags = O_CREAT | O_WRONLY;
+		PyErr_Clear();
+		trip(call, file_fns[i].event, e, path);
+		return;
+	}
+	tp_py_kernel_check(call, e);
+}
+
 /* A call no audit event names (os.pipe, os.open ...): where it was made. */
 static void unnamed_call(PyObject *filename, char *out, size_t len)
 {
@@ -312,16 +367,18 @@ static PyObject *py_errno_call(PyObject *self, PyObject *args)
 	return r;
 }
 
-/* _errno_check(call, errno): for ctypes calls (their errno is ctypes' copy). */
+/* _errno_check(call, errno[, fn, args]): for ctypes calls (their errno is
+ * ctypes' copy); fn and args tell a file function's right and path. */
 static PyObject *py_errno_check(PyObject *self, PyObject *args)
 {
-	const char *call;
+	const char *call, *fn = NULL;
+	PyObject *fargs = NULL;
 	int e;
 
 	(void)self;
-	if (!PyArg_ParseTuple(args, "si", &call, &e))
+	if (!PyArg_ParseTuple(args, "si|zO", &call, &e, &fn, &fargs))
 		return NULL;
-	tp_py_kernel_check(call, e);
+	kernel_check_args(call, fn, e, fargs);
 	Py_RETURN_NONE;
 }
 

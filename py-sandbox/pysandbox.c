@@ -180,13 +180,15 @@ static void begin(const struct tp_request *req, struct tp_shm *shm)
 		tp_py_base = G.session_base;
 	tp_pyalloc_reset_peak();
 	/* memory_bytes bounds what the exec (or the session) adds to the pristine
-	 * interpreter. */
-	if (tp_py_lim.memory_bytes != 0)
+	 * interpreter. Without a language layer the kernel bounds it (RLIMIT_AS:
+	 * verdict.h): the allocator only measures, and a refusal is a malloc the
+	 * kernel failed (tp_py_on_refuse). */
+	if (tp_py_lim.memory_bytes != 0 && !tp_py_kernel_only)
 		tp_pyalloc_set_limit(tp_py_base + tp_py_lim.memory_bytes);
 	tp_py_limits_on = 1;
 	tp_py_armed = 1;
 	tp_py_publish_usage(shm);
-	tp_verdict_begin(shm, tp_py_lim.cpu_ms, &tp_py_verdict_ops);
+	tp_verdict_begin(shm, &tp_py_lim, &tp_py_verdict_ops);
 }
 
 /* After the snippet: no timer, no trace, no limit, no tripwire from here on. */

@@ -1731,8 +1731,8 @@ def _kernel_init():
                 def __call__(self, *args, **kwargs):
                     ctypes.set_errno(0)
                     r = base.__call__(self, *args, **kwargs)
-                    _errno_check('%s() (via ctypes)' % getattr(self, '__name__', '?'),
-                                 ctypes.get_errno())
+                    fn = getattr(self, '__name__', '?')
+                    _errno_check('%s() (via ctypes)' % fn, ctypes.get_errno(), fn, args)
                     return r
             self._FuncPtr = _FuncPtr
         ctypes.CDLL.__init__ = __init__

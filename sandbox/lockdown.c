@@ -99,14 +99,17 @@ static struct tp_shm *volatile report_shm;
  * READ right, and by name_to_handle_at) or an unnamed file. */
 #define OPEN_NEVER_FLAGS ((uint64_t)(O_PATH | TMPFILE_BIT))
 
-static int kernel_only_trap(int nr)
+/* The action a worker rule takes under this policy. kernel-only (no language
+ * layer) traps every refusal the tables answer with EPERM, so the exec ends as a
+ * sandbox_violation naming the call, whatever the runtime or native code would
+ * have done with an error. Two answers stay: ENOSYS (libc's fallbacks), and
+ * rt_sigprocmask's EPERM for SIG_BLOCK with a set (prepare_policy: a trap with
+ * SIGSYS blocked would go unnamed). Landlock's EACCES is not seccomp's. */
+static uint32_t worker_action(int nr, uint32_t action)
 {
-	if (!L.kernel_only)
-		return 0;
-	for (size_t i = 0; i < tp_policy_nkernel_only_trap_nrs; i++)
-		if (tp_policy_kernel_only_trap_nrs[i] == nr)
-			return 1;
-	return 0;
+	if (L.kernel_only && action == EPERM_ACT && nr != SYS_rt_sigprocmask)
+		return SCMP_ACT_TRAP;
+	return action;
 }
 
 static int overridden(int nr)
@@ -117,7 +120,7 @@ static int overridden(int nr)
 	for (size_t i = 0; i < L.ngrant_rules; i++)
 		if (L.grant_rules[i].nr == nr)
 			return 1;
-	return kernel_only_trap(nr);
+	return 0;
 }
 
 static void grant_rule(int nr, uint32_t action, int arg, uint64_t mask, uint64_t want)
@@ -258,6 +261,37 @@ static int prepare_policy(struct tp_err *err)
 					  SCMP_ACT_ALLOW,
 					  1,
 					  { ARG(0, SCMP_CMP_NE, SIG_BLOCK, 0), NOARG } };
+	}
+	if (L.kernel_only) {
+		/* No language timer: each exec's worker lowers its own RLIMIT_CPU to
+		 * its cpu_ms (sandbox/verdict.c), which the host may not be able to do
+		 * (prlimit of a worker of uid 65534 needs CAP_SYS_RESOURCE). So
+		 * prlimit64(0, RLIMIT_CPU, new) is allowed; without privileges it can
+		 * only lower the hard limit or move the soft one beneath it. Any other
+		 * resource with a new value, or another pid, traps. */
+		L.grant_rules[L.ngrant_rules++] =
+		    (struct tp_arg_rule){ SYS_prlimit64,
+					  SCMP_ACT_ALLOW,
+					  2,
+					  { ARG(0, SCMP_CMP_EQ, 0, 0),
+					    ARG(2, SCMP_CMP_EQ, 0, 0) } };
+		L.grant_rules[L.ngrant_rules++] =
+		    (struct tp_arg_rule){ SYS_prlimit64,
+					  SCMP_ACT_ALLOW,
+					  3,
+					  { ARG(0, SCMP_CMP_EQ, 0, 0),
+					    ARG(1, SCMP_CMP_EQ, RLIMIT_CPU, 0),
+					    ARG(2, SCMP_CMP_NE, 0, 0) } };
+		L.grant_rules[L.ngrant_rules++] =
+		    (struct tp_arg_rule){ SYS_prlimit64,
+					  EPERM_ACT,
+					  3,
+					  { ARG(0, SCMP_CMP_EQ, 0, 0),
+					    ARG(1, SCMP_CMP_NE, RLIMIT_CPU, 0),
+					    ARG(2, SCMP_CMP_NE, 0, 0) } };
+		L.grant_rules[L.ngrant_rules++] = (struct tp_arg_rule){
+			SYS_prlimit64, EPERM_ACT, 1, { ARG(0, SCMP_CMP_NE, 0, 0), NOARG }
+		};
 	}
 	/* kernel-only: Landlock is the file wall even without a grant, so a
 	 * read-only open is the kernel's EACCES like any other refused path. */
@@ -417,7 +451,7 @@ static int add_list(scmp_filter_ctx ctx, struct build *b, const int *nrs, size_t
 
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		if (takes_worker_rules(b, nrs[i]) && !overridden(nrs[i]))
-			rc = add(ctx, b, action, nrs[i], 0, NULL);
+			rc = add(ctx, b, worker_action(nrs[i], action), nrs[i], 0, NULL);
 	return rc;
 }
 
@@ -429,7 +463,10 @@ static int add_arg_rules(scmp_filter_ctx ctx, struct build *b, const struct tp_a
 	for (size_t i = 0; rc == 0 && i < n; i++)
 		if (!worker || (takes_worker_rules(b, rules[i].nr) &&
 				(rules == L.grant_rules || !overridden(rules[i].nr))))
-			rc = add(ctx, b, rules[i].action, rules[i].nr, rules[i].ncmp, rules[i].cmp);
+			rc = add(ctx, b,
+				 worker ? worker_action(rules[i].nr, rules[i].action)
+					: rules[i].action,
+				 rules[i].nr, rules[i].ncmp, rules[i].cmp);
 	return rc;
 }
 
@@ -450,12 +487,6 @@ static int add_worker_rules(scmp_filter_ctx ctx, struct build *b)
 	for (size_t i = 0; rc == 0 && i < L.ngrant_allow; i++)
 		if (takes_worker_rules(b, L.grant_allow[i]))
 			rc = add(ctx, b, SCMP_ACT_ALLOW, L.grant_allow[i], 0, NULL);
-	/* kernel-only: new processes, the network and other processes trap. */
-	for (size_t i = 0; rc == 0 && i < tp_policy_nkernel_only_trap_nrs; i++) {
-		int nr = tp_policy_kernel_only_trap_nrs[i];
-		if (L.kernel_only && takes_worker_rules(b, nr))
-			rc = add(ctx, b, SCMP_ACT_TRAP, nr, 0, NULL);
-	}
 	for (uint64_t sig = SIGSYS + 1; rc == 0 && sig <= 64; sig++) {
 		struct scmp_arg_cmp c = SCMP_A0(SCMP_CMP_EQ, sig);
 		if (takes_worker_rules(b, SYS_rt_sigaction))

@@ -65,9 +65,6 @@ const int tp_policy_allow_nrs[] = {
 	SYS_exit_group,
 };
 
-/* Refused under every policy, and the ones kernel-only traps instead (below):
- * each group is written once, and both lists name the same groups in the same
- * order, so they cannot drift apart. */
 /* network: the worker talks to the host with read/write on its channel only */
 #define NETWORK_NRS                                                                                \
 	SYS_socket, SYS_socketpair, SYS_connect, SYS_bind, SYS_listen, SYS_accept, SYS_accept4,    \
@@ -81,7 +78,10 @@ const int tp_policy_allow_nrs[] = {
 	    438 /* pidfd_getfd */, SYS_ptrace, SYS_process_vm_readv, SYS_process_vm_writev,        \
 	    SYS_kcmp
 
-/* EPERM: forbidden by policy; the language sees a clean PermissionError. */
+/* EPERM: forbidden by policy; the language sees a clean PermissionError. Under
+ * kernel-only (a policy without a language layer) every EPERM answer of the
+ * worker's tables, this one's and the argument rules', traps instead
+ * (lockdown.c worker_action): the report names the call. */
 const int tp_policy_eperm_nrs[] = {
 	NETWORK_NRS,
 	NEW_PROCESS_NRS,
@@ -249,17 +249,6 @@ const int tp_policy_eperm_nrs[] = {
 	SYS_pipe2,
 };
 
-/* kernel-only (a policy without a language layer): these refusals trap instead
- * of EPERM, so an attempt ends the exec as a sandbox_violation that names the
- * syscall even when the runtime (or memory-corrupting native code) would swallow
- * the error. New processes and programs, the network, other processes. clone3
- * keeps ENOSYS (libc falls back to clone, which traps). */
-const int tp_policy_kernel_only_trap_nrs[] = {
-	NETWORK_NRS,
-	NEW_PROCESS_NRS,
-	OTHER_PROCESS_NRS,
-};
-
 /* ENOSYS: newer calls libc (or a runtime) falls back from, as if the kernel were
  * older. Every other number in [SWEEP_FIRST, SWEEP_END) gets ENOSYS too, but for
  * uretprobe (335) and uprobe (336): the kernel runs those before any filter (since
@@ -417,8 +406,6 @@ const struct tp_arg_rule tp_policy_zygote_rules[] = {
 
 const size_t tp_policy_nallow_nrs = sizeof tp_policy_allow_nrs / sizeof *tp_policy_allow_nrs;
 const size_t tp_policy_neperm_nrs = sizeof tp_policy_eperm_nrs / sizeof *tp_policy_eperm_nrs;
-const size_t tp_policy_nkernel_only_trap_nrs =
-    sizeof tp_policy_kernel_only_trap_nrs / sizeof *tp_policy_kernel_only_trap_nrs;
 const size_t tp_policy_nenosys_nrs = sizeof tp_policy_enosys_nrs / sizeof *tp_policy_enosys_nrs;
 const size_t tp_policy_narg_rules = sizeof tp_policy_arg_rules / sizeof *tp_policy_arg_rules;
 const size_t tp_policy_nzygote_rules =

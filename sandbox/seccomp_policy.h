@@ -40,12 +40,10 @@ struct tp_arg_rule {
 /* Allowed with any arguments. */
 extern const int tp_policy_allow_nrs[];
 extern const size_t tp_policy_nallow_nrs;
-/* Refused with EPERM: network, exec, fork, and whatever could reach outside. */
+/* Refused with EPERM: network, exec, fork, and whatever could reach outside.
+ * Under kernel-only every EPERM of the worker's rules traps instead. */
 extern const int tp_policy_eperm_nrs[];
 extern const size_t tp_policy_neperm_nrs;
-/* kernel-only: these EPERM entries trap instead (reported with the syscall). */
-extern const int tp_policy_kernel_only_trap_nrs[];
-extern const size_t tp_policy_nkernel_only_trap_nrs;
 /* Refused with ENOSYS, so libc falls back (clone3, newer calls). */
 extern const int tp_policy_enosys_nrs[];
 extern const size_t tp_policy_nenosys_nrs;

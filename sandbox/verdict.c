@@ -2,6 +2,9 @@
  * verdict.c — one sticky verdict per exec and the CPU timer behind cpu_ms.
  * Everything a signal handler touches is a volatile scalar; nothing allocates.
  *
+ * Under kernel-only (tp_verdict_kernel_limits) the kernel holds cpu_ms and
+ * memory_bytes: no SIGPROF handler, an rlimit and a ballast mapping instead.
+ *
  * The exec's CPU time (usage.cpu_ms) is read from CLOCK_THREAD_CPUTIME_ID: the
  * scheduler's runtime of the calling thread, exact to the nanosecond. Not
  * CLOCK_PROCESS_CPUTIME_ID: while ITIMER_PROF is armed, the kernel answers that
@@ -15,6 +18,8 @@
 #include <errno.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -43,6 +48,14 @@ static struct timespec g_cpu_start;
  * tp_verdict_trip_now() (normal code with SIGPROF held, or a handler). */
 static volatile sig_atomic_t g_kind, g_id;
 static volatile uint64_t g_limit, g_used;
+
+/* Kernel-only: set once per worker by tp_verdict_kernel_limits() before lockdown,
+ * read-only after (no handler reads them). g_ballast is the exec's PROT_NONE
+ * mapping, from tp_verdict_begin() to tp_verdict_end(). */
+static int g_kernel, g_session;
+static uint64_t g_room, g_reserve;
+static void *g_ballast;
+static size_t g_ballast_len;
 
 /* Flags: g_cpu_fired, set by on_sigprof at its first expiry and cleared per
  * exec by tp_verdict_begin(); g_active, set by tp_verdict_begin() and cleared
@@ -140,8 +153,82 @@ void tp_verdict_catch_stop(void)
 	sigprocmask(SIG_UNBLOCK, &set, NULL);
 }
 
-void tp_verdict_begin(struct tp_shm *shm, uint64_t cpu_ms, const struct tp_verdict_ops *ops)
+void tp_verdict_kernel_limits(uint64_t room, uint64_t reserve, int session)
 {
+	g_kernel = 1;
+	g_session = session;
+	g_room = room;
+	g_reserve = reserve;
+}
+
+int tp_verdict_kernel(void)
+{
+	return g_kernel;
+}
+
+/* The address space this exec may not use: the reserve the reply gets back, and
+ * what a request's lower memory_bytes leaves of the worker's room. Without it
+ * (mmap failed: a session whose state already fills the room) the snippet's
+ * first allocation past the rlimit ends it. */
+static void map_ballast(uint64_t memory_bytes)
+{
+	size_t len = (size_t)(g_reserve + (g_room > memory_bytes ? g_room - memory_bytes : 0));
+	void *p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	g_ballast = p == MAP_FAILED ? NULL : p;
+	g_ballast_len = g_ballast ? len : 0;
+}
+
+/* Kernel-only: RLIMIT_CPU behind the timer, for code that ignores SIGPROF or
+ * disarms it: the first whole second of the worker's CPU time past cpu_ms from
+ * this exec's start (SIGXCPU; strictly past it, so the timer ends an honest
+ * exec first), one more (SIGKILL). The worker sets it itself (its filter allows prlimit64 of
+ * its own RLIMIT_CPU under kernel-only; the host may lack the privilege to),
+ * never above the limit it has. A session's worker leaves the hard limit alone
+ * (the next exec may need more, and only the host may raise it: host/worker.c
+ * tp_worker_bound_cpu) and sets the soft one. */
+static void bound_kernel_cpu(uint64_t cpu_ms)
+{
+	struct timespec now;
+	struct rlimit old, lim;
+
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now) != 0 || getrlimit(RLIMIT_CPU, &old) != 0)
+		return;
+	uint64_t ms = (uint64_t)now.tv_sec * 1000 + (uint64_t)now.tv_nsec / 1000000;
+	lim.rlim_cur = (rlim_t)((ms + cpu_ms) / 1000 + 1);
+	lim.rlim_max = g_session ? old.rlim_max : lim.rlim_cur + 1;
+	if (old.rlim_max != RLIM_INFINITY && lim.rlim_max > old.rlim_max)
+		lim.rlim_max = old.rlim_max;
+	if (lim.rlim_cur > lim.rlim_max)
+		lim.rlim_cur = lim.rlim_max;
+	setrlimit(RLIMIT_CPU, &lim);
+}
+
+/* Kernel-only: the kernel ends the exec at cpu_ms. SIGPROF and SIGXCPU at their
+ * default action (a session's earlier exec may have changed them), unblocked,
+ * and ITIMER_PROF armed: at cpu_ms of CPU the kernel kills the worker. */
+static void arm_kernel_cpu(uint64_t cpu_ms)
+{
+	struct sigaction sa = { .sa_handler = SIG_DFL };
+	sigset_t set;
+
+	bound_kernel_cpu(cpu_ms);
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGPROF, &sa, NULL);
+	sigaction(SIGXCPU, &sa, NULL);
+	sigemptyset(&set);
+	sigaddset(&set, SIGPROF);
+	sigaddset(&set, SIGXCPU);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	set_timer(cpu_ms);
+}
+
+void tp_verdict_begin(struct tp_shm *shm, const struct tp_limits *lim,
+		      const struct tp_verdict_ops *ops)
+{
+	uint64_t cpu_ms = lim->cpu_ms;
+
 	g_kind = TP_KIND_NONE;
 	g_id = -1;
 	g_limit = g_used = 0;
@@ -156,6 +243,12 @@ void tp_verdict_begin(struct tp_shm *shm, uint64_t cpu_ms, const struct tp_verdi
 	g_active = 1;
 	if (shm->stop) /* asked before the worker could hear it */
 		tp_verdict_trip_now(TP_KIND_CANCELLED, -1, 0, 0);
+	if (g_kernel) {
+		map_ballast(lim->memory_bytes);
+		if (cpu_ms != 0)
+			arm_kernel_cpu(cpu_ms);
+		return;
+	}
 	if (cpu_ms == 0)
 		return;
 	struct sigaction sa = { .sa_handler = on_sigprof, .sa_flags = SA_RESTART };
@@ -172,6 +265,10 @@ void tp_verdict_end(void)
 {
 	g_active = 0;
 	set_timer(0);
+	if (g_ballast != NULL) {
+		munmap(g_ballast, g_ballast_len);
+		g_ballast = NULL;
+	}
 }
 
 enum tp_kind tp_verdict_kind(void)

@@ -136,6 +136,24 @@ static void rehearse_if_idle(const struct tp_worker_cfg *cfg, struct tp_shm *shm
 	tp_worker_rehearse(cfg->lang, &cfg->ceiling, &shm->handed);
 }
 
+/* Kernel-only: address space the reply needs once the snippet is done (its
+ * JSON, the frame, a traceback): the exec may not touch it (verdict.c). */
+static uint64_t kernel_reserve(const struct tp_worker_cfg *cfg)
+{
+	return (16u << 20) + 2 * cfg->ceiling.result_bytes;
+}
+
+/* Kernel-only: the kernel holds memory_bytes, so RLIMIT_AS is what the worker
+ * maps when its exec starts plus the exec's memory and the reply's reserve,
+ * with no slack. The start is the zygote's size at the clone (cfg->vm_bytes,
+ * measured in the zygote: a worker cannot read /proc) plus the page it maps;
+ * what the worker allocates before the snippet (the request, the rehearsal's
+ * leftovers) is a little less room for the snippet. */
+static uint64_t kernel_as_bytes(const struct tp_worker_cfg *cfg, uint64_t room)
+{
+	return cfg->vm_bytes + tp_shm_size(cfg->area_bytes) + room + kernel_reserve(cfg);
+}
+
 _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 {
 	struct tp_err err = { 0 };
@@ -161,8 +179,13 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 	cfg->lang->worker_init(e);
 
 	int keep[1] = { cfg->chan_fd };
+	const struct tp_policy *policy = tp_sandbox_policy();
+	int kernel = policy != NULL && !policy->language_layer && cfg->vm_bytes > 0;
+	uint64_t room = cfg->session ? cfg->session_memory_bytes : cfg->ceiling.memory_bytes;
 	struct tp_lockdown ld = {
-		.as_bytes = cfg->session ? cfg->session_as_bytes : cfg->as_bytes,
+		.as_bytes = kernel         ? kernel_as_bytes(cfg, room)
+			    : cfg->session ? cfg->session_as_bytes
+					   : cfg->as_bytes,
 		/* RLIMIT_CPU is the backstop behind the language's own CPU timer, per
 		 * exec; a session's worker runs many, each under its own timer, so its
 		 * backstop is the session's lifetime (the host ends it then). */
@@ -181,6 +204,9 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 		.nkeep = 1,
 		.shm = shm,
 	};
+	/* No language layer: the kernel enforces memory_bytes and cpu_ms (verdict.h). */
+	if (kernel)
+		tp_verdict_kernel_limits(room, kernel_reserve(cfg), cfg->session);
 	if (tp_lockdown_apply(&ld, &err) != 0)
 		die("lockdown", err.msg);
 	tp_verdict_catch_stop();

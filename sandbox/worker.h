@@ -31,6 +31,11 @@ struct tp_worker_cfg {
 	uint64_t workspace_bytes;  /* RLIMIT_FSIZE in a workspace */
 	uint64_t session_as_bytes; /* RLIMIT_AS for a session's worker */
 	uint64_t session_cpu_sec;  /* RLIMIT_CPU for a session's worker: its lifetime */
+	/* Kernel-only (no language layer): the zygote's address space when it
+	 * clones (measured last before its spawn loop), and a session's memory;
+	 * the worker's RLIMIT_AS is made of them (worker.c kernel_as_bytes). */
+	uint64_t vm_bytes;
+	uint64_t session_memory_bytes;
 };
 
 _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg);

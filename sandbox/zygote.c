@@ -127,6 +127,7 @@ int tp_zygote_main(const char *lang_name, const char *workspace_base)
 			    ? policy->session.memory_bytes
 			    : cfg.ceiling.memory_bytes;
 	cfg.session_as_bytes = tp_zygote_vm_bytes() + smem + AS_SLACK;
+	cfg.session_memory_bytes = smem;
 	cfg.session_cpu_sec = policy->session.lifetime_ms / 1000 + 1;
 	cfg.workspace_bytes = policy->session.workspace_bytes;
 	/* Purge before forking (Android's zygote lesson): consolidate the free chunks
@@ -146,6 +147,10 @@ int tp_zygote_main(const char *lang_name, const char *workspace_base)
 	 * free(malloc(n)), as it did here (malloc_info: 171 chunks still unsorted). */
 	void *volatile sort = malloc(96u << 10);
 	free(sort);
+	/* What a worker maps when it is cloned, measured as late as /proc can be
+	 * read (Z refuses the open, and a worker cannot read it either): from here
+	 * the zygote maps nothing more. Kernel-only's RLIMIT_AS starts from it. */
+	cfg.vm_bytes = tp_zygote_vm_bytes();
 	if (tp_lockdown_enter_zygote(&err) != 0) { /* Z: no open from here on */
 		fprintf(stderr, "tidepool zygote: %s\n", err.msg);
 		return 1;

@@ -572,8 +572,10 @@ def test_policy_check_show_list_doctor(world_dir):
     assert p.returncode == 0, p.stderr
     out = p.stdout.splitlines()
     assert out[0].startswith("policy teaching (") and out[0].endswith("teaching.json, extends kernel-only)")
-    assert "  cpu_ms          2000" in out
-    assert "  wall_ms         5000" in out
+    # kernel-only's limits say who enforces them: the kernel, the host, the language's hook
+    assert "  cpu_ms          2000: the kernel's (ITIMER_PROF, RLIMIT_CPU behind it)" in out
+    assert "  wall_ms         5000: the host's clock" in out
+    assert "  instructions    0 (off): counted by the language layer's hook, even here" in out
     assert "  off: it refuses nothing (every builtin, every installed module and library);" in out
     assert any(l.startswith("  allowed (") for l in out)
     assert out[-1] == "verdict: this kernel can enforce policy 'teaching'"

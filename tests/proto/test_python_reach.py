@@ -256,7 +256,10 @@ def test_nothing_forbidden_is_reachable(polhost, policy):
 def test_the_walk_finds_what_it_looks_for(polhost):
     """The oracle, proved on the policy with no language layer: under kernel-only
     the modules are real and sys._getframe() gives a frame, and the walk says so."""
-    res = walk(polhost, "walk-kernel-only", ["sys", "json"], ["len"], set())
+    # sys.breakpointhook() starts pdb, which imports the native readline: its
+    # executable mapping is a seccomp refusal, and under kernel-only every one
+    # traps ('mmap'), ending the walk. Skipped: the walk is about reads.
+    res = walk(polhost, "walk-kernel-only", ["sys", "json"], ["len"], {"sys.breakpointhook()"})
     assert res["ok"], res
     found = res["value"]
     assert any(f.startswith("sys: real module <module 'sys' (built-in)>") for f in found), found

@@ -23,11 +23,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "kprobe.h"
@@ -555,7 +559,7 @@ static void test_writes(void)
 	      access(at(ro, "moved"), F_OK) < 0);
 }
 
-/* ---- kernel-only: the runtime's library read-only, new processes trap ------------------ */
+/* ---- kernel-only: the runtime's library read-only, every seccomp refusal traps --------- */
 
 static void try_runtime(int rep)
 {
@@ -566,8 +570,8 @@ static void try_runtime(int rep)
 	send_report(rep, read_fd(fd, buf, sizeof buf), fd < 0 ? errno : 0);
 	REPORT(rep, open("/usr/lib/python3.11/../../../etc/passwd", O_RDONLY));
 	REPORT(rep, open(canary, O_RDONLY));
-	REPORT(rep, open("/usr/lib/python3.11/x.py", O_WRONLY | O_CREAT, 0644));
-	/* libc's block-all before a clone is refused, so a trap there is named. */
+	/* The one EPERM kernel-only keeps: libc's block-all before a clone is refused, so a trap
+	 * there is named. */
 	sigfillset(&all);
 	REPORT(rep, syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, NULL, 8));
 	REPORT(rep, syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, buf, 8));
@@ -592,6 +596,76 @@ static void try_trap_spawn(int rep)
 	(void)!system("id"); /* blocks every signal, then clone3 (ENOSYS) and clone */
 }
 
+/* What other policies answer with EPERM traps under kernel-only, each naming its call. */
+static void try_trap_open_write(int rep)
+{
+	(void)rep;
+	open("/usr/lib/python3.11/x.py", O_WRONLY | O_CREAT, 0644); /* glibc: openat */
+}
+
+static void try_trap_pipe(int rep)
+{
+	int p[2];
+	(void)rep;
+	(void)!pipe(p); /* glibc: pipe2 */
+}
+
+static void try_trap_exec_map(int rep)
+{
+	(void)rep;
+	mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+}
+
+static void try_trap_sigsys(int rep)
+{
+	(void)rep;
+	signal(SIGSYS, SIG_IGN);
+}
+
+static void try_trap_prctl(int rep)
+{
+	(void)rep;
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+static void try_trap_dup(int rep)
+{
+	(void)rep;
+	(void)!dup(0);
+}
+
+static void try_trap_fcntl_dup(int rep)
+{
+	(void)rep;
+	fcntl(0, F_DUPFD_CLOEXEC, 10);
+}
+
+static void try_trap_setrlimit(int rep)
+{
+	struct rlimit r = { 1 << 30, 1 << 30 };
+	(void)rep;
+	setrlimit(RLIMIT_AS, &r); /* glibc: prlimit64(0, RLIMIT_AS, new, NULL) */
+}
+
+static void try_trap_chdir(int rep)
+{
+	(void)rep;
+	(void)!chdir("/");
+}
+
+/* ENOSYS (libc's fallbacks) and ioctl's ENOTTY stay. */
+static void try_kept_answers(int rep)
+{
+	struct termios t;
+	REPORT(rep, syscall(SYS_clone3, NULL, 0));
+	REPORT(rep, syscall(SYS_close_range, 100, 200, 0));
+	REPORT(rep, tcgetattr(0, &t));
+	/* kernel-only lets a worker lower its own RLIMIT_CPU (never raise its hard limit) */
+	struct rlimit cpu = { 5, 6 }, high = { 5, RLIM_INFINITY };
+	REPORT(rep, setrlimit(RLIMIT_CPU, &cpu));
+	REPORT(rep, setrlimit(RLIMIT_CPU, &high));
+}
+
 static void test_kernel_only(void)
 {
 	struct run r;
@@ -600,7 +674,16 @@ static void test_kernel_only(void)
 		int nr;
 	} traps[] = { { try_trap_socket, SYS_socket },
 		      { try_trap_kill, SYS_kill },
-		      { try_trap_spawn, SYS_clone } };
+		      { try_trap_spawn, SYS_clone },
+		      { try_trap_open_write, SYS_openat },
+		      { try_trap_pipe, SYS_pipe2 },
+		      { try_trap_exec_map, SYS_mmap },
+		      { try_trap_sigsys, SYS_rt_sigaction },
+		      { try_trap_prctl, SYS_prctl },
+		      { try_trap_dup, SYS_dup },
+		      { try_trap_fcntl_dup, SYS_fcntl },
+		      { try_trap_setrlimit, SYS_prlimit64 },
+		      { try_trap_chdir, SYS_chdir } };
 
 	CHECK_EQ_INT(verdict(SYS_socket, 1, 1, 0), SECCOMP_RET_TRAP);
 	CHECK_EQ_INT(verdict(SYS_clone, CLONE_PARENT | SIGCHLD, 0, 0), SECCOMP_RET_TRAP);
@@ -608,17 +691,49 @@ static void test_kernel_only(void)
 	CHECK_EQ_INT(verdict(SYS_ptrace, 0, 0, 0), SECCOMP_RET_TRAP);
 	CHECK_EQ_INT(verdict(SYS_clone3, 0, 0, 0), RET_ERRNO(ENOSYS));
 	CHECK_EQ_INT(verdict(SYS_tgkill, 1, 1, SIGABRT), SECCOMP_RET_ALLOW);
-	CHECK_EQ_INT(verdict(SYS_mmap, 0, 4096, PROT_READ | PROT_EXEC), RET_ERRNO(EPERM));
+	/* Every EPERM of the tables traps, in the tables and in the argument rules
+	 * (the zygote extras too: W traps what Z answers with EPERM). */
+	CHECK_EQ_INT(verdict(SYS_mmap, 0, 4096, PROT_READ | PROT_EXEC), SECCOMP_RET_TRAP);
+	CHECK_EQ_INT(verdict(SYS_mmap, 0, 4096, PROT_READ | PROT_WRITE), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(verdict(SYS_pipe2, 0, 0, 0), SECCOMP_RET_TRAP);
+	CHECK_EQ_INT(verdict(SYS_openat, AT_FDCWD, 0, O_WRONLY), SECCOMP_RET_TRAP);
+	CHECK_EQ_INT(verdict(SYS_openat, AT_FDCWD, 0, O_RDONLY | O_CLOEXEC), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(verdict(SYS_prctl, PR_SET_DUMPABLE, 0, 0), SECCOMP_RET_TRAP);
+	CHECK_EQ_INT(verdict(SYS_prctl, PR_SET_NAME, 0, 0), SECCOMP_RET_TRAP);
+	/* Its own RLIMIT_CPU, which each exec lowers (sandbox/verdict.c); nothing else. */
+	CHECK_EQ_INT(verdict(SYS_prlimit64, 0, RLIMIT_CPU, 1), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(verdict(SYS_prlimit64, 0, RLIMIT_CPU, 0), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(verdict(SYS_prlimit64, 0, RLIMIT_AS, 0), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(verdict(SYS_prlimit64, 0, RLIMIT_AS, 1), SECCOMP_RET_TRAP);
+	CHECK_EQ_INT(verdict(SYS_prlimit64, 0, 1ull << 32 | RLIMIT_CPU, 1), SECCOMP_RET_TRAP);
+	CHECK_EQ_INT(verdict(SYS_prlimit64, 1, RLIMIT_CPU, 1), SECCOMP_RET_TRAP);
+	CHECK_EQ_INT(verdict(SYS_prlimit64, 1, RLIMIT_CPU, 0), SECCOMP_RET_TRAP);
+	CHECK_EQ_INT(verdict(SYS_rt_sigaction, SIGSYS, 1, 0), SECCOMP_RET_TRAP);
+	CHECK_EQ_INT(verdict(SYS_ioctl, 0, TIOCSTI, 0), SECCOMP_RET_TRAP);
+	CHECK_EQ_INT(verdict(SYS_ioctl, 0, TCGETS, 0), RET_ERRNO(ENOTTY));
+	CHECK_EQ_INT(verdict(SYS_rt_sigprocmask, SIG_BLOCK, 1, 0), RET_ERRNO(EPERM));
+	CHECK_EQ_INT(verdict(SYS_rt_sigprocmask, SIG_UNBLOCK, 1, 0), SECCOMP_RET_ALLOW);
+	CHECK_EQ_INT(verdict(SYS_close_range, 3, 4, 0), RET_ERRNO(ENOSYS));
+	CHECK_EQ_INT(verdict(500, 0, 0, 0), RET_ERRNO(ENOSYS));
 	if (access("/usr/lib/python3.11/os.py", R_OK) != 0) {
 		TP_SKIP("kernel-only runtime grant: /usr/lib/python3.11 is not on this machine");
 	} else if (start(&r, try_runtime) == 0) {
-		CHECK(next(&r).ret > 0); /* the standard library, read-only */
+		CHECK(next(&r).ret > 0);       /* the standard library, read-only */
+		CHECK_ERRNO(next(&r), EACCES); /* Landlock's answer stays EACCES */
 		CHECK_ERRNO(next(&r), EACCES);
-		CHECK_ERRNO(next(&r), EACCES);
-		CHECK_ERRNO(next(&r), EPERM);
 		CHECK_ERRNO(next(&r), EPERM);  /* SIG_BLOCK with a set */
 		CHECK_EQ_INT(next(&r).ret, 0); /* SIG_BLOCK without one: reads the mask */
 		CHECK_EQ_INT(next(&r).ret, 0);
+		CHECK(exited_with(finish(&r), 0));
+	} else {
+		CHECK(!"start");
+	}
+	if (start(&r, try_kept_answers) == 0) {
+		CHECK_ERRNO(next(&r), ENOSYS);
+		CHECK_ERRNO(next(&r), ENOSYS);
+		CHECK_ERRNO(next(&r), ENOTTY);
+		CHECK_EQ_INT(next(&r).ret, 0);
+		CHECK_ERRNO(next(&r), EPERM); /* the kernel's own answer: no CAP_SYS_RESOURCE */
 		CHECK(exited_with(finish(&r), 0));
 	} else {
 		CHECK(!"start");

@@ -834,6 +834,17 @@ static void test_build(void)
 	CHECK_EQ_STR(err_field(res, "kind"), "sandbox_violation");
 	CHECK_EQ_STR(err_field(res, "layer"), "kernel");
 	CHECK_EQ_STR(err_field(res, "syscall"), "socket");
+	CHECK_EQ_INT(
+	    json_integer_value(json_object_get(json_object_get(res, "error"), "syscall_nr")), 41);
+	json_decref(res);
+
+	/* A kill by SIGSYS names no call: syscall "unknown", syscall_nr null. */
+	o.status = SIGSYS;
+	v.syscall_nr = -1;
+	res = tp_result_build(&o);
+	CHECK_EQ_STR(err_field(res, "kind"), "sandbox_violation");
+	CHECK_EQ_STR(err_field(res, "syscall"), "unknown");
+	CHECK(json_is_null(json_object_get(json_object_get(res, "error"), "syscall_nr")));
 	json_decref(res);
 
 	o.status = SIGXCPU;
