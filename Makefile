@@ -68,6 +68,12 @@ CORE_OBJS += $(BUILD)/obj/tests/sanitize/san_options.o
 # Not instrumented: it runs inside the sanitizer's init, before shadow memory exists.
 $(BUILD)/obj/tests/sanitize/san_options.o: SAN_FLAGS := -DTP_SANITIZE=1
 endif
+# The playground's page (host/playground/, examples/lessons.json), compiled into
+# the host's code as one generated C file (host/playground.h).
+PG_FILES  := host/playground/index.html host/playground/playground.js \
+             host/playground/playground.css examples/lessons.json
+PG_OBJ    := $(BUILD)/obj/gen/playground_assets.o
+CORE_OBJS += $(PG_OBJ)
 MAIN_OBJ  := $(BUILD)/obj/host/main.o
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 # py-sandbox/pyshim.c is generated from shim.py by gen_shim.py: not formatted.
@@ -181,6 +187,11 @@ $(BUILD)/tests/fake_tidepool: tests/faults/fake_tidepool.c $(CORE_OBJS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(CORE_OBJS) $(PKG_LIBS)
 
 # Generated code: regenerated when its source changes, checked by `make test`.
+$(BUILD)/gen/playground_assets.c: $(PG_FILES) host/playground/gen_assets.py
+	$(PYTHON) host/playground/gen_assets.py $@ $(PG_FILES)
+$(PG_OBJ): $(BUILD)/gen/playground_assets.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 py-sandbox/pyshim.c: py-sandbox/shim.py py-sandbox/gen_shim.py
 	$(PYTHON) py-sandbox/gen_shim.py
 common/presets.c: $(wildcard policies/*.json) policies/gen_presets.py

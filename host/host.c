@@ -993,6 +993,11 @@ void tp_host_log(const char *msg)
 	tp_out_log("%s", msg);
 }
 
+const char *tp_host_http_url(const struct tp_host *h)
+{
+	return tp_http_url(h);
+}
+
 void tp_host_cfg_jobs(struct tp_host_cfg *cfg, int jobs)
 {
 	cfg->jobs = jobs;
