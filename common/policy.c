@@ -1193,10 +1193,14 @@ static struct tp_policy *parent_of(struct tp_policy_set *s, struct ctx *c, const
 		*own = parent != NULL;
 		return parent;
 	}
-	bad(c,
-	    "extends '%s', which is neither a loaded policy, a built-in preset nor a file %s.json "
-	    "beside this one",
-	    name, name);
+	if (dir == NULL) /* a text of no file (check_text): no file is looked for */
+		bad(c, "extends '%s', which is neither a loaded policy nor a built-in preset",
+		    name);
+	else
+		bad(c,
+		    "extends '%s', which is neither a loaded policy, a built-in preset nor a file "
+		    "%s.json beside this one",
+		    name, name);
 	return NULL;
 }
 

@@ -399,11 +399,16 @@ static int loopback_name(const char *s, size_t n)
 	return inet_pton(AF_INET, host, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
 }
 
-/* Whether origin is http://HOST, the Host this request was sent to: the
- * playground's page calling /mcp of the server that served it. */
+/* Whether origin is http://HOST (or https://HOST, behind a proxy that ends
+ * TLS), the Host this request was sent to: the playground's page calling /mcp
+ * of the server that served it. A page of another name that rebinds to us
+ * passes too, and has no tenant's token: /mcp answers it 401. */
 static int same_origin(const char *host, const char *origin)
 {
-	return host != NULL && strncmp(origin, "http://", 7) == 0 && strcmp(origin + 7, host) == 0;
+	const char *p = strncmp(origin, "http://", 7) == 0    ? origin + 7
+			: strncmp(origin, "https://", 8) == 0 ? origin + 8
+							      : NULL;
+	return host != NULL && p != NULL && strcmp(p, host) == 0;
 }
 
 /* DNS rebinding: a page of another site that resolves its name to us sends its

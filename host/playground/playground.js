@@ -224,9 +224,8 @@ async function checkPolicy() {
   ul.textContent = "";
   st.dataset.ok = String(r.ok);
   if (r.ok) {
-    st.textContent = "\u2713 valid: policy '" + r.policy.name + "'" +
-      (r.policy.extends ? " (extends " + r.policy.extends + ")" : "") +
-      ". Only the operator can load it (--policy-dir), so no run here can use it.";
+    st.textContent = "\u2713 valid: policy '" + r.policy.name + "'. Only the operator can " +
+      "load it (--policy-dir), so no run here can use it.";
   } else {
     const n = r.errors.length + (r.more || 0);
     st.textContent = "\u2717 " + n + (n === 1 ? " error" : " errors") +
