@@ -330,7 +330,8 @@ function fill(card, policy, r, fault) {
     layerBox(layer));
   const dl = el("dl");
   if (fault) {
-    dl.append(...field("kind", "kind", "JSON-RPC error " + fault.code),
+    const what = typeof fault.code === "number" ? "JSON-RPC error " + fault.code : "request failed";
+    dl.append(...field("kind", "kind", what),
       ...field("rule", "rule", null), ...field("message", "message", fault.message, "msg"));
   } else {
     const where = e && e.line ? " (line " + e.line + ")" : "";
