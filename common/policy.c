@@ -30,6 +30,7 @@ struct tp_policy_set {
 	struct tp_policy *p[TP_POLICY_MAX];
 	size_t n;
 	struct tp_policy_report *report; /* the caller's, or NULL: where loads tell every error */
+	int pure; /* a view of tp_policy_set_check_text(): no look at the host's files or env */
 };
 
 /* ---- positions: where a key or an element sits in the text ---------------- */
@@ -232,6 +233,7 @@ struct ctx {
 	size_t nerr;
 	int stop;       /* out of memory: validate no further */
 	size_t re_cost; /* redact.patterns' tp_regex_cost() so far */
+	int pure;       /* judge the text alone: no look at the host's files or environment */
 };
 
 static void push_key(struct ctx *c, const char *key)
@@ -614,6 +616,8 @@ static int check_path(struct ctx *c, const char *s, const void *arg)
 				   "granted",
 				   s, kernel_fs[i]);
 	}
+	if (c->pure) /* a caller of the server learns nothing of the host's files */
+		return 0;
 	if (lstat(s, &st) != 0)
 		return bad(c, "'%.200s': %s", s, strerror(errno));
 	if (realpath(s, real) == NULL)
@@ -790,6 +794,7 @@ static void section_names(const char *sec, const char *out[NKEYS + 1])
 struct parsed {
 	struct tp_policy *p;
 	uint32_t w[WRITTEN_WORDS]; /* bit i: the file wrote tp_policy_keys[i] */
+	int pure;                  /* the ctx's: no look at the host (check_text) */
 };
 
 /* An object of known keys: -1 when v is no object (nothing of it can be read);
@@ -955,7 +960,9 @@ static json_t *load_json(struct ctx *c)
 static int parse_into(const char *text, size_t len, const char *file, struct parsed *o,
 		      struct tp_policy_report *rep, struct tp_err *err)
 {
-	struct ctx c = { .file = file, .text = text, .len = len, .err = err, .rep = rep };
+	struct ctx c = {
+		.file = file, .text = text, .len = len, .err = err, .rep = rep, .pure = o->pure
+	};
 	size_t first = rep ? rep->n : 0;
 	const char *tops[NKEYS + 1];
 	json_t *root = NULL;
@@ -1124,7 +1131,7 @@ static int check_effective(struct ctx *c, const struct tp_policy *p)
 			 p->fs_read.n + p->fs_write.n);
 		bad_whole(c, "filesystem", NULL, why, p);
 	}
-	for (size_t i = 0; i < p->redact_env.n; i++) {
+	for (size_t i = 0; i < p->redact_env.n && !c->pure; i++) {
 		if (getenv(p->redact_env.v[i]) != NULL)
 			continue;
 		push_key(c, "redact");
@@ -1186,10 +1193,14 @@ static struct tp_policy *parent_of(struct tp_policy_set *s, struct ctx *c, const
 		*own = parent != NULL;
 		return parent;
 	}
-	bad(c,
-	    "extends '%s', which is neither a loaded policy, a built-in preset nor a file %s.json "
-	    "beside this one",
-	    name, name);
+	if (dir == NULL) /* a text of no file (check_text): no file is looked for */
+		bad(c, "extends '%s', which is neither a loaded policy nor a built-in preset",
+		    name);
+	else
+		bad(c,
+		    "extends '%s', which is neither a loaded policy, a built-in preset nor a file "
+		    "%s.json beside this one",
+		    name, name);
 	return NULL;
 }
 
@@ -1217,8 +1228,13 @@ static struct tp_policy *resolve(struct tp_policy_set *s, const char *text, size
 				 const char *file, const char *dir, const char **chain, int depth,
 				 struct tp_err *err)
 {
-	struct ctx c = { .file = file, .text = text, .len = len, .err = err, .rep = s->report };
-	struct parsed o = { .p = policy_new() };
+	struct ctx c = { .file = file,
+			 .text = text,
+			 .len = len,
+			 .err = err,
+			 .rep = s->report,
+			 .pure = s->pure };
+	struct parsed o = { .p = policy_new(), .pure = s->pure };
 	struct tp_policy *parent = NULL;
 	int own = 0;
 
@@ -1380,6 +1396,29 @@ struct tp_policy *tp_policy_set_check_file(struct tp_policy_set *s, const char *
 					   struct tp_err *err)
 {
 	return load(s, path, err);
+}
+
+struct tp_policy *tp_policy_set_check_text(const struct tp_policy_set *s, const char *text,
+					   size_t len, const char *name, struct tp_policy_report *r,
+					   struct tp_err *err)
+{
+	const char *chain[TP_POLICY_MAX_DEPTH];
+	/* The same policies, borrowed (never freed through it), with r and pure. */
+	struct tp_policy_set view = *s;
+	view.report = r;
+	view.pure = 1;
+	struct tp_policy *p = resolve(&view, text, len, name, NULL, chain, 0, err);
+	char *source = p != NULL ? strdup(name) : NULL;
+	if (p != NULL && source == NULL) {
+		tp_policy_free(p);
+		tp_err_oom(err, TP_LAYER_HOST);
+		return NULL;
+	}
+	if (p != NULL) {
+		free(p->source);
+		p->source = source;
+	}
+	return p;
 }
 
 const struct tp_policy *tp_policy_set_load_file(struct tp_policy_set *s, const char *path,

@@ -184,6 +184,17 @@ void tp_policy_set_report(struct tp_policy_set *s, struct tp_policy_report *r);
  * (`policy check`). The caller frees the policy; NULL when it is bad. */
 struct tp_policy *tp_policy_set_check_file(struct tp_policy_set *s, const char *path,
 					   struct tp_err *err);
+/* Validates and resolves text as one policy the way tp_policy_set_check_file()
+ * does, for a caller of the server (sandbox/policy/check): its "extends" is a
+ * policy of the set or a preset (no file is read), and it is judged on its own
+ * text: filesystem grants are checked for form, not looked up, and redact.env's
+ * variables are not looked for, so the answer tells nothing of the host. name is
+ * what messages call the text, and the policy's source; every error goes to r
+ * (may be NULL), not to the set's report. The set is left as it is; the caller
+ * frees the policy; NULL when it is bad. */
+struct tp_policy *tp_policy_set_check_text(const struct tp_policy_set *s, const char *text,
+					   size_t len, const char *name, struct tp_policy_report *r,
+					   struct tp_err *err);
 const struct tp_policy *tp_policy_set_find(const struct tp_policy_set *s, const char *name);
 size_t tp_policy_set_count(const struct tp_policy_set *s);
 const struct tp_policy *tp_policy_set_at(const struct tp_policy_set *s, size_t i);

@@ -27,6 +27,7 @@
 #include "jsonrpc.h"
 #include "langs.h"
 #include "mcp.h"
+#include "pcheck.h"
 #include "result.h"
 #include "spawn.h"
 
@@ -412,6 +413,54 @@ static void policy_get(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 		tp_out_emit(c, rpc->id, tp_rpc_result(rpc->id, r));
 }
 
+/* Whether the policy a text extends is one c may not see (another tenant's):
+ * the text is then checked against the presets alone, as if it were none. */
+static int extends_hidden(const struct tp_host *h, const struct client *c, const char *text,
+			  size_t len)
+{
+	struct tp_err err = { 0 };
+	if (c->tenant == NULL)
+		return 0;
+	struct tp_policy *q = tp_policy_parse(text, len, "policy", &err);
+	const struct tp_policy *parent =
+	    q != NULL && q->extends != NULL ? tp_policy_set_find(h->pols.set, q->extends) : NULL;
+	int hidden = parent != NULL && !visible(c, parent);
+	tp_policy_free(q);
+	return hidden;
+}
+
+/* A policy's text judged as `tidepool policy check` judges a file: its errors
+ * with line and column, or its effective policy. Never loaded: what is checked
+ * here cannot be named by an exec. */
+static void policy_check(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
+{
+	json_t *text = json_object_get(rpc->params, "text");
+	char msg[160];
+	if (!json_is_object(rpc->params) || !json_is_string(text) ||
+	    json_object_size(rpc->params) != 1) {
+		tp_out_error(c, rpc->id, TP_RPC_INVALID_PARAMS,
+			     "params must be {\"text\": a policy's JSON text}");
+		return;
+	}
+	const char *s = json_string_value(text);
+	size_t len = json_string_length(text);
+	if (len > TP_PCHECK_MAX_TEXT) {
+		snprintf(msg, sizeof msg, "text is %zu bytes; a policy to check is at most %u", len,
+			 TP_PCHECK_MAX_TEXT);
+		tp_out_error(c, rpc->id, TP_RPC_INVALID_PARAMS, msg);
+		return;
+	}
+	struct tp_err err = { 0 };
+	struct tp_policy_set *presets =
+	    extends_hidden(h, c, s, len) ? tp_policy_set_new(&err) : NULL;
+	json_t *r = tp_err_failed(&err) ? NULL : tp_pcheck(presets ? presets : h->pols.set, s, len);
+	tp_policy_set_free(presets);
+	if (r == NULL)
+		tp_out_error(c, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+	else
+		tp_out_emit(c, rpc->id, tp_rpc_result(rpc->id, r));
+}
+
 /* An MCP result that needs no worker, stamped for the request's era. */
 static void mcp_reply(struct client *c, const struct tp_rpc *rpc, json_t *res)
 {
@@ -503,6 +552,8 @@ static const struct tp_method methods[] = {
 	{ "sandbox/exec", exec_native, TP_METHOD_ANY, "runs a snippet; its result" },
 	{ "sandbox/policy/list", policy_list, TP_METHOD_REQUEST, "the policies there are" },
 	{ "sandbox/policy/get", policy_get, TP_METHOD_REQUEST, "one effective policy" },
+	{ "sandbox/policy/check", policy_check, TP_METHOD_REQUEST,
+	  "validates a policy's text, never loads it" },
 	{ "sandbox/session/open", tp_sess_open, TP_METHOD_REQUEST, "opens a session" },
 	{ "sandbox/session/close", tp_sess_close, TP_METHOD_REQUEST, "ends a session" },
 	{ "sandbox/session/list", tp_sess_list, TP_METHOD_REQUEST, "the client's open sessions" },
@@ -946,6 +997,11 @@ void tp_host_log_json(void)
 void tp_host_log(const char *msg)
 {
 	tp_out_log("%s", msg);
+}
+
+const char *tp_host_http_url(const struct tp_host *h)
+{
+	return tp_http_url(h);
 }
 
 void tp_host_cfg_jobs(struct tp_host_cfg *cfg, int jobs)

@@ -37,6 +37,8 @@ void tp_host_free(struct tp_host *h);
  * ({"time", "level", "msg"}) once tp_host_log_json() was called. */
 void tp_host_log_json(void);
 void tp_host_log(const char *msg);
+/* The HTTP service's endpoint, http://ADDR:PORT/mcp, or NULL when it has none. */
+const char *tp_host_http_url(const struct tp_host *h);
 
 /* The registry of JSON-RPC methods (host.c): each handled or sent method. */
 struct tp_rpc;

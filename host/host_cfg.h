@@ -31,6 +31,7 @@ struct tp_host_cfg {
 	const char *listen;
 	const char *listen_http; /* --listen http://ADDR:PORT (NULL: none) */
 	const char *tokens;      /* --tokens FILE: the HTTP service's tenants (NULL: none) */
+	int playground;  /* tidepool playground: the HTTP service serves its page at / too */
 	double drain_ms; /* SIGTERM lets execs in flight finish this long (0: cancel at once) */
 	unsigned listen_mode;
 	int max_clients;

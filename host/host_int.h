@@ -411,6 +411,8 @@ double tp_http_next_timeout(const struct tp_host *h);
 /* Serves what is ready; ends MCP sessions idle too long. */
 void tp_http_run(struct tp_host *h);
 int tp_http_is_open(const struct tp_host *h);
+/* Its endpoint, http://ADDR:PORT/mcp (the port bound, when 0 was asked), or NULL. */
+const char *tp_http_url(const struct tp_host *h);
 void tp_http_close(struct tp_host *h);
 
 /* workspace.c: sessions' workspaces on disk. */

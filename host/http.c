@@ -7,7 +7,9 @@
  *           (the connection is suspended meanwhile), 202 when it held none;
  *   DELETE  ends the MCP session its Mcp-Session-Id names (its client leaves);
  *   GET     405: no server-initiated stream is offered;
- * and /healthz, /readyz. An initialize without Mcp-Session-Id opens an MCP
+ * and /healthz, /readyz, /metrics; under `tidepool playground` also its page at
+ * / and the page's files (playground.h), with a strict Content-Security-Policy:
+ * the page is one more client of /mcp. An initialize without Mcp-Session-Id opens an MCP
  * session: a client of its own (client.c), named by a 128-bit random id in the
  * Mcp-Session-Id header, kept until DELETE, an hour idle, or the end. A POST
  * without the header (the stateless 2026-07-28 revision, or a native method)
@@ -40,6 +42,7 @@
 
 #include "jsonrpc.h"
 #include "mcp.h"
+#include "playground.h"
 
 #define HTTP_IDLE_S 30                  /* a connection idle this long is closed */
 #define SESSION_IDLE_MS (3600.0 * 1000) /* an MCP session unused this long ends */
@@ -96,6 +99,7 @@ struct tp_http {
 	struct exchange *open;    /* every exchange waiting for replies */
 	struct exchange *feeding; /* the one whose body the host is reading now */
 	int loopback;             /* bound to a loopback address: Host and Origin are checked */
+	int playground;           /* its page is served (cfg.playground) */
 	double keepalive_ms;      /* KEEPALIVE_MS, or TIDEPOOL_SSE_KEEPALIVE_MS (tests) */
 	double next_hangup_check; /* tp_now_ms: suspended connections' peers looked at */
 };
@@ -395,6 +399,18 @@ static int loopback_name(const char *s, size_t n)
 	return inet_pton(AF_INET, host, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
 }
 
+/* Whether origin is http://HOST (or https://HOST, behind a proxy that ends
+ * TLS), the Host this request was sent to: the playground's page calling /mcp
+ * of the server that served it. A page of another name that rebinds to us
+ * passes too, and has no tenant's token: /mcp answers it 401. */
+static int same_origin(const char *host, const char *origin)
+{
+	const char *p = strncmp(origin, "http://", 7) == 0    ? origin + 7
+			: strncmp(origin, "https://", 8) == 0 ? origin + 8
+							      : NULL;
+	return host != NULL && p != NULL && strcmp(p, host) == 0;
+}
+
 /* DNS rebinding: a page of another site that resolves its name to us sends its
  * own Host and Origin. Both must name loopback (an absent Origin is a client
  * that is not a browser). */
@@ -404,9 +420,11 @@ static const char *rebinding(const struct tp_http *t, struct MHD_Connection *con
 	const char *origin = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Origin");
 	if (!t->loopback) /* a service beyond loopback: its callers are told apart by
 			   * their tokens, whatever name they reached it by; browsers
-			   * (which send Origin) are not served */
-		return origin == NULL ? NULL
-				      : "Forbidden: browser origins are served only on loopback";
+			   * (which send Origin) are not served, but for the playground's
+			   * own page (its origin is the Host it was loaded from) */
+		return origin == NULL || (t->playground && same_origin(host, origin))
+			   ? NULL
+			   : "Forbidden: browser origins are served only on loopback";
 	if (host == NULL || !loopback_name(host, strlen(host)))
 		return "Forbidden: the Host header must name this loopback server";
 	if (origin != NULL) {
@@ -492,6 +510,43 @@ static enum MHD_Result metrics(struct tp_host *h, struct MHD_Connection *conn)
 	enum MHD_Result ok = MHD_queue_response(conn, MHD_HTTP_OK, r);
 	MHD_destroy_response(r);
 	return ok;
+}
+
+/* ---- the playground's page ---------------------------------------------------------------- */
+
+/* Its own files only, no inline script or style, no frame, no form, no
+ * request but to this origin (the page is a client of /mcp, nothing more). */
+#define PAGE_CSP                                                                                   \
+	"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "          \
+	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "             \
+	"frame-ancestors 'none'"
+
+static enum MHD_Result page(struct MHD_Connection *conn, const struct tp_asset *a)
+{
+	struct MHD_Response *r =
+	    MHD_create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
+	if (r == NULL)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, a->type);
+	MHD_add_response_header(r, "Content-Security-Policy", PAGE_CSP);
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "X-Frame-Options", "DENY");
+	MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	enum MHD_Result ok = MHD_queue_response(conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
+/* The asset at url, when the playground is served; else NULL. */
+static const struct tp_asset *asset(const struct tp_http *t, const char *method, const char *url)
+{
+	if (!t->playground || (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0))
+		return NULL;
+	for (const struct tp_asset *a = tp_playground_assets; a->path != NULL; a++)
+		if (strcmp(a->path, url) == 0)
+			return a;
+	return NULL;
 }
 
 /* ---- tenants (--tokens) ------------------------------------------------------------------ */
@@ -716,6 +771,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		 * how much, never what (no code, no output, no session id). */
 		if (strcmp(method, "GET") == 0 && strcmp(url, "/metrics") == 0)
 			return metrics(h, conn);
+		/* The page needs no token: it holds nothing, and can do nothing
+		 * but call /mcp, which does need one (it asks for it). */
+		const struct tp_asset *a = asset(t, method, url);
+		if (a != NULL)
+			return page(conn, a);
 		if (strcmp(url, "/mcp") != 0)
 			return refuse(conn, MHD_HTTP_NOT_FOUND, TP_RPC_INVALID_REQUEST,
 				      "Not Found: the MCP endpoint is /mcp");
@@ -837,6 +897,7 @@ int tp_http_open(struct tp_host *h, const char *spec, const struct tp_http_ops *
 		return tp_err_oom(err, TP_LAYER_HOST);
 	t->ops = *ops;
 	t->loopback = loopback;
+	t->playground = h->cfg.playground;
 	const char *ka = getenv("TIDEPOOL_SSE_KEEPALIVE_MS");
 	t->keepalive_ms = ka != NULL && atof(ka) >= 100 ? atof(ka) : KEEPALIVE_MS;
 	const char *sm = getenv("TIDEPOOL_HTTP_SESSIONS_MAX");
@@ -943,6 +1004,11 @@ double tp_http_next_timeout(const struct tp_host *h)
 			break;
 		}
 	return best;
+}
+
+const char *tp_http_url(const struct tp_host *h)
+{
+	return h->http ? h->http->url : NULL;
 }
 
 int tp_http_is_open(const struct tp_host *h)

@@ -49,6 +49,11 @@ static int usage(FILE *f)
 	    "                      address may be bound)\n"
 	    "       tidepool run [options] FILE|-     run one .lua or .py file and print its "
 	    "verdict\n"
+	    "       tidepool playground [--port N] [--listen http://ADDR:PORT] [--tokens FILE]\n"
+	    "                           [--policy-dir DIR]\n"
+	    "                      the HTTP service, and a page at / to run code under several\n"
+	    "                      policies side by side (docs/playground.md); port 8765 on\n"
+	    "                      127.0.0.1 unless told (0: a free one)\n"
 	    "       tidepool policy check FILE         validate a policy and explain each layer\n"
 	    "       tidepool policy show NAME [--json] explain a preset or loaded policy\n"
 	    "       tidepool policy list               the policies there are\n"
@@ -111,7 +116,9 @@ static long mode_arg(const char *s)
 	return v;
 }
 
-static int serve(int argc, char **argv)
+/* Serves; with page, `tidepool playground`'s service: the HTTP listener also
+ * serves the page, stdin is not read, and the page's URL is printed. */
+static int serve(int argc, char **argv, int page)
 {
 	enum {
 		O_POLICY = 256,
@@ -228,7 +235,9 @@ static int serve(int argc, char **argv)
 	cfg.tokens = tokens;
 	/* The HTTP service drains on SIGTERM (a fleet's replica being replaced);
 	 * a client's own subprocess is cancelled at once, as it always was. */
-	cfg.drain_ms = 1000.0 * (double)(drain >= 0 ? drain : http != NULL ? 25 : 0);
+	cfg.drain_ms = 1000.0 * (double)(drain >= 0 ? drain : http != NULL && !page ? 25 : 0);
+	cfg.playground = page;
+	cfg.use_stdin = !page;
 	if (mode >= 0)
 		cfg.listen_mode = (unsigned)mode;
 	if (maxc > 0)
@@ -239,10 +248,86 @@ static int serve(int argc, char **argv)
 		tp_cli_policies_free(&cp);
 		return 2;
 	}
+	const char *url = tp_host_http_url(h);
+	if (page && url != NULL) { /* http://ADDR:PORT/mcp: the page is at / */
+		printf("playground on %.*s/\n", (int)(strlen(url) - 4), url);
+		fflush(stdout);
+	}
 	int rc = tp_host_run(h);
 	tp_host_free(h);
 	tp_cli_policies_free(&cp);
 	return rc;
+}
+
+#define PLAYGROUND_PORT 8765
+
+static int playground_usage(FILE *f)
+{
+	fprintf(
+	    f,
+	    "usage: tidepool playground [--port N] [--listen http://ADDR:PORT] [--tokens FILE]\n"
+	    "                           [--policy-dir DIR]\n"
+	    "  The HTTP service (MCP at /mcp, as --listen http://) and a page at / to run\n"
+	    "  code under several policies side by side, for a classroom\n"
+	    "  (docs/playground.md). It binds 127.0.0.1:%d unless --port or --listen\n"
+	    "  says otherwise (--port 0: a free port); an address beyond loopback needs\n"
+	    "  --tokens, whose bearer tokens the page then asks for. It prints\n"
+	    "  \"playground on http://ADDR:PORT/\" and serves until SIGINT or SIGTERM.\n",
+	    PLAYGROUND_PORT);
+	return f == stdout ? 0 : 2;
+}
+
+/* `tidepool playground`: serve() with the page, from its own options. */
+static int playground(int argc, char **argv)
+{
+	static const struct option opts[] = { { "port", required_argument, NULL, 'p' },
+					      { "listen", required_argument, NULL, 'l' },
+					      { "tokens", required_argument, NULL, 't' },
+					      { "policy-dir", required_argument, NULL, 'd' },
+					      { "help", no_argument, NULL, 'h' },
+					      { NULL, 0, NULL, 0 } };
+	const char *listen = NULL, *tokens = NULL, *dir = NULL;
+	long port = -1;
+	char spec[160];
+	int c;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 'p' && (port = count_arg("--port", optarg, 0, 65535)) < 0)
+			return 2;
+		else if (c == 'l')
+			listen = optarg;
+		else if (c == 't')
+			tokens = optarg;
+		else if (c == 'd')
+			dir = optarg;
+		else if (c != 'p')
+			return playground_usage(c == 'h' ? stdout : stderr);
+	}
+	if (optind < argc) {
+		fprintf(stderr, "tidepool: playground: unexpected '%s'\n", argv[optind]);
+		return playground_usage(stderr);
+	}
+	if (listen != NULL && (port >= 0 || strncmp(listen, "http://", 7) != 0)) {
+		fprintf(stderr, "tidepool: playground: --listen takes http://ADDR:PORT, and not "
+				"with --port\n");
+		return 2;
+	}
+	if (listen == NULL)
+		snprintf(spec, sizeof spec, "http://127.0.0.1:%ld",
+			 port >= 0 ? port : PLAYGROUND_PORT);
+	else
+		snprintf(spec, sizeof spec, "%s", listen);
+	char *av[] = { argv[0], "--listen", spec, NULL, NULL, NULL, NULL, NULL };
+	int ac = 3;
+	if (dir != NULL) {
+		av[ac++] = "--policy-dir";
+		av[ac++] = (char *)dir;
+	}
+	if (tokens != NULL) {
+		av[ac++] = "--tokens";
+		av[ac++] = (char *)tokens;
+	}
+	return serve(ac, av, 1);
 }
 
 /* 0, 1 and 2 are the client's and the log's: a descriptor opened later (the
@@ -309,6 +394,8 @@ int main(int argc, char **argv)
 		return tp_cli_policy(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "token") == 0)
 		return token(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "playground") == 0)
+		return playground(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "doctor") == 0) {
 		if (argc > 2)
 			return usage(stderr);
@@ -319,5 +406,5 @@ int main(int argc, char **argv)
 		printf("tidepool %s\n", TP_VERSION);
 		return 0;
 	}
-	return serve(argc, argv);
+	return serve(argc, argv, 0);
 }

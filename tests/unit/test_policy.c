@@ -434,6 +434,53 @@ static void test_env(void)
 	rmdir(dir);
 }
 
+/* A text checked against the set (sandbox/policy/check): resolved, never
+ * added, placed like a file's errors, and judged without a look at the host. */
+static void test_check_text(void)
+{
+	struct tp_err err = { 0 };
+	struct tp_policy_report *r = calloc(1, sizeof *r);
+	struct tp_policy_set *s = tp_policy_set_new(NULL);
+	size_t n = tp_policy_set_count(s);
+	const char *good = "{\"name\": \"t\", \"extends\": \"strict\",\n"
+			   " \"filesystem\": {\"read\": [\"/no/such/dir\"]},\n"
+			   " \"redact\": {\"env\": [\"TP_TEST_UNSET_VAR\"]}}";
+	unsetenv("TP_TEST_UNSET_VAR");
+	struct tp_policy *p = tp_policy_set_check_text(s, good, strlen(good), "t", r, &err);
+	CHECK(p != NULL && r->n == 0);
+	CHECK(p && strcmp(p->source, "t") == 0 && p->limits.instructions == 10000000);
+	CHECK(tp_policy_set_count(s) == n && tp_policy_set_find(s, "t") == NULL);
+	tp_policy_free(p);
+	/* The same as a file: its grant is looked up, its variable looked for. */
+	char dir[] = "/tmp/tp-test-policy-XXXXXX", path[256];
+	CHECK(mkdtemp(dir) != NULL);
+	write_file(dir, "t.json", good);
+	snprintf(path, sizeof path, "%s/t.json", dir);
+	tp_err_clear(&err);
+	p = tp_policy_set_check_file(s, path, &err);
+	CHECK(p == NULL && strstr(err.msg, "filesystem.read[0]: '/no/such/dir'") != NULL);
+	unlink(path);
+	rmdir(dir);
+	/* A text with errors of its own is not resolved further: no word of nosuch. */
+	const char *bad = "{\"name\": \"t\",\n \"extends\": \"nosuch\", \"colour\": 1}";
+	tp_err_clear(&err);
+	CHECK(tp_policy_set_check_text(s, bad, strlen(bad), "t", r, &err) == NULL);
+	CHECK(r->n == 1 && r->e[0].line == 2 && r->e[0].col == 23);
+	CHECK_EQ_STR(r->e[0].msg,
+		     "t:2:23: unknown key 'colour' (known: name, description, extends, "
+		     "languages, limits, language_layer, lua, python, filesystem, tools, "
+		     "session, isolation, rate, redact)");
+	const char *orphan = "{\"name\": \"t\", \"extends\": \"nosuch\"}";
+	memset(r, 0, sizeof *r);
+	tp_err_clear(&err);
+	CHECK(tp_policy_set_check_text(s, orphan, strlen(orphan), "t", r, &err) == NULL);
+	CHECK_EQ_STR(err.msg, "t:1:15: extends: extends 'nosuch', which is neither a loaded policy "
+			      "nor a built-in preset");
+	CHECK(r->n == 1 && tp_policy_set_count(s) == n);
+	tp_policy_set_free(s);
+	free(r);
+}
+
 /* A directory: every bad file's errors, the good ones loaded; err the first. */
 static void test_dir_all(void)
 {
@@ -974,6 +1021,7 @@ int main(void)
 	test_report_cap();
 	test_preset_files();
 	test_env();
+	test_check_text();
 	test_dir_all();
 	test_regex_cost();
 	test_within();
