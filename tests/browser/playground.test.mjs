@@ -26,12 +26,8 @@ const bin = resolve(process.argv[2] || join(root, "build/tidepool"));
 const chromiumPath = process.env.CHROMIUM || "/usr/bin/chromium";
 const shots = resolve(root, process.env.SHOTS_DIR || "build/browser");
 const POLICIES = ["strict", "standard", "kernel-only"];
-// Lessons whose expected layers hold under all three policies today (the
-// memory bombs' and busy loops' kernel-only verdicts are another change's).
-const LESSONS = [
-  "py-read-secret", "py-run-program", "py-network", "py-introspection",
-  "lua-read-secret", "lua-run-program", "lua-bytecode", "lua-debug",
-];
+// Every lesson of examples/lessons.json (read below), in both languages.
+let LESSONS = null;
 
 let failures = 0;
 let checks = 0;
@@ -138,6 +134,9 @@ async function main() {
     check("the page's default policies are strict, standard and kernel-only",
       JSON.stringify(on.slice().sort()) === JSON.stringify(POLICIES.slice().sort()), on.join(","));
 
+    LESSONS = lessons.map((l) => l.id);
+    check("at least ten lessons, in both languages", LESSONS.length >= 10 &&
+      new Set(lessons.map((l) => l.lang)).size === 2);
     for (const id of LESSONS) {
       const lesson = lessons.find((l) => l.id === id);
       check("lesson " + id + " is in examples/lessons.json", lesson != null);
@@ -161,6 +160,10 @@ async function main() {
         check(`${id} under ${policy}: the card shows layer ${want}`,
           shown === want && (want === "none" ? lit.length === 0 : lit.length === 1 && lit[0] === want),
           `shown ${shown}, lit [${lit}], kind ${kind}, rule ${rule}`);
+        // A refusal or a limit names its rule (error.rule); an allowed run has none.
+        check(`${id} under ${policy}: the card names the rule`,
+          want === "none" ? rule.trim() === "\u2014" || rule.trim() === "-" || rule.trim() === "–"
+            : /^[A-Za-z0-9_.:\/-]+$/.test(rule.trim()), `rule ${rule}`);
       }
       if (id === "py-read-secret") {
         // The lesson and its three cards: the page down to the lower of the two panels.
