@@ -184,6 +184,7 @@ char *tp_msg_reply_encode(const struct tp_reply *r, size_t *len)
 		put_u32(&w, r->nimages);
 		for (unsigned i = 0; i < r->nimages && i < TP_MSG_MAX_IMAGES; i++)
 			put_text(&w, &r->images[i]);
+		put_json(&w, r->nonfinite);
 		return finish(&w, len);
 	}
 	put_u8(&w, (unsigned)f->kind);
@@ -432,7 +433,71 @@ static const char *check_failure(struct rbuf *r, const struct tp_limits *lim, st
 	return NULL;
 }
 
-/* An ok reply's text and images (version 6). */
+/* The value at JSON pointer p (RFC 6901; plen bytes, NUL bytes allowed, as
+ * in keys) of v, or NULL when p is not one or names nothing there. */
+static const json_t *resolve(const json_t *v, const char *p, size_t plen)
+{
+	const char *end = p + plen;
+	char *seg = malloc(plen + 1);
+	if (seg == NULL)
+		return NULL;
+	while (v != NULL && p < end) {
+		size_t n = 0;
+		if (*p != '/') {
+			v = NULL;
+			break;
+		}
+		for (p++; p < end && *p != '/'; p++) {
+			char c = *p;
+			if (c == '~') {
+				if (p + 1 >= end || (p[1] != '0' && p[1] != '1')) {
+					free(seg);
+					return NULL;
+				}
+				c = *++p == '0' ? '~' : '/';
+			}
+			seg[n++] = c;
+		}
+		seg[n] = '\0';
+		if (json_is_object(v)) {
+			v = json_object_getn(v, seg, n);
+		} else if (json_is_array(v)) {
+			char *stop;
+			unsigned long i = strtoul(seg, &stop, 10);
+			if (n == 0 || n > 19 || stop != seg + n || (seg[0] == '0' && n > 1) ||
+			    seg[0] < '0' || seg[0] > '9' || i >= json_array_size(v))
+				v = NULL;
+			else
+				v = json_array_get(v, i);
+		} else {
+			v = NULL;
+		}
+	}
+	free(seg);
+	return v;
+}
+
+/* A reply's nonfinite (version 7): an object, each key a pointer to a null of
+ * the value, each value "nan", "inf" or "-inf". A worker may say which of its
+ * nulls were such numbers, nothing else. */
+static const char *check_nonfinite(const json_t *value, const json_t *m)
+{
+	if (!json_is_object(m) || json_object_size(m) == 0)
+		return "nonfinite that is not a non-empty object";
+	for (void *it = json_object_iter((json_t *)m); it != NULL;
+	     it = json_object_iter_next((json_t *)m, it)) {
+		const char *k = json_object_iter_key(it);
+		const char *s = json_string_value(json_object_iter_value(it));
+		if (s == NULL ||
+		    (strcmp(s, "nan") != 0 && strcmp(s, "inf") != 0 && strcmp(s, "-inf") != 0))
+			return "a nonfinite entry that is not nan, inf or -inf";
+		if (!json_is_null(resolve(value, k, json_object_iter_key_len(it))))
+			return "a nonfinite pointer to no null of the value";
+	}
+	return NULL;
+}
+
+/* An ok reply's text and images (version 6) and nonfinite (version 7). */
 static const char *check_rich(struct rbuf *r, const struct tp_limits *lim, struct tp_reply *out)
 {
 	unsigned cut;
@@ -462,7 +527,11 @@ static const char *check_rich(struct rbuf *r, const struct tp_limits *lim, struc
 		if (total > lim->output_bytes)
 			return "images longer than output_bytes together";
 	}
-	return NULL;
+	const char *why = NULL;
+	out->nonfinite = get_json(r, lim->result_bytes, 2, &why);
+	if (why != NULL)
+		return why;
+	return out->nonfinite != NULL ? check_nonfinite(out->value, out->nonfinite) : NULL;
 }
 
 size_t tp_msg_reply_max(const struct tp_limits *lim)
@@ -472,8 +541,8 @@ size_t tp_msg_reply_max(const struct tp_limits *lim)
 	 * reply's text (result_bytes), its images (output_bytes) and their length
 	 * words come instead of the failure's texts. */
 	size_t fail = (size_t)lim->result_bytes + TP_MSG_MAX_TYPE + 2 * (size_t)TP_MSG_MAX_TEXT;
-	size_t ok = 2 * (size_t)lim->result_bytes + (size_t)lim->output_bytes +
-		    4 * (size_t)TP_MSG_MAX_IMAGES;
+	size_t ok = 3 * (size_t)lim->result_bytes + (size_t)lim->output_bytes +
+		    4 * (size_t)TP_MSG_MAX_IMAGES + 4;
 	return (fail > ok ? fail : ok) + 128;
 }
 
@@ -667,6 +736,7 @@ void tp_request_free(struct tp_request *req)
 void tp_reply_free(struct tp_reply *r)
 {
 	json_decref(r->value);
+	json_decref(r->nonfinite);
 	tp_text_free(&r->text);
 	for (unsigned i = 0; i < r->nimages && i < TP_MSG_MAX_IMAGES; i++)
 		tp_text_free(&r->images[i]);

@@ -31,7 +31,7 @@
 #define TP_EXIT_LIMIT 158     /* a limit tripped and the grace period ran out */
 #define TP_EXIT_VIOLATION 159 /* seccomp trapped a syscall (128 + SIGSYS) */
 
-#define TP_MSG_VERSION 6
+#define TP_MSG_VERSION 7
 /* Caps the host holds a reply to; the worker cuts its texts below them. */
 #define TP_MSG_MAX_TYPE 256u
 #define TP_MSG_MAX_TEXT (64u << 10)
@@ -106,6 +106,9 @@ struct tp_reply {
 	struct tp_text images[TP_MSG_MAX_IMAGES]; /* when ok: PNG files, owned; together
 						   * within output_bytes */
 	unsigned nimages;
+	json_t *nonfinite; /* when ok (version 7), owned or NULL: {JSON pointer: "nan" | "inf" |
+			    * "-inf"}, each pointer resolving to a null of value: the
+			    * numbers JSON has none for (docs/protocol.md) */
 	struct tp_failure error; /* when !ok */
 	struct tp_usage usage;
 };

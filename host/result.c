@@ -448,5 +448,8 @@ json_t *tp_result_build(const struct tp_outcome *o)
 		put(&r, "value_repr", json_true());
 	if (r != NULL && ok && o->reply->nimages > 0)
 		put(&r, "images", images_json(o->reply));
+	/* Numbers JSON has none for, held as null in value (docs/protocol.md). */
+	if (r != NULL && ok && o->reply->nonfinite != NULL)
+		put(&r, "nonfinite", json_incref(o->reply->nonfinite));
 	return r;
 }

@@ -178,6 +178,7 @@ void tp_lua_guard_caps(struct tp_ljson_caps *caps)
 {
 	caps->depth = tp_lua_x.lim.result_depth;
 	caps->bytes = tp_lua_x.lim.result_bytes;
+	caps->nonfinite = 0; /* json.encode refuses them, as JSON has none */
 }
 
 void tp_lua_guard_thread(lua_State *L, lua_State *co)

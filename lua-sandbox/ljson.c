@@ -67,7 +67,53 @@ struct conv {
 	int npath;
 	const void *path[MAX_PATH];
 	struct key *keys[MAX_PATH]; /* each level's keys, freed by the caller after an error */
+	/* caps->nonfinite: the JSON pointer (RFC 6901) of the value being
+	 * converted (freed by the caller), and {pointer: "nan"|"inf"|"-inf"} of
+	 * each number JSON has none for, which the value holds as null. */
+	char *ptr;
+	size_t ptr_len, ptr_cap;
+	json_t *nonfinite;
 };
+
+/* Appends "/" and seg (n bytes, "~" and "/" escaped) to the pointer; returns
+ * the length to pop back to. A Lua error when out of memory. */
+static size_t push_seg(lua_State *L, struct conv *c, const char *seg, size_t n)
+{
+	size_t at = c->ptr_len, need = at + 2 * n + 2;
+	if (!c->caps->nonfinite)
+		return at;
+	if (need > c->ptr_cap) {
+		char *p = realloc(c->ptr, need * 2);
+		if (p == NULL)
+			luaL_error(L, "out of memory building the result");
+		c->ptr = p, c->ptr_cap = need * 2;
+	}
+	c->ptr[c->ptr_len++] = '/';
+	for (size_t i = 0; i < n; i++) {
+		if (seg[i] == '~' || seg[i] == '/') {
+			c->ptr[c->ptr_len++] = '~';
+			c->ptr[c->ptr_len++] = seg[i] == '~' ? '0' : '1';
+		} else {
+			c->ptr[c->ptr_len++] = seg[i];
+		}
+	}
+	c->ptr[c->ptr_len] = '\0';
+	return at;
+}
+
+static void pop_seg(struct conv *c, size_t at)
+{
+	if (c->ptr != NULL) {
+		c->ptr_len = at;
+		c->ptr[at] = '\0';
+	}
+}
+
+static size_t push_index(lua_State *L, struct conv *c, lua_Integer i)
+{
+	char idx[24];
+	return push_seg(L, c, idx, (size_t)snprintf(idx, sizeof idx, "%lld", (long long)i));
+}
 
 static int conv_value(lua_State *L, struct conv *c, int idx, uint64_t depth, json_t *parent,
 		      void *slot);
@@ -126,7 +172,9 @@ static int fill_array(lua_State *L, struct conv *c, int idx, uint64_t depth, jso
 		if (i > 1 && add_bytes(c, 1))
 			return -1;
 		lua_rawgeti(L, idx, i);
+		size_t at = push_index(L, c, i - 1);
 		int rc = conv_value(L, c, lua_gettop(L), depth + 1, arr, NULL);
+		pop_seg(c, at);
 		lua_pop(L, 1);
 		if (rc)
 			return -1;
@@ -340,7 +388,10 @@ static int fill_object(lua_State *L, struct conv *c, int idx, uint64_t depth, js
 	slot = json_object_iter(obj);
 	for (lua_Integer i = 0; i < n; i++, slot = json_object_iter_next(obj, slot)) {
 		lua_rawgeti(L, vals, keys[i].slot);
+		size_t at =
+		    push_seg(L, c, json_object_iter_key(slot), json_object_iter_key_len(slot));
 		int rc = conv_value(L, c, lua_gettop(L), depth + 1, obj, slot);
+		pop_seg(c, at);
 		lua_pop(L, 1);
 		if (rc) {
 			lua_pop(L, 1);
@@ -393,6 +444,18 @@ static json_t *number_json(lua_State *L, struct conv *c, int idx, uint64_t *byte
 		return json_integer((json_int_t)i);
 	}
 	double d = (double)lua_tonumber(L, idx);
+	if (!isfinite(d) && c->caps->nonfinite) {
+		/* null in the value, its name in the map: both count (the map's
+		 * "ptr":"name" and its comma or brackets). */
+		const char *name = isnan(d) ? "nan" : d > 0 ? "inf" : "-inf";
+		if (c->nonfinite == NULL && (c->nonfinite = json_object()) == NULL)
+			luaL_error(L, "out of memory building the result");
+		if (json_object_setn_new(c->nonfinite, c->ptr ? c->ptr : "", c->ptr_len,
+					 json_string(name)) != 0)
+			luaL_error(L, "out of memory building the result");
+		*bytes = 4 + c->ptr_len + strlen(name) + 6;
+		return json_null();
+	}
 	if (!isfinite(d)) { /* JSON has no NaN or infinity */
 		snprintf(c->message, TP_LJSON_MESSAGE_MAX, "%s is not a JSON number",
 			 isnan(d) ? "NaN"
@@ -472,9 +535,13 @@ static int conv_main(lua_State *L)
 	/* The array is a level of depth, as in the JSON the client gets (the
 	 * host's decoder counts it: a value at the cap inside it would be refused
 	 * there as the worker's error, not the snippet's). */
-	for (int i = 2; i <= n + 1; i++)
-		if (conv_value(L, c, i, 2, arr, NULL))
+	for (int i = 2; i <= n + 1; i++) {
+		size_t at = push_index(L, c, i - 2);
+		int rc = conv_value(L, c, i, 2, arr, NULL);
+		pop_seg(c, at);
+		if (rc)
 			break;
+	}
 	return 0;
 }
 
@@ -506,6 +573,8 @@ void tp_ljson_from_lua(lua_State *L, int n, const struct tp_ljson_caps *caps,
 		lua_gc(L, LUA_GCRESTART);
 	for (int i = 0; i < MAX_PATH; i++)
 		free(c.keys[i]); /* left by a Lua error */
+	free(c.ptr);
+	out->nonfinite = NULL;
 	out->value = NULL, out->lua_status = status, out->fail = c.fail, out->used = c.used;
 	if (status != LUA_OK) {
 		lua_pop(L, 1);
@@ -514,9 +583,11 @@ void tp_ljson_from_lua(lua_State *L, int n, const struct tp_ljson_caps *caps,
 	}
 	if (out->fail != TP_LJSON_OK) {
 		json_decref(c.root);
+		json_decref(c.nonfinite);
 		return;
 	}
 	out->value = c.root;
+	out->nonfinite = c.nonfinite;
 }
 
 /* ---- JSON -> Lua ----------------------------------------------------------- */

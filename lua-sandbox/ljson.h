@@ -28,6 +28,8 @@
 struct tp_ljson_caps {
 	uint64_t depth; /* tables nested deeper than this are refused; the top table is depth 1 */
 	uint64_t bytes; /* compact JSON text longer than this is refused */
+	int nonfinite;  /* NaN and the infinities become null, named in out.nonfinite
+			 * (the exec's value); 0: refused as TP_LJSON_NUMBER */
 };
 
 enum tp_ljson_fail {
@@ -48,6 +50,7 @@ struct tp_ljson_out {
 	uint64_t used;
 	int lua_status; /* status of the protected call (LUA_OK unless TP_LJSON_LUAERR) */
 	char message[TP_LJSON_MESSAGE_MAX]; /* for KEYS and NUMBER, UTF-8; else "" */
+	json_t *nonfinite; /* new reference or NULL: {JSON pointer: "nan"|"inf"|"-inf"} */
 };
 
 /* Pops the n top values. None -> null, one -> its JSON, several -> an array

@@ -246,7 +246,7 @@ static json_t *error_message(lua_State *L, int idx, int *line)
  * message then says why. */
 static json_t *table_error(lua_State *L, json_t **msg)
 {
-	struct tp_ljson_caps caps = { tp_lua_x.lim.result_depth, tp_lua_x.lim.result_bytes };
+	struct tp_ljson_caps caps = { tp_lua_x.lim.result_depth, tp_lua_x.lim.result_bytes, 0 };
 	struct tp_ljson_out out;
 	char buf[TP_LJSON_MESSAGE_MAX + 64], cap[64];
 	const char *why = NULL;
@@ -343,10 +343,10 @@ static int result_failure(struct tp_failure *f, const char *message)
 
 /* The values above the message handler, as JSON; NULL with *fail set (a cycle,
  * keys that collide, NaN, a value that cannot be converted) or a trip. */
-static json_t *convert_result(lua_State *L, const char **fail)
+static json_t *convert_result(lua_State *L, const char **fail, json_t **nonfinite)
 {
 	char *message = tp_lua_x.conv_message;
-	struct tp_ljson_caps caps = { tp_lua_x.lim.result_depth, tp_lua_x.lim.result_bytes };
+	struct tp_ljson_caps caps = { tp_lua_x.lim.result_depth, tp_lua_x.lim.result_bytes, 1 };
 	struct tp_ljson_out out;
 
 	tp_lua_guard_lend(1);
@@ -358,7 +358,7 @@ static json_t *convert_result(lua_State *L, const char **fail)
 	tp_ljson_from_lua(L, lua_gettop(L) - 1, &caps, &out);
 	tp_lua_guard_lend(0);
 	switch (out.fail) {
-	case TP_LJSON_OK: return out.value;
+	case TP_LJSON_OK: *nonfinite = out.nonfinite; return out.value;
 	case TP_LJSON_DEPTH:
 		tp_lua_guard_trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_RESULT_DEPTH, caps.depth,
 				  out.used);
@@ -388,13 +388,16 @@ static json_t *convert_result(lua_State *L, const char **fail)
  * text (the interpreter would print an address, which tidepool hides); a
  * function, thread or userdata as its JSON string ("<function>"). No
  * metamethod runs: __tostring and __name are not asked. */
-static int put_text(char **buf, size_t *len, const json_t *v)
+static int put_text(char **buf, size_t *len, const json_t *v, const char *nonfinite)
 {
 	char num[64], *s = num, *more;
 	size_t n;
 	int own = 0;
 
-	if (json_is_string(v)) {
+	if (nonfinite != NULL) { /* NaN (whatever its sign bit), inf, -inf */
+		s = (char *)nonfinite;
+		n = strlen(s);
+	} else if (json_is_string(v)) {
 		s = (char *)json_string_value(v);
 		n = json_string_length(v);
 	} else if (json_is_integer(v)) {
@@ -431,17 +434,20 @@ static int put_text(char **buf, size_t *len, const json_t *v)
 /* The returned values (nvals of them, as value holds them) as the
  * interpreter prints them, tab-separated, cut to result_bytes at a character
  * boundary; absent when nothing was returned. -1 out of memory. */
-static int value_text(const json_t *value, int nvals, struct tp_reply *out)
+static int value_text(const json_t *value, int nvals, const json_t *nonfinite, struct tp_reply *out)
 {
-	char *buf = NULL;
+	char *buf = NULL, ptr[24];
 	size_t len = 0;
 
-	for (int i = 0; i < nvals; i++)
-		if (put_text(&buf, &len, nvals == 1 ? value : json_array_get(value, (size_t)i)) !=
-		    0) {
+	for (int i = 0; i < nvals; i++) {
+		/* A returned NaN or infinity is null in value: its pointer names it. */
+		snprintf(ptr, sizeof ptr, nvals == 1 ? "" : "/%d", i);
+		if (put_text(&buf, &len, nvals == 1 ? value : json_array_get(value, (size_t)i),
+			     json_string_value(json_object_get(nonfinite, ptr))) != 0) {
 			free(buf);
 			return -1;
 		}
+	}
 	if (buf == NULL)
 		return 0;
 	if (len > tp_lua_x.lim.result_bytes) {
@@ -466,12 +472,16 @@ static void usage(struct tp_usage *u)
 static int reply(lua_State *L, enum stage stage, int status, struct tp_reply *out)
 {
 	const char *fail = NULL;
-	json_t *value = NULL;
+	json_t *value = NULL, *nonfinite = NULL;
 	int nvals = lua_gettop(L) - 1; /* above the message handler */
 
 	memset(out, 0, sizeof *out);
 	if (!tp_lua_guard_tripped() && status == LUA_OK)
-		value = convert_result(L, &fail);
+		value = convert_result(L, &fail, &nonfinite);
+	if (value == NULL || fail != NULL || tp_lua_guard_tripped() || status != LUA_OK) {
+		json_decref(nonfinite);
+		nonfinite = NULL;
+	}
 	tp_lua_guard_publish(tp_lua_x.shm);
 	usage(&out->usage);
 	if (tp_lua_guard_tripped()) {
@@ -484,6 +494,7 @@ static int reply(lua_State *L, enum stage stage, int status, struct tp_reply *ou
 	if (stage == ST_RUN && tp_lenv_flush_written(L, cut, sizeof cut)) {
 		json_t *m = json_string(cut);
 		json_decref(value);
+		json_decref(nonfinite);
 		int rc =
 		    tp_verdict_failure(&out->error, TP_KIND_RUNTIME_ERROR, "string", m, NULL, -1);
 		json_decref(m);
@@ -493,9 +504,13 @@ static int reply(lua_State *L, enum stage stage, int status, struct tp_reply *ou
 		return result_failure(&out->error, fail);
 	out->ok = 1;
 	out->value = value;
-	if (value != NULL && value_text(value, nvals, out) != 0) {
+	out->nonfinite = nonfinite;
+	nonfinite = NULL;
+	if (value != NULL && value_text(value, nvals, out->nonfinite, out) != 0) {
 		tp_lua_guard_trip_memory();
 		json_decref(value);
+		json_decref(out->nonfinite);
+		out->nonfinite = NULL;
 		out->ok = 0;
 		out->value = NULL;
 		return limit_failure(L, &out->error);
@@ -544,7 +559,7 @@ int tp_lua_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_repl
 static int l_tools_call(lua_State *L)
 {
 	const char *name = luaL_checkstring(L, 1);
-	struct tp_ljson_caps caps = { tp_lua_x.lim.result_depth, tp_lua_x.lim.result_bytes };
+	struct tp_ljson_caps caps = { tp_lua_x.lim.result_depth, tp_lua_x.lim.result_bytes, 0 };
 	struct tp_ljson_out conv;
 	struct tp_tool_result res;
 	json_t *args;

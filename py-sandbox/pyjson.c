@@ -78,6 +78,12 @@ struct conv {
 	char *message; /* out->message */
 	int npath;
 	PyObject *path[MAX_PATH];
+	/* caps->nonfinite: the JSON pointer (RFC 6901) of the value being
+	 * converted, and {pointer: "nan"|"inf"|"-inf"} of each number JSON has no
+	 * number for, which the value holds as null. */
+	char *ptr;
+	size_t ptr_len, ptr_cap;
+	json_t *nonfinite;
 };
 
 static int stop(struct conv *c, enum tp_pyjson_fail why, uint64_t used)
@@ -162,6 +168,7 @@ static json_t *key_string(PyObject *k)
 }
 
 static json_t *conv_value(struct conv *c, PyObject *v, uint64_t depth);
+static json_t *nonfinite(struct conv *c, double d);
 
 static json_t *scalar(struct conv *c, PyObject *v)
 {
@@ -182,15 +189,20 @@ static json_t *scalar(struct conv *c, PyObject *v)
 		j = json_integer(x);
 	} else if (PyFloat_Check(v)) {
 		double d = PyFloat_AS_DOUBLE(v);
-		if (!isfinite(d)) { /* JSON has no NaN or infinity */
+		if (!isfinite(d) && c->caps->nonfinite) {
+			j = nonfinite(c, d);
+			if (j == NULL)
+				return NULL;
+		} else if (!isfinite(d)) { /* JSON has no NaN or infinity */
 			snprintf(c->message, TP_PYJSON_MESSAGE_MAX, "%s is not a JSON number",
 				 isnan(d) ? "NaN"
 				 : d > 0  ? "inf"
 					  : "-inf");
 			stop(c, TP_PYJSON_NUMBER, 0);
 			return NULL;
+		} else {
+			j = json_real(d);
 		}
-		j = json_real(d);
 	} else if (PyUnicode_Check(v))
 		j = tp_pyjson_str(v);
 	else {
@@ -212,6 +224,62 @@ static json_t *scalar(struct conv *c, PyObject *v)
 		return NULL;
 	}
 	return j;
+}
+
+/* Appends "/" and seg (n bytes, "~" and "/" escaped) to the pointer; returns
+ * the length to pop back to, or (size_t)-1 when out of memory. */
+static size_t push(struct conv *c, const char *seg, size_t n)
+{
+	size_t at = c->ptr_len, need = at + 2 * n + 2;
+	if (!c->caps->nonfinite)
+		return at;
+	if (need > c->ptr_cap) {
+		size_t cap = need * 2;
+		char *p = realloc(c->ptr, cap);
+		if (p == NULL) {
+			stop(c, TP_PYJSON_NOMEM, 0);
+			return (size_t)-1;
+		}
+		c->ptr = p, c->ptr_cap = cap;
+	}
+	c->ptr[c->ptr_len++] = '/';
+	for (size_t i = 0; i < n; i++) {
+		if (seg[i] == '~' || seg[i] == '/') {
+			c->ptr[c->ptr_len++] = '~';
+			c->ptr[c->ptr_len++] = seg[i] == '~' ? '0' : '1';
+		} else {
+			c->ptr[c->ptr_len++] = seg[i];
+		}
+	}
+	c->ptr[c->ptr_len] = '\0';
+	return at;
+}
+
+static void pop(struct conv *c, size_t at)
+{
+	if (c->ptr != NULL && at != (size_t)-1) {
+		c->ptr_len = at;
+		c->ptr[at] = '\0';
+	}
+}
+
+/* A NaN or an infinity at the current pointer: null in the value, its name in
+ * the map (both counted against the byte cap). */
+static json_t *nonfinite(struct conv *c, double d)
+{
+	const char *name = isnan(d) ? "nan" : d > 0 ? "inf" : "-inf";
+	json_t *s = json_string(name);
+	if (c->nonfinite == NULL)
+		c->nonfinite = json_object();
+	if (s == NULL || c->nonfinite == NULL ||
+	    json_object_setn_new(c->nonfinite, c->ptr ? c->ptr : "", c->ptr_len, s) != 0) {
+		stop(c, TP_PYJSON_NOMEM, 0);
+		return NULL;
+	}
+	/* "ptr":"name", and the brackets or comma: what the map adds to the reply */
+	if (add_bytes(c, c->ptr_len + strlen(name) + 6) != 0)
+		return NULL;
+	return json_null();
 }
 
 static int enter(struct conv *c, PyObject *v, uint64_t depth)
@@ -238,9 +306,14 @@ static json_t *conv_seq(struct conv *c, PyObject *v, uint64_t depth)
 	for (Py_ssize_t i = 0; i < n; i++) {
 		PyObject *item = is_list ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i);
 		json_t *j;
+		char idx[24];
 		if (i > 0 && add_bytes(c, 1) != 0)
 			goto fail;
+		size_t at = push(c, idx, (size_t)snprintf(idx, sizeof idx, "%zd", i));
+		if (at == (size_t)-1)
+			goto fail;
 		j = conv_value(c, item, depth + 1);
+		pop(c, at);
 		if (j == NULL)
 			goto fail;
 		if (json_array_append_new(a, j) != 0) {
@@ -363,7 +436,9 @@ static json_t *conv_dict(struct conv *c, PyObject *v, uint64_t depth)
 			json_decref(jk);
 			goto fail;
 		}
-		j = conv_value(c, item, depth + 1);
+		size_t at = push(c, json_string_value(jk), json_string_length(jk));
+		j = at == (size_t)-1 ? NULL : conv_value(c, item, depth + 1);
+		pop(c, at);
 		if (j == NULL) {
 			json_decref(jk);
 			goto fail;
@@ -402,6 +477,10 @@ void tp_pyjson_from_py(PyObject *v, const struct tp_pyjson_caps *caps, struct tp
 	out->value = conv_value(&c, v, 1);
 	out->fail = out->value ? TP_PYJSON_OK : c.fail;
 	out->used = c.used;
+	out->nonfinite = out->value ? c.nonfinite : NULL;
+	if (out->value == NULL)
+		json_decref(c.nonfinite);
+	free(c.ptr);
 }
 
 /* ---- JSON -> Python ------------------------------------------------------------ */

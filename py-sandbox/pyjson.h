@@ -26,6 +26,8 @@
 struct tp_pyjson_caps {
 	uint64_t depth; /* containers nested deeper than this are refused; the top one is depth 1 */
 	uint64_t bytes; /* compact JSON text longer than this is refused */
+	int nonfinite;  /* NaN and the infinities become null, named in out.nonfinite
+			 * (the exec's value); 0: refused as TP_PYJSON_NUMBER */
 };
 
 enum tp_pyjson_fail {
@@ -46,6 +48,7 @@ struct tp_pyjson_out {
 	enum tp_pyjson_fail fail;
 	uint64_t used;
 	char message[TP_PYJSON_MESSAGE_MAX]; /* for KEYS and NUMBER, UTF-8; else "" */
+	json_t *nonfinite; /* new reference or NULL: {JSON pointer: "nan"|"inf"|"-inf"} */
 };
 
 void tp_pyjson_from_py(PyObject *v, const struct tp_pyjson_caps *caps, struct tp_pyjson_out *out);

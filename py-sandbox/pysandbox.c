@@ -237,6 +237,7 @@ static json_t *repr_value(PyObject *v)
 
 struct result {
 	json_t *value;
+	json_t *nonfinite; /* {JSON pointer: "nan"|"inf"|"-inf"} of value, or NULL */
 	int is_repr;
 	const char *fail; /* why the value could not be sent (result_error) */
 	struct failure
@@ -306,7 +307,7 @@ static int is_rich(PyObject *v)
  * as any other value's repr is. */
 static void convert_rich(PyObject *v, struct result *res, const struct tp_request *req)
 {
-	struct tp_pyjson_caps caps = { tp_py_lim.result_depth, tp_py_lim.result_bytes };
+	struct tp_pyjson_caps caps = { tp_py_lim.result_depth, tp_py_lim.result_bytes, 1 };
 	struct tp_pyjson_out out;
 	PyObject *lim = PyLong_FromUnsignedLongLong(tp_py_lim.result_bytes);
 	PyObject *t = lim ? PyObject_CallFunctionObjArgs(G.rich, v, lim, NULL) : NULL;
@@ -324,6 +325,7 @@ static void convert_rich(PyObject *v, struct result *res, const struct tp_reques
 		tp_pyjson_from_py(PyTuple_GET_ITEM(t, 0), &caps, &out);
 		if (out.fail == TP_PYJSON_OK) {
 			res->value = out.value;
+			res->nonfinite = out.nonfinite;
 			if (text_of(PyTuple_GET_ITEM(t, 1), tp_py_lim.result_bytes, &res->text,
 				    &res->text_cut) != 0) {
 				json_decref(res->value);
@@ -391,7 +393,7 @@ static void figures(struct result *res, const struct tp_request *req)
 static void convert(PyObject *v, struct result *res, const struct tp_request *req)
 {
 	static char message[TP_PYJSON_MESSAGE_MAX];
-	struct tp_pyjson_caps caps = { tp_py_lim.result_depth, tp_py_lim.result_bytes };
+	struct tp_pyjson_caps caps = { tp_py_lim.result_depth, tp_py_lim.result_bytes, 1 };
 	struct tp_pyjson_out out;
 
 	if (is_rich(v)) {
@@ -402,6 +404,7 @@ static void convert(PyObject *v, struct result *res, const struct tp_request *re
 	switch (out.fail) {
 	case TP_PYJSON_OK:
 		res->value = out.value;
+		res->nonfinite = out.nonfinite;
 		value_text(v, res, req);
 		return;
 	case TP_PYJSON_DEPTH:
@@ -544,9 +547,11 @@ static int reply(const struct failure *f, struct result *res, struct tp_reply *o
 	memset(out, 0, sizeof *out);
 	tp_py_publish_usage(tp_py_shm);
 	usage(&out->usage);
-	if (tp_py_verdict() || f->set || res->fail) {
+	if (tp_py_verdict() || f->set || res->fail || res->value == NULL) {
 		json_decref(res->value);
 		res->value = NULL;
+		json_decref(res->nonfinite);
+		res->nonfinite = NULL;
 	}
 	if (tp_py_verdict())
 		return verdict_failure(f, &out->error);
@@ -559,6 +564,8 @@ static int reply(const struct failure *f, struct result *res, struct tp_reply *o
 	out->value = res->value ? res->value : json_null();
 	out->value_repr = res->is_repr;
 	res->value = NULL;
+	out->nonfinite = res->nonfinite; /* NULL for none */
+	res->nonfinite = NULL;
 	out->text = res->text, out->text_cut = res->text_cut;
 	res->text.s = NULL;
 	memcpy(out->images, res->images, sizeof out->images);

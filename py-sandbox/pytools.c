@@ -24,7 +24,7 @@ static struct {
  * with an exception set. */
 static PyObject *invoke(const char *name, PyObject *args)
 {
-	struct tp_pyjson_caps caps = { tp_py_lim.result_depth, tp_py_lim.result_bytes };
+	struct tp_pyjson_caps caps = { tp_py_lim.result_depth, tp_py_lim.result_bytes, 0 };
 	struct tp_pyjson_out conv = { 0 };
 	struct tp_tool_result res;
 	json_t *j;

@@ -21,6 +21,8 @@
 
 #include "jsonio.h"
 #include "lalloc.h"
+#include "limit.h"
+#include "msg.h"
 #include "ljson.h"
 #include "utf8.h"
 
@@ -116,6 +118,33 @@ static void convert(lua_State *L, int n, const struct tp_ljson_caps *caps)
 	size_t d = depth_of(out.value) - (n > 1 && json_is_array(out.value) ? 1 : 0);
 	CHECK(d <= caps->depth);
 	free(text);
+	/* NaN and the infinities (caps->nonfinite): each pointer names a null of the
+	 * value, and the host takes the reply the worker would send, map and all. */
+	if (out.nonfinite != NULL) {
+		CHECK(caps->nonfinite && json_object_size(out.nonfinite) > 0);
+		struct tp_reply r = { .ok = 1, .value = out.value, .nonfinite = out.nonfinite };
+		struct tp_limits lim = { 0 };
+		struct tp_reply rb;
+		struct tp_err err = { 0 };
+		size_t mlen;
+		lim.result_bytes = caps->bytes;
+		lim.result_depth = caps->depth + 1;
+		lim.output_bytes = 1;
+		char *msg = tp_msg_reply_encode(&r, &mlen);
+		CHECK(msg != NULL);
+		CHECK(tp_msg_reply_decode(msg, mlen, &lim, &rb, &err) == 0);
+		/* Compared as text: jansson's json_equal stops a key at a NUL. */
+		char *x = json_dumps(rb.nonfinite, JSON_COMPACT | JSON_SORT_KEYS);
+		char *y = json_dumps(out.nonfinite, JSON_COMPACT | JSON_SORT_KEYS);
+		CHECK(x != NULL && y != NULL && strcmp(x, y) == 0);
+		free(x);
+		free(y);
+		tp_reply_free(&rb);
+		free(msg);
+	} else {
+		CHECK(out.nonfinite == NULL);
+	}
+	json_decref(out.nonfinite);
 	json_decref(out.value);
 }
 
@@ -278,6 +307,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	caps.depth = 1 + data[1] % 80;
 	caps.bytes = data[2] & 0x80 ? (1u << 20) : 2 + (uint64_t)data[2] * 3;
+	caps.nonfinite = (data[2] & 0x40) != 0;
 	tp_lalloc_init(&a, MEM_LIMIT);
 	L = lua_newstate(tp_lalloc, &a);
 	CHECK(L != NULL);

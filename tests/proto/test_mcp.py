@@ -504,6 +504,11 @@ def conforms(v, s, path="$"):
         for k, sub in s.get("properties", {}).items():
             if k in v:
                 conforms(v[k], sub, f"{path}.{k}")
+        extra = s.get("additionalProperties")
+        if isinstance(extra, dict):
+            for k in v:
+                if k not in s.get("properties", {}):
+                    conforms(v[k], extra, f"{path}.{k}")
 
 
 def test_isolation_results_conform_under_a_state_policy(tmp_path):
@@ -533,3 +538,27 @@ def test_results_conform_to_the_output_schema(mcp):
         conforms(sc, schema)
     with pytest.raises(AssertionError):
         conforms(dict(sc, usage={"cpu_ms": -1}), schema)
+
+
+@pytest.mark.parametrize("name,code,value,nonfinite", [
+    ("run_python", "0/1 * float('nan')", None, {"": "nan"}),
+    ("run_python", "import math\nmath.inf", None, {"": "inf"}),
+    ("run_python", "float('nan')", None, {"": "nan"}),
+    ("run_python", "import math\n[1, math.inf]", [1, None], {"/1": "inf"}),
+    ("run_python", "{'x': float('nan')}", {"x": None}, {"/x": "nan"}),
+    ("run_lua", "return 0/0", None, {"": "nan"}),
+    ("run_lua", "return math.huge", None, {"": "inf"}),
+])
+def test_nonfinite_values_over_mcp_conform(mcp, name, code, value, nonfinite):
+    """A NaN or an infinity is a value over MCP too: structuredContent stays JSON (null,
+    named in nonfinite) and conforms to the outputSchema; the text content shows it."""
+    schema = tools_by_name(mcp)[name]["outputSchema"]
+    r = mcp.tool(name, {"code": code})
+    sc = r["structuredContent"]
+    assert r.get("isError") is not True and (sc["ok"], sc["value"], sc["nonfinite"]) == (
+        True, value, nonfinite), r
+    conforms(sc, schema)
+    shown = {"": "nan"} if nonfinite == {"": "nan"} else nonfinite
+    assert any(x in r["content"][0]["text"] for x in shown.values()), r["content"]
+    with pytest.raises(AssertionError):
+        conforms(dict(sc, nonfinite={"": "NaN"}), schema)  # the check can fail

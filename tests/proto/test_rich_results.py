@@ -352,12 +352,19 @@ def test_numpy_scalars_in_a_value_are_their_numbers(host, code, value):
 @needs_data
 @pytest.mark.parametrize("code,message", [
     ("{np.int32(7): 1, '7': 2}", "keys 7 and '7' both become \"7\" in JSON"),
-    ("[np.float32('nan')]", "NaN is not a JSON number"),
 ])
 def test_numpy_scalars_keep_the_refusals(host, code, message):
     res = run(host, "import numpy as np\n" + code, policy="data")
     assert res["ok"] is False, res
     assert (res["error"]["kind"], res["error"]["message"]) == ("result_error", message), res
+
+
+@needs_data
+def test_numpy_nan_is_null_named_by_its_pointer(host):
+    res = run(host, "import numpy as np\n[np.float32('nan'), {'x': np.float64('-inf')}]",
+              policy="data")
+    assert (res["ok"], res["value"], res["nonfinite"]) == (
+        True, [None, {"x": None}], {"/0": "nan", "/1/x": "-inf"}), res
 
 
 @needs_data

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import Host
+from conftest import Host, said
 
 
 def run(h, lang, code, **params):
@@ -102,18 +102,61 @@ def test_collision_is_found_before_the_values(shared_host):
 # -- NaN and infinities ------------------------------------------------------------
 
 NUMBERS = [
-    ("lua", "return 0/0", "NaN is not a JSON number"),
-    ("lua", "return {1, {x = 1/0}}", "inf is not a JSON number"),
-    ("lua", "return 1, -math.huge", "-inf is not a JSON number"),
-    ("python", "float('nan')", "NaN is not a JSON number"),
-    ("python", "[1, {'x': float('inf')}]", "inf is not a JSON number"),
-    ("python", "(1, -float('inf'))", "-inf is not a JSON number"),
+    # (lang, code, value, text, nonfinite): null where JSON has no number, named by its
+    # JSON pointer (RFC 6901); text is what the REPL prints.
+    ("lua", "return 0/0", None, "nan", {"": "nan"}),
+    ("lua", "return math.huge", None, "inf", {"": "inf"}),
+    ("lua", "return {1, {x = 1/0}}", [1, {"x": None}], '[1,{"x":null}]', {"/1/x": "inf"}),
+    ("lua", "return 1, -math.huge", [1, None], "1\t-inf", {"/1": "-inf"}),
+    ("lua", "return {['a/b~c'] = 0/0, n = 2}", {"a/b~c": None, "n": 2}, '{"a/b~c":null,"n":2}',
+     {"/a~1b~0c": "nan"}),
+    ("python", "float('nan')", None, "nan", {"": "nan"}),
+    ("python", "import math\nmath.inf", None, "inf", {"": "inf"}),
+    ("python", "0/1 - float('inf')", None, "-inf", {"": "-inf"}),
+    ("python", "import math\n[1, math.inf]", [1, None], "[1, inf]", {"/1": "inf"}),
+    ("python", "{'x': float('nan')}", {"x": None}, "{'x': nan}", {"/x": "nan"}),
+    ("python", "[1, {'x': float('inf')}, (2, -float('inf'))]", [1, {"x": None}, [2, None]],
+     "[1, {'x': inf}, (2, -inf)]", {"/1/x": "inf", "/2/1": "-inf"}),
+    ("python", "{'a/b': {'~': float('nan')}, 'n': None}", {"a/b": {"~": None}, "n": None},
+     "{'a/b': {'~': nan}, 'n': None}", {"/a~1b/~0": "nan"}),
 ]
 
 
-@pytest.mark.parametrize("lang,code,message", NUMBERS, ids=[f"{c[0]}-{i}" for i, c in enumerate(NUMBERS)])
-def test_nan_and_infinity_are_refused(shared_host, lang, code, message):
-    refused(run(shared_host, lang, code), message)
+@pytest.mark.parametrize("lang,code,value,text,nonfinite", NUMBERS,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(NUMBERS)])
+def test_nan_and_infinity_are_null_named_by_their_pointer(shared_host, lang, code, value, text,
+                                                          nonfinite):
+    r = run(shared_host, lang, code)
+    assert (r["ok"], r["value"], r["text"], r["nonfinite"]) == (True, value, text, nonfinite), r
+    assert "value_repr" not in r
+
+
+def test_a_finite_value_has_no_nonfinite(shared_host):
+    for lang, code in (("lua", "return {1, 2.5, json.null}"), ("python", "[1, 2.5, None]")):
+        r = run(shared_host, lang, code)
+        assert r["ok"] is True and "nonfinite" not in r, r
+
+
+def test_nonfinite_counts_against_result_bytes(shared_host):
+    """The map is part of the result: a value of many NaNs past result_bytes is an
+    output_limit, not a map that grows without bound."""
+    r = run(shared_host, "python", "[float('nan')] * 1000", limits={"result_bytes": 4000})
+    assert r["ok"] is False and r["error"]["kind"] == "output_limit", r
+    assert r["error"]["limit"]["name"] == "result_bytes" and r["error"]["limit"]["limit"] == 4000
+    r = run(shared_host, "lua", "local t = {} for i = 1, 1000 do t[i] = 0/0 end return t",
+            limits={"result_bytes": 4000})
+    assert r["ok"] is False and r["error"]["kind"] == "output_limit", r
+    assert r["error"]["limit"]["name"] == "result_bytes" and r["error"]["limit"]["limit"] == 4000
+    # Under the cap, every entry is there.
+    r = run(shared_host, "python", "[float('nan')] * 100")
+    assert r["value"] == [None] * 100 and len(r["nonfinite"]) == 100, r
+
+
+def test_tool_arguments_still_refuse_nan(shared_host):
+    """A tool's arguments go to the client as JSON with no map beside them: a NaN there is
+    still the snippet's error."""
+    r = run(shared_host, "python", "tools.call('x', {'v': float('nan')})")
+    assert r["ok"] is False and "NaN is not a JSON number" in said(r["error"]), r
 
 
 def test_non_finite_keys_are_text(shared_host):
@@ -159,15 +202,17 @@ def test_lua_values_do_not_change_between_host_starts():
             lines = []
             for code in DETERMINISM:
                 r = run(h, "lua", code)
-                lines.append(json.dumps([r["ok"], r["value"], r["error"] and r["error"]["message"]]))
+                lines.append(json.dumps([r["ok"], r["value"], r["error"] and r["error"]["message"],
+                                         r.get("nonfinite")]))
             seen.append(lines)
         finally:
             h.close()
     assert seen[0] == seen[1]
     first = json.loads(seen[0][0])[1]
     assert list(first)[:3] == ["3", "6", "9"] and list(first)[200:203] == ["k1", "k10", "k100"]
-    assert json.loads(seen[0][2])[2] == "NaN is not a JSON number"  # "m" before "q"
-    assert json.loads(seen[0][3])[2] == "inf is not a JSON number"  # "m" before "z"
+    # The collision is reported whatever came before it; a NaN is no longer a refusal.
+    assert json.loads(seen[0][2])[2] == 'keys 1 and "1" both become "1" in JSON'
+    assert json.loads(seen[0][3])[3] == {"/m": "inf", "/z": "nan"}
 
 
 @pytest.mark.parametrize("depth,ok", [(2, True), (3, False)])

@@ -18,9 +18,11 @@ static char text[4096];
 
 /* Runs code, converts all its results; returns the compact JSON or
  * "FAIL:<n>:<used>", then ":<message>" when the converter gave one. */
+static int nonfinite_mode; /* caps.nonfinite of conv() */
+
 static const char *conv(const char *code, uint64_t depth, uint64_t bytes)
 {
-	struct tp_ljson_caps caps = { depth, bytes };
+	struct tp_ljson_caps caps = { depth, bytes, nonfinite_mode };
 	int top = lua_gettop(L);
 
 	if (luaL_dostring(L, code) != LUA_OK) {
@@ -36,15 +38,33 @@ static const char *conv(const char *code, uint64_t depth, uint64_t bytes)
 		return text;
 	}
 	char *s = json_dumps(out.value, JSON_COMPACT | JSON_ENCODE_ANY);
-	snprintf(text, sizeof text, "%s", s);
+	char *m = out.nonfinite ? json_dumps(out.nonfinite, JSON_COMPACT) : NULL;
+	snprintf(text, sizeof text, "%s%s%s", s, m ? " " : "", m ? m : "");
 	free(s);
+	free(m);
 	json_decref(out.value);
+	json_decref(out.nonfinite);
 	return text;
 }
 
 static const char *c1(const char *code)
 {
 	return conv(code, 64, 1 << 20);
+}
+
+/* The exec's value (caps.nonfinite): null, named by its JSON pointer. */
+static void test_nonfinite(void)
+{
+	nonfinite_mode = 1;
+	CHECK_EQ_STR(c1("return 0/0"), "null {\"\":\"nan\"}");
+	CHECK_EQ_STR(c1("return 1, -math.huge"), "[1,null] {\"/1\":\"-inf\"}");
+	CHECK_EQ_STR(c1("return {1, {x = 1/0}, ['a/b~'] = 0/0}"),
+		     "{\"1\":1,\"2\":{\"x\":null},\"a/b~\":null} "
+		     "{\"/2/x\":\"inf\",\"/a~1b~0\":\"nan\"}");
+	CHECK_EQ_STR(c1("return {1.5, 2}"), "[1.5,2]"); /* no map when there is none */
+	/* The byte cap counts the map: 1 + "null" + {"/0":"nan"} past 10 bytes. */
+	CHECK_EQ_STR(conv("return {0/0}", 64, 10), "FAIL:2:19");
+	nonfinite_mode = 0;
 }
 
 static void test_to_json(void)
@@ -169,7 +189,7 @@ static void test_to_lua(void)
 	lua_pushinteger(L, 5);
 	CHECK_EQ_INT(lua_pcall(L, 2, 1, 0), LUA_OK);
 	CHECK_EQ_INT(lua_rawlen(L, -1), 3);
-	struct tp_ljson_caps caps = { 5, 100 };
+	struct tp_ljson_caps caps = { 5, 100, 0 };
 	tp_ljson_from_lua(L, 1, &caps, &out);
 	CHECK(json_equal(out.value, v));
 	json_decref(out.value);
@@ -260,7 +280,7 @@ static void round_trip(const char *json)
 {
 	struct tp_err err = { 0 };
 	json_t *v = tp_json_loadb(json, strlen(json), JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
-	struct tp_ljson_caps caps = { 64, 1 << 20 };
+	struct tp_ljson_caps caps = { 64, 1 << 20, 0 };
 
 	CHECK(v != NULL);
 	if (v == NULL)
@@ -376,6 +396,7 @@ int main(void)
 	L = luaL_newstate();
 	luaL_openlibs(L); /* a test state, not a sandbox */
 	test_to_json();
+	test_nonfinite();
 	test_to_lua();
 	test_numbers();
 	test_keys();

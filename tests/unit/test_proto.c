@@ -9,6 +9,7 @@
 
 #include "exec_params.h"
 #include "frame.h"
+#include "jsonio.h"
 #include "jsonrpc.h"
 #include "linebuf.h"
 #include "mcp.h"
@@ -509,6 +510,48 @@ static struct tp_reply failure(enum tp_kind kind, const char *msg)
 	return r;
 }
 
+/* nonfinite (version 7): each pointer must name a null of the value; the
+ * values are nan, inf or -inf; an empty map, a non-object, a NUL-free pointer
+ * to nothing, an index with a leading zero or past the end: refused. */
+static void test_nonfinite(void)
+{
+	static const struct {
+		const char *value, *map;
+		int rc;
+	} cases[] = {
+		{ "null", "{\"\":\"nan\"}", 0 },
+		{ "[1,null]", "{\"/1\":\"inf\"}", 0 },
+		{ "{\"a/b\":null}", "{\"/a~1b\":\"-inf\"}", 0 },
+		{ "{\"~\":[null]}", "{\"/~0/0\":\"nan\"}", 0 },
+		{ "[1,null]", "{\"/0\":\"inf\"}", -1 },  /* not a null */
+		{ "[1,null]", "{\"/2\":\"inf\"}", -1 },  /* past the end */
+		{ "[1,null]", "{\"/01\":\"inf\"}", -1 }, /* a leading zero */
+		{ "[1,null]", "{\"/-1\":\"inf\"}", -1 },
+		{ "[1,null]", "{\"/+1\":\"inf\"}", -1 },
+		{ "[1,null]", "{\"1\":\"inf\"}", -1 },        /* no leading slash */
+		{ "{\"a\":null}", "{\"/a~2\":\"nan\"}", -1 }, /* a bad escape */
+		{ "{\"a\":null}", "{\"/a\":\"NaN\"}", -1 },   /* not nan, inf, -inf */
+		{ "{\"a\":null}", "{\"/a\":1}", -1 },
+		{ "{\"a\":null}", "{}", -1 },                              /* empty */
+		{ "{\"a\":null}", "[\"/a\"]", -1 },                        /* not an object */
+		{ "{\"a\":null}", "{\"/a\\u0000\":\"nan\"}", -1 },         /* no such key */
+		{ "{\"a\\u0000b\":null}", "{\"/a\\u0000b\":\"nan\"}", 0 }, /* NUL in a key */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct tp_reply r = { .seq = 7, .ok = 1 };
+		r.value = tp_json_loadb(cases[i].value, strlen(cases[i].value),
+					JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+		r.nonfinite = tp_json_loadb(cases[i].map, strlen(cases[i].map),
+					    JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+		CHECK(r.value != NULL && r.nonfinite != NULL);
+		struct tp_reply *d = roundtrip(&r, cases[i].rc);
+		if (cases[i].rc == 0)
+			CHECK(d != NULL && json_object_size(d->nonfinite) == 1);
+		json_decref(r.value);
+		json_decref(r.nonfinite);
+	}
+}
+
 static void test_check_reply(void)
 {
 	struct tp_reply r = { .seq = ~0ull, .ok = 1, .usage = { 1, 2, 500 } }, *d, tmp;
@@ -937,6 +980,7 @@ int main(void)
 	test_request_msg();
 	test_tool_msgs();
 	test_text_cut();
+	test_nonfinite();
 	test_build();
 	test_utf8();
 	return tp_test_done("test_proto");

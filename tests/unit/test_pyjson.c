@@ -27,9 +27,11 @@ static struct tp_pyjson_out out;
 static char text[4096];
 
 /* Evaluates expr, converts it; returns the compact JSON or "FAIL:<n>[:<message>]". */
+static int nonfinite_mode; /* caps.nonfinite of conv() */
+
 static const char *conv(const char *expr)
 {
-	struct tp_pyjson_caps caps = { 64, 1 << 20 };
+	struct tp_pyjson_caps caps = { 64, 1 << 20, nonfinite_mode };
 	PyObject *g = PyDict_New();
 	PyObject *v = PyRun_String(expr, Py_eval_input, g, g);
 
@@ -46,9 +48,12 @@ static const char *conv(const char *expr)
 		return text;
 	}
 	char *s = json_dumps(out.value, JSON_COMPACT | JSON_ENCODE_ANY);
-	snprintf(text, sizeof text, "%s", s);
+	char *m = out.nonfinite ? json_dumps(out.nonfinite, JSON_COMPACT) : NULL;
+	snprintf(text, sizeof text, "%s%s%s", s, m ? " " : "", m ? m : "");
 	free(s);
+	free(m);
 	json_decref(out.value);
+	json_decref(out.nonfinite);
 	return text;
 }
 
@@ -103,7 +108,7 @@ static void test_keys(void)
 /* JSON text (as inputs come) -> Python -> JSON: the same text. */
 static void round_trip(const char *json)
 {
-	struct tp_pyjson_caps caps = { 64, 1 << 20 };
+	struct tp_pyjson_caps caps = { 64, 1 << 20, 0 };
 	json_t *v = tp_json_loadb(json, strlen(json), JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 	PyObject *p = v ? tp_pyjson_to_py(v, 64) : NULL;
 
@@ -133,10 +138,25 @@ static void test_nul(void)
 	round_trip("[{\"\\u0000x\":[true]},\"a\\u0000\"]");
 }
 
+/* The exec's value (caps.nonfinite): null, named by its JSON pointer. */
+static void test_nonfinite(void)
+{
+	nonfinite_mode = 1;
+	CHECK_EQ_STR(conv("float('nan')"), "null {\"\":\"nan\"}");
+	CHECK_EQ_STR(conv("[1, float('inf'), {'a/b~': -float('inf')}]"),
+		     "[1,null,{\"a/b~\":null}] {\"/1\":\"inf\",\"/2/a~1b~0\":\"-inf\"}");
+	CHECK_EQ_STR(conv("({'x': (float('nan'),)},)"), "[{\"x\":[null]}] {\"/0/x/0\":\"nan\"}");
+	CHECK_EQ_STR(conv("[1.5, None]"), "[1.5,null]"); /* no map when there is none */
+	/* The other refusals stand, and the first problem wins. */
+	CHECK_EQ_STR(conv("[float('nan'), {1}]"), "FAIL:4");
+	nonfinite_mode = 0;
+}
+
 int main(void)
 {
 	Py_InitializeEx(0);
 	test_numbers();
+	test_nonfinite();
 	test_keys();
 	test_nul();
 	Py_FinalizeEx();

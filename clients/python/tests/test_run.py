@@ -80,6 +80,21 @@ def test_lua_error_is_named_by_its_kind(tp):
         "runtime_error", "boom", "runtime_error", "language", 1, "string")
 
 
+def test_nan_and_infinity_come_back_as_floats(tp):
+    """tidepool sends null named in nonfinite (JSON has no NaN); the client gives the
+    float back, in both languages, and keeps what was sent in .raw."""
+    import math
+    r = tp.run("import math\n[1, math.inf, {'x': float('nan'), 'a/b': -math.inf}]")
+    assert r.ok and r.value[0] == 1 and r.value[1] == math.inf and r.value[2]["a/b"] == -math.inf
+    assert math.isnan(r.value[2]["x"]) and r.text == "[1, inf, {'x': nan, 'a/b': -inf}]"
+    assert r.raw["value"] == [1, None, {"x": None, "a/b": None}]
+    assert r.raw["nonfinite"] == {"/1": "inf", "/2/x": "nan", "/2/a~1b": "-inf"}
+    r = tp.run("return 0/0", "lua")
+    assert r.ok and math.isnan(r.value) and r.text == "nan"
+    r = tp.run("return {math.huge, json.null}", "lua")
+    assert r.ok and r.value == [math.inf, None]  # a null that was null stays None
+
+
 def test_limit_error(tp):
     r = tp.run("while true do end", "lua", limits={"instructions": 1000})
     e = r.error

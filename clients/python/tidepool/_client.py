@@ -9,6 +9,7 @@ Any number of threads may call the client at once.
 """
 import base64
 import collections
+import copy
 import itertools
 import json
 import os
@@ -98,6 +99,36 @@ class ExecutionError:
                 f"layer={self.layer!r}, line={self.line!r})")
 
 
+_NONFINITE = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf")}
+
+
+def _with_nonfinite(value, nonfinite):
+    """value with each null that nonfinite names (a JSON pointer, RFC 6901) made the
+    float it was: NaN or an infinity, which JSON has no number for. A pointer that
+    names no null is left alone (tidepool's host checked them; this is a client)."""
+    if not isinstance(nonfinite, dict):
+        return value
+    if "" in nonfinite:
+        return _NONFINITE.get(nonfinite[""], value)
+    for ptr, name in nonfinite.items():
+        if not isinstance(ptr, str) or not ptr.startswith("/") or name not in _NONFINITE:
+            continue
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in ptr[1:].split("/")]
+        node = value
+        try:
+            for p in parts[:-1]:
+                node = node[int(p)] if isinstance(node, list) else node[p]
+            last = parts[-1]
+            if isinstance(node, list):
+                if node[int(last)] is None:
+                    node[int(last)] = _NONFINITE[name]
+            elif isinstance(node, dict) and node.get(last, 0) is None:
+                node[last] = _NONFINITE[name]
+        except (KeyError, IndexError, ValueError, TypeError):
+            continue
+    return value
+
+
 class Execution:
     """An exec's result: .value (the JSON value), .text (its text/plain repr, None
     for a null value), .images (the figures, as Image), .stdout, .stderr, .error
@@ -110,7 +141,10 @@ class Execution:
     def __init__(self, raw, lang):
         self.raw = raw
         self.ok = bool(raw.get("ok"))
+        # NaN and the infinities come as null named in raw["nonfinite"]: made floats again.
         self.value = raw.get("value")
+        if raw.get("nonfinite"):  # raw keeps what tidepool sent
+            self.value = _with_nonfinite(copy.deepcopy(self.value), raw["nonfinite"])
         self.value_repr = bool(raw.get("value_repr"))  # value is the repr() of a non-JSON value
         self.stdout = raw.get("stdout") or ""
         self.stderr = raw.get("stderr") or ""
