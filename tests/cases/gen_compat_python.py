@@ -19,7 +19,8 @@ OUT = os.path.join(HERE, "compat_python.json")
 RUNNER = r'''
 import ast, json, math, sys
 src = sys.stdin.read()
-def conv(v, depth=0):
+NONFINITE = {}
+def conv(v, depth=0, path=""):
     if v is None or isinstance(v, (bool, str)):
         return v
     if isinstance(v, int):
@@ -27,11 +28,12 @@ def conv(v, depth=0):
             return int(v)
         raise TypeError
     if isinstance(v, float):
-        if math.isnan(v) or math.isinf(v):
-            raise ValueError
+        if math.isnan(v) or math.isinf(v):  # null, named by its JSON pointer
+            NONFINITE[path] = "nan" if math.isnan(v) else "inf" if v > 0 else "-inf"
+            return None
         return float(v)
     if isinstance(v, (list, tuple)):
-        return [conv(x, depth + 1) for x in v]
+        return [conv(x, depth + 1, "%s/%d" % (path, i)) for i, x in enumerate(v)]
     if isinstance(v, dict):
         out = {}
         for k, x in v.items():
@@ -42,7 +44,7 @@ def conv(v, depth=0):
             elif isinstance(k, float): ks = repr(k)
             else: raise TypeError
             if ks in out: raise TypeError
-            out[ks] = conv(x, depth + 1)
+            out[ks] = conv(x, depth + 1, path + "/" + ks.replace("~", "~0").replace("/", "~1"))
         return out
     raise TypeError
 tree = ast.parse(src, "<snippet>", "exec")
@@ -56,8 +58,8 @@ try:
     v = eval(expr, g) if expr is not None else None
     try:
         res["value"] = conv(v)
-    except ValueError:
-        res = {"ok": False, "kind": "result_error"}
+        if NONFINITE:
+            res["nonfinite"] = NONFINITE
     except TypeError:
         res["value"], res["value_repr"] = repr(v), True
     if res["ok"] and v is not None:

@@ -42,7 +42,7 @@ def same_as_cpython(res, cp):
     if cp["ok"]:
         return (res["value"] == cp["value"] and bool(res.get("value_repr")) ==
                 bool(cp.get("value_repr")) and res["stdout"] == cp["stdout"] and
-                res["text"] == cp.get("text"))
+                res["text"] == cp.get("text") and res.get("nonfinite") == cp.get("nonfinite"))
     if "kind" in cp:
         return res["error"]["kind"] == cp["kind"]
     return res["error"]["kind"] == "runtime_error" and res["error"]["type"] == cp["type"]
