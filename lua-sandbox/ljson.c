@@ -67,52 +67,51 @@ struct conv {
 	int npath;
 	const void *path[MAX_PATH];
 	struct key *keys[MAX_PATH]; /* each level's keys, freed by the caller after an error */
-	/* caps->nonfinite: the JSON pointer (RFC 6901) of the value being
-	 * converted (freed by the caller), and {pointer: "nan"|"inf"|"-inf"} of
-	 * each number JSON has none for, which the value holds as null. */
-	char *ptr;
-	size_t ptr_len, ptr_cap;
+	/* Where the value being converted is: the returned value top_idx (-1:
+	 * one value), then in table path[i] the item at index at_idx[i] (0-based,
+	 * as JSON counts) or at the object key at_key[i] (at_klen bytes, the
+	 * result's own key; NULL in an array). Recorded per item (no formatting),
+	 * spelled as a JSON pointer only for a number JSON has none for
+	 * (caps->nonfinite): {pointer: "nan"|"inf"|"-inf"}, which the value holds
+	 * as null. */
+	lua_Integer top_idx;
+	lua_Integer at_idx[MAX_PATH];
+	const char *at_key[MAX_PATH];
+	size_t at_klen[MAX_PATH];
 	json_t *nonfinite;
 };
 
-/* Appends "/" and seg (n bytes, "~" and "/" escaped) to the pointer; returns
- * the length to pop back to. A Lua error when out of memory. */
-static size_t push_seg(lua_State *L, struct conv *c, const char *seg, size_t n)
+/* The JSON pointer (RFC 6901) of the value being converted, as a Lua string
+ * on the stack (the caller pops it): a Lua error when out of memory. */
+static const char *pointer(lua_State *L, const struct conv *c, size_t *len)
 {
-	size_t at = c->ptr_len, need = at + 2 * n + 2;
-	if (!c->caps->nonfinite)
-		return at;
-	if (need > c->ptr_cap) {
-		char *p = realloc(c->ptr, need * 2);
-		if (p == NULL)
-			luaL_error(L, "out of memory building the result");
-		c->ptr = p, c->ptr_cap = need * 2;
+	luaL_Buffer b;
+	char idx[24];
+	luaL_checkstack(L, 4, "result nested too deep");
+	luaL_buffinit(L, &b);
+	if (c->top_idx >= 0) {
+		snprintf(idx, sizeof idx, "/%lld", (long long)c->top_idx);
+		luaL_addstring(&b, idx);
 	}
-	c->ptr[c->ptr_len++] = '/';
-	for (size_t i = 0; i < n; i++) {
-		if (seg[i] == '~' || seg[i] == '/') {
-			c->ptr[c->ptr_len++] = '~';
-			c->ptr[c->ptr_len++] = seg[i] == '~' ? '0' : '1';
-		} else {
-			c->ptr[c->ptr_len++] = seg[i];
+	for (int i = 0; i < c->npath; i++) {
+		if (c->at_key[i] == NULL) {
+			snprintf(idx, sizeof idx, "/%lld", (long long)c->at_idx[i]);
+			luaL_addstring(&b, idx);
+			continue;
+		}
+		luaL_addchar(&b, '/');
+		for (size_t j = 0; j < c->at_klen[i]; j++) {
+			char k = c->at_key[i][j];
+			if (k == '~' || k == '/') {
+				luaL_addchar(&b, '~');
+				luaL_addchar(&b, k == '~' ? '0' : '1');
+			} else {
+				luaL_addchar(&b, k);
+			}
 		}
 	}
-	c->ptr[c->ptr_len] = '\0';
-	return at;
-}
-
-static void pop_seg(struct conv *c, size_t at)
-{
-	if (c->ptr != NULL) {
-		c->ptr_len = at;
-		c->ptr[at] = '\0';
-	}
-}
-
-static size_t push_index(lua_State *L, struct conv *c, lua_Integer i)
-{
-	char idx[24];
-	return push_seg(L, c, idx, (size_t)snprintf(idx, sizeof idx, "%lld", (long long)i));
+	luaL_pushresult(&b);
+	return lua_tolstring(L, -1, len);
 }
 
 static int conv_value(lua_State *L, struct conv *c, int idx, uint64_t depth, json_t *parent,
@@ -172,9 +171,8 @@ static int fill_array(lua_State *L, struct conv *c, int idx, uint64_t depth, jso
 		if (i > 1 && add_bytes(c, 1))
 			return -1;
 		lua_rawgeti(L, idx, i);
-		size_t at = push_index(L, c, i - 1);
+		c->at_key[c->npath - 1] = NULL, c->at_idx[c->npath - 1] = i - 1;
 		int rc = conv_value(L, c, lua_gettop(L), depth + 1, arr, NULL);
-		pop_seg(c, at);
 		lua_pop(L, 1);
 		if (rc)
 			return -1;
@@ -388,10 +386,9 @@ static int fill_object(lua_State *L, struct conv *c, int idx, uint64_t depth, js
 	slot = json_object_iter(obj);
 	for (lua_Integer i = 0; i < n; i++, slot = json_object_iter_next(obj, slot)) {
 		lua_rawgeti(L, vals, keys[i].slot);
-		size_t at =
-		    push_seg(L, c, json_object_iter_key(slot), json_object_iter_key_len(slot));
+		c->at_key[c->npath - 1] = json_object_iter_key(slot);
+		c->at_klen[c->npath - 1] = json_object_iter_key_len(slot);
 		int rc = conv_value(L, c, lua_gettop(L), depth + 1, obj, slot);
-		pop_seg(c, at);
 		lua_pop(L, 1);
 		if (rc) {
 			lua_pop(L, 1);
@@ -448,12 +445,14 @@ static json_t *number_json(lua_State *L, struct conv *c, int idx, uint64_t *byte
 		/* null in the value, its name in the map: both count (the map's
 		 * "ptr":"name" and its comma or brackets). */
 		const char *name = isnan(d) ? "nan" : d > 0 ? "inf" : "-inf";
+		size_t len;
+		const char *ptr = pointer(L, c, &len);
 		if (c->nonfinite == NULL && (c->nonfinite = json_object()) == NULL)
 			luaL_error(L, "out of memory building the result");
-		if (json_object_setn_new(c->nonfinite, c->ptr ? c->ptr : "", c->ptr_len,
-					 json_string(name)) != 0)
+		if (json_object_setn_new(c->nonfinite, ptr, len, json_string(name)) != 0)
 			luaL_error(L, "out of memory building the result");
-		*bytes = 4 + c->ptr_len + strlen(name) + 6;
+		lua_pop(L, 1);
+		*bytes = 4 + len + strlen(name) + 6;
 		return json_null();
 	}
 	if (!isfinite(d)) { /* JSON has no NaN or infinity */
@@ -536,10 +535,8 @@ static int conv_main(lua_State *L)
 	 * host's decoder counts it: a value at the cap inside it would be refused
 	 * there as the worker's error, not the snippet's). */
 	for (int i = 2; i <= n + 1; i++) {
-		size_t at = push_index(L, c, i - 2);
-		int rc = conv_value(L, c, i, 2, arr, NULL);
-		pop_seg(c, at);
-		if (rc)
+		c->top_idx = i - 2;
+		if (conv_value(L, c, i, 2, arr, NULL))
 			break;
 	}
 	return 0;
@@ -548,7 +545,7 @@ static int conv_main(lua_State *L)
 void tp_ljson_from_lua(lua_State *L, int n, const struct tp_ljson_caps *caps,
 		       struct tp_ljson_out *out)
 {
-	struct conv c = { .caps = caps, .message = out->message };
+	struct conv c = { .caps = caps, .message = out->message, .top_idx = -1 };
 	int status, gc_was_running;
 
 	out->message[0] = '\0';
@@ -573,7 +570,6 @@ void tp_ljson_from_lua(lua_State *L, int n, const struct tp_ljson_caps *caps,
 		lua_gc(L, LUA_GCRESTART);
 	for (int i = 0; i < MAX_PATH; i++)
 		free(c.keys[i]); /* left by a Lua error */
-	free(c.ptr);
 	out->nonfinite = NULL;
 	out->value = NULL, out->lua_status = status, out->fail = c.fail, out->used = c.used;
 	if (status != LUA_OK) {

@@ -78,11 +78,13 @@ struct conv {
 	char *message; /* out->message */
 	int npath;
 	PyObject *path[MAX_PATH];
-	/* caps->nonfinite: the JSON pointer (RFC 6901) of the value being
-	 * converted, and {pointer: "nan"|"inf"|"-inf"} of each number JSON has no
-	 * number for, which the value holds as null. */
-	char *ptr;
-	size_t ptr_len, ptr_cap;
+	/* Where the value being converted is: in container path[i], the item at
+	 * index at_idx[i] or at key at_key[i] (borrowed; NULL for a sequence).
+	 * Recorded per item (no formatting), spelled as a JSON pointer only for
+	 * a number JSON has none for (caps->nonfinite): {pointer: "nan"|"inf"|
+	 * "-inf"}, which the value holds as null. */
+	Py_ssize_t at_idx[MAX_PATH];
+	const json_t *at_key[MAX_PATH];
 	json_t *nonfinite;
 };
 
@@ -226,41 +228,34 @@ static json_t *scalar(struct conv *c, PyObject *v)
 	return j;
 }
 
-/* Appends "/" and seg (n bytes, "~" and "/" escaped) to the pointer; returns
- * the length to pop back to, or (size_t)-1 when out of memory. */
-static size_t push(struct conv *c, const char *seg, size_t n)
+/* The JSON pointer (RFC 6901) of the value being converted, malloc'd, its
+ * length in *len; NULL when out of memory. */
+static char *pointer(const struct conv *c, size_t *len)
 {
-	size_t at = c->ptr_len, need = at + 2 * n + 2;
-	if (!c->caps->nonfinite)
-		return at;
-	if (need > c->ptr_cap) {
-		size_t cap = need * 2;
-		char *p = realloc(c->ptr, cap);
-		if (p == NULL) {
-			stop(c, TP_PYJSON_NOMEM, 0);
-			return (size_t)-1;
+	size_t n = 0, o = 0;
+	for (int i = 0; i < c->npath; i++)
+		n += 1 + (c->at_key[i] ? 2 * json_string_length(c->at_key[i]) : 24);
+	char *p = malloc(n + 1);
+	for (int i = 0; p != NULL && i < c->npath; i++) {
+		if (c->at_key[i] == NULL) {
+			o += (size_t)snprintf(p + o, n + 1 - o, "/%zd", c->at_idx[i]);
+			continue;
 		}
-		c->ptr = p, c->ptr_cap = cap;
-	}
-	c->ptr[c->ptr_len++] = '/';
-	for (size_t i = 0; i < n; i++) {
-		if (seg[i] == '~' || seg[i] == '/') {
-			c->ptr[c->ptr_len++] = '~';
-			c->ptr[c->ptr_len++] = seg[i] == '~' ? '0' : '1';
-		} else {
-			c->ptr[c->ptr_len++] = seg[i];
+		const char *k = json_string_value(c->at_key[i]);
+		p[o++] = '/';
+		for (size_t j = 0; j < json_string_length(c->at_key[i]); j++) {
+			if (k[j] == '~' || k[j] == '/') {
+				p[o++] = '~';
+				p[o++] = k[j] == '~' ? '0' : '1';
+			} else {
+				p[o++] = k[j];
+			}
 		}
 	}
-	c->ptr[c->ptr_len] = '\0';
-	return at;
-}
-
-static void pop(struct conv *c, size_t at)
-{
-	if (c->ptr != NULL && at != (size_t)-1) {
-		c->ptr_len = at;
-		c->ptr[at] = '\0';
-	}
+	if (p != NULL)
+		p[o] = '\0';
+	*len = o;
+	return p;
 }
 
 /* A NaN or an infinity at the current pointer: null in the value, its name in
@@ -268,16 +263,19 @@ static void pop(struct conv *c, size_t at)
 static json_t *nonfinite(struct conv *c, double d)
 {
 	const char *name = isnan(d) ? "nan" : d > 0 ? "inf" : "-inf";
-	json_t *s = json_string(name);
+	size_t len;
+	char *ptr = pointer(c, &len);
 	if (c->nonfinite == NULL)
 		c->nonfinite = json_object();
-	if (s == NULL || c->nonfinite == NULL ||
-	    json_object_setn_new(c->nonfinite, c->ptr ? c->ptr : "", c->ptr_len, s) != 0) {
+	if (ptr == NULL || c->nonfinite == NULL ||
+	    json_object_setn_new(c->nonfinite, ptr, len, json_string(name)) != 0) {
+		free(ptr);
 		stop(c, TP_PYJSON_NOMEM, 0);
 		return NULL;
 	}
+	free(ptr);
 	/* "ptr":"name", and the brackets or comma: what the map adds to the reply */
-	if (add_bytes(c, c->ptr_len + strlen(name) + 6) != 0)
+	if (add_bytes(c, len + strlen(name) + 6) != 0)
 		return NULL;
 	return json_null();
 }
@@ -306,14 +304,10 @@ static json_t *conv_seq(struct conv *c, PyObject *v, uint64_t depth)
 	for (Py_ssize_t i = 0; i < n; i++) {
 		PyObject *item = is_list ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i);
 		json_t *j;
-		char idx[24];
 		if (i > 0 && add_bytes(c, 1) != 0)
 			goto fail;
-		size_t at = push(c, idx, (size_t)snprintf(idx, sizeof idx, "%zd", i));
-		if (at == (size_t)-1)
-			goto fail;
+		c->at_key[c->npath - 1] = NULL, c->at_idx[c->npath - 1] = i;
 		j = conv_value(c, item, depth + 1);
-		pop(c, at);
 		if (j == NULL)
 			goto fail;
 		if (json_array_append_new(a, j) != 0) {
@@ -436,9 +430,8 @@ static json_t *conv_dict(struct conv *c, PyObject *v, uint64_t depth)
 			json_decref(jk);
 			goto fail;
 		}
-		size_t at = push(c, json_string_value(jk), json_string_length(jk));
-		j = at == (size_t)-1 ? NULL : conv_value(c, item, depth + 1);
-		pop(c, at);
+		c->at_key[c->npath - 1] = jk;
+		j = conv_value(c, item, depth + 1);
 		if (j == NULL) {
 			json_decref(jk);
 			goto fail;
@@ -480,7 +473,6 @@ void tp_pyjson_from_py(PyObject *v, const struct tp_pyjson_caps *caps, struct tp
 	out->nonfinite = out->value ? c.nonfinite : NULL;
 	if (out->value == NULL)
 		json_decref(c.nonfinite);
-	free(c.ptr);
 }
 
 /* ---- JSON -> Python ------------------------------------------------------------ */
