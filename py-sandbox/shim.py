@@ -1118,10 +1118,10 @@ def _mpl_savefig(qual, real, bound):
             if not fmt:
                 fmt = sys.modules['matplotlib'].rcParams['savefig.format']
                 s = s.rstrip('.') + '.' + fmt  # as matplotlib names it
+        path = _data_grant(s, qual, True) if s is not None else None
         if s is not None and not (type(fmt) is str and fmt.lower() in _MPL_FORMATS):
             _data_no(qual, s, 'format %r is not available' % (fmt,), 'png, svg or pdf', True,
                      'python.function:' + qual)
-        path = _data_grant(s, qual, True) if s is not None else None
         buf = _BytesIO()
         kwargs['format'] = fmt
         r = real(*head, buf, *rest[1:], **kwargs)
