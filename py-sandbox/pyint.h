@@ -162,6 +162,8 @@ PyObject *tp_py_tools_new(void);
 /* pykernel.c: kernel-only mode (the policy has no language layer). */
 extern PyMethodDef tp_py_kernel_fns[];
 void tp_py_kernel_install(void);
+void tp_py_kernel_record_files(void);
+void tp_py_kernel_fileop_failed(void);
 void tp_py_kernel_begin(void);
 int tp_py_kernel_check(const char *call, int e);
 

@@ -404,6 +404,41 @@ void tp_py_kernel_install(void)
 	rte->tp_new = runtime_new;
 }
 
+/* Zygote, for a policy whose sessions have workspaces but that grants no path:
+ * only the recorder, so the file shim's own calls are named when the kernel
+ * refuses one (tp_py_kernel_fileop_failed); other OSErrors stay the runtime's. */
+void tp_py_kernel_record_files(void)
+{
+	tp_py_guard_kernel_recorder(record);
+}
+
+/* The file shim's checked call (_fileop, pyshimfns.c) raised: an OSError with
+ * a refusal's errno on a path the shim let through is the kernel's refusal (a
+ * symlink in the workspace that leads out of it: Landlock), a sticky
+ * sandbox_violation naming the call the audit hook recorded and Landlock's
+ * right. The exception itself is left as it was. */
+void tp_py_kernel_fileop_failed(void)
+{
+	PyObject *type, *value, *tb;
+
+	if (!PyErr_ExceptionMatches(PyExc_OSError))
+		return;
+	PyErr_Fetch(&type, &value, &tb);
+	PyErr_NormalizeException(&type, &value, &tb);
+	if (value != NULL && PyObject_TypeCheck(value, (PyTypeObject *)PyExc_OSError)) {
+		PyOSErrorObject *o = (PyOSErrorObject *)value;
+		int e = o->myerrno && PyLong_Check(o->myerrno) ? (int)PyLong_AsLong(o->myerrno) : 0;
+		const char *path = o->filename != NULL && PyUnicode_Check(o->filename)
+				       ? PyUnicode_AsUTF8(o->filename)
+				       : NULL;
+		PyErr_Clear();
+		if (G.have_call && refusal_errno(e) && e != ENOSYS)
+			trip(G.call, G.event, e, path);
+		G.have_call = 0;
+	}
+	PyErr_Restore(type, value, tb);
+}
+
 void tp_py_kernel_begin(void)
 {
 	G.have_call = 0;

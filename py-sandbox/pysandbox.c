@@ -906,6 +906,8 @@ static PyObject *call_init(PyObject *init)
 	 * (a symlink out of the grant): that refusal is the kernel's too. */
 	if (r != NULL && (tp_py_kernel_only || p->fs_read.n > 0 || p->fs_write.n > 0))
 		tp_py_kernel_install();
+	else if (r != NULL && p->session.workspace_bytes > 0)
+		tp_py_kernel_record_files(); /* the same for the shim's calls in a workspace */
 	return r;
 }
 

@@ -410,6 +410,8 @@ static PyObject *py_fileop(PyObject *self, PyObject *args)
 	tp_py_fileop = 1;
 	r = PyObject_Call(PyTuple_GET_ITEM(args, 0), rest, NULL);
 	tp_py_fileop = 0;
+	if (r == NULL)
+		tp_py_kernel_fileop_failed(); /* a symlink out of the workspace: Landlock's */
 	Py_DECREF(rest);
 	return r;
 }

@@ -893,6 +893,255 @@ def _data_method_guard(cls, cname, name):
     setattr(cls, name, guarded)
 
 
+# -- data files in a session's workspace (docs/python.md, "Files in a session") -----
+# Where the policy gives sessions workspaces (FILES), the functions below take a
+# path as open() does: resolved in the exec's workspace and checked by _granted
+# (an absolute path outside, '..', /proc: policy_violation; a symlink planted in
+# the workspace meets Landlock: sandbox_violation). The path is taken once (a
+# PathLike's __fspath__ is called once, a str subclass copied) and handed on to
+# nothing: the shim opens the file itself, and the data function gets an
+# io.BytesIO of its bytes (a read) or renders into one that the shim then writes
+# to the file (a write), so no native code gets a descriptor, a file-like object's
+# fileno() is never asked, and a refused or failed write leaves no file. URLs,
+# storage_options (remote file systems), compression, memory maps and engines
+# that would load native code the zygote did not are refused, in or out of a
+# session. Without a workspace (a one-shot exec) a path is refused.
+_PD_READ = ('read_csv', 'read_table', 'read_json')
+_PD_WRITE = ('to_csv', 'to_json')
+_PD_FILE_KEYS = ('filepath_or_buffer', 'path_or_buf')
+_PD_ENGINES = ('c', 'python')  # read_csv's own parsers (pyarrow: not installed)
+_COMPRESSED = ('.gz', '.bz2', '.zip', '.xz', '.zst', '.tar', '.tgz', '.tbz', '.tbz2', '.txz')
+_MPL_FORMATS = ('png', 'svg', 'pdf')  # what the Agg canvas writes with the zygote's code
+_MEMORY = ()  # the in-memory streams a function writes to as it is: set by _data_init()
+
+
+def _data_str(v, qual):
+    """A data function's file argument as the path it names, read once (a str, a
+    pathlib.Path or an os.PathLike), or None for anything else (a stream)."""
+    if isinstance(v, Path):
+        return _pathstr(v, qual)
+    if isinstance(v, str):
+        return str.__str__(v)
+    if isinstance(v, bytes):
+        raise TypeError('%s: a path must be a str or a pathlib.Path, not bytes' % qual)
+    if isinstance(v, _PATHS):  # os.PathLike: its __fspath__, called once
+        s = _os.fspath(v)
+        if not isinstance(s, str):
+            raise TypeError('%s: a path must be a str or a pathlib.Path, not %s'
+                            % (qual, type(s).__name__))
+        return str.__str__(s)
+    return None
+
+
+def _data_no(qual, path, what, note, write, rule=None):
+    _refuse('%s(%r) is refused: %s (policy %s: %s)' % (qual, path, what, POLICY, note), -1,
+            rule or 'filesystem.%s %s' % ('write' if write else 'read', path))
+
+
+def _data_grant(s, qual, write):
+    """The normalized workspace path of the path s, or a policy violation."""
+    if '://' in s or s[:5].lower() == 'file:':
+        _data_no(qual, s, 'a URL is not a file in the workspace', 'no network', write)
+    if not FILES:
+        _data_no(qual, s, 'this policy gives no files', 'pass an io.StringIO or io.BytesIO',
+                 write)
+    if _workspace() is None and not GRANTS:
+        _data_no(qual, s, "files are in a session's workspace, and this exec has none",
+                 'open a session, or pass an io.StringIO or io.BytesIO', write)
+    return _granted(s, write, qual)
+
+
+def _data_options(qual, shown, path, kwargs, write):
+    """Refuses what would reach past the workspace file or load native code."""
+    def no(what, note):
+        _data_no(qual, shown, what, note, write)
+    if kwargs.get('storage_options') is not None:
+        no('storage_options name a remote file system', 'no network')
+    comp = kwargs.get('compression', 'infer')
+    if type(comp) is dict:
+        comp = comp.get('method')
+    if not (comp is None or type(comp) is str and comp == 'infer') or \
+            path is not None and path.lower().endswith(_COMPRESSED):
+        no('compression is not available', 'read and write files uncompressed')
+    if kwargs.get('memory_map'):
+        no('memory_map maps the file into memory', 'no memory maps')
+    eng = kwargs.get('engine')
+    if eng is not None and not (type(eng) is str and eng in _PD_ENGINES):
+        no('engine %r is not available' % (eng,), "the C and Python parsers only")
+
+
+def _data_read(path):
+    f = _fileop(_real_open, path, 'rb')
+    try:
+        return _BytesIO(f.read())
+    finally:
+        f.close()
+
+
+def _data_write(path, data, mode='wb'):
+    f = _fileop(_real_open, path, mode)
+    try:
+        f.write(data)
+    finally:
+        f.close()
+
+
+def _data_shown(v, s):
+    return s if s is not None else '<%s>' % type(v).__name__
+
+
+def _pd_reader(qual, fn):
+    """pandas.read_csv, read_table, read_json: a path read from the workspace."""
+    def read(*args, **kwargs):
+        key = None
+        if not args:
+            key = next((k for k in _PD_FILE_KEYS if k in kwargs), None)
+            if key is None:
+                return fn(*args, **kwargs)
+        v = args[0] if key is None else kwargs[key]
+        s = _data_str(v, qual)
+        if s is not None and qual == 'pandas.read_json' and s.lstrip()[:1] in ('{', '['):
+            v, s = _StringIO(s), None  # JSON text itself, which pandas 1.5 reads as such
+        _data_options(qual, _data_shown(v, s), s, kwargs, False)
+        if s is not None:
+            v = _data_read(_data_grant(s, qual, False))
+        if key is None:
+            args = (v,) + args[1:]
+        else:
+            kwargs[key] = v
+        return fn(*args, **kwargs)
+    read.__name__ = read.__qualname__ = qual.rpartition('.')[2]
+    read.__doc__ = getattr(fn, '__doc__', None)
+    return read
+
+
+def _pd_writer(cls, cname, name):
+    """DataFrame/Series .to_csv, .to_json: a path written in the workspace."""
+    orig, qual = getattr(cls, name), '%s.%s' % (cname, name)
+
+    def write(self, *args, **kwargs):
+        key = None
+        if not args:
+            key = 'path_or_buf' if 'path_or_buf' in kwargs else None
+            if key is None:
+                return orig(self, *args, **kwargs)
+        v = args[0] if key is None else kwargs[key]
+        s = _data_str(v, qual)
+        _data_options(qual, _data_shown(v, s), s, kwargs, True)
+        if s is None:
+            return orig(self, *args, **kwargs)
+        path = _data_grant(s, qual, True)
+        mode = kwargs.get('mode', 'w')
+        mode = 'ab' if type(mode) is str and 'a' in mode else 'xb' if \
+            type(mode) is str and 'x' in mode else 'wb'
+        buf = _BytesIO()
+        if key is None:
+            args = (buf,) + args[1:]
+        else:
+            kwargs[key] = buf
+        r = orig(self, *args, **kwargs)
+        _data_write(path, buf.getvalue(), mode)
+        return r
+    write.__name__, write.__qualname__, write.__doc__ = name, qual, orig.__doc__
+    setattr(cls, name, write)
+
+
+def _np_save(real):
+    def save(file, arr, allow_pickle=True, fix_imports=True):
+        """numpy.save without pickle: an array holding Python objects is refused."""
+        np = sys.modules['numpy']
+        s = _data_str(file, 'numpy.save')
+        path = None
+        if s is not None:
+            if not s.endswith('.npy'):
+                s += '.npy'  # as numpy names it
+            path = _data_grant(s, 'numpy.save', True)
+        a = np.asanyarray(arr)  # once: what is checked is what is saved
+        if a.dtype.hasobject:
+            _data_no('numpy.save', _data_shown(file, s), 'an array holding Python objects is '
+                     'saved with pickle', 'no pickle', True, 'python.function:numpy.save')
+        buf = _BytesIO()
+        real(buf, a, allow_pickle=False, fix_imports=fix_imports)
+        if path is not None:
+            _data_write(path, buf.getvalue())
+        else:
+            file.write(buf.getvalue())
+    save.__doc__ = real.__doc__
+    return save
+
+
+def _np_load(real):
+    def load(file, mmap_mode=None, allow_pickle=False, fix_imports=True, encoding='ASCII',
+             **kwargs):
+        """numpy.load of an .npy file, without pickle and without memory maps."""
+        s = _data_str(file, 'numpy.load')
+        shown = _data_shown(file, s)
+        if mmap_mode is not None:
+            _data_no('numpy.load', shown, 'mmap_mode maps the file into memory',
+                     'no memory maps', False)
+        if allow_pickle:
+            _data_no('numpy.load', shown, 'allow_pickle runs the pickles a file holds',
+                     'no pickle', False, 'python.function:numpy.load')
+        if s is not None:
+            file = _data_read(_data_grant(s, 'numpy.load', False))
+            if file.getvalue()[:2] == b'PK':
+                _data_no('numpy.load', s, 'an .npz archive is not available', 'save each '
+                         'array with numpy.save', False, 'python.function:numpy.load')
+        elif type(file) not in _MEMORY:
+            file = _BytesIO(file.read())  # no native code reads a descriptor
+        return real(file, None, False, fix_imports, encoding, **kwargs)
+    load.__doc__ = real.__doc__
+    return load
+
+
+def _mpl_savefig(qual, real, bound):
+    """pyplot.savefig / Figure.savefig: a PNG, SVG or PDF written in the workspace."""
+    def savefig(*args, **kwargs):
+        head, rest = (args[:1], args[1:]) if bound else ((), args)
+        if not rest and 'fname' in kwargs:
+            rest = (kwargs.pop('fname'),)
+            args = head + rest
+        if not rest:
+            return real(*args, **kwargs)  # matplotlib's own TypeError
+        v = rest[0]
+        backend = kwargs.get('backend')
+        s = _data_str(v, qual)
+        shown = _data_shown(v, s)
+        if backend is not None and not (type(backend) is str and backend.lower() == 'agg'):
+            _data_no(qual, shown, 'backend %r is not available' % (backend,),
+                     'only the Agg backend', True, 'python.function:' + qual)
+        if s is None and type(v) in _MEMORY:
+            return real(*args, **kwargs)
+        fmt = kwargs.get('format')
+        if fmt is None and s is not None:
+            fmt = _pp.splitext(s)[1][1:]
+            if not fmt:
+                fmt = sys.modules['matplotlib'].rcParams['savefig.format']
+                s = s.rstrip('.') + '.' + fmt  # as matplotlib names it
+        path = _data_grant(s, qual, True) if s is not None else None
+        if s is not None and not (type(fmt) is str and fmt.lower() in _MPL_FORMATS):
+            _data_no(qual, s, 'format %r is not available' % (fmt,), 'png, svg or pdf', True,
+                     'python.function:' + qual)
+        buf = _BytesIO()
+        kwargs['format'] = fmt
+        r = real(*head, buf, *rest[1:], **kwargs)
+        data = buf.getvalue()
+        if path is not None:
+            _data_write(path, data)
+            return r
+        try:  # a file open() returned, or an object of the snippet's: through its write()
+            v.write(data)
+        except TypeError:
+            if not (type(fmt) is str and fmt.lower() == 'svg'):
+                raise
+            v.write(data.decode('utf-8'))
+        return r
+    savefig.__name__ = 'savefig'
+    savefig.__qualname__ = qual.rpartition('.')[2] if not bound else qual
+    savefig.__doc__ = real.__doc__
+    return savefig
+
+
 def _module_getattr(qual, refused):
     def __getattr__(name):
         why = refused.get(name)
@@ -911,6 +1160,9 @@ def _numpy_facades():
         for n in names:
             f.__dict__.pop(n, None)
             refused[n] = why
+    if FILES:  # an .npy file in the workspace, without pickle
+        del refused['load'], refused['save']
+        f.__dict__['load'], f.__dict__['save'] = _np_load(np.load), _np_save(np.save)
     f.__dict__['__getattr__'] = _module_getattr('numpy', refused)
     for n, why in refused.items():
         if n != 'ctypeslib':
@@ -973,6 +1225,8 @@ def _pandas_facade():
     for k in list(f.__dict__):
         if k in never:
             f.__dict__[k] = _data_refuser('pandas.' + k, never[k])
+        elif FILES and k in _PD_READ:
+            f.__dict__[k] = _pd_reader('pandas.' + k, f.__dict__[k])
         elif k.startswith('read_'):
             f.__dict__[k] = _data_file_guard('pandas.' + k, f.__dict__[k],
                                              'no files or network')
@@ -982,7 +1236,9 @@ def _pandas_facade():
     # (DataFrame.style needs jinja2, which Debian's pandas does not pull in.)
     for cls, cname in ((pd.DataFrame, 'DataFrame'), (pd.Series, 'Series')):
         for name in _PD_TO:
-            if hasattr(cls, name):
+            if FILES and name in _PD_WRITE:
+                _pd_writer(cls, cname, name)
+            elif hasattr(cls, name):
                 _data_method_guard(cls, cname, name)
         for name, why in never.items():
             if hasattr(cls, name):
@@ -1009,9 +1265,14 @@ def _matplotlib_facades():
     p.__dict__['show'] = _show  # the figures become the result's images
     for n in ('imread', 'imsave'):
         p.__dict__[n] = _data_file_guard('matplotlib.pyplot.' + n, plt.__dict__[n])
-    _data_method_guard(Figure, 'Figure', 'savefig')
-    _mpl_fonts()
-    p.__dict__['savefig'] = _data_file_guard('matplotlib.pyplot.savefig', plt.savefig)
+    fonts = _mpl_fonts()
+    if FILES:  # a PNG, SVG or PDF in the workspace
+        Figure.savefig = _mpl_savefig('Figure.savefig', Figure.savefig, True)
+        p.__dict__['savefig'] = _mpl_savefig('matplotlib.pyplot.savefig', plt.savefig, False)
+        _mpl_pdf_fonts(fonts)
+    else:
+        _data_method_guard(Figure, 'Figure', 'savefig')
+        p.__dict__['savefig'] = _data_file_guard('matplotlib.pyplot.savefig', plt.savefig)
     f.pyplot = p
     FACADES['matplotlib'], FACADES['matplotlib.pyplot'] = f, p
     global _figures, _figures_reset
@@ -1024,7 +1285,7 @@ def _matplotlib_facades():
 RICH_TYPES = ()
 JSON_SCALARS = ()  # (numpy.number, numpy.bool_): pyjson.c converts them by item()
 _figures = _figures_reset = None
-_dt = _BytesIO = None  # datetime, for _cell; io.BytesIO, for _draw_open
+_dt = _BytesIO = _StringIO = None  # datetime, for _cell; io.BytesIO, for _draw_open
 _SHOWN = []  # the PNGs of the figures plt.show() showed in this exec
 
 
@@ -1159,24 +1420,60 @@ def _mpl_fonts():
     d = fm.FontManager.findfont.__defaults__
     fm.FontManager.findfont.__defaults__ = d[:-1] + (False,)  # rebuild_if_missing
 
+    class FT2Font(ft2font.FT2Font):
+        """An FT2Font over the bytes read here whose fname is still its path (the
+        pdf backend keys the fonts it embeds by it)."""
+        fname = property(lambda self: self._path)
+    FT2Font.__module__ = 'matplotlib.ft2font'
+
+    def made(path, *args, **kwargs):
+        f = FT2Font(io.BytesIO(fonts[path]), *args, **kwargs)
+        f._path = path
+        return f
+
     def font(path, hinting_factor, kerning):
-        data = fonts.get(path)
-        if data is None:
+        if fonts.get(path) is None:
             _refuse('the font %r was not loaded in the zygote (policy %s: no files)'
                     % (path, POLICY), -1, 'filesystem.read')
-        return ft2font.FT2Font(io.BytesIO(data), hinting_factor, _kerning_factor=kerning)
+        return made(path, hinting_factor, _kerning_factor=kerning)
 
     @functools.lru_cache(64)
     def _get_font(font_filepaths, hinting_factor, *, _kerning_factor, thread_id):
         first, *rest = font_filepaths
         f = font(first, hinting_factor, _kerning_factor)
         if rest:
-            data = fonts.get(first)
-            f = ft2font.FT2Font(io.BytesIO(data), hinting_factor, _kerning_factor=_kerning_factor,
-                                _fallback_list=[font(p, hinting_factor, _kerning_factor)
-                                                for p in rest])
+            f = made(first, hinting_factor, _kerning_factor=_kerning_factor,
+                     _fallback_list=[font(p, hinting_factor, _kerning_factor) for p in rest])
         return f
     fm._get_font = _get_font
+    return fonts
+
+
+def _mpl_pdf_fonts(fonts):
+    # A PDF embeds the subset of each font it uses: fontTools reads the font's
+    # file, which a worker cannot open; it reads the bytes _mpl_fonts read.
+    import io
+    pdfps = sys.modules['matplotlib.backends._backend_pdf_ps']
+    subset = sys.modules['fontTools.subset']
+
+    def get_glyphs_subset(fontfile, characters):
+        data = fonts.get(fontfile)
+        if data is None:
+            _refuse('the font %r was not loaded in the zygote (policy %s: no files)'
+                    % (fontfile, POLICY), -1, 'filesystem.read')
+        options = subset.Options(glyph_names=True, recommended_glyphs=True)
+        options.drop_tables += ['FFTM', 'PfEd', 'BDF']
+        if fontfile.endswith('.ttc'):
+            options.font_number = 0
+        with subset.load_font(io.BytesIO(data), options) as font:
+            subsetter = subset.Subsetter(options=options)
+            subsetter.populate(text=characters)
+            subsetter.subset(font)
+            fh = io.BytesIO()
+            font.save(fh, reorderTables=False)
+            return fh
+    get_glyphs_subset.__doc__ = pdfps.get_glyphs_subset.__doc__
+    pdfps.get_glyphs_subset = get_glyphs_subset
 
 
 def _data_warm():
@@ -1205,7 +1502,7 @@ def _data_warm():
         ax.plot([1, 2, 3], [3, 1, 2], label='x')
         ax.bar(['a', 'b'], [1, 2])
         ax.set_title('warm'), ax.legend()
-        for fmt in ('png', 'svg'):
+        for fmt in ('png', 'svg', 'pdf'):
             fig.savefig(io.BytesIO(), format=fmt)
         plt.close('all')
         if 'pandas' in sys.modules:  # pandas' plotting backend loads on first use
@@ -1295,9 +1592,11 @@ def _data_init():
         _matplotlib_facades()
         _mpl_layout_sets()
         added.append('matplotlib.pyplot')
-    global RICH_TYPES, JSON_SCALARS, _dt, _BytesIO
+    global RICH_TYPES, JSON_SCALARS, _dt, _BytesIO, _StringIO, _MEMORY
     import datetime as _dt
     _BytesIO = importlib.import_module('io').BytesIO
+    _StringIO = importlib.import_module('io').StringIO
+    _MEMORY = (_BytesIO, _StringIO) + ((FACADES['io'].BytesIO,) if 'io' in FACADES else ())
     JSON_SCALARS = (np.number, np.bool_)
     RICH_TYPES = (np.ndarray, np.generic) + ((sys.modules['pandas'].DataFrame,
                                               sys.modules['pandas'].Series)

@@ -65,13 +65,17 @@ def test_pandas_io_in_memory_and_pyplot_png(host):
     ok(run(host, code), ["a,b\n1,2\n3,4\n", True, 6])
 
 
+NO_WORKSPACE = "is refused: files are in a session's workspace, and this exec has none (policy data: open a session, or pass an io.StringIO or io.BytesIO)"
 REFUSALS = [
+    # a path in a one-shot exec (no workspace: test_data_files.py has the session's)
     ("import numpy as np\nnp.load('/etc/passwd')",
-     "numpy.load is not available in the sandbox (policy data: no files)"),
+     "numpy.load('/etc/passwd') " + NO_WORKSPACE),
     ("import numpy as np\nnp.fromfile('/etc/passwd')",
      "numpy.fromfile is not available in the sandbox (policy data: no files)"),
     ("import numpy as np\nnp.save('/tmp/x.npy', np.zeros(2))",
-     "numpy.save is not available in the sandbox (policy data: no files)"),
+     "numpy.save('/tmp/x.npy') " + NO_WORKSPACE),
+    ("import numpy as np\nnp.savez('/tmp/x.npz', a=np.zeros(2))",
+     "numpy.savez is not available in the sandbox (policy data: no files)"),
     ("import numpy as np\nnp.loadtxt('/etc/passwd')",
      "numpy.loadtxt is not available in the sandbox (policy data: no files)"),
     ("import numpy as np\nnp.recfromcsv('/etc/passwd')",
@@ -87,18 +91,21 @@ REFUSALS = [
     ("import numpy as np\nnp.lib.stride_tricks.as_strided(np.zeros(2), shape=(10**6,))",
      "numpy.lib.stride_tricks.as_strided is not available in the sandbox (policy data: no raw memory)"),
     ("import pandas as pd\npd.read_csv('/etc/passwd')",
-     "pandas.read_csv of a file or URL is not available in the sandbox (policy data: no files "
-     "or network); pass an io.StringIO or io.BytesIO"),
+     "pandas.read_csv('/etc/passwd') " + NO_WORKSPACE),
     ("import pandas as pd\npd.read_json('http://example.com/x.json')",
-     "pandas.read_json of a file or URL is not available in the sandbox (policy data: no files "
+     "pandas.read_json('http://example.com/x.json') is refused: a URL is not a file in the "
+     "workspace (policy data: no network)"),
+    ("import pandas as pd\npd.read_html('/etc/passwd')",
+     "pandas.read_html of a file or URL is not available in the sandbox (policy data: no files "
      "or network); pass an io.StringIO or io.BytesIO"),
     ("import pandas as pd\npd.read_pickle('/tmp/x')",
      "pandas.read_pickle is not available in the sandbox (policy data: no files)"),
     ("import pandas as pd\npd.DataFrame({'a': [1]}).to_csv('/tmp/x.csv')",
-     "DataFrame.to_csv to a file is not available in the sandbox (policy data: no files); call "
-     "it without a path (it returns the text) or pass an io.StringIO or io.BytesIO"),
+     "DataFrame.to_csv('/tmp/x.csv') " + NO_WORKSPACE),
     ("import pandas as pd\npd.Series([1]).to_json(path_or_buf='/tmp/x.json')",
-     "Series.to_json to a file is not available in the sandbox (policy data: no files); call "
+     "Series.to_json('/tmp/x.json') " + NO_WORKSPACE),
+    ("import pandas as pd\npd.DataFrame({'a': [1]}).to_html('/tmp/x.html')",
+     "DataFrame.to_html to a file is not available in the sandbox (policy data: no files); call "
      "it without a path (it returns the text) or pass an io.StringIO or io.BytesIO"),
     ("import pandas as pd\npd.DataFrame({'a': [1]}).to_sql('t', None)",
      "DataFrame.to_sql is not available in the sandbox (policy data: no network or databases)"),
@@ -107,11 +114,12 @@ REFUSALS = [
     ("import pandas as pd\npd.eval('1 + 1')",
      "pandas.eval is not available in the sandbox (policy data: no dynamic code)"),
     ("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.savefig('/tmp/x.png')",
-     "matplotlib.pyplot.savefig of a file or URL is not available in the sandbox (policy data: "
-     "no files); pass an io.StringIO or io.BytesIO"),
+     "matplotlib.pyplot.savefig('/tmp/x.png') " + NO_WORKSPACE),
     ("import matplotlib.pyplot as plt\nfig = plt.figure()\nfig.savefig('/tmp/x.png')",
-     "Figure.savefig to a file is not available in the sandbox (policy data: no files); call it "
-     "without a path (it returns the text) or pass an io.StringIO or io.BytesIO"),
+     "Figure.savefig('/tmp/x.png') " + NO_WORKSPACE),
+    ("import matplotlib.pyplot as plt\nplt.imsave('/tmp/x.png', [[0.0]])",
+     "matplotlib.pyplot.imsave of a file or URL is not available in the sandbox (policy data: "
+     "no files); pass an io.StringIO or io.BytesIO"),
     ("import matplotlib\nmatplotlib.use('TkAgg')",
      "matplotlib.use is not available in the sandbox (policy data: only the Agg backend)"),
 ]

@@ -134,6 +134,36 @@ def test_symlinks_never_lead_out(h):
         shutil.rmtree(outside, ignore_errors=True)
 
 
+def test_code_through_a_planted_symlink_meets_landlock(h):
+    """A link planted in the workspace (by something other than the code) passes the
+    shim's lexical check; the kernel refuses it, a sandbox_violation that names
+    Landlock's right and the path, for a read, a write and a directory."""
+    outside = tempfile.mkdtemp(prefix="tp-outside-", dir="/tmp")
+    try:
+        with open(os.path.join(outside, "victim"), "w") as f:
+            f.write("unchanged")
+        sid, ws = open_ws(h)
+        os.symlink(os.path.join(outside, "victim"), os.path.join(ws, "link"))
+        os.symlink(outside, os.path.join(ws, "dir"))
+        for code, right, name in [("open('link').read()", "read_file", "link"),
+                                  ("open('link', 'r+').write('pwned')", "write_file", "link"),
+                                  ("open('link', 'w').write('pwned')", "make_reg", "link"),
+                                  ("open('dir/new', 'w').write('pwned')", "make_reg", "dir/new"),
+                                  ("import os\nos.listdir('dir')", "read_dir", "dir")]:
+            r = ex(h, sid, code)
+            e = r["error"]
+            path = os.path.join(ws, name)
+            assert (e["kind"], e["layer"], e["rule"], e["path"]) == (
+                "sandbox_violation", "kernel", "landlock:" + right, path), r
+            assert said(e).startswith("the kernel refused "), r
+            assert "unchanged" not in json.dumps(r)
+        assert open(os.path.join(outside, "victim")).read() == "unchanged"
+        assert sorted(os.listdir(outside)) == ["victim"]
+        h.call("sandbox/session/close", {"session_id": sid})
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+
+
 def test_sizes_and_encoding(h):
     sid, ws = open_ws(h)
     assert err(files(h, "put", session_id=sid, path="big", data=b64(b"x" * 5000))) == \
