@@ -219,6 +219,7 @@ class TidepoolExecutor(RemotePythonExecutor):
         self.last_execution = None
         self.last_images = []
         self._tools = {}
+        self._callbacks = {}
         self._variables = {}
         self.logger.log("tidepool executor ready (the session opens with the first code)",
                         level=LogLevel.DEBUG)
@@ -261,8 +262,6 @@ class TidepoolExecutor(RemotePythonExecutor):
             return self.session
         if self._own:
             self._start_client()
-        for name, fn in self._host_tools().items():
-            self.client.register_tool(name, fn)
         self.session = self.client.session("python", policy=self._session_policy(),
                                            limits=self.limits)
         self.sessions_opened += 1
@@ -273,7 +272,9 @@ class TidepoolExecutor(RemotePythonExecutor):
         return self.session
 
     def _run(self, session, code, inputs=None):
-        r = session.run(code, inputs=inputs)
+        # the tools go with each run (they win over a client's registered ones,
+        # and a client the caller passed is left as it was)
+        r = session.run(code, inputs=inputs, tools=self._callbacks)
         if r.session_lost:
             session.closed = True  # tidepool ended it; the next code opens another
         return r
@@ -347,11 +348,10 @@ class TidepoolExecutor(RemotePythonExecutor):
         that calls it here through a tidepool tool callback; final_answer raises
         FinalAnswerException with the answer."""
         self._tools = dict(tools)
+        self._callbacks = self._host_tools()
         if self._own and self.client is not None and self._policy_tools != sorted(self._tools):
             self._start_client()  # a new tool list: a new policy, a new tidepool
         if self.session is not None and not self.session.closed:
-            for name, fn in self._host_tools().items():
-                self.client.register_tool(name, fn)
             self._send_tool_stubs(self.session)
 
     # -- variables -----------------------------------------------------------------------
