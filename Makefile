@@ -84,7 +84,7 @@ FORMAT_SRCS = $(filter-out py-sandbox/pyshim.c common/presets.c,$(CORE_SRCS)) $(
 
 .PHONY: all deps demo test bench install uninstall clean unit proto sdk conformance fleet image faults failalloc soak \
         soak-ci test-sanitize fuzz fuzz-build fuzz-regress format format-check layer-check shim-check \
-        pyclient man-check doc-check pyclient-install contrib-check browser browser-shots
+        pyclient man-check doc-check pyclient-install contrib-check browser browser-shots smolagents
 
 # ---- entry points ------------------------------------------------------------
 all: deps
@@ -109,8 +109,8 @@ demo: all
 # come before anything is built (a build would regenerate a stale pyshim.c and
 # hide it).
 TEST_STAGES := format-check shim-check unit proto pyclient man-check doc-check \
-               $(if $(QUICK),,pyclient-install contrib-check fleet sdk conformance browser faults \
-                 soak-ci test-sanitize fuzz)
+               $(if $(QUICK),,pyclient-install smolagents contrib-check fleet sdk conformance browser \
+                 faults soak-ci test-sanitize fuzz)
 test: deps
 	@set -e; for s in $(TEST_STAGES); do echo "==== make $$s"; \
 	  $(MAKE) --no-print-directory $$s; done
@@ -228,6 +228,36 @@ pyclient-install: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-l
 	$(PYVENV)/bin/python -m pip install -q --no-build-isolation --no-index ./clients/python
 	rm -rf clients/python/build clients/python/tidepool.egg-info
 	$(PYTHON) tests/pyclient/check_install.py $(PYVENV)/bin/python
+
+# smolagents' CodeAgent running its code in tidepool (tidepool.smolagents, the
+# client's `smolagents` extra) against the real smolagents from PyPI, pinned with
+# hashes in tests/smolagents/requirements.txt and installed into the venv
+# build/smolagents-venv (again when the file is newer), driven by a scripted model
+# (canned code blobs: no network, no LLM): an agent run of five steps in one
+# session, a lost session opened again, values both ways (tests/smolagents). The
+# wheels are kept in build/smolagents-wheels: PyPI is asked only for those missing.
+# Skipped, saying why, only when PyPI cannot be reached and the wheels are not there.
+SMOL_DIR    := tests/smolagents
+SMOL_VENV   := $(BUILD)/smolagents-venv
+SMOL_WHEELS := $(BUILD)/smolagents-wheels
+SMOL_PIP     = $(SMOL_VENV)/bin/python -m pip -q --disable-pip-version-check
+smolagents: $(BUILD)/tidepool $(BUILD)/tidepool-python $(BUILD)/tidepool-lua
+	@set -e; req=$(SMOL_DIR)/requirements.txt; \
+	if [ ! -f $(SMOL_VENV)/.installed ] || [ $$req -nt $(SMOL_VENV)/.installed ]; then \
+	  rm -rf $(SMOL_VENV); mkdir -p $(SMOL_WHEELS); /usr/bin/python3.11 -m venv $(SMOL_VENV); \
+	  if ! $(SMOL_PIP) install --no-index --find-links $(SMOL_WHEELS) --require-hashes \
+	       -r $$req >/dev/null 2>&1 </dev/null; then \
+	    echo "make smolagents: fetching the pinned wheels from PyPI into $(SMOL_WHEELS)"; \
+	    if ! $(SMOL_PIP) download --no-deps --only-binary=:all: --require-hashes -r $$req \
+	         -d $(SMOL_WHEELS) </dev/null 2>$(SMOL_VENV).log || \
+	       ! $(SMOL_PIP) install --no-index --find-links $(SMOL_WHEELS) --require-hashes \
+	         -r $$req </dev/null 2>>$(SMOL_VENV).log; then \
+	      tail -3 $(SMOL_VENV).log; rm -rf $(SMOL_VENV); \
+	      echo "# skip: make smolagents: PyPI cannot be reached and $(SMOL_WHEELS) lacks the wheels $$req pins"; \
+	      exit 0; fi; fi; \
+	  touch $(SMOL_VENV)/.installed; fi; \
+	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool PYTHONPATH=$(CURDIR)/clients/python \
+	  $(SMOL_VENV)/bin/python -m pytest -q -rs -p no:cacheprovider $(SMOL_DIR) </dev/null
 
 # The operator's files (contrib/): systemd-analyze verify and security on the
 # units, logrotate on the snippet (each skipped, saying why, when the tool is
