@@ -80,7 +80,7 @@ const char *const tp_preset_texts[] = {
 	"}\n",
 	"{\n"
 	"  \"name\": \"permissive\",\n"
-	"  \"description\": \"A developer's own agent: generous limits and more modules. Each session gets a workspace (64 MiB a file); no processes or network.\",\n"
+	"  \"description\": \"A developer's own agent: generous limits, standard's modules. Each session gets a workspace (64 MiB a file); no processes or network.\",\n"
 	"  \"extends\": \"standard\",\n"
 	"  \"limits\": {\n"
 	"    \"memory_bytes\": 536870912,\n"

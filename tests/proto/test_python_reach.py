@@ -12,14 +12,19 @@ items, iteration, calls), so it sees exactly what a snippet sees:
          policy's builtins, and the results of calling every public callable of
          those modules with no argument (classes instantiated, functions run);
   edges  every attribute name dir() lists that the sandbox lets a snippet read
-         (not the guard's denied names, not the dunders the AST check refuses),
-         the items and keys of lists, tuples, sets, dicts and mappingproxies;
+         (not the guard's denied names, not the dunders the AST check refuses;
+         of a builtin or a method-wrapper only its plain names: its dunder
+         methods are more method-wrappers of it, without end), the items and
+         keys of lists, tuples, sets, dicts and mappingproxies;
   check  each object reached is tested against the invariant's list.
 A read the sandbox refuses (policy_violation: an attribute whose value would be
 a real module, a value the membrane stops) ends the exec: the stop is recorded,
 the edge is cut and the walk starts again without it (the refusals are the
 invariant holding; they are printed). The walk must then finish with no
-forbidden object found. Bounded in objects (TP_REACH_OBJECTS) per run."""
+forbidden object found. Bounded in objects (TP_REACH_OBJECTS) per run, so
+issue 28's modules are walked again on their own, and the kinds of object
+reached must include those that make each one risky (a Queue's threading
+Condition and _thread locks, sched's RLock, the lexers and parsers)."""
 import json
 import os
 import re
