@@ -21,7 +21,11 @@ A seeded generator composes snippets from these parts:
                random.Random, collections objects, facades and facade functions,
                contextlib.ExitStack/redirect_stdout, logging Formatter/Handler/LogRecord/
                LoggerAdapter, string.Formatter/Template, textwrap, difflib, pprint,
-               calendar, fractions, re objects, warnings.WarningMessage; under data
+               calendar, fractions, re objects, warnings.WarningMessage; issue 28's:
+               a queue.Queue, its threading Condition and _thread lock, PriorityQueue,
+               SimpleQueue, sched.scheduler, reprlib.Repr, shlex.shlex,
+               html.parser.HTMLParser, graphlib.TopologicalSorter, SystemRandom,
+               ipaddress networks, hmac and zlib objects, their errors; under data
                numpy arrays, dtypes, Generators, pandas Series/DataFrame/Timestamp
     name    := _module sys modules __dict__ __code__ __globals__ __closure__ __builtins__
                gi_frame gi_code f_back f_globals tb_frame __self__ __wrapped__ _getframe
@@ -44,7 +48,10 @@ A seeded generator composes snippets from these parts:
                receiving exceptions raised by stdlib code, logging filters / record
                factories / Formatter and Handler subclasses, warnings record=True with a
                snippet category and catch_warnings(module=hook), callbacks (json hooks,
-               re.sub, reduce, groupby, lru_cache, defaultdict, format_map __missing__);
+               re.sub, reduce, groupby, lru_cache, defaultdict, format_map __missing__;
+               issue 28's: sched actions and clocks, Condition.wait_for, PriorityQueue
+               comparisons, tomllib's parse_float, graphlib nodes, HTMLParser and
+               reprlib.Repr subclasses, recursive_repr, fnmatch, hmac, shlex);
                under data: np.vectorize, np.frompyfunc, np.apply_along_axis,
                Series.map/apply, DataFrame.pipe/agg/apply, with snippet callables and
                with attrgetter / update_wrapper partials
