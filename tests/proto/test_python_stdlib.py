@@ -672,6 +672,13 @@ def test_queue_threading_objects_lead_nowhere(host):
     refused(run(host, q + "q.not_empty.__dict__"), "attribute '__dict__' is not allowed")
     refused(run(host, q + "vars(q.not_empty)"),
             "vars is not available in the sandbox (policy standard: no introspection of the interpreter)")
+    # typing would resolve a name the snippet wrote in threading's (or queue's) globals:
+    # the gated eval refuses a zygote module's namespace
+    for code in ("C = type(q.not_empty)\nC.__annotations__ = {'x': 'sys'}\n",
+                 "class C(queue.Queue):\n    x: 'threading'\nC.__module__ = 'queue'\n"):
+        res = run(host, q + "import typing\n" + code + "typing.get_type_hints(C)")
+        assert res["error"]["kind"] == PV and said(res["error"]).startswith(
+            "eval() in the namespace of module "), res
     # a snippet's own Condition, of the same class: its own RLock, nothing more
     ok(run(host, q + "C = type(q.not_empty)\nc = C()\nwith c:\n    r = c.wait_for(lambda: True, 0.01)\n"
                      "[r, type(c._lock).__name__]"), [True, "RLock"])
