@@ -175,6 +175,19 @@ const char *const tp_catalog_py_modules[] = {
 	"uuid",
 	"urllib.parse",
 	"zoneinfo", /* its data read in the zygote: shim.py, _zoneinfo_patch */
+	/* issue 28: what agent frameworks and LLM code import (docs/python.md, "The
+	 * standard library, module by module") */
+	"queue",
+	"stat",
+	"errno",
+	"keyword",
+	"reprlib",
+	"ipaddress",
+	"tomllib",
+	"secrets",
+	"sched",
+	"html.parser",
+	"html.entities",
 	/* data (Debian's python3-numpy, -pandas, -matplotlib; facades: shim.py) */
 	"numpy",
 	"pandas",

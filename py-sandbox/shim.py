@@ -30,27 +30,47 @@ PRELOAD = ('_strptime', 'encodings.ascii', 'encodings.latin_1', 'encodings.utf_1
 # contextlib.chdir changes the process's directory; logging's FileHandler opens
 # files and currentframe() is sys._getframe; uuid1 and getnode read the MAC
 # address (a subprocess or the network interfaces) and identify the host.
+# reprlib's get_ident is _thread's: the thread's id is its pthread_t, an address;
+# sched's namedtuple is the real one (collections' facade has the snippet's).
 FACADE_OMIT = {'base64': ('main', 'test'),
                'calendar': ('main', 'different_locale', 'LocaleTextCalendar', 'LocaleHTMLCalendar'),
                'contextlib': ('chdir',),
                'logging': ('FileHandler', 'currentframe'),
-               'uuid': ('uuid1', 'getnode', 'os', 'sys', 'platform')}
-# Why a module is never offered, by its top-level name.
+               'uuid': ('uuid1', 'getnode', 'os', 'sys', 'platform'),
+               'reprlib': ('get_ident',),
+               'sched': ('namedtuple',)}
+# Why a module is never offered, by its top-level name: every top-level public
+# module of sys.stdlib_module_names that standard does not offer has one, and
+# docs/python.md ("The standard library, module by module") gives each the same
+# reason (tests/proto/test_python_stdlib.py holds them together).
 _MODULE_WHY = {}
 for _why, _names in (
         ('no processes or files', 'os posix nt posixpath ntpath genericpath subprocess '
          '_posixsubprocess shutil pathlib _io tempfile glob pty fcntl mmap fileinput '
          'filecmp zipfile tarfile gzip bz2 lzma sqlite3 dbm shelve pickle _pickle '
-         'linecache tokenize runpy pkgutil zipimport'),
+         'linecache tokenize runpy pkgutil zipimport configparser gettext locale '
+         'mimetypes netrc mailcap platform pwd grp spwd syslog pipes zipapp venv ensurepip '
+         'compileall py_compile tabnanny pyclbr modulefinder imghdr sndhdr uu wave aifc '
+         'sunau ossaudiodev xml codecs argparse optparse getopt pydoc lib2to3 distutils '
+         'antigravity'),
         ('no network', 'socket _socket ssl _ssl select selectors asyncio urllib http '
          'ftplib smtplib poplib imaplib telnetlib socketserver xmlrpc email mailbox '
-         'webbrowser'),
+         'webbrowser asynchat asyncore smtpd nntplib nis wsgiref cgi'),
         ('no native code', 'ctypes _ctypes cffi'),
+        ('no raw buffers', 'array'),
         ('no introspection of the interpreter', 'sys builtins importlib gc inspect types '
          'code codeop dis marshal ast sysconfig site _imp _thread _weakref '
-         'weakref atexit faulthandler tracemalloc _tracemalloc'),
+         'weakref atexit faulthandler tracemalloc _tracemalloc imp opcode symtable pdb bdb '
+         'trace profile cProfile pstats cgitb unittest'),
+        ('no dynamic code', 'doctest timeit'),
         ('no threads, processes or signals', 'threading multiprocessing concurrent '
-         'signal _signal resource')):
+         'signal _signal resource'),
+        ('no terminal', 'curses readline rlcompleter tty termios getpass cmd'),
+        ('no display', 'tkinter turtle turtledemo idlelib'),
+        ('Windows only', 'msvcrt winreg winsound msilib nturl2path'),
+        ('not needed', 'this token stringprep encodings sre_compile sre_constants sre_parse '
+         'pickletools copyreg plistlib xdrlib quopri chunk audioop crypt contextvars pyexpat '
+         'pydoc_data')):
     for _n in _names.split():
         _MODULE_WHY[_n] = _why
 # Builtins a policy never offers (open with a file grant is a checked shim),
@@ -720,8 +740,10 @@ def _build_facades():
         _uuid_patch(FACADES['uuid'], sys.modules['uuid'])
     if 'zoneinfo' in FACADES:
         _zoneinfo_patch(FACADES['zoneinfo'], sys.modules['zoneinfo'])
-    if 'collections' in FACADES and 'collections.abc' in FACADES:
-        FACADES['collections'].abc = FACADES['collections.abc']
+    for name in ALLOWED:  # collections.abc, html.parser: the parent facade's attribute
+        parent, _, child = name.rpartition('.')
+        if parent in FACADES and name in FACADES:
+            setattr(FACADES[parent], child, FACADES[name])
     _patch_string(FACADES.get('string') or types.ModuleType('string'), sys.modules['string'])
     _patch_operator(FACADES.get('operator') or types.ModuleType('operator'),
                     sys.modules['operator'])

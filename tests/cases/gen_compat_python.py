@@ -6,7 +6,10 @@ should do, and why where it differs) are kept as they are.
 Usage: /usr/bin/python3 tests/cases/gen_compat_python.py [snippets.json] [--only NAME ...]
 (--only: regenerate those cases' "cpython" fields and keep every other case as it is; a
 case's "preset" is kept too, so a case run under "data" has numpy, pandas and matplotlib
-from Debian's python3-* packages, which /usr/bin/python3.11 imports as well)."""
+from Debian's python3-* packages, which /usr/bin/python3.11 imports as well). A case with
+an "added" field (why) was added in the repository, not taken from the collection: it is
+kept, after the collection's, with its code; to add one, write it with "added" and run
+--only with its name."""
 import json
 import os
 import subprocess
@@ -97,6 +100,10 @@ def main():
     old = {}
     if os.path.exists(OUT):
         old = {c["name"]: c for c in json.load(open(OUT))["cases"]}
+    # Cases added in the repository (an "added" field says why) follow the collection's.
+    names = {s["name"] for s in snippets}
+    snippets += [{"name": c["name"], "code": c["code"]} for c in old.values()
+                 if "added" in c and c["name"] not in names]
     cases = []
     for s in snippets:
         prev = old.get(s["name"], {})

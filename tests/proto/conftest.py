@@ -43,6 +43,32 @@ def ok(res, value):
     return res
 
 
+# standard's Python modules in policies/standard.json's order (an import refusal lists
+# them so), and its sessions' file facades after them: every exec under standard has them.
+STANDARD_MODULES = ("math, json, re, random, datetime, collections, collections.abc, itertools, "
+                    "functools, statistics, decimal, fractions, string, textwrap, heapq, bisect, "
+                    "dataclasses, typing, enum, operator, copy, pprint, sys, io, csv, time, abc, "
+                    "contextlib, traceback, logging, warnings, hashlib, base64, uuid, struct, "
+                    "calendar, cmath, numbers, difflib, html, urllib.parse, unicodedata, zoneinfo, "
+                    "queue, stat, errno, keyword, reprlib, ipaddress, tomllib, graphlib, colorsys, "
+                    "fnmatch, shlex, hmac, binascii, zlib, secrets, sched, html.parser, "
+                    "html.entities")
+STANDARD_ALLOWED = STANDARD_MODULES + ", os, os.path, pathlib"
+
+
+def import_refusal(module, policy, why, modules=STANDARD_ALLOWED):
+    """An import refusal's exact text: the allowed names that fit in the 511 bytes a
+    message may have, cut at a name, then how many more (pyguard.c, set_policy_msg)."""
+    head = (f"import of module '{module}' is not allowed in the sandbox "
+            f"(policy {policy}{why}); allowed: ")
+    names = modules.split(", ")
+    k, text = len(names), modules
+    while len((head + text).encode()) > 511:
+        k -= 1
+        text = f"{', '.join(names[:k])} and {len(names) - k} more (sandbox/policy/get lists them)"
+    return head + text
+
+
 def said(err):
     """A refusal's message as its layer wrote it: without the " (policy P, rule R)" the host
     adds to one that does not name its policy (docs/protocol.md, error.rule); only that exact

@@ -1,4 +1,4 @@
-"""The compatibility table (tests/cases/compat_python.json): 147 snippets of the
+"""The compatibility table (tests/cases/compat_python.json): 165 snippets of the
 kind LLMs write, each with what plain CPython 3.11 does with it (the REPL rule:
 the last expression is the value; or the exception's type) and what tidepool
 should do under its preset. "expect" is absent where tidepool behaves as CPython
@@ -107,14 +107,6 @@ def test_write_file_in_a_session_is_cpythons(host):
         assert same_as_cpython(res, case["cpython"]), (res, case["cpython"])
     finally:
         host.call("sandbox/session/close", {"session_id": r["session_id"]})
-
-
-ALLOWED = ("math, json, re, random, datetime, collections, collections.abc, itertools, "
-           "functools, statistics, decimal, fractions, string, textwrap, heapq, bisect, "
-           "dataclasses, typing, enum, operator, copy, pprint, sys, io, csv, time, abc, "
-           "contextlib, traceback, logging, warnings, hashlib, base64, uuid, struct, "
-           "calendar, cmath, numbers, difflib, html, urllib.parse, unicodedata, zoneinfo, "
-           "os, os.path, pathlib")  # the file facades: standard's sessions have a workspace
 
 
 def test_compat_summary(host):

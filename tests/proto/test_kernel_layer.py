@@ -78,12 +78,12 @@ def violation(res, message, syscall=None):
 @needs_landlock
 def test_kernel_only_runtime_grant_and_refusals(tree):
     _, h = tree
-    # json is preloaded (standard allows it); colorsys is not in standard, so the
+    # json is preloaded (standard allows it); chunk is in no preset, so the
     # kernel-only zygote did not load it: it comes from the grant (the
     # interpreter's library, read-only).
-    res = py(h, "import sys\nwas = 'colorsys' in sys.modules\nimport colorsys, json\n"
-                "[was, colorsys.__name__, json.dumps([1])]", "kernel-only")
-    assert res["ok"] is True and res["value"] == [False, "colorsys", "[1]"], res
+    res = py(h, "import sys\nwas = 'chunk' in sys.modules\nimport chunk, json\n"
+                "[was, chunk.__name__, json.dumps([1])]", "kernel-only")
+    assert res["ok"] is True and res["value"] == [False, "chunk", "[1]"], res
     violation(py(h, "open('/etc/passwd').read()", "kernel-only"),
               f"the kernel refused open('/etc/passwd'): {EACCES}; {LANDLOCK}")
     violation(py(h, "import os\nos.system('id')", "kernel-only"),

@@ -420,7 +420,7 @@ def test_a_policy_without_files_says_so(tmp_path):
         for name in ("run_lua", "run_python"):
             d = tools[name]["description"]
             assert "`stdout`. No files, network or processes. Limits of each call" in d, d
-        assert "unicodedata and zoneinfo (any other import" in tools["run_python"]["description"]
+        assert "html.parser and html.entities (any other import" in tools["run_python"]["description"]
         assert "os.time and io.write (anything else is nil)" in tools["run_lua"]["description"]
     finally:
         m.h.close()

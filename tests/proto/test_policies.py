@@ -90,7 +90,12 @@ def test_presets_allow_what_they_say(shared_host):
     r = shared_host.exec("import hashlib\nhashlib.sha256(b'x').hexdigest()[:8]", lang="python",
                          policy="permissive")
     assert r["ok"] is True and r["value"] == "2d711642", r
-    r = shared_host.exec("import zlib", lang="python", policy="standard")
+    r = shared_host.exec("import zlib\nzlib.decompress(zlib.compress(b'ab'))", lang="python",
+                         policy="standard")
+    assert r["ok"] is True and r["value"] == "b'ab'", r
+    r = shared_host.exec("import zlib", lang="python", policy="strict")
+    assert r["error"]["kind"] == "policy_violation", r
+    r = shared_host.exec("import subprocess", lang="python", policy="standard")
     assert r["error"]["kind"] == "policy_violation", r
     r = shared_host.exec("import hashlib", lang="python", policy="strict")
     assert r["error"]["kind"] == "policy_violation", r

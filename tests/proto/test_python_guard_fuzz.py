@@ -86,6 +86,16 @@ SUBJECTS = [
      ["__dict__", "__reduce_ex__"], "__class__", "tag"),
     ("class HK:\n    pass\nhk = HK()\nhk.tag = 1\nvars(hk)[D('code')] = 1\n", "hk", ["__dict__", "__code__"],
      "__class__", "tag"),
+    # issue 28's modules: a Queue's threading Condition and _thread lock, queue's and
+    # sched's Python functions and instances, a C function of _stat, the HTML parser
+    ("import queue\nq = queue.Queue()\n", "q.not_empty", ["__dict__", "__reduce_ex__", "__reduce__"],
+     "__class__", "notify"),
+    ("import queue\nq = queue.Queue()\n", "q.mutex.acquire", ["__self__"], "__name__", None),
+    ("import queue\n", "queue.Queue.put", ["__globals__", "__code__", "__defaults__", "__dict__"], "__name__",
+     None),
+    ("import stat\n", "stat.S_ISDIR", ["__self__"], "__name__", None),
+    ("import sched\n", "sched.scheduler()", ["__dict__", "__reduce_ex__"], "__class__", "timefunc"),
+    ("import html.parser\n", "html.parser.HTMLParser()", ["__dict__", "__reduce_ex__"], "__class__", "rawdata"),
 ]
 # The one subject whose __dict__ a snippet may read: test_own_instance_dict_on_every_path.
 OWN_DICT_SUBJECT = ("class K:\n    pass\nk = K()\nk.tag = 2\n", "k")

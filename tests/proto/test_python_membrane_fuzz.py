@@ -21,7 +21,11 @@ A seeded generator composes snippets from these parts:
                random.Random, collections objects, facades and facade functions,
                contextlib.ExitStack/redirect_stdout, logging Formatter/Handler/LogRecord/
                LoggerAdapter, string.Formatter/Template, textwrap, difflib, pprint,
-               calendar, fractions, re objects, warnings.WarningMessage; under data
+               calendar, fractions, re objects, warnings.WarningMessage; issue 28's:
+               a queue.Queue, its threading Condition and _thread lock, PriorityQueue,
+               SimpleQueue, sched.scheduler, reprlib.Repr, shlex.shlex,
+               html.parser.HTMLParser, graphlib.TopologicalSorter, SystemRandom,
+               ipaddress networks, hmac and zlib objects, their errors; under data
                numpy arrays, dtypes, Generators, pandas Series/DataFrame/Timestamp
     name    := _module sys modules __dict__ __code__ __globals__ __closure__ __builtins__
                gi_frame gi_code f_back f_globals tb_frame __self__ __wrapped__ _getframe
@@ -44,7 +48,10 @@ A seeded generator composes snippets from these parts:
                receiving exceptions raised by stdlib code, logging filters / record
                factories / Formatter and Handler subclasses, warnings record=True with a
                snippet category and catch_warnings(module=hook), callbacks (json hooks,
-               re.sub, reduce, groupby, lru_cache, defaultdict, format_map __missing__);
+               re.sub, reduce, groupby, lru_cache, defaultdict, format_map __missing__;
+               issue 28's: sched actions and clocks, Condition.wait_for, PriorityQueue
+               comparisons, tomllib's parse_float, graphlib nodes, HTMLParser and
+               reprlib.Repr subclasses, recursive_repr, fnmatch, hmac, shlex);
                under data: np.vectorize, np.frompyfunc, np.apply_along_axis,
                Series.map/apply, DataFrame.pipe/agg/apply, with snippet callables and
                with attrgetter / update_wrapper partials
@@ -106,12 +113,16 @@ PRELUDE = r'''
 import functools, operator, copy, dataclasses, typing, enum, abc, contextlib, traceback
 import warnings, logging, string, json, random, collections, collections.abc, itertools
 import textwrap, difflib, pprint, calendar, re, fractions, heapq, math
+import queue, stat, reprlib, ipaddress, tomllib, graphlib, fnmatch, shlex, hmac, zlib, secrets
+import sched, html.parser, time
 %(extra_imports)s
 CAP = []
 _G = globals()
 _MODS = [functools, operator, copy, dataclasses, typing, enum, abc, contextlib, traceback,
          warnings, logging, string, json, random, collections, collections.abc, itertools,
-         textwrap, difflib, pprint, calendar, re, fractions, heapq, math%(extra_mods)s]
+         textwrap, difflib, pprint, calendar, re, fractions, heapq, math, queue, stat, reprlib,
+         ipaddress, tomllib, graphlib, fnmatch, shlex, hmac, zlib, secrets, sched, html,
+         html.parser, time%(extra_mods)s]
 
 
 def _facades(ms):
@@ -362,8 +373,9 @@ SUBJECTS = [
     subject("logging.Formatter.formatException", "__name__", hot=FN_HOT),
     subject("warnings.catch_warnings", "__name__", hot=CLS_HOT),
     subject("contextlib.ExitStack()", "pop_all", "contextlib.ExitStack", "()", ENTER_EXIT, "_exit_callbacks"),
-    subject("contextlib.redirect_stdout(None)", "_new_target", "contextlib.redirect_stdout", "(None,)", ENTER_EXIT,
-            "_new_target", hot=('_stream', '_old_targets', '_new_target')),
+    # (its control name: _new_target is the None it was given, which captures nothing)
+    subject("contextlib.redirect_stdout(None)", "_old_targets", "contextlib.redirect_stdout", "(None,)",
+            ENTER_EXIT, "_new_target", hot=('_stream', '_old_targets', '_new_target')),
     subject("logging.Formatter('%(message)s')", "datefmt", "logging.Formatter", "('%(message)s',)",
             "S.format(logging.makeLogRecord({'msg': 'x'}))", "datefmt", hot=('_style', 'converter', '_fmt')),
     subject("logging.NullHandler()", "level", "logging.NullHandler", "()",
@@ -390,6 +402,46 @@ SUBJECTS = [
             "('m', UserWarning, 'f', 1)", "str(S)", "message"),
     subject("functools.singledispatch(len)", "registry", hot=FN_HOT + ('registry', 'dispatch')),
     subject("collections.namedtuple('P', 'a b')(1, 2)", "a"),
+    # issue 28 (docs/python.md, "The standard library, module by module"): a Queue and its
+    # threading Condition and _thread locks, sched's scheduler and RLock, the lexers and
+    # parsers, their modules and functions
+    subject("queue.Queue()", "maxsize", "queue.Queue", "()", "S.put(1); S.get(); S.task_done()", "maxsize",
+            weight=2, hot=('mutex', 'not_empty', 'not_full', 'all_tasks_done', 'queue', '_lock', '_waiters')),
+    subject("queue.Queue().not_empty", "_waiters", "type(queue.Queue().not_empty)", "()",
+            "S.acquire(); S.notify_all(); S.release()", "_lock", weight=2,
+            hot=('_lock', '_waiters', 'acquire', 'release', '_release_save', '_is_owned', 'wait')),
+    subject("queue.Queue().mutex", "locked", hot=('acquire', 'release', '_at_fork_reinit', '__enter__')),
+    subject("queue.PriorityQueue()", "maxsize", "queue.PriorityQueue", "()", "S.put((1, 'a')); S.get()",
+            "maxsize"),
+    subject("queue.SimpleQueue()", "qsize"),
+    subject("sched.scheduler()", "timefunc", "sched.scheduler", "()", "S.enter(0, 1, len, ('a',)); S.run()",
+            "timefunc", hot=('_lock', 'timefunc', 'delayfunc', '_queue', 'queue')),
+    subject("reprlib.Repr()", "maxlist", "reprlib.Repr", "()", "S.repr([1, [2]])", "maxlist"),
+    subject("shlex.shlex('a b')", "instream", "shlex.shlex", "('a b',)", "list(S)", "instream",
+            hot=('instream', 'sourcehook', 'filestack', 'infile', 'push_source')),
+    subject("html.parser.HTMLParser()", "rawdata", "html.parser.HTMLParser", "()",
+            "S.feed('<a x=1>t&amp;</a>'); S.close()", "rawdata", hot=('rawdata', 'interesting', 'lasttag')),
+    subject("graphlib.TopologicalSorter({'b': {'a'}})", "_node2info", "graphlib.TopologicalSorter",
+            "({'b': {'a'}},)", "list(S.static_order())", "_node2info"),
+    subject("secrets.SystemRandom()", "gauss_next"),  # (getstate raises: no copy, no class route)
+    subject("ipaddress.ip_network('10.0.0.0/30')", "network_address",
+            hot=('network_address', 'netmask', '_constants', 'hosts', '__reduce__')),
+    subject("hmac.new(b'k', b'm', 'sha256')", "digest_size", hot=('_hmac', '_inner', '_outer', 'digest_cons')),
+    subject("zlib.compressobj()", "compress"),
+    subject("queue", "Queue", hot=MOD_HOT + ('threading', 'types', 'time')),
+    subject("reprlib", "repr", hot=MOD_HOT + ('get_ident', 'builtins')),
+    subject("stat.filemode", "__name__", hot=FN_HOT),
+    subject("tomllib.loads", "__name__", hot=FN_HOT),
+    subject("fnmatch.translate", "__name__", hot=FN_HOT),
+    subject("secrets.choice", "__name__", hot=FN_HOT),
+    subject("ERR", "args", setup="try:\n    tomllib.loads('a = ')\nexcept Exception as _e:\n    ERR = _e\n",
+            hot=ERR_HOT),
+    subject("ERR", "args", setup="try:\n    queue.Queue().get_nowait()\nexcept Exception as _e:\n    ERR = _e\n",
+            hot=ERR_HOT),
+    subject("ERR", "args", setup="try:\n    graphlib.TopologicalSorter({1: {2}, 2: {1}}).prepare()\n"
+                                 "except Exception as _e:\n    ERR = _e\n", hot=ERR_HOT),
+    subject("ERR", "args", setup="try:\n    shlex.split('\"')\nexcept Exception as _e:\n    ERR = _e\n",
+            hot=ERR_HOT),
 ]
 DATA_SUBJECTS = [
     subject("np.zeros(3)", "shape"),
@@ -448,6 +500,8 @@ RAISERS = [
     "contextlib.redirect_stdout(None).__exit__(None, None, None)", "warnings.warn_explicit('m', X, 'f', 1)",
     "json.JSONDecoder().raw_decode(X)", "string.Template('$a').substitute({})",
     "functools.reduce(operator.add, [X, X])", "logging.getLevelName(X) + 1",
+    "tomllib.loads(X)", "ipaddress.ip_address(X)", "shlex.split(X)", "queue.Queue().get(timeout=X)",
+    "graphlib.TopologicalSorter({X: {X}}).prepare()", "fnmatch.fnmatch(X, X)", "hmac.new(X)",
 ]
 
 # Routes. kind "attr": the body of route(X, N), chainable (applied again, with a second
@@ -627,6 +681,27 @@ ROUTES = {
                             "                                bases=(Cap,))\nCAP.append(MD)\n"
                             "CAP.append(dataclasses.asdict(d, dict_factory=Cap()))\n"
                             "CAP.append(dataclasses.astuple(d, tuple_factory=Cap()))"),
+    "issue28-callbacks": ("plain", "any",
+                          "s = sched.scheduler(Cap(), hook)\ns.enter(0, 1, hook, (X,), {'k': X})\n"
+                          "CAP.append(s.run(blocking=False))\nCAP.append(s.queue)\n"
+                          "s2 = sched.scheduler()\ns2.enter(0, 1, hook, (X,))\ns2.run()\n"
+                          "c = queue.Queue().not_empty\nwith c:\n    CAP.append(c.wait_for(Cap(), 0))\n"
+                          "pq = queue.PriorityQueue()\npq.put((Cmp(), X))\npq.put((Cmp(), X))\n"
+                          "CAP.append(pq.get())\n"
+                          "CAP.append(tomllib.loads('a = 1.5', parse_float=hook))\n"
+                          "CAP.append(list(graphlib.TopologicalSorter({Cmp(): {Cmp()}}).static_order()))\n"
+                          "class HP(html.parser.HTMLParser):\n"
+                          "    def handle_starttag(self, tag, attrs):\n        CAP.append(attrs)\n"
+                          "    def __setattr__(self, k, v):\n        CAP.append(v)\n"
+                          "        object.__setattr__(self, k, v)\n"
+                          "HP().feed('<a x=1>')\n"
+                          "class RR(reprlib.Repr):\n    def repr1(self, x, level):\n"
+                          "        CAP.append(x)\n        return super().repr1(x, level)\n"
+                          "CAP.append(RR().repr([X, {1: X}]))\n"
+                          "CAP.append(reprlib.recursive_repr(Cap())(hook)(X))\n"
+                          "CAP.append(fnmatch.filter([Cap()], '*'))\n"
+                          "CAP.append(hmac.new(b'k', b'm', Cap()))\n"
+                          "CAP.append(shlex.shlex('a b', punctuation_chars=Cap()))"),
     "typing-objects": ("plain", "any",
                        "T = typing.TypeVar('T')\nclass G(typing.Generic[T]):\n    def __init_subclass__(cls, **kw):\n"
                        "        CAP.append(cls)\nclass G2(G[int]):\n    pass\n"
