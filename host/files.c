@@ -130,7 +130,7 @@ static uint64_t move_max(const struct tp_host *h, const struct session *s)
 /* Writes n bytes to path (the directories on the way made): {path, bytes}, or
  * NULL with msg (a client's mistake) or msg empty (out of memory). */
 static json_t *do_put(struct tp_host *h, struct session *s, const char *path,
-		      const unsigned char *bytes, size_t n, char *msg, size_t len)
+		      const unsigned char *bytes, size_t n, int append, char *msg, size_t len)
 {
 	uint64_t cap = move_max(h, s);
 	if ((uint64_t)n > cap) {
@@ -142,11 +142,11 @@ static json_t *do_put(struct tp_host *h, struct session *s, const char *path,
 	int dir = walk(s->ws_dir, path, 1, &leaf);
 	/* Non-blocking: code may have left a FIFO there, which would hold the
 	 * host in open() or write() for as long as it likes. */
-	int fd =
-	    dir >= 0
-		? openat(dir, leaf,
-			 O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600)
-		: -1;
+	int fd = dir >= 0 ? openat(dir, leaf,
+				   O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC) | O_NOFOLLOW |
+				       O_NONBLOCK | O_CLOEXEC,
+				   0600)
+			  : -1;
 	int e = errno;
 	struct stat st;
 	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
@@ -158,6 +158,17 @@ static json_t *do_put(struct tp_host *h, struct session *s, const char *path,
 	}
 	if (dir >= 0)
 		close(dir);
+	/* A file put in parts (append) is held to the workspace's cap as a whole. */
+	uint64_t ws = policy_of(h, s)->session.workspace_bytes;
+	if (fd >= 0 && append && (uint64_t)st.st_size + n > ws) {
+		close(fd);
+		snprintf(msg, len,
+			 "'%.200s' would be %" PRIu64 " bytes, more than %" PRIu64
+			 " (session.workspace_bytes)",
+			 path, (uint64_t)st.st_size + n, ws);
+		return NULL;
+	}
+	uint64_t before = fd >= 0 && append ? (uint64_t)st.st_size : 0;
 	size_t off = 0;
 	while (fd >= 0 && off < n) {
 		ssize_t w = write(fd, bytes + off, n - off);
@@ -177,13 +188,13 @@ static json_t *do_put(struct tp_host *h, struct session *s, const char *path,
 		return NULL;
 	}
 	msg[0] = '\0';
-	return json_pack("{s:s, s:I}", "path", path, "bytes", (json_int_t)n);
+	return json_pack("{s:s, s:I}", "path", path, "bytes", (json_int_t)(before + n));
 }
 
 /* Reads path: {path, bytes, data (base64)}, or with as_text {path, bytes, text}
  * when the file is UTF-8 (else data); NULL as do_put. */
 static json_t *do_get(struct tp_host *h, struct session *s, const char *path, int as_text,
-		      char *msg, size_t len)
+		      int64_t at, char *msg, size_t len)
 {
 	const char *leaf;
 	struct stat st;
@@ -198,14 +209,20 @@ static json_t *do_get(struct tp_host *h, struct session *s, const char *path, in
 		snprintf(msg, len, "no file '%.200s' in the workspace", path);
 		return NULL;
 	}
-	if ((uint64_t)st.st_size > cap) {
+	if (at < 0 && (uint64_t)st.st_size > cap) {
 		close(fd);
 		snprintf(msg, len,
-			 "'%.200s' is %lld bytes, more than the %" PRIu64 " one get carries", path,
-			 (long long)st.st_size, cap);
+			 "'%.200s' is %lld bytes, more than the %" PRIu64
+			 " one get carries: get it in parts with 'offset'",
+			 path, (long long)st.st_size, cap);
 		return NULL;
 	}
-	size_t n = (size_t)st.st_size, off = 0;
+	/* In parts: at most cap bytes from offset; past the end, none. */
+	uint64_t from = at < 0 ? 0 : (uint64_t)at;
+	uint64_t rest = (uint64_t)st.st_size > from ? (uint64_t)st.st_size - from : 0;
+	if (from > 0 && lseek(fd, (off_t)from, SEEK_SET) < 0)
+		rest = 0;
+	size_t n = (size_t)(rest < cap ? rest : cap), off = 0;
 	unsigned char *bytes = malloc(n + 1);
 	char *text = bytes ? malloc(tp_base64_encoded_len(n) + 1) : NULL;
 	while (text != NULL && off < n) {
@@ -227,6 +244,10 @@ static json_t *do_get(struct tp_host *h, struct session *s, const char *path, in
 			tp_base64_encode(bytes, off, text);
 			res = json_pack("{s:s, s:I, s:s}", "path", path, "bytes", (json_int_t)off,
 					"data", text);
+		}
+		if (res != NULL && at >= 0) { /* a part: where, and of how much */
+			json_object_set_new(res, "offset", json_integer((json_int_t)from));
+			json_object_set_new(res, "size", json_integer((json_int_t)st.st_size));
 		}
 	}
 	free(bytes);
@@ -357,8 +378,8 @@ void tp_files_method(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 {
 	/* sandbox/session/files/put, get or list (host.c's registry routes them here) */
 	const char *what = strrchr(rpc->method, '/') + 1;
-	static const char *const keys_put[] = { "session_id", "path", "data", NULL };
-	static const char *const keys_get[] = { "session_id", "path", NULL };
+	static const char *const keys_put[] = { "session_id", "path", "data", "append", NULL };
+	static const char *const keys_get[] = { "session_id", "path", "offset", NULL };
 	static const char *const keys_list[] = { "session_id", NULL };
 	const char *const *keys = strcmp(what, "put") == 0   ? keys_put
 				  : strcmp(what, "get") == 0 ? keys_get
@@ -433,10 +454,23 @@ void tp_files_method(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 			refuse(c, rpc, "'data' is not base64 (RFC 4648, with padding)");
 			return;
 		}
-		r = do_put(h, s, json_string_value(p), bytes, (size_t)got, msg, sizeof msg);
+		json_t *app = json_object_get(rpc->params, "append");
+		if (app != NULL && !json_is_boolean(app)) {
+			free(bytes);
+			refuse(c, rpc, "'append' must be true or false");
+			return;
+		}
+		r = do_put(h, s, json_string_value(p), bytes, (size_t)got, json_is_true(app), msg,
+			   sizeof msg);
 		free(bytes);
 	} else {
-		r = do_get(h, s, json_string_value(p), 0, msg, sizeof msg);
+		json_t *o = json_object_get(rpc->params, "offset");
+		if (o != NULL && (!json_is_integer(o) || json_integer_value(o) < 0)) {
+			refuse(c, rpc, "'offset' must be an integer, 0 or more");
+			return;
+		}
+		r = do_get(h, s, json_string_value(p), 0, o ? (int64_t)json_integer_value(o) : -1,
+			   msg, sizeof msg);
 	}
 	if (r == NULL && msg[0] != '\0')
 		refuse(c, rpc, "%s", msg);
@@ -476,9 +510,9 @@ void tp_files_mcp_tool(struct tp_host *h, struct client *c, const struct tp_rpc 
 	else if (wr)
 		r = do_put(h, s, json_string_value(p),
 			   (const unsigned char *)json_string_value(text), json_string_length(text),
-			   msg, sizeof msg);
+			   0, msg, sizeof msg);
 	else
-		r = do_get(h, s, json_string_value(p), 1, msg, sizeof msg);
+		r = do_get(h, s, json_string_value(p), 1, -1, msg, sizeof msg);
 	if (r != NULL) /* names and contents */
 		r = tp_hpolicy_redact_file(&h->hp[s->zi / TP_NLANGS], r);
 	json_t *res = r != NULL ? tp_mcp_tool_value(r, 0) : msg[0] ? tp_mcp_tool_text(msg) : NULL;

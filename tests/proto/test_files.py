@@ -216,6 +216,44 @@ def test_sizes_and_encoding(h):
     h.call("sandbox/session/close", {"session_id": sid})
 
 
+def test_a_file_in_parts_append_and_offset(h):
+    """put appends with append: true (a file larger than one request carries goes in
+    parts), held to workspace_bytes as a whole; get reads from offset, with the file's
+    size, at most what one get carries."""
+    sid, ws = open_ws(h)
+    assert files(h, "put", session_id=sid, path="p/f", data=b64(b"a" * 1000))["result"] == \
+        {"path": "p/f", "bytes": 1000}
+    assert files(h, "put", session_id=sid, path="p/f", data=b64(b"b" * 2000),
+                 append=True)["result"] == {"path": "p/f", "bytes": 3000}
+    assert open(os.path.join(ws, "p/f"), "rb").read() == b"a" * 1000 + b"b" * 2000
+    # append to a file that is not there makes it; append false replaces
+    assert files(h, "put", session_id=sid, path="new", data=b64(b"x"), append=True)["result"] == \
+        {"path": "new", "bytes": 1}
+    assert files(h, "put", session_id=sid, path="p/f", data=b64(b"c"), append=False)["result"] == \
+        {"path": "p/f", "bytes": 1}
+    files(h, "put", session_id=sid, path="p/f", data=b64(b"a" * 3000))
+    # the whole file stays within workspace_bytes, and the refused part leaves it as it was
+    assert err(files(h, "put", session_id=sid, path="p/f", data=b64(b"b" * 1097), append=True)) == \
+        "'p/f' would be 4097 bytes, more than 4096 (session.workspace_bytes)"
+    assert os.path.getsize(os.path.join(ws, "p/f")) == 3000
+    assert err(files(h, "put", session_id=sid, path="p/f", data=b64(b"b"), append=1)) == \
+        "'append' must be true or false"
+    # get from an offset: that part, where it is, and the file's size
+    r = files(h, "get", session_id=sid, path="p/f", offset=2990)["result"]
+    assert r == {"path": "p/f", "bytes": 10, "data": b64(b"a" * 10), "offset": 2990, "size": 3000}
+    r = files(h, "get", session_id=sid, path="p/f", offset=0)["result"]
+    assert (r["bytes"], r["offset"], r["size"]) == (3000, 0, 3000)
+    r = files(h, "get", session_id=sid, path="p/f", offset=5000)["result"]
+    assert r == {"path": "p/f", "bytes": 0, "data": "", "offset": 5000, "size": 3000}
+    for bad in (-1, 1.5, "0", True):
+        assert err(files(h, "get", session_id=sid, path="p/f", offset=bad)) == \
+            "'offset' must be an integer, 0 or more", bad
+    # without offset: the whole file, as before (no offset or size in the answer)
+    assert files(h, "get", session_id=sid, path="new")["result"] == \
+        {"path": "new", "bytes": 1, "data": b64(b"x")}
+    h.call("sandbox/session/close", {"session_id": sid})
+
+
 def test_a_name_that_is_not_utf8_is_listed_in_base64(h):
     """JSON carries no such name as a string: the entry has path_b64 (the path's
     bytes in base64) instead of path, and the list stays complete (before: the

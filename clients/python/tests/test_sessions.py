@@ -1,4 +1,6 @@
 """Sessions: state between runs, the workspace's files, closing, JSON-RPC errors."""
+import json
+
 import pytest
 
 import tidepool
@@ -98,3 +100,20 @@ def test_files_of_an_ended_session(tp):
     with pytest.raises(tidepool.TidepoolError) as ei:
         s.list_files()
     assert ei.value.code == -32002
+
+
+def test_a_file_larger_than_a_request_goes_in_parts(tmp_path):
+    """put_file and get_file move a file of any size within workspace_bytes: 4 MiB a request
+    (a request line is at most 8 MiB of JSON)."""
+    (tmp_path / "big.json").write_text(json.dumps({"name": "big", "extends": "standard",
+                                                   "session": {"workspace_bytes": 20 << 20}}))
+    with tidepool.Client(args=["--policy-dir", str(tmp_path), "--policy", "big"]) as c:
+        with c.session() as s:
+            if s.workspace is None:
+                pytest.skip("no Landlock on this kernel: sessions get no workspace")
+            data = bytes(range(256)) * (10 * 4096 + 7)  # 10 MiB and a bit
+            assert s.put_file("big.bin", data) == len(data)
+            assert s.run("import os\nos.path.getsize('big.bin')").value == len(data)
+            assert s.get_file("big.bin") == data
+            assert s.put_file("big.bin", b"") == 0  # a first part replaces the file
+            assert s.get_file("big.bin") == b""

@@ -677,18 +677,35 @@ class Session:
                                       on_stdout=on_stdout, on_stderr=on_stderr, tools=tools,
                                       _session=self.id)
 
+    _PART = 4 << 20  # bytes a put or a get carries: a request line is at most 8 MiB of JSON
+
     def put_file(self, path, data):
-        """Writes data (bytes; a str is written as UTF-8) to path in the workspace;
-        returns the bytes written."""
+        """Writes data (bytes; a str is written as UTF-8) to path in the workspace, in
+        parts of 4 MiB (the first replaces the file, the others append); returns the
+        file's size."""
         if isinstance(data, str):
             data = data.encode()
-        r = self._client.request("sandbox/session/files/put", {
-            "session_id": self.id, "path": path, "data": base64.b64encode(bytes(data)).decode()})
-        return r["bytes"]
+        data = bytes(data)
+        size = 0
+        for at in range(0, max(len(data), 1), self._PART):
+            params = {"session_id": self.id, "path": path,
+                      "data": base64.b64encode(data[at:at + self._PART]).decode()}
+            if at > 0:
+                params["append"] = True
+            size = self._client.request("sandbox/session/files/put", params)["bytes"]
+        return size
 
     def get_file(self, path):
-        r = self._client.request("sandbox/session/files/get", {"session_id": self.id, "path": path})
-        return base64.b64decode(r["data"], validate=True)
+        """The file's bytes, read in parts (offset) however large it is."""
+        out, at = [], 0
+        while True:
+            r = self._client.request("sandbox/session/files/get",
+                                     {"session_id": self.id, "path": path, "offset": at})
+            part = base64.b64decode(r["data"], validate=True)
+            out.append(part)
+            at += len(part)
+            if not part or at >= r["size"]:
+                return b"".join(out)
 
     def list_files(self):
         r = self._client.request("sandbox/session/files/list", {"session_id": self.id})
