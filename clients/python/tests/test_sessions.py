@@ -117,3 +117,11 @@ def test_a_file_larger_than_a_request_goes_in_parts(tmp_path):
             assert s.get_file("big.bin") == data
             assert s.put_file("big.bin", b"") == 0  # a first part replaces the file
             assert s.get_file("big.bin") == b""
+
+
+def test_a_request_longer_than_a_line_raises_at_once(tp):
+    """tidepool could refuse it only without an id; the client says so before sending."""
+    with pytest.raises(tidepool.TidepoolError) as e:
+        tp.request("ping", {"pad": "x" * (8 << 20)})
+    assert e.value.code is None and "more than one line tidepool reads (8388608)" in str(e.value)
+    assert tp.request("ping") == {}  # nothing was sent; the client works on

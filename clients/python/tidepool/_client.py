@@ -60,6 +60,9 @@ class RunTimeout(TimeoutError):
 
 # ---- results ----------------------------------------------------------------------
 
+MAX_LINE = 8 << 20  # tidepool's longest request line (host/linebuf.h)
+
+
 class ExecutionError:
     """Why an exec failed. e2b's ExecutionError names (name, value, traceback),
     plus tidepool's own fields; Jupyter's ename/evalue are aliases."""
@@ -480,7 +483,13 @@ class Client:
     def _start(self, method, params, **call_kw):
         id_ = next(self._ids)
         msg = {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
-        json.dumps(msg, allow_nan=False)  # a bad param raises here, before anything is pending
+        # A bad param raises here, before anything is pending; so does a request longer
+        # than the line tidepool reads (8 MiB), which it could answer only without an id.
+        size = len(json.dumps(msg, allow_nan=False, separators=(",", ":")).encode())
+        if size >= MAX_LINE:
+            raise TidepoolError(None, f"the request is {size} bytes of JSON, more than one "
+                                      f"line tidepool reads ({MAX_LINE}): send a file in "
+                                      f"parts (put_file does)")
         call = _Call(id_, **call_kw)
         with self._lock:
             if self._dead is not None:
