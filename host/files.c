@@ -29,8 +29,7 @@
 #include "utf8.h"
 
 #define NOBODY 65534
-#define MAX_DEPTH 8
-#define MAX_LIST 1000
+#define MAX_DEPTH TP_WS_MAX_DEPTH
 #define MOVE_MAX (8u << 20) /* the most one put or get carries */
 
 static const struct tp_policy *policy_of(const struct tp_host *h, const struct session *s)
@@ -68,31 +67,6 @@ static const char *bad_path(const char *p, size_t n)
 			return "is deeper than 8 names";
 	}
 	return NULL;
-}
-
-/* Opens the directory holding path's last name (creating the ones on the way
- * when create), never following a link; its fd (the caller closes it) and the
- * last name in *leaf, or -1 with errno. */
-static int walk(int root, const char *path, int create, const char **leaf)
-{
-	char name[256];
-	int fd = dup(root);
-	const char *p = path, *slash;
-	while (fd >= 0 && (slash = strchr(p, '/')) != NULL) {
-		size_t n = (size_t)(slash - p);
-		memcpy(name, p, n);
-		name[n] = '\0';
-		if (create && mkdirat(fd, name, 0700) == 0 && geteuid() == 0)
-			fchownat(fd, name, NOBODY, NOBODY, AT_SYMLINK_NOFOLLOW);
-		int next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		int e = errno;
-		close(fd);
-		errno = e;
-		fd = next;
-		p = slash + 1;
-	}
-	*leaf = p;
-	return fd;
 }
 
 /* ---- the methods -------------------------------------------------------------------- */
@@ -139,7 +113,7 @@ static json_t *do_put(struct tp_host *h, struct session *s, const char *path,
 		return NULL;
 	}
 	const char *leaf;
-	int dir = walk(s->ws_dir, path, 1, &leaf);
+	int dir = tp_ws_walk(s->ws_dir, path, 1, &leaf);
 	/* Non-blocking: code may have left a FIFO there, which would hold the
 	 * host in open() or write() for as long as it likes. */
 	int fd =
@@ -185,61 +159,23 @@ static json_t *do_put(struct tp_host *h, struct session *s, const char *path,
 static json_t *do_get(struct tp_host *h, struct session *s, const char *path, int as_text,
 		      char *msg, size_t len)
 {
-	const char *leaf;
-	struct stat st;
 	uint64_t cap = move_max(h, s);
-	int dir = walk(s->ws_dir, path, 0, &leaf);
-	int fd = dir >= 0 ? openat(dir, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
-	if (dir >= 0)
-		close(dir);
-	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		if (fd >= 0)
-			close(fd);
-		snprintf(msg, len, "no file '%.200s' in the workspace", path);
-		return NULL;
-	}
-	if ((uint64_t)st.st_size > cap) {
-		close(fd);
-		snprintf(msg, len,
-			 "'%.200s' is %lld bytes, more than the %" PRIu64 " one get carries", path,
-			 (long long)st.st_size, cap);
-		return NULL;
-	}
-	size_t n = (size_t)st.st_size, off = 0;
-	unsigned char *bytes = malloc(n + 1);
-	char *text = bytes ? malloc(tp_base64_encoded_len(n) + 1) : NULL;
-	while (text != NULL && off < n) {
-		ssize_t r = read(fd, bytes + off, n - off);
-		if (r <= 0)
-			break;
-		off += (size_t)r;
-	}
-	close(fd);
-	json_t *res = NULL;
+	unsigned char *bytes;
+	size_t n;
 	msg[0] = '\0';
-	if (text != NULL) {
-		/* A file that shrank meanwhile: what was read. */
-		json_t *t = as_text ? json_stringn((const char *)bytes, off) : NULL;
-		if (t != NULL) {
-			res = json_pack("{s:s, s:I, s:o}", "path", path, "bytes", (json_int_t)off,
-					"text", t);
-		} else {
-			tp_base64_encode(bytes, off, text);
-			res = json_pack("{s:s, s:I, s:s}", "path", path, "bytes", (json_int_t)off,
-					"data", text);
-		}
+	if (tp_ws_read(s->ws_dir, path, cap, &bytes, &n) != 0) {
+		if (errno == EFBIG)
+			snprintf(msg, len,
+				 "'%.200s' is %zu bytes, more than the %" PRIu64 " one get carries",
+				 path, n, cap);
+		else if (errno != ENOMEM)
+			snprintf(msg, len, "no file '%.200s' in the workspace", path);
+		return NULL;
 	}
+	json_t *res = tp_ws_content(path, bytes, n, as_text, "text", "data");
 	free(bytes);
-	free(text);
 	return res;
 }
-
-struct listing {
-	json_t *files;
-	char path[MAX_DEPTH * 256 + 16];
-	int full;   /* MAX_LIST reached */
-	int hidden; /* a file left out (beneath a directory too deep to list) */
-};
 
 /* A listing's entry: {path, bytes}, or {path_b64, bytes} when the path is not
  * UTF-8 (JSON cannot carry it as a string): its bytes in base64. */
@@ -257,49 +193,11 @@ static json_t *entry(const char *path, json_int_t bytes)
 	return e;
 }
 
-static void list_beneath(struct listing *l, int dirfd, size_t plen, int depth)
+static int list_one(void *ctx, const char *path, size_t len, const struct stat *st)
 {
-	int fd = dup(dirfd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *de;
-	if (d == NULL) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	rewinddir(d); /* a dup shares the offset a last listing left at the end */
-	while (!l->full && (de = readdir(d)) != NULL) {
-		struct stat st;
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
-		    fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-			continue;
-		int n = snprintf(l->path + plen, sizeof l->path - plen, "%s%s", plen ? "/" : "",
-				 de->d_name);
-		if (n < 0 || (size_t)n >= sizeof l->path - plen) {
-			l->hidden = 1; /* cannot happen: 8 names of at most 255 bytes */
-			continue;
-		}
-		if (S_ISREG(st.st_mode)) {
-			if (json_array_size(l->files) >= MAX_LIST) {
-				l->full = 1;
-				break;
-			}
-			json_t *e = entry(l->path, (json_int_t)st.st_size);
-			if (e == NULL || json_array_append_new(l->files, e) != 0)
-				l->hidden = 1;
-		} else if (S_ISDIR(st.st_mode) && depth + 1 >= MAX_DEPTH) {
-			l->hidden = 1; /* what lies deeper is not listed: not complete */
-		} else if (S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd, de->d_name,
-					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub >= 0) {
-				list_beneath(l, sub, plen + (size_t)n, depth + 1);
-				close(sub);
-			}
-		}
-		l->path[plen] = '\0';
-	}
-	closedir(d);
+	(void)len;
+	json_t *e = entry(path, (json_int_t)st->st_size);
+	return e == NULL || json_array_append_new(ctx, e) != 0;
 }
 
 /* An entry's path as bytes (path_b64 decoded) into buf; its length. */
@@ -331,26 +229,27 @@ static int by_path(const void *a, const void *b)
 
 static json_t *do_list(struct session *s)
 {
-	struct listing l = { .files = json_array() };
-	if (l.files != NULL)
-		list_beneath(&l, s->ws_dir, 0, 0);
+	json_t *all = json_array();
+	struct tp_ws_scan sc = { 0 };
+	if (all != NULL)
+		tp_ws_scan(s->ws_dir, list_one, all, &sc);
 	/* Sorted by path: one answer for one directory. */
-	size_t n = l.files ? json_array_size(l.files) : 0;
+	size_t n = all ? json_array_size(all) : 0;
 	json_t **v = n ? malloc(n * sizeof *v) : NULL;
 	json_t *sorted = json_array();
 	for (size_t i = 0; v != NULL && i < n; i++)
-		v[i] = json_array_get(l.files, i);
+		v[i] = json_array_get(all, i);
 	if (v != NULL)
 		qsort(v, n, sizeof *v, by_path);
 	for (size_t i = 0; v != NULL && sorted != NULL && i < n; i++)
 		json_array_append(sorted, v[i]);
 	free(v);
-	json_decref(l.files);
-	if (sorted == NULL || json_array_size(sorted) != n) {
+	json_decref(all);
+	if (all == NULL || sorted == NULL || json_array_size(sorted) != n) {
 		json_decref(sorted);
 		return NULL;
 	}
-	return json_pack("{s:o, s:b}", "files", sorted, "complete", !l.full && !l.hidden);
+	return json_pack("{s:o, s:b}", "files", sorted, "complete", !sc.full && !sc.hidden);
 }
 
 void tp_files_method(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
