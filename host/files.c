@@ -383,3 +383,79 @@ void tp_files_mcp_tool(struct tp_host *h, struct client *c, const struct tp_rpc 
 	json_t *res = r != NULL ? tp_mcp_tool_value(r, 0) : msg[0] ? tp_mcp_tool_text(msg) : NULL;
 	tp_answer_tool_reply(c, rpc->id, rpc->params, res);
 }
+
+/* ---- MCP: resources/read of tidepool://sessions/SID/files/PATH ------------------------- */
+
+static void no_resource(struct client *c, const struct tp_rpc *rpc, int code, const char *msg,
+			const json_t *uri)
+{
+	json_t *data = json_pack("{s:O}", "uri", uri);
+	tp_out_emit(c, rpc->id, tp_rpc_error(rpc->id, code, msg, data));
+}
+
+void tp_files_resource_read(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
+{
+	/* Not found: -32002 before 2026-07-28, -32602 in it (its resources page). */
+	int nf = tp_mcp_modern(rpc->params) ? TP_RPC_INVALID_PARAMS : -32002;
+	json_t *uri = json_object_get(rpc->params, "uri");
+	char sid[SESSION_ID_LEN + 1], path[1024 + 1], msg[512];
+	size_t plen;
+	if (!json_is_object(rpc->params) || !json_is_string(uri)) {
+		tp_out_error(c, rpc->id, TP_RPC_INVALID_PARAMS,
+			     "Invalid params: resources/read takes {\"uri\": a string}");
+		return;
+	}
+	/* Another client's session is not found, as one that never was: no
+	 * answer tells a client whether another's exists. */
+	struct session *s = NULL;
+	const char *why = NULL;
+	if (tp_mcp_file_uri_parse(json_string_value(uri), json_string_length(uri), sid, sizeof sid,
+				  path, sizeof path, &plen) == 0 &&
+	    (s = tp_sess_find(h, c, sid)) != NULL && s->ws_dir >= 0)
+		why = bad_path(path, plen);
+	if (s == NULL || s->ws_dir < 0) {
+		no_resource(c, rpc, nf, "Resource not found", uri);
+		return;
+	}
+	if (why != NULL) {
+		snprintf(msg, sizeof msg, "Resource not found: its path %s", why);
+		no_resource(c, rpc, nf, msg, uri);
+		return;
+	}
+	uint64_t cap = move_max(h, s);
+	unsigned char *bytes;
+	size_t n;
+	if (tp_ws_read(s->ws_dir, path, cap, &bytes, &n) != 0) {
+		if (errno == ENOMEM) {
+			tp_out_error(c, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+		} else if (errno == EFBIG) {
+			snprintf(msg, sizeof msg,
+				 "Invalid params: '%.200s' is %zu bytes, more than the %" PRIu64
+				 " one read carries",
+				 path, n, cap);
+			no_resource(c, rpc, TP_RPC_INVALID_PARAMS, msg, uri);
+		} else {
+			no_resource(c, rpc, nf, "Resource not found", uri);
+		}
+		return;
+	}
+	json_t *r = tp_ws_content(path, bytes, n, 1, "text", "data");
+	free(bytes);
+	r = tp_hpolicy_redact_file(&h->hp[s->zi / TP_NLANGS], r); /* as read_file */
+	json_t *one = r ? json_pack("{s:O, s:s}", "uri", uri, "mimeType", tp_mcp_mime(path)) : NULL;
+	json_t *text = json_object_get(r, "text");
+	if (one != NULL)
+		json_object_set(one, text ? "text" : "blob",
+				text ? text : json_object_get(r, "data"));
+	json_decref(r);
+	json_t *res = one ? json_pack("{s:[o]}", "contents", one) : NULL;
+	if (res != NULL && tp_mcp_modern(rpc->params)) { /* a file changes: never cached */
+		json_object_set_new(res, "ttlMs", json_integer(0));
+		json_object_set_new(res, "cacheScope", json_string("private"));
+	}
+	res = tp_mcp_stamp(res, rpc->params);
+	if (res == NULL)
+		tp_out_error(c, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+	else
+		tp_out_emit(c, rpc->id, tp_rpc_result(rpc->id, res));
+}

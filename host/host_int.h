@@ -469,6 +469,8 @@ int tp_ws_changes(int root, struct tp_ws_snap *before, tp_ws_change fn, void *ct
 
 /* files.c: sandbox/session/files/put, get, list, and the MCP file tools. */
 void tp_files_method(struct tp_host *h, struct client *c, struct tp_rpc *rpc);
+/* resources/read: a session's file by its tidepool://sessions/SID/files/PATH. */
+void tp_files_resource_read(struct tp_host *h, struct client *c, struct tp_rpc *rpc);
 /* tools/call of write_file, read_file or list_files (MCP: text in and out). */
 void tp_files_mcp_tool(struct tp_host *h, struct client *c, const struct tp_rpc *rpc,
 		       const char *name);
@@ -602,8 +604,10 @@ double tp_stream_next_timeout(const struct tp_host *h, double now);
 double tp_now_ms(void);
 void tp_exec_free(struct exec *e);
 /* An exec's result (stolen; NULL when out of memory), as sandbox/exec's reply
- * or in the tools/call shape (tool). */
-void tp_answer_reply(struct client *c, json_t *id, const json_t *params, int tool, json_t *res);
+ * or in the tools/call shape (tool), with items (stolen, or NULL) after its
+ * content. */
+void tp_answer_reply(struct client *c, json_t *id, const json_t *params, int tool, json_t *res,
+		     json_t *items);
 /* Sends the exec's one reply, built from everything known about the worker and
  * err, the host's own verdict (NULL when it has none; a timeout recorded in the
  * exec before wins over it). */
