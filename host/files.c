@@ -441,8 +441,11 @@ void tp_files_resource_read(struct tp_host *h, struct client *c, struct tp_rpc *
 	}
 	json_t *r = tp_ws_content(path, bytes, n, 1, "text", "data");
 	free(bytes);
-	r = tp_hpolicy_redact_file(&h->hp[s->zi / TP_NLANGS], r); /* as read_file */
+	/* Its bytes and its URI redacted, as read_file's contents and path. */
+	const struct tp_hpolicy *hp = &h->hp[s->zi / TP_NLANGS];
+	r = tp_hpolicy_redact_file(hp, r);
 	json_t *one = r ? json_pack("{s:O, s:s}", "uri", uri, "mimeType", tp_mcp_mime(path)) : NULL;
+	one = tp_hpolicy_redact(hp, one);
 	json_t *text = json_object_get(r, "text");
 	if (one != NULL)
 		json_object_set(one, text ? "text" : "blob",

@@ -386,3 +386,37 @@ def test_another_clients_session_is_never_read(pol_dir):
         s.close()
         d.host.close()
         shutil.rmtree(d.dir, ignore_errors=True)
+
+
+def test_names_and_contents_are_redacted_as_read_files_are(pol_dir):
+    """A policy's redact: the listed names, the links, the embedded text and image bytes, and
+    resources/read carry no secret (as files/list and read_file)."""
+    path = os.path.join(pol_dir, "secret-ws.json")
+    with open(path, "w") as f:
+        json.dump({"name": "secret-ws", "extends": "standard", "redact": {"strings": ["tok-file-42"]},
+                   "session": {"workspace_bytes": 65536}}, f)
+    mcp = Mcp("2025-11-25", args=("--policy", path))
+    try:
+        code = ("open('tok-file-42.txt', 'w').write('a tok-file-42 b')\n"
+                "open('p.png', 'wb').write(b'\\x89PNG tok-file-42')\n1")
+        res = mcp.tool("run_python", {"code": code, "session": "new"})
+        sid = res["structuredContent"]["session_id"]
+        uri = "tidepool://sessions/%s/files/" % sid
+        # by the real names' bytes, then redacted; a size is the file's on disk
+        assert res["structuredContent"]["files"] == [
+            entry("p.png", 16, "image/png"), entry("[REDACTED].txt", 15, "text/plain")], res
+        assert res["content"][1:] == [
+            {"type": "resource_link", "uri": uri + "p.png", "name": "p.png", "mimeType": "image/png",
+             "size": 16},
+            {"type": "resource", "resource": {"uri": uri + "p.png", "mimeType": "image/png",
+                                              "blob": b64(b"\x89PNG [REDACTED]")}},
+            {"type": "resource_link", "uri": uri + "[REDACTED].txt", "name": "[REDACTED].txt",
+             "mimeType": "text/plain", "size": 15},
+            {"type": "resource", "resource": {"uri": uri + "[REDACTED].txt", "mimeType": "text/plain",
+                                              "text": "a [REDACTED] b"}}], res
+        got = mcp.result("resources/read", {"uri": uri + "tok-file-42.txt"})
+        assert got == {"contents": [{"uri": uri + "[REDACTED].txt", "mimeType": "text/plain",
+                                     "text": "a [REDACTED] b"}]}, got
+        assert not any(b"tok-file-42" in line for line in mcp.h.lines)
+    finally:
+        mcp.h.close()
