@@ -420,3 +420,30 @@ def test_names_and_contents_are_redacted_as_read_files_are(pol_dir):
         assert not any(b"tok-file-42" in line for line in mcp.h.lines)
     finally:
         mcp.h.close()
+
+
+def test_over_http_another_tenant_never_reads_a_sessions_file():
+    """--tokens: acme's MCP session writes a file; globex, and another MCP session of acme
+    itself, are told only "Resource not found", with no byte of it."""
+    from test_tenants import session, tenant, tokens_file
+    from test_http import Server, rq
+    srv = Server("--tokens", tokens_file([tenant("acme"), tenant("globex")]))
+    try:
+        a = session(srv, "acme")
+        _, _, m = srv.post(rq(2, "tools/call", {"name": "run_python", "arguments": {
+            "code": "open('acme.txt', 'w').write('ACME-ONLY-BYTES')", "session": "new"}}), headers=a)
+        res = m["result"]
+        sid = res["structuredContent"]["session_id"]
+        uri = "tidepool://sessions/%s/files/acme.txt" % sid
+        assert res["content"][1:] == [
+            {"type": "resource_link", "uri": uri, "name": "acme.txt", "mimeType": "text/plain", "size": 15},
+            {"type": "resource", "resource": {"uri": uri, "mimeType": "text/plain", "text": "ACME-ONLY-BYTES"}}]
+        _, _, m = srv.post(rq(3, "resources/read", {"uri": uri}), headers=a)
+        assert m["result"] == {"contents": [{"uri": uri, "mimeType": "text/plain", "text": "ACME-ONLY-BYTES"}]}
+        for other in (session(srv, "globex"), session(srv, "acme")):
+            status, _, m = srv.post(rq(4, "resources/read", {"uri": uri}), headers=other)
+            assert m == {"jsonrpc": "2.0", "id": 4, "error": {
+                "code": NOT_FOUND, "message": "Resource not found", "data": {"uri": uri}}}, m
+            assert "ACME-ONLY-BYTES" not in json.dumps(m)
+    finally:
+        srv.stop()
