@@ -3,9 +3,11 @@
  * (result.c), the host's own verdict, redaction, the audit line, the rest of
  * its streamed output, and the reply to its client in the shape it asked for
  * (sandbox/exec's result, or tools/call's). The pool, sessions and tools call
- * it; it calls nothing above it (only result, hpolicy, audit, stream, mcp and
- * output). Invariant: an exec is answered at most once (w->answered), and
- * never to another client than the one that sent it.
+ * it; it calls nothing above it (only result, hpolicy, audit, stream, mcp,
+ * workspace and output). A session exec's answer carries the files its code
+ * changed (workspace.c's snapshot and walk; over MCP as resource links and
+ * embedded resources). Invariant: an exec is answered at most once
+ * (w->answered), and never to another client than the one that sent it.
  */
 #include "host_int.h"
 

@@ -8,8 +8,10 @@
  * The host treats the directory as hostile: its worker may have made anything
  * there it can. Every path a client names is relative, of plain components
  * (no "", ".", "..", NUL), at most 8 deep, and is walked one component at a
- * time from the workspace's fd with O_NOFOLLOW, so neither ".." nor a symlink
- * (which the worker cannot make, but a bug might) leads out.
+ * time from the workspace's fd with O_NOFOLLOW (workspace.c's walk), so
+ * neither ".." nor a symlink (which the worker cannot make, but a bug might)
+ * leads out. MCP's resources/read reads a file the same way, by its
+ * tidepool://sessions/SID/files/PATH URI.
  */
 #include "host_int.h"
 

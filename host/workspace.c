@@ -3,8 +3,10 @@
  * makes at start, a private directory per session (read-write for that
  * session's worker alone: Landlock, sandbox/lockdown.c; its working
  * directory), and its removal when the session ends, treating whatever the
- * worker left there as hostile (nothing is followed out). Below sessions and
- * the file methods (files.c); calls nothing of the host's.
+ * worker left there as hostile (nothing is followed out); the walks of a
+ * workspace (a path, a file's bytes, every file) and a snapshot of it with the
+ * changes since, for a session exec's result. Below sessions, the file methods
+ * (files.c), workers and answers; calls nothing of the host's.
  */
 #include "host_int.h"
 
