@@ -3,9 +3,11 @@
  * (result.c), the host's own verdict, redaction, the audit line, the rest of
  * its streamed output, and the reply to its client in the shape it asked for
  * (sandbox/exec's result, or tools/call's). The pool, sessions and tools call
- * it; it calls nothing above it (only result, hpolicy, audit, stream, mcp and
- * output). Invariant: an exec is answered at most once (w->answered), and
- * never to another client than the one that sent it.
+ * it; it calls nothing above it (only result, hpolicy, audit, stream, mcp,
+ * workspace and output). A session exec's answer carries the files its code
+ * changed (workspace.c's snapshot and walk; over MCP as resource links and
+ * embedded resources). Invariant: an exec is answered at most once
+ * (w->answered), and never to another client than the one that sent it.
  */
 #include "host_int.h"
 
@@ -17,6 +19,8 @@
 #include "jsonrpc.h"
 #include "mcp.h"
 #include "result.h"
+#include "utf8.h"
+#include "base64.h"
 
 double tp_now_ms(void)
 {
@@ -40,6 +44,7 @@ void tp_exec_free(struct exec *e)
 	if (e != NULL) {
 		json_decref(e->msg);
 		json_decref(e->tool_log);
+		tp_ws_snap_free(e->ws_before);
 		tp_client_unref(e->c);
 		if (e->tenant != NULL)
 			e->tenant->in_flight--;
@@ -72,15 +77,160 @@ void tp_answer_tool_reply(struct client *c, json_t *id, const json_t *params, js
 }
 
 /* An exec's result (stolen; NULL when out of memory), as sandbox/exec's reply
- * or in the tools/call shape. */
-void tp_answer_reply(struct client *c, json_t *id, const json_t *params, int tool, json_t *res)
+ * or in the tools/call shape, items (stolen, or NULL) after its content. */
+void tp_answer_reply(struct client *c, json_t *id, const json_t *params, int tool, json_t *res,
+		     json_t *items)
 {
-	if (tool)
-		tp_answer_tool_reply(c, id, params, tp_mcp_tool_result(res));
-	else if (res == NULL)
+	if (tool) {
+		json_t *r = tp_mcp_tool_result(res);
+		if (r != NULL && items != NULL &&
+		    json_array_extend(json_object_get(r, "content"), items) != 0) {
+			json_decref(r);
+			r = NULL;
+		}
+		json_decref(items);
+		tp_answer_tool_reply(c, id, params, r);
+		return;
+	}
+	json_decref(items);
+	if (res == NULL)
 		tp_out_error(c, id, TP_RPC_INTERNAL_ERROR, "out of memory building the result");
 	else
 		tp_out_emit(c, id, tp_rpc_result(id, res));
+}
+
+/* ---- a session exec's files -------------------------------------------------------- */
+
+#define FILES_LISTED 100       /* the most a result lists (files_more: the rest) */
+#define EMBED_ONE (64u << 10)  /* the largest file a tool result embeds */
+#define EMBED_ALL (256u << 10) /* what one tool result embeds in all */
+
+struct files_back {
+	json_t *list;
+	json_int_t more;
+	int oom;
+};
+
+static void file_changed(void *ctx, const char *path, size_t len, uint64_t size,
+			 enum tp_ws_change_kind kind)
+{
+	static const char *const change[] = { "created", "modified", "deleted" };
+	struct files_back *f = ctx;
+	if (json_array_size(f->list) >= FILES_LISTED) {
+		f->more++;
+		return;
+	}
+	json_t *e = json_object();
+	if (tp_utf8_valid(path, len)) {
+		json_object_set_new(e, "path", json_stringn(path, len));
+	} else { /* JSON cannot carry it as a string: its bytes in base64 (as files/list) */
+		char *b = malloc(tp_base64_encoded_len(len) + 1);
+		if (b != NULL) {
+			tp_base64_encode((const unsigned char *)path, len, b);
+			json_object_set_new(e, "path_b64", json_string(b));
+		}
+		free(b);
+	}
+	if (kind != TP_WS_DELETED) {
+		json_object_set_new(e, "size", json_integer((json_int_t)size));
+		json_object_set_new(e, "mime", json_string(tp_mcp_mime(path)));
+	}
+	json_object_set_new(e, "change", json_string(change[kind]));
+	if (e == NULL || json_object_size(e) < 2 || json_array_append_new(f->list, e) != 0)
+		f->oom = 1;
+}
+
+/* What e's code created, changed or deleted in its session's workspace, in its
+ * result: files (absent when none), files_more, files_complete. */
+static json_t *files_back(struct exec *e, json_t *res)
+{
+	struct files_back f = { .list = json_array() };
+	if (res == NULL || e->ws_before == NULL || e->sess == NULL || e->sess->ws_dir < 0 ||
+	    f.list == NULL) {
+		json_decref(f.list);
+		return NULL;
+	}
+	int r = tp_ws_changes(e->sess->ws_dir, e->ws_before, file_changed, &f);
+	if (r < 0 || f.oom) {
+		json_decref(f.list);
+		return NULL;
+	}
+	if (json_array_size(f.list) > 0)
+		json_object_set(res, "files", f.list);
+	if (f.more > 0)
+		json_object_set_new(res, "files_more", json_integer(f.more));
+	if (r > 0) /* a walk met its bounds: more than 1000 files, or deeper than 8 */
+		json_object_set_new(res, "files_complete", json_false());
+	if (json_array_size(f.list) == 0) {
+		json_decref(f.list);
+		return NULL;
+	}
+	return f.list;
+}
+
+/* A tools/call's content items for the files listed: a resource_link each
+ * (revisions 2025-06-18 and later), and the small text files and PNG or JPEG
+ * images embedded (every revision), redacted as read_file's. NULL: none. */
+static json_t *file_items(const struct exec *e, const json_t *files, const struct tp_hpolicy *hp)
+{
+	const json_t *params = json_object_get(e->msg, "params");
+	int links = tp_mcp_resource_links(e->c->mcp_version, params);
+	json_t *items = json_array(), *f;
+	size_t i, total = 0;
+	json_array_foreach(files, i, f)
+	{
+		const char *path = json_string_value(json_object_get(f, "path"));
+		const char *mime = json_string_value(json_object_get(f, "mime"));
+		json_int_t size = json_integer_value(json_object_get(f, "size"));
+		if (path == NULL || mime == NULL || items == NULL)
+			continue; /* deleted, or a name JSON cannot carry */
+		char *uri = tp_mcp_file_uri(e->session_id, path, strlen(path));
+		if (uri == NULL)
+			break;
+		if (links)
+			json_array_append_new(
+			    items,
+			    tp_hpolicy_redact(hp, json_pack("{s:s, s:s, s:s, s:s, s:I}", "type",
+							    "resource_link", "uri", uri, "name",
+							    path, "mimeType", mime, "size", size)));
+		int how = tp_mcp_mime_embeds(mime);
+		unsigned char *bytes;
+		size_t n;
+		if (how != TP_MCP_EMBED_NONE && size >= 0 && (uint64_t)size <= EMBED_ONE &&
+		    total + (size_t)size <= EMBED_ALL &&
+		    tp_ws_read(e->sess->ws_dir, path, EMBED_ONE, -1, NULL, &bytes, &n) == 0) {
+			json_t *c = total + n <= EMBED_ALL
+					? tp_ws_content(path, bytes, n, how == TP_MCP_EMBED_TEXT,
+							"text", "data")
+					: NULL;
+			free(bytes);
+			c = tp_hpolicy_redact_file(hp, c); /* its name and its bytes */
+			json_t *text = json_object_get(c, "text"),
+			       *data = json_object_get(c, "data");
+			/* Text only as text: a .csv that is not UTF-8 is a link alone. */
+			json_t *res = json_pack("{s:s, s:s}", "uri", uri, "mimeType", mime);
+			res = tp_hpolicy_redact(hp, res);
+			if (res != NULL && how == TP_MCP_EMBED_TEXT && json_is_string(text))
+				json_object_set(res, "text", text);
+			else if (res != NULL && how == TP_MCP_EMBED_BLOB && json_is_string(data))
+				json_object_set(res, "blob", data);
+			if (res != NULL && json_object_size(res) == 3) {
+				total += n;
+				json_array_append_new(
+				    items,
+				    json_pack("{s:s, s:o}", "type", "resource", "resource", res));
+			} else {
+				json_decref(res);
+			}
+			json_decref(c);
+		}
+		free(uri);
+	}
+	if (json_array_size(items) == 0) {
+		json_decref(items);
+		return NULL;
+	}
+	return items;
 }
 
 /* Sends the exec's one reply, built from everything known about the worker. */
@@ -141,10 +291,14 @@ void tp_answer_finish(struct tp_host *h, struct worker *w, const struct tp_err *
 		json_object_set_new(res, "session_id", json_string(e->session_id));
 		json_object_set_new(res, "session_lost", json_boolean(lost));
 	}
+	json_t *files = files_back(e, res), *items = NULL;
+	if (files != NULL && e->p.tool_call)
+		items = file_items(e, files, hp);
+	json_decref(files);
 	res = tp_hpolicy_redact(hp, res);
 	tp_record(h, e->c->tenant, hp, tp_exec_who(e), e->id, e->p.lang, e->p.code, e->p.code_len,
 		  res, "internal_error", e->tool_log);
-	tp_answer_reply(e->c, e->id, json_object_get(e->msg, "params"), e->p.tool_call, res);
+	tp_answer_reply(e->c, e->id, json_object_get(e->msg, "params"), e->p.tool_call, res, items);
 }
 
 void tp_answer_unrun(struct tp_host *h, struct exec *e)
@@ -162,5 +316,5 @@ void tp_answer_unrun(struct tp_host *h, struct exec *e)
 	res = tp_hpolicy_redact(hp, res);
 	tp_record(h, e->c->tenant, hp, tp_exec_who(e), e->id, e->p.lang, e->p.code, e->p.code_len,
 		  res, "internal_error", e->tool_log);
-	tp_answer_reply(e->c, e->id, json_object_get(e->msg, "params"), e->p.tool_call, res);
+	tp_answer_reply(e->c, e->id, json_object_get(e->msg, "params"), e->p.tool_call, res, NULL);
 }

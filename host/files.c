@@ -8,8 +8,10 @@
  * The host treats the directory as hostile: its worker may have made anything
  * there it can. Every path a client names is relative, of plain components
  * (no "", ".", "..", NUL), at most 8 deep, and is walked one component at a
- * time from the workspace's fd with O_NOFOLLOW, so neither ".." nor a symlink
- * (which the worker cannot make, but a bug might) leads out.
+ * time from the workspace's fd with O_NOFOLLOW (workspace.c's walk), so
+ * neither ".." nor a symlink (which the worker cannot make, but a bug might)
+ * leads out. MCP's resources/read reads a file the same way, by its
+ * tidepool://sessions/SID/files/PATH URI.
  */
 #include "host_int.h"
 
@@ -29,8 +31,7 @@
 #include "utf8.h"
 
 #define NOBODY 65534
-#define MAX_DEPTH 8
-#define MAX_LIST 1000
+#define MAX_DEPTH TP_WS_MAX_DEPTH
 #define MOVE_MAX (8u << 20) /* the most one put or get carries */
 
 static const struct tp_policy *policy_of(const struct tp_host *h, const struct session *s)
@@ -68,31 +69,6 @@ static const char *bad_path(const char *p, size_t n)
 			return "is deeper than 8 names";
 	}
 	return NULL;
-}
-
-/* Opens the directory holding path's last name (creating the ones on the way
- * when create), never following a link; its fd (the caller closes it) and the
- * last name in *leaf, or -1 with errno. */
-static int walk(int root, const char *path, int create, const char **leaf)
-{
-	char name[256];
-	int fd = dup(root);
-	const char *p = path, *slash;
-	while (fd >= 0 && (slash = strchr(p, '/')) != NULL) {
-		size_t n = (size_t)(slash - p);
-		memcpy(name, p, n);
-		name[n] = '\0';
-		if (create && mkdirat(fd, name, 0700) == 0 && geteuid() == 0)
-			fchownat(fd, name, NOBODY, NOBODY, AT_SYMLINK_NOFOLLOW);
-		int next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		int e = errno;
-		close(fd);
-		errno = e;
-		fd = next;
-		p = slash + 1;
-	}
-	*leaf = p;
-	return fd;
 }
 
 /* ---- the methods -------------------------------------------------------------------- */
@@ -139,7 +115,7 @@ static json_t *do_put(struct tp_host *h, struct session *s, const char *path,
 		return NULL;
 	}
 	const char *leaf;
-	int dir = walk(s->ws_dir, path, 1, &leaf);
+	int dir = tp_ws_walk(s->ws_dir, path, 1, &leaf);
 	/* Non-blocking: code may have left a FIFO there, which would hold the
 	 * host in open() or write() for as long as it likes. */
 	int fd = dir >= 0 ? openat(dir, leaf,
@@ -196,71 +172,29 @@ static json_t *do_put(struct tp_host *h, struct session *s, const char *path,
 static json_t *do_get(struct tp_host *h, struct session *s, const char *path, int as_text,
 		      int64_t at, char *msg, size_t len)
 {
-	const char *leaf;
-	struct stat st;
 	uint64_t cap = move_max(h, s);
-	int dir = walk(s->ws_dir, path, 0, &leaf);
-	int fd = dir >= 0 ? openat(dir, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
-	if (dir >= 0)
-		close(dir);
-	if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		if (fd >= 0)
-			close(fd);
-		snprintf(msg, len, "no file '%.200s' in the workspace", path);
-		return NULL;
-	}
-	if (at < 0 && (uint64_t)st.st_size > cap) {
-		close(fd);
-		snprintf(msg, len,
-			 "'%.200s' is %lld bytes, more than the %" PRIu64
-			 " one get carries: get it in parts with 'offset'",
-			 path, (long long)st.st_size, cap);
-		return NULL;
-	}
-	/* In parts: at most cap bytes from offset; past the end, none. */
-	uint64_t from = at < 0 ? 0 : (uint64_t)at;
-	uint64_t rest = (uint64_t)st.st_size > from ? (uint64_t)st.st_size - from : 0;
-	if (from > 0 && lseek(fd, (off_t)from, SEEK_SET) < 0)
-		rest = 0;
-	size_t n = (size_t)(rest < cap ? rest : cap), off = 0;
-	unsigned char *bytes = malloc(n + 1);
-	char *text = bytes ? malloc(tp_base64_encoded_len(n) + 1) : NULL;
-	while (text != NULL && off < n) {
-		ssize_t r = read(fd, bytes + off, n - off);
-		if (r <= 0)
-			break;
-		off += (size_t)r;
-	}
-	close(fd);
-	json_t *res = NULL;
+	unsigned char *bytes;
+	size_t n;
+	uint64_t size = 0;
 	msg[0] = '\0';
-	if (text != NULL) {
-		/* A file that shrank meanwhile: what was read. */
-		json_t *t = as_text ? json_stringn((const char *)bytes, off) : NULL;
-		if (t != NULL) {
-			res = json_pack("{s:s, s:I, s:o}", "path", path, "bytes", (json_int_t)off,
-					"text", t);
-		} else {
-			tp_base64_encode(bytes, off, text);
-			res = json_pack("{s:s, s:I, s:s}", "path", path, "bytes", (json_int_t)off,
-					"data", text);
-		}
-		if (res != NULL && at >= 0) { /* a part: where, and of how much */
-			json_object_set_new(res, "offset", json_integer((json_int_t)from));
-			json_object_set_new(res, "size", json_integer((json_int_t)st.st_size));
-		}
+	if (tp_ws_read(s->ws_dir, path, cap, at, &size, &bytes, &n) != 0) {
+		if (errno == EFBIG)
+			snprintf(msg, len,
+				 "'%.200s' is %zu bytes, more than the %" PRIu64
+				 " one get carries: get it in parts with 'offset'",
+				 path, n, cap);
+		else if (errno != ENOMEM)
+			snprintf(msg, len, "no file '%.200s' in the workspace", path);
+		return NULL;
 	}
+	json_t *res = tp_ws_content(path, bytes, n, as_text, "text", "data");
 	free(bytes);
-	free(text);
+	if (res != NULL && at >= 0) { /* a part: where, and of how much */
+		json_object_set_new(res, "offset", json_integer(at));
+		json_object_set_new(res, "size", json_integer((json_int_t)size));
+	}
 	return res;
 }
-
-struct listing {
-	json_t *files;
-	char path[MAX_DEPTH * 256 + 16];
-	int full;   /* MAX_LIST reached */
-	int hidden; /* a file left out (beneath a directory too deep to list) */
-};
 
 /* A listing's entry: {path, bytes}, or {path_b64, bytes} when the path is not
  * UTF-8 (JSON cannot carry it as a string): its bytes in base64. */
@@ -278,49 +212,11 @@ static json_t *entry(const char *path, json_int_t bytes)
 	return e;
 }
 
-static void list_beneath(struct listing *l, int dirfd, size_t plen, int depth)
+static int list_one(void *ctx, const char *path, size_t len, const struct stat *st)
 {
-	int fd = dup(dirfd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *de;
-	if (d == NULL) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	rewinddir(d); /* a dup shares the offset a last listing left at the end */
-	while (!l->full && (de = readdir(d)) != NULL) {
-		struct stat st;
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
-		    fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-			continue;
-		int n = snprintf(l->path + plen, sizeof l->path - plen, "%s%s", plen ? "/" : "",
-				 de->d_name);
-		if (n < 0 || (size_t)n >= sizeof l->path - plen) {
-			l->hidden = 1; /* cannot happen: 8 names of at most 255 bytes */
-			continue;
-		}
-		if (S_ISREG(st.st_mode)) {
-			if (json_array_size(l->files) >= MAX_LIST) {
-				l->full = 1;
-				break;
-			}
-			json_t *e = entry(l->path, (json_int_t)st.st_size);
-			if (e == NULL || json_array_append_new(l->files, e) != 0)
-				l->hidden = 1;
-		} else if (S_ISDIR(st.st_mode) && depth + 1 >= MAX_DEPTH) {
-			l->hidden = 1; /* what lies deeper is not listed: not complete */
-		} else if (S_ISDIR(st.st_mode)) {
-			int sub = openat(dirfd, de->d_name,
-					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub >= 0) {
-				list_beneath(l, sub, plen + (size_t)n, depth + 1);
-				close(sub);
-			}
-		}
-		l->path[plen] = '\0';
-	}
-	closedir(d);
+	(void)len;
+	json_t *e = entry(path, (json_int_t)st->st_size);
+	return e == NULL || json_array_append_new(ctx, e) != 0;
 }
 
 /* An entry's path as bytes (path_b64 decoded) into buf; its length. */
@@ -352,26 +248,27 @@ static int by_path(const void *a, const void *b)
 
 static json_t *do_list(struct session *s)
 {
-	struct listing l = { .files = json_array() };
-	if (l.files != NULL)
-		list_beneath(&l, s->ws_dir, 0, 0);
+	json_t *all = json_array();
+	struct tp_ws_scan sc = { 0 };
+	if (all != NULL)
+		tp_ws_scan(s->ws_dir, list_one, all, &sc);
 	/* Sorted by path: one answer for one directory. */
-	size_t n = l.files ? json_array_size(l.files) : 0;
+	size_t n = all ? json_array_size(all) : 0;
 	json_t **v = n ? malloc(n * sizeof *v) : NULL;
 	json_t *sorted = json_array();
 	for (size_t i = 0; v != NULL && i < n; i++)
-		v[i] = json_array_get(l.files, i);
+		v[i] = json_array_get(all, i);
 	if (v != NULL)
 		qsort(v, n, sizeof *v, by_path);
 	for (size_t i = 0; v != NULL && sorted != NULL && i < n; i++)
 		json_array_append(sorted, v[i]);
 	free(v);
-	json_decref(l.files);
-	if (sorted == NULL || json_array_size(sorted) != n) {
+	json_decref(all);
+	if (all == NULL || sorted == NULL || json_array_size(sorted) != n) {
 		json_decref(sorted);
 		return NULL;
 	}
-	return json_pack("{s:o, s:b}", "files", sorted, "complete", !l.full && !l.hidden);
+	return json_pack("{s:o, s:b}", "files", sorted, "complete", !sc.full && !sc.hidden);
 }
 
 void tp_files_method(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
@@ -517,4 +414,83 @@ void tp_files_mcp_tool(struct tp_host *h, struct client *c, const struct tp_rpc 
 		r = tp_hpolicy_redact_file(&h->hp[s->zi / TP_NLANGS], r);
 	json_t *res = r != NULL ? tp_mcp_tool_value(r, 0) : msg[0] ? tp_mcp_tool_text(msg) : NULL;
 	tp_answer_tool_reply(c, rpc->id, rpc->params, res);
+}
+
+/* ---- MCP: resources/read of tidepool://sessions/SID/files/PATH ------------------------- */
+
+static void no_resource(struct client *c, const struct tp_rpc *rpc, int code, const char *msg,
+			const json_t *uri)
+{
+	json_t *data = json_pack("{s:O}", "uri", uri);
+	tp_out_emit(c, rpc->id, tp_rpc_error(rpc->id, code, msg, data));
+}
+
+void tp_files_resource_read(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
+{
+	/* Not found: -32002 before 2026-07-28, -32602 in it (its resources page). */
+	int nf = tp_mcp_modern(rpc->params) ? TP_RPC_INVALID_PARAMS : -32002;
+	json_t *uri = json_object_get(rpc->params, "uri");
+	char sid[SESSION_ID_LEN + 1], path[1024 + 1], msg[512];
+	size_t plen;
+	if (!json_is_object(rpc->params) || !json_is_string(uri)) {
+		tp_out_error(c, rpc->id, TP_RPC_INVALID_PARAMS,
+			     "Invalid params: resources/read takes {\"uri\": a string}");
+		return;
+	}
+	/* Another client's session is not found, as one that never was: no
+	 * answer tells a client whether another's exists. */
+	struct session *s = NULL;
+	const char *why = NULL;
+	if (tp_mcp_file_uri_parse(json_string_value(uri), json_string_length(uri), sid, sizeof sid,
+				  path, sizeof path, &plen) == 0 &&
+	    (s = tp_sess_find(h, c, sid)) != NULL && s->ws_dir >= 0)
+		why = bad_path(path, plen);
+	if (s == NULL || s->ws_dir < 0) {
+		no_resource(c, rpc, nf, "Resource not found", uri);
+		return;
+	}
+	if (why != NULL) {
+		snprintf(msg, sizeof msg, "Resource not found: its path %s", why);
+		no_resource(c, rpc, nf, msg, uri);
+		return;
+	}
+	uint64_t cap = move_max(h, s);
+	unsigned char *bytes;
+	size_t n;
+	if (tp_ws_read(s->ws_dir, path, cap, -1, NULL, &bytes, &n) != 0) {
+		if (errno == ENOMEM) {
+			tp_out_error(c, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+		} else if (errno == EFBIG) {
+			snprintf(msg, sizeof msg,
+				 "Invalid params: '%.200s' is %zu bytes, more than the %" PRIu64
+				 " one read carries",
+				 path, n, cap);
+			no_resource(c, rpc, TP_RPC_INVALID_PARAMS, msg, uri);
+		} else {
+			no_resource(c, rpc, nf, "Resource not found", uri);
+		}
+		return;
+	}
+	json_t *r = tp_ws_content(path, bytes, n, 1, "text", "data");
+	free(bytes);
+	/* Its bytes and its URI redacted, as read_file's contents and path. */
+	const struct tp_hpolicy *hp = &h->hp[s->zi / TP_NLANGS];
+	r = tp_hpolicy_redact_file(hp, r);
+	json_t *one = r ? json_pack("{s:O, s:s}", "uri", uri, "mimeType", tp_mcp_mime(path)) : NULL;
+	one = tp_hpolicy_redact(hp, one);
+	json_t *text = json_object_get(r, "text");
+	if (one != NULL)
+		json_object_set(one, text ? "text" : "blob",
+				text ? text : json_object_get(r, "data"));
+	json_decref(r);
+	json_t *res = one ? json_pack("{s:[o]}", "contents", one) : NULL;
+	if (res != NULL && tp_mcp_modern(rpc->params)) { /* a file changes: never cached */
+		json_object_set_new(res, "ttlMs", json_integer(0));
+		json_object_set_new(res, "cacheScope", json_string("private"));
+	}
+	res = tp_mcp_stamp(res, rpc->params);
+	if (res == NULL)
+		tp_out_error(c, rpc->id, TP_RPC_INTERNAL_ERROR, "out of memory");
+	else
+		tp_out_emit(c, rpc->id, tp_rpc_result(rpc->id, res));
 }

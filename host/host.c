@@ -158,7 +158,7 @@ static void rate_limited(struct tp_host *h, struct client *c, const struct tp_rp
 	tp_record(h, c->tenant, hp,
 		  (struct tp_audit_who){ c->tenant ? c->tenant->name : NULL, p->session_id },
 		  rpc->id, p->lang, p->code, p->code_len, res, "rate_limit", NULL);
-	tp_answer_reply(c, rpc->id, rpc->params, p->tool_call, res);
+	tp_answer_reply(c, rpc->id, rpc->params, p->tool_call, res, NULL);
 }
 
 /* A tools/call whose arguments are wrong: a result the model reads and can
@@ -220,7 +220,7 @@ static int over_quota(struct tp_host *h, struct client *c, const struct tp_rpc *
 	res = tp_hpolicy_redact(hp, res);
 	tp_record(h, t, hp, (struct tp_audit_who){ t->name, e->p.session_id }, rpc->id, e->p.lang,
 		  e->p.code, e->p.code_len, res, "rate_limit", NULL);
-	tp_answer_reply(c, rpc->id, rpc->params, e->p.tool_call, res);
+	tp_answer_reply(c, rpc->id, rpc->params, e->p.tool_call, res, NULL);
 	return 1;
 }
 
@@ -500,6 +500,19 @@ static void tools_list(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 	mcp_reply(c, rpc, tp_mcp_tools_list(tp_pols_of(h, c)->deflt, tp_mcp_modern(rpc->params)));
 }
 
+/* resources/list: none listed (a session's files come as links in its tool
+ * results, read with resources/read), on one page. */
+static void resources_list(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
+{
+	(void)h;
+	if (json_object_get(rpc->params, "cursor") != NULL) {
+		tp_out_error(c, rpc->id, TP_RPC_INVALID_PARAMS,
+			     "Invalid params: unknown cursor (resources/list has one page)");
+		return;
+	}
+	mcp_reply(c, rpc, tp_mcp_resources_list(tp_mcp_modern(rpc->params)));
+}
+
 static void exec_native(struct tp_host *h, struct client *c, struct tp_rpc *rpc)
 {
 	start_exec(h, c, rpc, 0);
@@ -548,6 +561,10 @@ static const struct tp_method methods[] = {
 	{ "ping", ping, TP_METHOD_REQUEST, "{}" },
 	{ "tools/list", tools_list, TP_METHOD_REQUEST, "MCP: the tools (mcp.c's registry)" },
 	{ "tools/call", exec_tool, TP_METHOD_ANY, "MCP: a tool's call: an exec, or a session's" },
+	{ "resources/list", resources_list, TP_METHOD_REQUEST,
+	  "MCP: none listed (a session's files come as links)" },
+	{ "resources/read", tp_files_resource_read, TP_METHOD_REQUEST,
+	  "MCP: a session's file by its tidepool:// URI" },
 	{ "notifications/cancelled", cancelled, TP_METHOD_ANY, "stops a request's exec" },
 	{ "sandbox/exec", exec_native, TP_METHOD_ANY, "runs a snippet; its result" },
 	{ "sandbox/policy/list", policy_list, TP_METHOD_REQUEST, "the policies there are" },

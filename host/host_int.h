@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "audit.h"
@@ -47,6 +48,7 @@ enum { P_SIG, P_LISTEN, P_HTTP, P_FIXED };
 
 struct worker;
 struct session;
+struct tp_ws_snap;
 struct batch;
 
 /* A client: one peer speaking JSON-RPC lines (client.c). The stdio client is
@@ -139,6 +141,7 @@ struct exec {
 	uint64_t tool_calls;                 /* sent to the client (usage.tool_calls) */
 	uint64_t tool_attempts;              /* asked for by the code, refused ones too */
 	json_t *tool_log;                    /* [{name, outcome}] for the audit log, or NULL */
+	struct tp_ws_snap *ws_before;        /* its session's workspace when it was handed over */
 	char tool_pending[32]; /* the id of our sandbox/tool_call request awaiting its answer */
 	char rule[96];         /* error.rule of the host's own refusal ("tools:NAME"), or "" */
 	/* What is said while it runs (stream.c). */
@@ -422,9 +425,53 @@ void tp_ws_teardown(struct tp_host *h);
  * when its policy has none, -1 with msg on failure. */
 int tp_ws_create(struct tp_host *h, struct session *s, char *msg, size_t len);
 void tp_ws_remove(struct tp_host *h, struct session *s);
+/* The bounds of every walk of a workspace: files listed, directories deep. */
+#define TP_WS_MAX_FILES 1000
+#define TP_WS_MAX_DEPTH 8
+#define TP_WS_PATH_MAX (TP_WS_MAX_DEPTH * 256 + 16)
+/* Opens the directory holding path's last name beneath root (creating the ones
+ * on the way when create), never following a link; its fd (the caller closes
+ * it) and the last name in *leaf, or -1 with errno. path: checked (files.c). */
+int tp_ws_walk(int root, const char *path, int create, const char **leaf);
+/* Reads the regular file at path beneath root (never a link, a FIFO, a
+ * device): 0 with *bytes (malloc'd, NUL after its *n bytes); -1 with errno
+ * ENOENT (no regular file there), EFBIG (larger than cap: *n its size) or
+ * ENOMEM. */
+int tp_ws_read(int root, const char *path, uint64_t cap, int64_t at, uint64_t *size,
+	       unsigned char **bytes, size_t *n);
+/* A file's bytes as {path, bytes, TEXT_KEY: its text} when as_text and they
+ * are UTF-8, else {path, bytes, DATA_KEY: base64}; NULL out of memory. */
+json_t *tp_ws_content(const char *path, const unsigned char *bytes, size_t n, int as_text,
+		      const char *text_key, const char *data_key);
+/* Every regular file beneath root, in readdir order, at most TP_WS_MAX_FILES
+ * of them, TP_WS_MAX_DEPTH names deep; links, FIFOs and the like are never
+ * followed, opened or listed. fn returns 0, or 1 when it could not keep the
+ * file (out of memory: the scan is then not complete). */
+typedef int (*tp_ws_visit)(void *ctx, const char *path, size_t len, const struct stat *st);
+struct tp_ws_scan {
+	size_t files; /* visited */
+	int full;     /* TP_WS_MAX_FILES reached: a file left out */
+	int hidden;   /* a file left out: beneath a directory too deep, or kept by no fn */
+};
+void tp_ws_scan(int root, tp_ws_visit fn, void *ctx, struct tp_ws_scan *out);
+/* A session exec's files: the workspace's (path, size, mtime, inode) before
+ * the exec is handed to its worker, and what changed when it ends. */
+struct tp_ws_snap;
+struct tp_ws_snap *tp_ws_snapshot(int root); /* NULL out of memory */
+void tp_ws_snap_free(struct tp_ws_snap *s);
+enum tp_ws_change_kind { TP_WS_CREATED, TP_WS_MODIFIED, TP_WS_DELETED };
+typedef void (*tp_ws_change)(void *ctx, const char *path, size_t len, uint64_t size,
+			     enum tp_ws_change_kind kind);
+/* Walks root again and calls fn for each file created, modified or deleted
+ * since the snapshot, in path order (bytes); size 0 for a deleted one. 0: both
+ * walks saw every file; 1: one did not (more than TP_WS_MAX_FILES, or deeper),
+ * and deletions are not told; -1 out of memory (fn may have been called). */
+int tp_ws_changes(int root, struct tp_ws_snap *before, tp_ws_change fn, void *ctx);
 
 /* files.c: sandbox/session/files/put, get, list, and the MCP file tools. */
 void tp_files_method(struct tp_host *h, struct client *c, struct tp_rpc *rpc);
+/* resources/read: a session's file by its tidepool://sessions/SID/files/PATH. */
+void tp_files_resource_read(struct tp_host *h, struct client *c, struct tp_rpc *rpc);
 /* tools/call of write_file, read_file or list_files (MCP: text in and out). */
 void tp_files_mcp_tool(struct tp_host *h, struct client *c, const struct tp_rpc *rpc,
 		       const char *name);
@@ -558,8 +605,10 @@ double tp_stream_next_timeout(const struct tp_host *h, double now);
 double tp_now_ms(void);
 void tp_exec_free(struct exec *e);
 /* An exec's result (stolen; NULL when out of memory), as sandbox/exec's reply
- * or in the tools/call shape (tool). */
-void tp_answer_reply(struct client *c, json_t *id, const json_t *params, int tool, json_t *res);
+ * or in the tools/call shape (tool), with items (stolen, or NULL) after its
+ * content. */
+void tp_answer_reply(struct client *c, json_t *id, const json_t *params, int tool, json_t *res,
+		     json_t *items);
 /* Sends the exec's one reply, built from everything known about the worker and
  * err, the host's own verdict (NULL when it has none; a timeout recorded in the
  * exec before wins over it). */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "err.h"
 #include "jsonio.h"
@@ -108,9 +109,14 @@ json_t *tp_mcp_initialize(const char *version, const struct tp_policy *deflt)
 {
 	char how[1024];
 	instructions(how, sizeof how, deflt);
-	return json_pack("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", version, "capabilities",
-			 "tools", "listChanged", 0, "serverInfo", server_info(), "instructions",
-			 how);
+	json_t *r =
+	    json_pack("{s:s, s:{s:{s:b}}, s:o, s:s}", "protocolVersion", version, "capabilities",
+		      "tools", "listChanged", 0, "serverInfo", server_info(), "instructions", how);
+	/* A session's files come back as resources (resource_link, embedded), read
+	 * with resources/read: the capability goes with the workspaces. */
+	if (r != NULL && deflt->session.workspace_bytes > 0)
+		json_object_set_new(json_object_get(r, "capabilities"), "resources", json_object());
+	return r;
 }
 
 json_t *tp_mcp_discover(const struct tp_policy *deflt)
@@ -124,10 +130,13 @@ json_t *tp_mcp_discover(const struct tp_policy *deflt)
 		}
 	instructions(how, sizeof how, deflt);
 	/* The tools never change while this process lives: an hour is safe. */
-	return v ? json_pack("{s:o, s:{s:{}}, s:s, s:i, s:s}", "supportedVersions", v,
-			     "capabilities", "tools", "instructions", how, "ttlMs", 3600000,
-			     "cacheScope", "private")
-		 : NULL;
+	json_t *r =
+	    v ? json_pack("{s:o, s:{s:{}}, s:s, s:i, s:s}", "supportedVersions", v, "capabilities",
+			  "tools", "instructions", how, "ttlMs", 3600000, "cacheScope", "private")
+	      : NULL;
+	if (r != NULL && deflt->session.workspace_bytes > 0)
+		json_object_set_new(json_object_get(r, "capabilities"), "resources", json_object());
+	return r;
 }
 
 int tp_mcp_modern(const json_t *params)
@@ -248,6 +257,19 @@ static const char output_schema_text[] =
     " \"required\": [\"instructions\", \"memory_peak_bytes\", \"cpu_ms\", \"wall_ms\","
     "  \"queue_ms\", \"tool_calls\"]},"
     "\"session_id\": {\"type\": \"string\"}, \"session_lost\": {\"type\": \"boolean\"},"
+    "\"files\": {\"description\": \"the files a session exec created, modified or deleted in its"
+    " workspace, by path; each created or modified one is also a resource_link content item"
+    " (tidepool://sessions/SID/files/PATH) and, when small, an embedded resource\","
+    " \"type\": \"array\", \"items\": {\"type\": \"object\", \"properties\": {"
+    "  \"path\": {\"type\": \"string\"}, \"path_b64\": {\"type\": \"string\", \"description\":"
+    "   \"the path's bytes in base64, when they are not UTF-8\"},"
+    "  \"size\": {\"type\": \"integer\", \"minimum\": 0}, \"mime\": {\"type\": \"string\"},"
+    "  \"change\": {\"type\": \"string\", \"enum\": [\"created\", \"modified\", \"deleted\"]}},"
+    "  \"required\": [\"change\"]}},"
+    "\"files_more\": {\"type\": \"integer\", \"minimum\": 1, \"description\": \"changed files"
+    " past the 100 listed\"},"
+    "\"files_complete\": {\"type\": \"boolean\", \"description\": \"false: the workspace"
+    " held more files than the host walks (1000, 8 deep), so files may miss some\"},"
     "\"isolation\": {\"type\": \"object\", \"properties\": {"
     "  \"level\": {\"type\": \"string\", \"enum\": [\"process\", \"state\"]},"
     "  \"worker_exec\": {\"type\": \"integer\", \"minimum\": 1}},"
@@ -638,4 +660,147 @@ json_t *tp_mcp_tool_result(json_t *exec_result)
 	}
 	json_decref(items);
 	return r;
+}
+
+/* ---- a session's files as resources ------------------------------------------------ */
+
+static const struct {
+	const char *ext, *mime;
+	int text; /* embedded as text when UTF-8 */
+} mimes[] = {
+	{ "csv", "text/csv", 1 },
+	{ "json", "application/json", 1 },
+	{ "txt", "text/plain", 1 },
+	{ "md", "text/markdown", 1 },
+	{ "png", "image/png", 0 },
+	{ "jpg", "image/jpeg", 0 },
+	{ "jpeg", "image/jpeg", 0 },
+	{ "svg", "image/svg+xml", 1 },
+	{ "pdf", "application/pdf", 0 },
+	{ "npy", "application/x-npy", 0 },
+	{ "parquet", "application/vnd.apache.parquet", 0 },
+	{ "xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", 0 },
+	{ "html", "text/html", 1 },
+	{ "htm", "text/html", 1 },
+	{ "py", "text/x-python", 1 },
+	{ "lua", "text/x-lua", 1 },
+};
+
+#define OCTETS "application/octet-stream"
+
+const char *tp_mcp_mime(const char *path)
+{
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	const char *dot = strrchr(base, '.');
+	if (dot == NULL || dot == base)
+		return OCTETS;
+	for (size_t i = 0; i < sizeof mimes / sizeof mimes[0]; i++)
+		if (strcasecmp(dot + 1, mimes[i].ext) == 0)
+			return mimes[i].mime;
+	return OCTETS;
+}
+
+int tp_mcp_mime_embeds(const char *mime)
+{
+	if (strcmp(mime, "image/png") == 0 || strcmp(mime, "image/jpeg") == 0)
+		return TP_MCP_EMBED_BLOB;
+	for (size_t i = 0; i < sizeof mimes / sizeof mimes[0]; i++)
+		if (mimes[i].text && strcmp(mime, mimes[i].mime) == 0)
+			return TP_MCP_EMBED_TEXT;
+	return TP_MCP_EMBED_NONE;
+}
+
+int tp_mcp_resource_links(const char *version, const json_t *params)
+{
+	/* resource_link content came with 2025-06-18; a client that never said
+	 * initialize is served as the newest initialize revision. */
+	return tp_mcp_modern(params) || version == NULL || version[0] == '\0' ||
+	       strcmp(version, "2025-06-18") >= 0;
+}
+
+#define URI_PREFIX "tidepool://sessions/"
+#define URI_FILES "/files/"
+
+/* RFC 3986's pchar without percent-encoding, and '/' between segments. */
+static int uri_plain(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       (c != '\0' && strchr("-._~!$&'()*+,;=:@/", c) != NULL);
+}
+
+char *tp_mcp_file_uri(const char *sid, const char *path, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strlen(URI_PREFIX) + strlen(sid) + strlen(URI_FILES) + 3 * len + 1;
+	char *u = malloc(n);
+	if (u == NULL)
+		return NULL;
+	char *o = u + snprintf(u, n, "%s%s%s", URI_PREFIX, sid, URI_FILES);
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)path[i];
+		if (uri_plain(c)) {
+			*o++ = (char)c;
+		} else {
+			*o++ = '%';
+			*o++ = hex[c >> 4];
+			*o++ = hex[c & 15];
+		}
+	}
+	*o = '\0';
+	return u;
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
+}
+
+int tp_mcp_file_uri_parse(const char *uri, size_t len, char *sid, size_t sid_cap, char *path,
+			  size_t path_cap, size_t *path_len)
+{
+	size_t np = strlen(URI_PREFIX), nf = strlen(URI_FILES);
+	if (len < np || memcmp(uri, URI_PREFIX, np) != 0)
+		return -1;
+	const char *p = uri + np, *end = uri + len;
+	const char *slash = memchr(p, '/', (size_t)(end - p));
+	if (slash == NULL || slash == p || (size_t)(slash - p) >= sid_cap ||
+	    (size_t)(end - slash) < nf || memcmp(slash, URI_FILES, nf) != 0)
+		return -1;
+	for (const char *q = p; q < slash; q++)
+		if (!((*q >= 'a' && *q <= 'z') || (*q >= '0' && *q <= '9') || *q == '-'))
+			return -1;
+	memcpy(sid, p, (size_t)(slash - p));
+	sid[slash - p] = '\0';
+	size_t n = 0;
+	for (p = slash + nf; p < end; p++) {
+		int c = (unsigned char)*p;
+		if (c == '%') {
+			int hi = end - p > 2 ? hexval(p[1]) : -1, lo = hi >= 0 ? hexval(p[2]) : -1;
+			if (lo < 0)
+				return -1;
+			c = hi * 16 + lo;
+			p += 2;
+		} else if (!uri_plain((unsigned char)c)) {
+			return -1; /* a query, a fragment, a space: no URI of ours */
+		}
+		if (n + 1 >= path_cap)
+			return -1;
+		path[n++] = (char)c;
+	}
+	path[n] = '\0';
+	*path_len = n;
+	return 0;
+}
+
+json_t *tp_mcp_resources_list(int modern)
+{
+	/* The files of a client's sessions are not listed: they come as links in
+	 * its tool results (the spec: a link need not be listed), and the list
+	 * must not vary by connection (2026-07-28). It never changes. */
+	return modern ? json_pack("{s:[], s:i, s:s}", "resources", "ttlMs", 3600000, "cacheScope",
+				  "private")
+		      : json_pack("{s:[]}", "resources");
 }

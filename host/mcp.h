@@ -64,4 +64,26 @@ json_t *tp_mcp_tool_text(const char *text);
 /* MCP tools/call result around an exec result (stolen). */
 json_t *tp_mcp_tool_result(json_t *exec_result);
 
+/* A session's files as MCP resources (docs/protocol.md, "Files back"). */
+/* The MIME type of a file by its name's ending (a small table; else
+ * application/octet-stream). */
+const char *tp_mcp_mime(const char *path);
+/* How a file of that type is embedded in a tool result: as text (when its
+ * bytes are UTF-8), as a base64 blob (PNG, JPEG), or not at all. */
+enum { TP_MCP_EMBED_NONE, TP_MCP_EMBED_TEXT, TP_MCP_EMBED_BLOB };
+int tp_mcp_mime_embeds(const char *mime);
+/* 1: a client of that revision (initialize's; "" none) or this modern request
+ * reads resource_link content items (2025-06-18 and later). */
+int tp_mcp_resource_links(const char *version, const json_t *params);
+/* tidepool://sessions/SID/files/PATH, PATH's bytes outside RFC 3986's pchar
+ * and '/' percent-encoded; malloc'd, NULL out of memory. */
+char *tp_mcp_file_uri(const char *sid, const char *path, size_t len);
+/* 0 and sid, path (percent-decoded, NUL-terminated, *path_len bytes: it may
+ * hold a NUL, which the caller refuses) when uri is such a URI; -1 when it is
+ * not one (another scheme, a malformed escape, a query, a part too long). */
+int tp_mcp_file_uri_parse(const char *uri, size_t len, char *sid, size_t sid_cap, char *path,
+			  size_t path_cap, size_t *path_len);
+/* resources/list's result: none (modern: with its cache fields). */
+json_t *tp_mcp_resources_list(int modern);
+
 #endif

@@ -173,6 +173,10 @@ void tp_worker_bound_cpu(struct tp_host *h, struct worker *w)
 int tp_worker_assign(struct tp_host *h, struct exec *e, struct worker *w)
 {
 	free(w->tx); /* nothing unsent is left for a worker that gets an exec */
+	/* A session's workspace as it is before its code runs: what the exec
+	 * created, changed or deleted comes back in its result (answer.c). */
+	if (e->sess != NULL && e->sess->ws_dir >= 0 && e->ws_before == NULL)
+		e->ws_before = tp_ws_snapshot(e->sess->ws_dir);
 	e->seq = ++h->exec_seq;
 	w->tx = request_frame(e, &w->tx_len);
 	if (w->tx == NULL)

@@ -108,6 +108,22 @@ static void dispatch(const struct tp_rpc *rpc)
 		    rpc->id, tp_mcp_tools_list(pols.deflt, tp_mcp_modern(rpc->params))));
 	if (strcmp(rpc->method, "tools/call") == 0 && json_is_object(rpc->params))
 		send_reply(tp_rpc_result(rpc->id, tp_mcp_tool_result(json_deep_copy(rpc->params))));
+	/* A resources/read URI: parsed, its path encoded back, parsed again, the same. */
+	json_t *uri = json_object_get(rpc->params, "uri");
+	char sid[32], path[1025], again[1025];
+	size_t plen, alen;
+	if (json_is_string(uri) &&
+	    tp_mcp_file_uri_parse(json_string_value(uri), json_string_length(uri), sid, sizeof sid,
+				  path, sizeof path, &plen) == 0) {
+		char *u = tp_mcp_file_uri(sid, path, plen);
+		CHECK(u != NULL);
+		char sid2[32];
+		CHECK(tp_mcp_file_uri_parse(u, strlen(u), sid2, sizeof sid2, again, sizeof again,
+					    &alen) == 0);
+		CHECK(strcmp(sid, sid2) == 0 && alen == plen && memcmp(path, again, plen) == 0);
+		CHECK(tp_mcp_mime(path) != NULL);
+		free(u);
+	}
 	/* The stateless revision's _meta check, and its marks on a result. */
 	char msg[200];
 	json_t *data;

@@ -172,7 +172,8 @@ def test_server_discover_names_every_revision(host):
     r = host.call("server/discover", {"_meta": META})["result"]
     assert r["resultType"] == "complete"
     assert r["supportedVersions"] == REVISIONS
-    assert r["capabilities"] == {"tools": {}}
+    # the default gives sessions a workspace: its files come back as resources
+    assert r["capabilities"] == {"tools": {}, "resources": {}}
     assert r["_meta"][SERVER_INFO]["name"] == "tidepool"
     assert (r["ttlMs"], r["cacheScope"]) == (3600000, "private")
     assert r["instructions"].startswith("Call run_lua with Lua 5.4 code")

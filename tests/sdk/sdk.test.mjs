@@ -230,6 +230,14 @@ describe('a session\'s files through MCP', () => {
         const code = "rows = open('in.csv').read().split()\nopen('out.txt', 'w').write(str(len(rows)))\nlen(rows)";
         const r = await call(c, client, { name: 'run_python', arguments: { code, session: session_id } });
         assert.equal(r.structuredContent.value, 2);
+        // what the code wrote comes back: listed, linked, embedded, and read as a resource
+        const uri = `tidepool://sessions/${session_id}/files/out.txt`;
+        assert.deepEqual(r.structuredContent.files, [{ path: 'out.txt', size: 1, mime: 'text/plain', change: 'created' }]);
+        assert.deepEqual(r.content.slice(1), [
+          { type: 'resource_link', uri, name: 'out.txt', mimeType: 'text/plain', size: 1 },
+          { type: 'resource', resource: { uri, mimeType: 'text/plain', text: '2' } }]);
+        const rr = await client.readResource({ uri });
+        assert.deepEqual(rr.contents, [{ uri, mimeType: 'text/plain', text: '2' }]);
         const got = await call(c, client, { name: 'read_file', arguments: { session_id, path: 'out.txt' } });
         assert.deepEqual(got.structuredContent, { path: 'out.txt', bytes: 1, text: '2' });
         const ls = await call(c, client, { name: 'list_files', arguments: { session_id } });

@@ -176,6 +176,56 @@ static void test_initialize(void)
 	json_decref(r);
 }
 
+/* A session's files as resources: the URI both ways, the MIME table, the revisions
+ * with resource_link content. */
+static void test_file_uris(void)
+{
+	char sid[32], path[64];
+	size_t n;
+	char *u = tp_mcp_file_uri("s-0123456789abcdef", "out/a b%\xc3\xa9?#.txt", 16);
+	CHECK_EQ_STR(u,
+		     "tidepool://sessions/s-0123456789abcdef/files/out/a%20b%25%C3%A9%3F%23.txt");
+	CHECK_EQ_INT(tp_mcp_file_uri_parse(u, strlen(u), sid, sizeof sid, path, sizeof path, &n),
+		     0);
+	CHECK_EQ_STR(sid, "s-0123456789abcdef");
+	CHECK_EQ_INT((long long)n, 16);
+	CHECK_EQ_STR(path, "out/a b%\xc3\xa9?#.txt");
+	free(u);
+	static const char *const bad[] = {
+		"file:///etc/passwd",
+		"tidepool://sessions/s-1/x.txt",
+		"tidepool://sessions//files/x",
+		"tidepool://sessions/S-1/files/x",
+		"tidepool://sessions/s-1/files/x?y",
+		"tidepool://sessions/s-1/files/x#y",
+		"tidepool://sessions/s-1/files/a b",
+		"tidepool://sessions/s-1/files/%4",
+		"tidepool://sessions/s-1/files/%zz",
+		"tidepool://sessions/s-0123456789abcdef0123456789abcdef/files/x",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		CHECK_EQ_INT(tp_mcp_file_uri_parse(bad[i], strlen(bad[i]), sid, sizeof sid, path,
+						   sizeof path, &n),
+			     -1);
+	/* a decoded NUL is kept for the path check to refuse */
+	const char *nul = "tidepool://sessions/s-1/files/a%00b";
+	CHECK_EQ_INT(
+	    tp_mcp_file_uri_parse(nul, strlen(nul), sid, sizeof sid, path, sizeof path, &n), 0);
+	CHECK(n == 3 && path[1] == '\0');
+	CHECK_EQ_STR(tp_mcp_mime("a/B.PNG"), "image/png");
+	CHECK_EQ_STR(tp_mcp_mime("x.tar.gz"), "application/octet-stream");
+	CHECK_EQ_STR(tp_mcp_mime("dir.csv/file"), "application/octet-stream");
+	CHECK_EQ_STR(tp_mcp_mime(".json"), "application/octet-stream");
+	CHECK_EQ_INT(tp_mcp_mime_embeds("text/csv"), TP_MCP_EMBED_TEXT);
+	CHECK_EQ_INT(tp_mcp_mime_embeds("image/jpeg"), TP_MCP_EMBED_BLOB);
+	CHECK_EQ_INT(tp_mcp_mime_embeds("application/pdf"), TP_MCP_EMBED_NONE);
+	CHECK_EQ_INT(tp_mcp_resource_links("2025-03-26", NULL), 0);
+	CHECK_EQ_INT(tp_mcp_resource_links("2024-11-05", NULL), 0);
+	CHECK_EQ_INT(tp_mcp_resource_links("2025-06-18", NULL), 1);
+	CHECK_EQ_INT(tp_mcp_resource_links("2025-11-25", NULL), 1);
+	CHECK_EQ_INT(tp_mcp_resource_links("", NULL), 1);
+}
+
 /* The stateless revision: a request names it in _meta, with its capabilities. */
 static void test_modern_era(void)
 {
@@ -972,6 +1022,7 @@ int main(void)
 	test_parse_batch();
 	test_initialize();
 	test_modern_era();
+	test_file_uris();
 	test_exec_params();
 	test_fault_cases();
 	test_frames();
