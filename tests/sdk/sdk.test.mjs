@@ -281,6 +281,61 @@ describe('the data preset through MCP', () => {
   }
 });
 
+// Issue 28's code-interpreter loop, end to end: upload a CSV, group and chart it with
+// pandas and matplotlib in a session, get the chart as an image content item and as a
+// workspace file (a resource), and the derived CSV back. Every revision's way in.
+const SALES = 'region,amount\nnorth,10\nsouth,5\nnorth,7\neast,3\nsouth,1\n';
+const BY_REGION = 'region,amount\neast,3\nnorth,17\nsouth,6\n';
+describe('the code-interpreter loop through MCP', () => {
+  for (const c of CLIENTS) {
+    test(`${c.name}: a CSV in, a group-by, the chart and the derived CSV out`, { skip: (!hasData && 'python3-numpy, -pandas or -matplotlib not installed (make deps)') || (!hasLandlock && 'this kernel has no Landlock: sessions get no workspace') }, async () => {
+      const { client } = await connect(c, ['--policy', 'data']);
+      try {
+        await client.listTools();
+        const open = await call(c, client, { name: 'run_python', arguments: { code: 'pass', session: 'new' } }, { timeout: 60000 });
+        const session_id = open.structuredContent.session_id;
+        const w = await call(c, client, { name: 'write_file', arguments: { session_id, path: 'sales.csv', text: SALES } });
+        assert.deepEqual(w.structuredContent, { path: 'sales.csv', bytes: SALES.length });
+        const code = "import pandas as pd\nimport matplotlib.pyplot as plt\n" +
+          "df = pd.read_csv('sales.csv')\n" +
+          "g = df.groupby('region')['amount'].sum().reset_index()\n" +
+          "g.to_csv('by_region.csv', index=False)\n" +
+          "g.plot(kind='bar', x='region', y='amount')\nplt.savefig('chart.png')\ng";
+        const r = await call(c, client, { name: 'run_python', arguments: { code, session: session_id } }, { timeout: 60000 });
+        assert.equal(r.isError, false, text(r));
+        assert.deepEqual(r.structuredContent.value, [
+          { region: 'east', amount: 3 }, { region: 'north', amount: 17 }, { region: 'south', amount: 6 }]);
+        // the chart as an image content item (the figure left open) ...
+        const img = r.content.find((b) => b.type === 'image');
+        assert.equal(img.mimeType, 'image/png');
+        const magic = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+        assert.deepEqual([...Buffer.from(img.data, 'base64').subarray(0, 8)], magic);
+        // ... and the files the code wrote, listed, linked (2025-06-18 and later) and readable
+        const files = r.structuredContent.files;
+        assert.deepEqual(files.map((f) => [f.path, f.mime, f.change]), [
+          ['by_region.csv', 'text/csv', 'created'], ['chart.png', 'image/png', 'created']]);
+        assert.equal(files[0].size, BY_REGION.length);
+        const chartUri = `tidepool://sessions/${session_id}/files/chart.png`;
+        const csvUri = `tidepool://sessions/${session_id}/files/by_region.csv`;
+        const links = r.content.filter((b) => b.type === 'resource_link').map((b) => b.uri);
+        const linked = !['2024-11-05', '2025-03-26'].includes(c.rev);
+        assert.deepEqual(links, linked ? [csvUri, chartUri] : []);
+        const embedded = r.content.filter((b) => b.type === 'resource').map((b) => b.resource);
+        assert.deepEqual(embedded.find((x) => x.uri === csvUri), { uri: csvUri, mimeType: 'text/csv', text: BY_REGION });
+        const png = await client.readResource({ uri: chartUri });
+        assert.equal(png.contents[0].mimeType, 'image/png');
+        const bytes = Buffer.from(png.contents[0].blob, 'base64');
+        assert.deepEqual([...bytes.subarray(0, 8)], magic);
+        assert.equal(bytes.length, files[1].size);
+        const back = await call(c, client, { name: 'read_file', arguments: { session_id, path: 'by_region.csv' } });
+        assert.deepEqual(back.structuredContent, { path: 'by_region.csv', bytes: BY_REGION.length, text: BY_REGION });
+      } finally {
+        await client.close();
+      }
+    });
+  }
+});
+
 // The same clients over MCP's Streamable HTTP transport (--listen
 // http://127.0.0.1:0; docs/clients.md, HTTP): one tidepool serves them all,
 // each an MCP session of its own (or, pinned to the stateless revision, a

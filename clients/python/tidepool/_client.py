@@ -139,7 +139,7 @@ class Execution:
     tidepool sent it)."""
 
     __slots__ = ("raw", "ok", "value", "value_repr", "stdout", "stderr", "error", "usage",
-                 "truncated", "session_id", "session_lost", "images")
+                 "truncated", "session_id", "session_lost", "images", "files")
 
     def __init__(self, raw, lang):
         self.raw = raw
@@ -158,6 +158,9 @@ class Execution:
         self.session_lost = bool(raw.get("session_lost"))
         self.images = [Image(i.get("mime"), base64.b64decode(i.get("data", "")))
                        for i in raw.get("images") or ()]
+        # In a session: the files the code created, modified or deleted ({path, size,
+        # mime, change}); get_file reads one.
+        self.files = list(raw.get("files") or ())
 
     @property
     def text(self):
