@@ -46,9 +46,10 @@ static void make_ok_reply(void)
 }
 
 /* An ok reply whose value is the text given, which need not be JSON. After the
- * value, version 6 has TAIL bytes: an absent text (a length word), its cut flag
- * and the image count, kept as the encoder wrote them. */
-#define TAIL 9u
+ * value, version 7 has TAIL bytes: an absent text (a length word), its cut flag,
+ * the image count and an absent nonfinite (a length word), kept as the encoder
+ * wrote them. */
+#define TAIL 13u
 static char *reply_with_value_text(const char *text, size_t n, size_t *len)
 {
 	struct tp_reply r = { .seq = g_seq, .ok = 1, .value = json_null() };
