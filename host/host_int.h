@@ -181,6 +181,9 @@ struct worker {
 	 * time then, read from the kernel; -1 while it runs an exec or has never
 	 * replied (nothing of the client's has run in it yet). */
 	double idle_cpu_ms;
+	/* ... it replied before the zygote told its pid: the watch starts when
+	 * the pid comes (tp_sess_worker_born), and no exec is handed over before. */
+	int idle_unborn;
 	/* A session's exec whose hard RLIMIT_CPU the host could not set (no
 	 * CAP_SYS_RESOURCE, pool.c): the worker CPU time at which the host kills
 	 * it instead (0: none), and when it reads that time next. */
@@ -572,6 +575,9 @@ int tp_sess_worker_idle(const struct worker *w);
 /* An idle session's worker may be handed its next exec now: it sleeps (state
  * S in /proc/PID/stat) or has never run the client's code. */
 int tp_sess_worker_waiting(const struct worker *w);
+/* The zygote told w's pid: a session's worker that replied before it is
+ * watched from now. */
+void tp_sess_worker_born(struct worker *w);
 /* Reads the CPU time of idle sessions' workers (those due at now; and those
  * with an exec waiting, or all) and ends each session whose worker ran while
  * idle, answering its queued execs crashed. */

@@ -644,6 +644,8 @@ void tp_pool_read_zygote(struct tp_host *h, struct zygote *z)
 			kill(pid, SIGKILL);
 		else if (w->stop_pending && w->exec != NULL)
 			tp_pool_stop_worker(h, w);
+		else if (w->sess != NULL)
+			tp_sess_worker_born(w);
 		take_early_exit(h, w);
 	}
 }

@@ -476,8 +476,11 @@ void tp_sess_exec_done(struct tp_host *h, struct worker *w)
 		tp_reply_free(w->reply);
 	free(w->reply);
 	w->reply = NULL;
-	/* Idle from here, as far as the kernel says: the watch starts now. */
+	/* Idle from here, as far as the kernel says: the watch starts now, or,
+	 * for a worker whose pid the zygote has not told yet (its reply came
+	 * first: it can on a loaded machine), when the pid comes. */
 	char state;
+	w->idle_unborn = w->pid <= 0;
 	if (w->pid <= 0 || tp_proc_stat(w->pid, &state, &w->idle_cpu_ms) != 0)
 		w->idle_cpu_ms = -1; /* gone: its exit is reaped */
 	s->next_watch = s->last_used + IDLE_WATCH_MS;
@@ -524,11 +527,30 @@ int tp_sess_worker_waiting(const struct worker *w)
 	double cpu;
 	if (!tp_sess_worker_idle(w))
 		return 0;
+	/* Replied before its pid was told: not watchable yet, so not handed
+	 * anything (the pid comes on the zygote's channel, which wakes the loop). */
+	if (w->idle_unborn)
+		return 0;
 	/* Not yet born, or fresh from the zygote (its lockdown may still run):
 	 * nothing of the client's has run in it. */
 	if (w->pid <= 0 || w->idle_cpu_ms < 0)
 		return 1;
 	return tp_proc_stat(w->pid, &state, &cpu) == 0 && state == 'S';
+}
+
+void tp_sess_worker_born(struct worker *w)
+{
+	char state;
+	if (!w->idle_unborn)
+		return;
+	w->idle_unborn = 0;
+	if (!tp_sess_worker_idle(w) || tp_proc_stat(w->pid, &state, &w->idle_cpu_ms) != 0) {
+		w->idle_cpu_ms = -1; /* gone: its exit is reaped */
+		return;
+	}
+	/* What it ran between its reply and now counts as the exec's: that is
+	 * one pass of the host's loop. */
+	w->sess->next_watch = tp_now_ms() + IDLE_WATCH_MS;
 }
 
 #define IDLE_SPIN_WHY                                                                              \

@@ -22,6 +22,7 @@
 
 #include "frame.h"
 #include "msg.h"
+#include "policy.h"
 #include "host.h"
 #include "shm.h"
 #include "spawn.h"
@@ -503,6 +504,8 @@ static _Noreturn void fake_worker(int chan, int shm_fd, uint32_t area)
 
 /* ---- fake zygote: the real control protocol (docs/worker-protocol.md) ----------- */
 
+#define LATE_PID_MS 1500
+
 static int fake_zygote(void)
 {
 	int chan, shm;
@@ -510,6 +513,18 @@ static int fake_zygote(void)
 	uint32_t area;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_NAME, "tp-zygote");
+	/* Under the policy 'permissive' each worker's pid is told LATE_PID_MS
+	 * after its fork, so its reply can reach the host before its pid does (as
+	 * it can on a loaded machine). The zygote has no environment: the policy
+	 * the host hands it is how a test chooses. */
+	long late_ms = 0;
+	char buf[1 << 16];
+	ssize_t n = read(TP_ZYGOTE_POLICY_FD, buf, sizeof buf);
+	struct tp_err err = { 0 };
+	struct tp_policy *policy = n > 0 ? tp_policy_from_wire(buf, (size_t)n, &err) : NULL;
+	if (policy != NULL && strcmp(policy->name, "permissive") == 0)
+		late_ms = LATE_PID_MS;
+	tp_policy_free(policy);
 	int ws;
 	while (tp_spawn_recv(CTL_FD, &chan, &shm, &area, &kind, &ws) == 1) {
 		pid_t pid = tp_zygote_clone_worker();
@@ -519,6 +534,8 @@ static int fake_zygote(void)
 		}
 		close(chan);
 		close(shm);
+		if (late_ms > 0 && pid > 0)
+			poll(NULL, 0, (int)late_ms);
 		if (tp_spawn_send_pid(CTL_FD, pid < 0 ? -errno : pid) != 0)
 			return 1;
 	}

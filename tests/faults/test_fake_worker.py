@@ -270,6 +270,46 @@ def test_session_worker_running_after_reply_is_ended_while_idle(fake):
     assert sexec(fake, honest, "ok")["ok"] is True
 
 
+def open_late_session(h):
+    """A session whose worker's pid the fake zygote tells 1.5 s after its fork
+    (under 'permissive': fake_tidepool.c, LATE_PID_MS), so the worker's first
+    reply reaches the host before its pid does."""
+    r = h.call("sandbox/session/open", {"lang": "lua", "policy": "permissive"})
+    assert "result" in r, r
+    return r["result"]["session_id"]
+
+
+def test_session_worker_that_replies_before_its_pid_is_told_is_watched_from_the_pid(fake):
+    sid = open_late_session(fake)
+    pid = spinner(fake, sid)
+    # Its reply came first: the watch starts when the pid comes.
+    assert gone_within(pid, 8), f"worker {pid} still runs"
+    e = fake.call("sandbox/exec", {"session_id": sid, "code": "ok"})
+    assert e["error"]["code"] == NO_SESSION, e
+    assert e["error"]["message"] == f"session '{sid}' has ended: {IDLE_SPIN}", e
+
+
+def test_session_exec_waits_for_the_pid_of_a_worker_that_replied_before_it(fake):
+    sid = open_late_session(fake)
+    pid = spinner(fake, sid)
+    # The next exec at once: not handed to a worker the host cannot watch yet
+    # (the spinner would answer it ok).
+    r = sexec(fake, sid, "ok")
+    assert r["ok"] is False, r
+    assert (r["error"]["kind"], r["error"]["layer"]) == ("crashed", "process"), r
+    assert r["error"]["message"] == IDLE_SPIN, r
+    assert r["session_lost"] is True, r
+    assert gone_within(pid, 5), f"worker {pid} still runs"
+
+
+def test_session_worker_that_replies_before_its_pid_is_told_serves_on_when_honest(fake):
+    sid = open_late_session(fake)
+    for _ in range(3):
+        r = sexec(fake, sid, "ok")
+        assert r["ok"] is True and r["value"] == 1 and r["session_lost"] is False, r
+    assert listed(fake)[sid]["execs"] == 3
+
+
 def may_raise_hard_limits():
     """The host (run as this user) holds CAP_SYS_RESOURCE: it can set a worker's hard
     RLIMIT_CPU before each exec (and raise it for the next)."""
