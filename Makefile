@@ -24,6 +24,7 @@ SRC_DIRS  := common host sandbox lua-sandbox py-sandbox
 DEB_PKGS  := gcc make pkg-config liblua5.4-dev lua5.4 libseccomp-dev libjansson-dev \
              libpython3.11-dev libpython3-dev python3.11 python3 python3-pytest clang libclang-rt-14-dev \
              clang-format groff-base python3-numpy python3-pandas python3-matplotlib \
+             python3-openpyxl python3-defusedxml \
              python3-tabulate tzdata python3-venv python3-wheel-whl logrotate \
              libmicrohttpd-dev python3-prometheus-client haproxy
 # Only `make browser` needs these (installed by it, the same way, when missing).

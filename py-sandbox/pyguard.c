@@ -399,7 +399,8 @@ int tp_py_caller_stdlib_file(void)
 
 /* The innermost Python frame is a data package's own code (numpy, pandas,
  * matplotlib under DIST_PACKAGES: the zygote loaded them for a policy that
- * offers them) running in the namespace of a module the zygote loaded. Such
+ * offers them, and openpyxl behind pandas' Excel: tp_py_data_code) running in
+ * the namespace of a module the zygote loaded. Such
  * code may use __import__ (its imports inside functions, from sys.modules: every
  * module is already loaded, and a real import still trips the audit hook) and
  * locals() (its own frame's) only (pyshimfns.c, gate_call), and of the
@@ -413,9 +414,9 @@ int tp_py_caller_data_package(void)
 	PyFrameObject *f = PyEval_GetFrame(); /* borrowed */
 
 	if (data[0] == NULL)
-		for (int i = 0; i < 7 && tp_py_data_modules[i] != NULL; i++) {
+		for (int i = 0; i < 7 && tp_py_data_code[i] != NULL; i++) {
 			snprintf(dirs[i], sizeof dirs[i], "%s/%s/", DIST_PACKAGES,
-				 tp_py_data_modules[i]);
+				 tp_py_data_code[i]);
 			data[i] = dirs[i];
 		}
 	return f != NULL && frame_in(f, data);

@@ -50,6 +50,8 @@ extern int tp_py_kernel_only;              /* kernel-only mode (pykernel.c) */
 uint64_t tp_py_file_limit(const char **which);
 /* The catalog modules that live in DIST_PACKAGES. */
 extern const char *const tp_py_data_modules[];
+/* ... and the packages whose code is a data package's (pyguard.c). */
+extern const char *const tp_py_data_code[];
 extern int tp_py_attr_armed; /* the attribute guard is installed */
 extern PyObject *tp_py_deny; /* frozenset of str: the denied names */
 int tp_py_attr_denied(PyObject *name);

@@ -38,6 +38,12 @@ uint64_t tp_py_file_limit(const char **which)
 }
 
 const char *const tp_py_data_modules[] = { "numpy", "pandas", "matplotlib", NULL };
+/* The packages whose code counts as a data package's (tp_py_caller_data_package):
+ * the data modules and the Excel reader pandas calls (openpyxl, whose
+ * descriptors keep their values in the instance's __dict__, its writer, and the
+ * XML parser it reads with, which imports inside its functions). At most 7. */
+const char *const tp_py_data_code[] = { "numpy",      "pandas",     "matplotlib", "openpyxl",
+					"et_xmlfile", "defusedxml", NULL };
 
 /* ---- what the attribute guard recorded in the zygote -------------------------------- */
 

@@ -928,10 +928,15 @@ def _data_method_guard(cls, cname, name):
 # storage_options (remote file systems), compression, memory maps and engines
 # that would load native code the zygote did not are refused, in or out of a
 # session. Without a workspace (a one-shot exec) a path is refused.
-_PD_READ = ('read_csv', 'read_table', 'read_json')
-_PD_WRITE = ('to_csv', 'to_json')
-_PD_FILE_KEYS = ('filepath_or_buffer', 'path_or_buf')
-_PD_ENGINES = ('c', 'python')  # read_csv's own parsers (pyarrow: not installed)
+_PD_READ = ('read_csv', 'read_table', 'read_json', 'read_excel')
+_PD_WRITE = ('to_csv', 'to_json', 'to_excel')
+_PD_FILE_KEYS = ('filepath_or_buffer', 'path_or_buf', 'io', 'excel_writer')
+# The engines each may name: read_csv's own parsers (pyarrow: not installed);
+# Excel's openpyxl (Debian's python3-openpyxl, loaded by the zygote, its lxml
+# switched off: the standard library's XML parser reads the sheets).
+_PD_ENGINES = {'read_excel': ('openpyxl',), 'to_excel': ('openpyxl',)}
+_PD_CSV_ENGINES = ('c', 'python')
+EXCEL = False  # openpyxl loaded by the zygote: read_excel/to_excel offered
 _COMPRESSED = ('.gz', '.bz2', '.zip', '.xz', '.zst', '.tar', '.tgz', '.tbz', '.tbz2', '.txz')
 _MPL_FORMATS = ('png', 'svg', 'pdf')  # what the Agg canvas writes with the zygote's code
 _MEMORY = ()  # the in-memory streams a function writes to as it is: set by _data_init()
@@ -988,8 +993,11 @@ def _data_options(qual, shown, path, kwargs, write):
     if kwargs.get('memory_map'):
         no('memory_map maps the file into memory', 'no memory maps')
     eng = kwargs.get('engine')
-    if eng is not None and not (type(eng) is str and eng in _PD_ENGINES):
-        no('engine %r is not available' % (eng,), "the C and Python parsers only")
+    ok = _PD_ENGINES.get(qual.rpartition('.')[2], _PD_CSV_ENGINES)
+    if eng is not None and not (type(eng) is str and eng in ok):
+        no('engine %r is not available' % (eng,),
+           'engine %s only' % ' or '.join(repr(e) for e in ok) if len(ok) == 1 else
+           'the C and Python parsers only')
 
 
 def _data_read(path):
@@ -1041,10 +1049,12 @@ def _pd_writer(cls, cname, name):
     """DataFrame/Series .to_csv, .to_json: a path written in the workspace."""
     orig, qual = getattr(cls, name), '%s.%s' % (cname, name)
 
+    keyname = 'excel_writer' if name == 'to_excel' else 'path_or_buf'
+
     def write(self, *args, **kwargs):
         key = None
         if not args:
-            key = 'path_or_buf' if 'path_or_buf' in kwargs else None
+            key = keyname if keyname in kwargs else None
             if key is None:
                 return orig(self, *args, **kwargs)
         v = args[0] if key is None else kwargs[key]
@@ -1244,6 +1254,10 @@ def _pandas_facade():
     for why, names in _PD_NEVER.items():
         for n in names:
             never[n] = why
+    if EXCEL:
+        del never['read_excel']
+    else:
+        never['read_excel'] = never['to_excel'] = 'no Excel reader installed (python3-openpyxl)'
     for k in list(f.__dict__):
         if k in never:
             f.__dict__[k] = _data_refuser('pandas.' + k, never[k])
@@ -1258,6 +1272,8 @@ def _pandas_facade():
     # (DataFrame.style needs jinja2, which Debian's pandas does not pull in.)
     for cls, cname in ((pd.DataFrame, 'DataFrame'), (pd.Series, 'Series')):
         for name in _PD_TO:
+            if name in never:
+                continue
             if FILES and name in _PD_WRITE:
                 _pd_writer(cls, cname, name)
             elif hasattr(cls, name):
@@ -1498,6 +1514,49 @@ def _mpl_pdf_fonts(fonts):
     pdfps.get_glyphs_subset = get_glyphs_subset
 
 
+def _openpyxl_in_memory():
+    # openpyxl writes each worksheet to a temporary file (tempfile, under
+    # /tmp), then copies it into the archive by its name: a worker has no /tmp
+    # (Landlock) and opens no file but the shim's. Here each sheet is written
+    # to an io.BytesIO and copied into the archive from its bytes, and nothing
+    # is left to remove.
+    import io
+    w = sys.modules['openpyxl.worksheet._writer']
+    x = sys.modules['openpyxl.writer.excel']
+    BytesIO = io.BytesIO
+
+    def create_temporary_file(suffix=''):
+        return BytesIO()
+    vars(w)['create_temporary_file'] = create_temporary_file
+    real_cleanup = w.WorksheetWriter.cleanup
+
+    def cleanup(self):
+        if not isinstance(self.out, BytesIO):
+            real_cleanup(self)
+    w.WorksheetWriter.cleanup = cleanup
+
+    class Archive:  # ZipFile.write(name) for a sheet in memory: writestr of its bytes
+        __slots__ = ('zf',)
+
+        def __init__(self, zf):
+            self.zf = zf
+
+        def write(self, out, arcname):
+            if isinstance(out, BytesIO):
+                return self.zf.writestr(arcname, out.getvalue())
+            return self.zf.write(out, arcname)
+    real_ws = x.ExcelWriter.write_worksheet
+
+    def write_worksheet(self, ws):
+        zf = self._archive
+        self._archive = Archive(zf)
+        try:
+            return real_ws(self, ws)
+        finally:
+            self._archive = zf
+    x.ExcelWriter.write_worksheet = write_worksheet
+
+
 def _data_warm():
     # What common snippets reach lazily (pandas and matplotlib import inside
     # functions; a worker cannot load a module): done once here.
@@ -1516,6 +1575,10 @@ def _data_warm():
         df.rolling(3).mean(numeric_only=True), df.corr(numeric_only=True), df.to_html()
         pd.concat([df, df]).drop_duplicates().fillna(0).value_counts()
         df.set_index('k').stack()
+        if EXCEL:
+            b = io.BytesIO()
+            df.to_excel(b, index=False)
+            pd.read_excel(io.BytesIO(b.getvalue()))
         if 'tabulate' in sys.modules:
             df.head().to_markdown()
     if 'matplotlib.pyplot' in sys.modules:
@@ -1591,6 +1654,34 @@ def _data_init():
             importlib.import_module('tabulate')
         except ImportError:
             pass
+        global EXCEL
+        # Excel through openpyxl (python3-openpyxl), if there, with the standard
+        # library's XML parser: never lxml, a second native XML library (and
+        # one that can fetch), whether or not the machine has it.
+        # openpyxl imports lxml and defusedxml when a machine has them, before
+        # it reads OPENPYXL_LXML and OPENPYXL_DEFUSEDXML: a None in sys.modules
+        # keeps them out of the zygote (unless PIL loaded defusedxml: then the
+        # variable decides), so every machine parses sheets the same way, with the C
+        # ElementTree over expat (whose amplification limits stop entity
+        # bombs). defusedxml would parse with a second, pure-Python copy of
+        # ElementTree that is in no module the zygote loaded.
+        env = importlib.import_module('os').environ
+        env['OPENPYXL_LXML'] = env['OPENPYXL_DEFUSEDXML'] = 'False'
+        held = [m for m in ('lxml', 'defusedxml') if m not in sys.modules]
+        for m in held:
+            sys.modules[m] = None
+        try:
+            importlib.import_module('openpyxl')
+            importlib.import_module('pandas.io.excel._openpyxl')
+            x = sys.modules['openpyxl'].xml
+            EXCEL = not x.LXML and not x.DEFUSEDXML
+        except ImportError:
+            pass
+        finally:
+            for m in held:
+                del sys.modules[m]
+        if EXCEL:
+            _openpyxl_in_memory()
     if 'matplotlib' in want:
         importlib.import_module('matplotlib').use('Agg')
         importlib.import_module('matplotlib.pyplot')
@@ -2136,6 +2227,11 @@ def _stdlib_literals():
             acc.update(x for x in v.values() if type(x) is str)
         elif t is types.FunctionType:
             names_of(v.__code__, acc)
+            # A decorated function of its own (contextlib.contextmanager's
+            # helper around ElementTree._get_writer): the code it wraps.
+            w = v.__dict__.get('__wrapped__')
+            if type(w) is types.FunctionType and _real_getattr(w, '__module__', None) == mod_name:
+                walk(w, acc, seen, depth + 1)
         elif t in (staticmethod, classmethod):
             walk(v.__func__, acc, seen, depth + 1)
         elif t is property:

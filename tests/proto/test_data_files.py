@@ -17,6 +17,14 @@ import tempfile
 import numpy
 import pytest
 
+try:
+    import openpyxl  # noqa: F401  (Debian's python3-openpyxl: make deps installs it)
+    EXCEL = True
+except ImportError:
+    EXCEL = False
+needs_excel = pytest.mark.skipif(not EXCEL, reason="python3-openpyxl is not installed "
+                                 "(make deps installs it)")
+
 from conftest import PV, Host, needs_data, needs_landlock, ok, said
 
 pytestmark = [needs_data, needs_landlock]
@@ -157,6 +165,87 @@ def test_reads_take_paths_files_and_text(s):
        [[1, 2], [1, 2]])
 
 
+def _workbook(sheets):
+    """An .xlsx of {sheet name: DataFrame}, made by Debian's openpyxl here."""
+    import io
+    import pandas
+    b = io.BytesIO()
+    with pandas.ExcelWriter(b, engine="openpyxl") as w:
+        for name, df in sheets.items():
+            df.to_excel(w, sheet_name=name, index=False)
+    return b.getvalue()
+
+
+@needs_excel
+def test_excel_in_and_out(s):
+    import io
+    import pandas
+    s.put("book.xlsx", _workbook({
+        "sales": pandas.DataFrame({"region": ["N", "S", "N"], "amount": [10, 5, 7]}),
+        "notes": pandas.DataFrame({"note": ["ok"]})}))
+    r = s.ex("import pandas as pd\n"
+             "book = pd.read_excel('book.xlsx', sheet_name=None)\n"
+             "t = book['sales'].groupby('region', as_index=False)['amount'].sum()\n"
+             "t.to_excel('totals.xlsx', sheet_name='totals', index=False)\n"
+             "[sorted(book), pd.read_excel('book.xlsx', sheet_name='notes').note.tolist(),\n"
+             " pd.read_excel('totals.xlsx').to_dict('records')]")
+    ok(r, [["notes", "sales"], ["ok"],
+           [{"region": "N", "amount": 17}, {"region": "S", "amount": 5}]])
+    assert r["files"] == [{"path": "totals.xlsx", "size": len(s.get("totals.xlsx")),
+                           "mime": "application/vnd.openxmlformats-officedocument."
+                                   "spreadsheetml.sheet", "change": "created"}], r
+    # What the snippet wrote is a workbook any reader opens: its sheet and rows.
+    back = pandas.read_excel(io.BytesIO(s.get("totals.xlsx")), sheet_name=None)
+    assert list(back) == ["totals"]
+    assert back["totals"].to_dict("records") == [{"region": "N", "amount": 17},
+                                                 {"region": "S", "amount": 5}]
+    assert s.files() == ["book.xlsx", "sales.csv", "totals.xlsx"]
+
+
+@needs_excel
+def test_an_entity_bomb_in_a_workbook_is_the_parsers_error(s):
+    """A sheet whose XML expands entities a billion-fold: expat's amplification
+    limit stops it (the sheets are read by the C ElementTree over expat, never
+    lxml), as the snippet's runtime error, within its memory."""
+    import io
+    import zipfile
+    import pandas
+    book = _workbook({"s": pandas.DataFrame({"a": [1]})})
+    ents = '<!ENTITY l0 "lol">' + "".join(
+        '<!ENTITY l%d "%s">' % (i, ("&l%d;" % (i - 1)) * 10) for i in range(1, 10))
+    sheet = ('<?xml version="1.0"?><!DOCTYPE lolz [%s]><worksheet xmlns="http://schemas.'
+             'openxmlformats.org/spreadsheetml/2006/main"><sheetData><row r="1"><c r="A1" '
+             't="inlineStr"><is><t>&l9;</t></is></c></row></sheetData></worksheet>' % ents)
+    zin, out = zipfile.ZipFile(io.BytesIO(book)), io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zout:
+        for it in zin.infolist():
+            data = zin.read(it.filename)
+            zout.writestr(it, sheet.encode() if it.filename == "xl/worksheets/sheet1.xml"
+                          else data)
+    s.put("bomb.xlsx", out.getvalue())
+    r = s.ex("import pandas as pd\npd.read_excel('bomb.xlsx')")
+    assert r["ok"] is False, r
+    e = r["error"]
+    assert (e["kind"], e["layer"], e["type"]) == ("runtime_error", "language", "ParseError"), r
+    assert e["message"].startswith("limit on input amplification factor (from DTD and "
+                                   "entities) breached"), r
+    assert r["usage"]["memory_peak_bytes"] < 256 << 20, r
+
+
+@needs_excel
+def test_excel_without_a_workspace_is_in_memory_only(host):
+    r = host.call("sandbox/exec", {"lang": "python", "policy": "data", "code":
+                  "import io, pandas as pd\n"
+                  "b = io.BytesIO()\n"
+                  "pd.DataFrame({'a': [1, 2]}).to_excel(b, index=False)\n"
+                  "pd.read_excel(io.BytesIO(b.getvalue())).a.tolist()"}, timeout=90)
+    ok(r["result"], [1, 2])
+    r = host.call("sandbox/exec", {"lang": "python", "policy": "data",
+                                   "code": "import pandas as pd\npd.read_excel('b.xlsx')"})
+    refused(r["result"], "pandas.read_excel('b.xlsx') %s" % NO_WS, "filesystem.read",
+            "b.xlsx")
+
+
 def test_numpy_npy_round_trip_without_pickle(s):
     ok(s.ex("import numpy as np\n"
             "np.save('a.npy', np.arange(6).reshape(2, 3))\n"
@@ -208,6 +297,8 @@ READS = [
     ("pandas.read_csv", "import pandas as pd\npd.read_csv({p!r})"),
     ("pandas.read_json", "import pandas as pd\npd.read_json({p!r})"),
     ("numpy.load", "import numpy as np\nnp.load({p!r})"),
+    pytest.param("pandas.read_excel", "import pandas as pd\npd.read_excel({p!r})",
+                 marks=needs_excel),
 ]
 WRITES = [
     ("DataFrame.to_csv", "import pandas as pd\npd.DataFrame({{'a': [1]}}).to_csv({p!r})"),
@@ -216,6 +307,9 @@ WRITES = [
     ("matplotlib.pyplot.savefig", "import matplotlib.pyplot as plt\nplt.plot([1])\n"
                                   "plt.savefig({p!r})"),
     ("Figure.savefig", "import matplotlib.pyplot as plt\nplt.figure().savefig({p!r})"),
+    pytest.param("DataFrame.to_excel",
+                 "import pandas as pd\npd.DataFrame({{'a': [1]}}).to_excel({p!r})",
+                 marks=needs_excel),
 ]
 
 
@@ -232,14 +326,18 @@ def _outside_paths(s, outside):
     ]
 
 
-@pytest.mark.parametrize("qual,code", READS, ids=[q for q, _ in READS])
+def _ids(cases):
+    return [c.values[0] if hasattr(c, "values") else c[0] for c in cases]
+
+
+@pytest.mark.parametrize("qual,code", READS, ids=_ids(READS))
 def test_reads_outside_the_workspace_are_refused(s, outside, qual, code):
     for p, norm in _outside_paths(s, outside):
         refused(s.ex(code.format(p=p)), "%s(%r) is refused: outside the policy's file grants "
                 "(policy data)" % (qual, p), "filesystem.read", norm)
 
 
-@pytest.mark.parametrize("qual,code", WRITES, ids=[q for q, _ in WRITES])
+@pytest.mark.parametrize("qual,code", WRITES, ids=_ids(WRITES))
 def test_writes_outside_the_workspace_are_refused(s, outside, qual, code):
     for p, norm in _outside_paths(s, outside):
         if qual == "numpy.save":
@@ -287,10 +385,21 @@ OPTIONS = [
     ("pd.DataFrame({'a': [1]}).to_json('o.json', storage_options={})",
      "DataFrame.to_json('o.json')",
      "storage_options name a remote file system (policy data: no network)", "write"),
+    pytest.param("pd.read_excel('sales.xlsx', engine='xlrd')", "pandas.read_excel('sales.xlsx')",
+                 "engine 'xlrd' is not available (policy data: engine 'openpyxl' only)",
+                 "read", marks=needs_excel),
+    pytest.param("pd.read_excel('sales.xlsx', storage_options={})",
+                 "pandas.read_excel('sales.xlsx')",
+                 "storage_options name a remote file system (policy data: no network)", "read",
+                 marks=needs_excel),
+    pytest.param("pd.DataFrame({'a': [1]}).to_excel('o.xlsx', engine='xlsxwriter')",
+                 "DataFrame.to_excel('o.xlsx')",
+                 "engine 'xlsxwriter' is not available (policy data: engine 'openpyxl' only)",
+                 "write", marks=needs_excel),
 ]
 
 
-@pytest.mark.parametrize("code,call,why,rw", OPTIONS, ids=[c for c, _, _, _ in OPTIONS])
+@pytest.mark.parametrize("code,call,why,rw", OPTIONS, ids=_ids(OPTIONS))
 def test_remote_compressed_mapped_and_native_options_are_refused(s, code, call, why, rw):
     path = call.split("'")[1]
     refused(s.ex("import pandas as pd\n" + code), "%s is refused: %s" % (call, why),
