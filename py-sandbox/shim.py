@@ -1405,7 +1405,14 @@ def _rich(v, result_bytes):
         except ValueError:
             return None, text
     if isinstance(v.columns, pd.MultiIndex):
-        return None, text
+        # A column per tuple of levels, its name the levels joined by '.' (as
+        # pandas.json_normalize names nested keys), empty levels left out:
+        # agg({'v': ['sum', 'mean']}) gives 'v.sum', 'v.mean', and a reset
+        # index ('k', '') 'k'. Names that would collide: the text alone.
+        names = ['.'.join(str(p) for p in c if not (p is None or p == '')) for c in v.columns]
+        if len(set(names)) != len(names):
+            return None, text
+        v = v.set_axis(names, axis=1)
     return [{k: _cell(x, pd, np) for k, x in r.items()} for r in v.to_dict('records')], text
 
 

@@ -207,12 +207,30 @@ def test_a_frame_too_big_for_result_bytes_comes_as_its_text(host):
 
 
 @needs_data
-def test_multiindex_columns_come_as_text(host):
-    code = GROUPBY + "df.groupby('k').agg({'v': ['sum', 'mean']})"
-    res = run(host, code, policy="data")
+def test_multiindex_columns_come_as_records_with_dotted_names(host):
+    """A column per tuple of levels, named by its levels joined with '.' (as
+    pandas.json_normalize names nested keys), empty levels left out."""
+    expr = "df.groupby('k').agg({'v': ['sum', 'mean']})"
+    res = run(host, GROUPBY + expr, policy="data")
+    assert res["ok"] is True and "value_repr" not in res, res
+    assert res["value"] == [{"k": "a", "v.sum": 4, "v.mean": 2.0},
+                            {"k": "b", "v.sum": 2, "v.mean": 2.0},
+                            {"k": "c", "v.sum": 5, "v.mean": 5.0}], res
+    assert res["text"] == cpython_repr(GROUPBY, expr), res
+    # a MultiIndex on both axes: the index's levels are columns, then the tuples'
+    expr = "df.assign(j=[1, 1, 2, 2]).groupby(['k', 'j']).agg({'v': ['sum']})"
+    res = run(host, GROUPBY + expr, policy="data")
+    assert res["value"] == [{"k": "a", "j": 1, "v.sum": 1}, {"k": "a", "j": 2, "v.sum": 3},
+                            {"k": "b", "j": 1, "v.sum": 2}, {"k": "c", "j": 2, "v.sum": 5}], res
+
+
+@needs_data
+def test_multiindex_columns_whose_names_collide_come_as_text(host):
+    expr = ("pd.DataFrame([[1, 2]], columns=pd.MultiIndex.from_tuples("
+            "[('a', 'b.c'), ('a.b', 'c')]))")
+    res = run(host, GROUPBY + expr, policy="data")
     assert res["ok"] is True and res["value_repr"] is True, res
-    assert res["value"] == res["text"] == cpython_repr(
-        GROUPBY, "df.groupby('k').agg({'v': ['sum', 'mean']})"), res
+    assert res["value"] == res["text"] == cpython_repr(GROUPBY, expr), res
 
 
 @needs_data
