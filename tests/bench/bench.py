@@ -393,17 +393,46 @@ def b2b_section(c):
 
 
 # ---- CPU and faults ------------------------------------------------------------
+def oncpu_s(pid):
+    """Seconds a live process has run, all its threads (schedstat's first field:
+    the scheduler's own nanoseconds, not ticks), or 0 when it is gone."""
+    total = 0
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                total += int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return total / 1e9
+
+
+def zygotes_of(host_pid):
+    out = []
+    for k in host_children(host_pid):
+        try:
+            with open(f"/proc/{k}/comm") as f:
+                if f.read().strip() == "tp-zygote":
+                    out.append(k)
+        except OSError:
+            pass
+    return out
+
+
 def tree_usage(mode, n):
-    """(user s, system s, minor faults) of a whole host tree that ran n execs and
-    exited: the host reaps its zygotes and workers, so wait4 on it has them all."""
+    """(user s, system s, minor faults, host s, zygotes s) of a whole host tree
+    that ran n execs and exited: the host reaps its zygotes and workers, so wait4
+    on it has them all. The host's and the zygotes' own CPU are read (schedstat)
+    after the last exec, before it exits; the workers' is the rest."""
     c = Client()
     p = exec_params(mode)
     for _ in range(n):
         check_value(c.call(p), mode)
+    host_s = oncpu_s(c.p.pid)
+    zyg_s = sum(oncpu_s(z) for z in zygotes_of(c.p.pid))
     c.p.stdin.close()
     _, status, ru = os.wait4(c.p.pid, 0)
     c.p.returncode = os.waitstatus_to_exitcode(status)
-    return ru.ru_utime, ru.ru_stime, ru.ru_minflt
+    return ru.ru_utime, ru.ru_stime, ru.ru_minflt, host_s, zyg_s
 
 
 def spawn_usage(argv, n):
@@ -443,8 +472,9 @@ def cpu_section():
             a = tree_usage(m, k)
             b = tree_usage(m, k + n)
             per.append([(y - x) / n for x, y in zip(a, b)])
-        u, s_, f = (med([p[i] for p in per]) for i in range(3))
+        u, s_, f, hs, zs = (med([p[i] for p in per]) for i in range(5))
         tot = med([p[0] + p[1] for p in per])
+        ws = med([p[0] + p[1] - p[3] - p[4] for p in per])
         ref = py if m[2] == "python" else lua
         ratio = tot / ref[2]
         RESULTS["cpu/" + m[0]] = ratio
@@ -452,6 +482,8 @@ def cpu_section():
         print(f"  {m[1] + ' exec':<21} user {u * 1e3:6.3f} ms  sys {s_ * 1e3:6.3f} ms  "
               f"total {tot * 1e3:6.3f} ms  faults {f:6.1f}   CPU {ratio:5.2f}×, faults "
               f"{f / ref[3]:5.2f}× a {'python3.11' if m[2] == 'python' else 'lua5.4'} spawn{goal}")
+        print(f"  {'':<21} of which host {hs * 1e3:6.3f} ms, zygote {zs * 1e3:6.3f} ms "
+              f"(the fork), workers {ws * 1e3:6.3f} ms (start to exit)")
 
 
 # ---- compute -------------------------------------------------------------------
