@@ -68,17 +68,27 @@ int tp_ws_setup(struct tp_host *h, struct tp_err *err)
 
 /* Everything beneath dirfd, never following a link. A directory deeper than
  * REMOVE_DEPTH is renamed into rootfd and *moved set. */
-static void remove_pass(int rootfd, int dirfd, int depth, int *moved)
+/* A listing of the directory dirfd from its start, through a dup of dirfd (which
+ * stays open and the caller's): closedir it. NULL when it cannot be made. */
+static DIR *open_listing(int dirfd)
 {
 	int fd = dup(dirfd);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	struct dirent *de;
 	if (d == NULL) {
 		if (fd >= 0)
 			close(fd);
-		return;
+		return NULL;
 	}
 	rewinddir(d); /* a dup shares the offset a last listing left at the end */
+	return d;
+}
+
+static void remove_pass(int rootfd, int dirfd, int depth, int *moved)
+{
+	DIR *d = open_listing(dirfd);
+	struct dirent *de;
+	if (d == NULL)
+		return;
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
@@ -253,15 +263,10 @@ int tp_ws_read(int root, const char *path, uint64_t cap, int64_t at, uint64_t *s
 static void scan_beneath(int dirfd, char *path, size_t plen, int depth, tp_ws_visit fn, void *ctx,
 			 struct tp_ws_scan *out)
 {
-	int fd = dup(dirfd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	DIR *d = open_listing(dirfd);
 	struct dirent *de;
-	if (d == NULL) {
-		if (fd >= 0)
-			close(fd);
+	if (d == NULL)
 		return;
-	}
-	rewinddir(d); /* a dup shares the offset a last listing left at the end */
 	while (!out->full && (de = readdir(d)) != NULL) {
 		struct stat st;
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
