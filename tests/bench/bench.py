@@ -486,6 +486,103 @@ def cpu_section():
               f"(the fork), workers {ws * 1e3:6.3f} ms (start to exit)")
 
 
+# ---- value: returning 1,000 records ---------------------------------------------
+LUA_RECORDS = ("local t = {}\nfor i = 1, 1000 do\n"
+               "  t[i] = {id = i, name = 'item ' .. i, price = i * 0.25, ok = i % 2 == 0}\n"
+               "end\n")
+PY_RECORDS = ("t = [{'id': i, 'name': 'item %d' % i, 'price': i * 0.25, 'ok': i % 2 == 0}\n"
+              "     for i in range(1, 1001)]\n")
+# The same job in the plain interpreters, timed inside them: build the records and
+# serialize them as JSON (Python's json module; for Lua, which has none, the
+# usual pure-Lua encoder: a buffer and table.concat).
+LUA_INPROC = LUA_RECORDS.replace("local t = {}\n", "local function job()\nlocal t = {}\n") + r"""
+local function esc(s) return (s:gsub('[%c"\\]', function(c)
+  return string.format('\\u%04x', c:byte()) end)) end
+local function enc(v, b)
+  local k = type(v)
+  if k == 'table' then
+    if #v > 0 then
+      b[#b + 1] = '['
+      for i = 1, #v do if i > 1 then b[#b + 1] = ',' end enc(v[i], b) end
+      b[#b + 1] = ']'
+    else
+      b[#b + 1] = '{'
+      local first = true
+      for key, x in pairs(v) do
+        if not first then b[#b + 1] = ',' end
+        first = false
+        b[#b + 1] = '"' .. esc(key) .. '":'
+        enc(x, b)
+      end
+      b[#b + 1] = '}'
+    end
+  elseif k == 'string' then b[#b + 1] = '"' .. esc(v) .. '"'
+  elseif k == 'number' then b[#b + 1] = math.type(v) == 'integer' and tostring(v) or string.format('%.17g', v)
+  else b[#b + 1] = tostring(v) end
+end
+local b = {}
+enc(t, b)
+return #table.concat(b)
+end
+local n, t0 = 200, os.clock()
+for _ = 1, n do job() end
+print((os.clock() - t0) / n)
+"""
+PY_INPROC = ("import json, time\n"
+             "def job():\n" + "".join("    " + l + "\n" for l in PY_RECORDS.splitlines()) +
+             "    return len(json.dumps(t))\n"
+             "job()\nn, t0 = 200, time.process_time()\n"
+             "for _ in range(n):\n    job()\n"
+             "print((time.process_time() - t0) / n)\n")
+
+
+def tree_cpu(params, k, n):
+    """(CPU s, host's own CPU s) per exec of params: a host of k + n execs minus one of k."""
+    out = []
+    for count in (k, k + n):
+        c = Client()
+        for _ in range(count):
+            r = c.call(params)
+            assert r["ok"], r
+        host_s = oncpu_s(c.p.pid)
+        c.p.stdin.close()
+        _, status, ru = os.wait4(c.p.pid, 0)
+        c.p.returncode = os.waitstatus_to_exitcode(status)
+        out.append((ru.ru_utime + ru.ru_stime, host_s))
+    return ((out[1][0] - out[0][0]) / n, (out[1][1] - out[0][1]) / n)
+
+
+def value_section():
+    """What returning 1,000 records adds to an exec (whole tree, against the same
+    exec returning 1+1), against building and serializing them in the plain
+    interpreter; and the host's CPU per MB of value returned."""
+    k, n = N_WARM, N_EXEC // 2
+    print(f"Value: returning 1,000 records (whole tree's CPU per exec, host of {k}+{n} − host of"
+          f" {k}, median of {CPU_PAIRS}), against building and serializing them in-process:")
+    for lang, build, ret, plain, inproc in (
+            ("lua", LUA_RECORDS, "return t", [LUA, "-"], LUA_INPROC),
+            ("python", PY_RECORDS, "t", [PYTHON, "-I", "-S", "-"], PY_INPROC)):
+        ref = med([float(subprocess.run(plain, input=inproc, capture_output=True, text=True,
+                                        check=True).stdout) for _ in range(3)])
+        one = {"lang": lang, "code": "return 1+1" if lang == "lua" else "1+1"}
+        rec = {"lang": lang, "code": build + ret}
+        c = Client()
+        r = c.call(rec)
+        c.close()
+        assert r["ok"] and len(r["value"]) == 1000, r
+        mb = len(json.dumps(r["value"], separators=(",", ":"))) / 1e6
+        base = [tree_cpu(one, k, n) for _ in range(CPU_PAIRS)]
+        full = [tree_cpu(rec, k, n) for _ in range(CPU_PAIRS)]
+        added = med([f[0] for f in full]) - med([b[0] for b in base])
+        host_added = med([f[1] for f in full]) - med([b[1] for b in base])
+        ratio = added / ref
+        RESULTS["value/" + lang] = ratio
+        print(f"  {lang:<7} in-process build+serialize {ref * 1e3:6.3f} ms;  an exec returning them"
+              f" adds {added * 1e3:6.3f} ms of CPU ({ratio:5.2f}×, goal ≤ 2×), of which the host"
+              f" {host_added * 1e3:6.3f} ms: {host_added / mb * 1e3:6.1f} ms per MB of value"
+              f" ({mb * 1e3:.0f} KB)")
+
+
 # ---- compute -------------------------------------------------------------------
 def spawn_run(argv):
     """(wall ms, CPU ms) of one complete process, from wait4."""
@@ -1059,6 +1156,10 @@ SUMMARY = [("paced/lua-process", "Lua paced exec / paced ping, process", "≤ 2�
            ("cpu/lua-process", "CPU per Lua exec, process, against a lua5.4 spawn", "≤ 0.5×",
             lambda x: x <= 0.5),
            ("compute/python", "Python loop overhead, cpu_ms only, CPU", "≤ 10 %", lambda x: x <= 10),
+           ("value/lua", "Lua: returning 1,000 records / in-process build+JSON", "≤ 2×",
+            lambda x: x <= 2),
+           ("value/python", "Python: returning 1,000 records / in-process build+JSON", "≤ 2×",
+            lambda x: x <= 2),
            ("data/latency", "data exec b2b / cold python3.11 -c, numpy+pandas", "≤ 0.05×",
             lambda x: x <= 0.05),
            ("data/cpu", "CPU per data exec / cold python3.11 -c", "≤ 0.1×", lambda x: x <= 0.1),
@@ -1112,6 +1213,8 @@ def main():
         c.close()
         if want("cpu"):
             cpu_section()
+    if want("value"):
+        value_section()
     if want("sessions"):
         sessions(n_paced=N_PACED if QUICK else 200, n_b2b=N_EXEC, n_open=20 if QUICK else 100,
                  n_pipelined=500 if QUICK else 2000)
@@ -1123,7 +1226,8 @@ def main():
         http_section()
     if "capacity" in ONLY:  # only when asked for: it holds thousands of processes
         capacity_section()
-    if any(want(x) for x in ("paced", "b2b", "cpu", "compute", "data", "dataloop", "http")):
+    if any(want(x) for x in ("paced", "b2b", "cpu", "compute", "value", "data", "dataloop",
+                                "http")):
         summary()
 
 
