@@ -13,9 +13,11 @@
 #include <string.h>
 
 #include "jsonio.h"
+#include "jsonreal.h"
 
 #define MAGIC 0x676d7074u /* "tpmg" */
 #define ABSENT 0xffffffffu
+#define SAME_AS_VALUE 0xfffffffeu /* a reply's text: the value's own JSON text (version 8) */
 
 /* ---- texts -------------------------------------------------------------------------- */
 
@@ -179,7 +181,10 @@ char *tp_msg_reply_encode(const struct tp_reply *r, size_t *len)
 			w.oom =
 			    1; /* an ok reply always has a value: refuse to encode one without */
 		put_json(&w, r->value);
-		put_text(&w, &r->text);
+		if (r->text_is_value)
+			put_u32(&w, SAME_AS_VALUE);
+		else
+			put_text(&w, &r->text);
 		put_u8(&w, r->text_cut ? 1 : 0);
 		put_u32(&w, r->nimages);
 		for (unsigned i = 0; i < r->nimages && i < TP_MSG_MAX_IMAGES; i++)
@@ -301,12 +306,20 @@ static int depth_ok(const json_t *v, size_t depth, size_t max)
 
 /* JSON text of at most max bytes, nested at most max_depth (0: not walked);
  * NULL when absent or bad (*why says which). */
-static json_t *get_json(struct rbuf *r, size_t max, size_t max_depth, const char **why)
+/* A JSON value of at most max bytes (see below); *raw and *rawn, when given,
+ * point at its text in the buffer. */
+static json_t *get_json_raw(struct rbuf *r, size_t max, size_t max_depth, const char **why,
+			    const char **raw, size_t *rawn)
 {
 	const char *s;
 	size_t n = get_bytes(r, max, &s);
 	struct tp_err err = { 0 };
 	json_t *v;
+
+	if (raw != NULL) {
+		*raw = s;
+		*rawn = n;
+	}
 
 	if (r->bad) {
 		*why = r->too_long ? "value larger than result_bytes" : "truncated";
@@ -326,6 +339,11 @@ static json_t *get_json(struct rbuf *r, size_t max, size_t max_depth, const char
 		v = NULL;
 	}
 	return v;
+}
+
+static json_t *get_json(struct rbuf *r, size_t max, size_t max_depth, const char **why)
+{
+	return get_json_raw(r, max, max_depth, why, NULL, NULL);
 }
 
 int tp_msg_request_decode(const char *buf, size_t len, struct tp_request *out)
@@ -497,20 +515,48 @@ static const char *check_nonfinite(const json_t *value, const json_t *m)
 	return NULL;
 }
 
-/* An ok reply's text and images (version 6) and nonfinite (version 7). */
-static const char *check_rich(struct rbuf *r, const struct tp_limits *lim, struct tp_reply *out)
+/* The text of a reply that said it is the value's own JSON text (version 8):
+ * the value's bytes (raw, rawn: JSON the decoder read, so UTF-8 and within
+ * result_bytes) with their reals tidied, as the worker's tp_json_dumps would
+ * have written them. */
+static const char *text_of_value(const char *raw, size_t rawn, struct tp_reply *out)
+{
+	if (!json_is_array(out->value) && !json_is_object(out->value))
+		return "a text the same as a value that is no array or object";
+	out->text.s = malloc(rawn + 1);
+	if (out->text.s == NULL)
+		return "out of memory";
+	memcpy(out->text.s, raw, rawn);
+	out->text.n = tp_json_tidy_reals(out->text.s, rawn);
+	out->text.s[out->text.n] = '\0';
+	out->text_is_value = 1;
+	return NULL;
+}
+
+/* An ok reply's text and images (version 6), nonfinite (version 7) and a text
+ * that is the value's (version 8). */
+static const char *check_rich(struct rbuf *r, const struct tp_limits *lim, struct tp_reply *out,
+			      const char *raw, size_t rawn)
 {
 	unsigned cut;
 	uint32_t n;
 	uint64_t total = 0;
+	size_t at = r->off;
 
-	get_text(r, lim->result_bytes, &out->text);
+	if (get_u32(r) == SAME_AS_VALUE && !r->bad) {
+		const char *why = text_of_value(raw, rawn, out);
+		if (why != NULL)
+			return why;
+	} else {
+		r->off = at;
+		get_text(r, lim->result_bytes, &out->text);
+	}
 	cut = get_u8(r);
 	n = get_u32(r);
 	if (r->bad)
 		return r->too_long ? "a text longer than result_bytes" : "truncated";
-	if (cut > 1 || (cut && out->text.s == NULL))
-		return "a text cut flag that is not 0 or 1, or without a text";
+	if (cut > 1 || (cut && (out->text.s == NULL || out->text_is_value)))
+		return "a text cut flag that is not 0 or 1, or without a text of its own";
 	if (out->text.s != NULL && out->value_repr)
 		return "a text beside a repr value";
 	out->text_cut = (int)cut;
@@ -573,11 +619,14 @@ int tp_msg_reply_decode(const char *buf, size_t len, const struct tp_limits *lim
 	out->ok = (int)ok;
 	out->value_repr = (int)repr;
 	if (ok) {
-		out->value = get_json(&r, lim->result_bytes, lim->result_depth, &why);
+		const char *raw;
+		size_t rawn;
+		out->value =
+		    get_json_raw(&r, lim->result_bytes, lim->result_depth, &why, &raw, &rawn);
 		if (out->value == NULL && why == NULL)
 			why = "an ok reply without a value";
 		if (why == NULL)
-			why = check_rich(&r, lim, out);
+			why = check_rich(&r, lim, out, raw, rawn);
 	} else {
 		why = check_failure(&r, lim, &out->error);
 	}

@@ -31,7 +31,7 @@
 #define TP_EXIT_LIMIT 158     /* a limit tripped and the grace period ran out */
 #define TP_EXIT_VIOLATION 159 /* seccomp trapped a syscall (128 + SIGSYS) */
 
-#define TP_MSG_VERSION 7
+#define TP_MSG_VERSION 8
 /* Caps the host holds a reply to; the worker cuts its texts below them. */
 #define TP_MSG_MAX_TYPE 256u
 #define TP_MSG_MAX_TEXT (64u << 10)
@@ -103,6 +103,12 @@ struct tp_reply {
 			      * result_bytes, owned; absent for no value and for a repr value
 			      * (the value is its text) */
 	int text_cut;        /* text was cut to fit result_bytes */
+	/* (version 8) The text is the value's own compact JSON text (a Lua table):
+	 * the worker sets this and leaves text absent, and sends no bytes for it;
+	 * the decoder makes text from the value's bytes (reals tidied, as
+	 * tp_json_dumps writes them) and leaves this set. Only for an array or
+	 * object value, never with value_repr or text_cut. */
+	int text_is_value;
 	struct tp_text images[TP_MSG_MAX_IMAGES]; /* when ok: PNG files, owned; together
 						   * within output_bytes */
 	unsigned nimages;

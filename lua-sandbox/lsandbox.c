@@ -439,6 +439,12 @@ static int value_text(const json_t *value, int nvals, const json_t *nonfinite, s
 	char *buf = NULL, ptr[24];
 	size_t len = 0;
 
+	/* One table: its text is the value's own JSON text, which the reply
+	 * carries once (text_is_value: the host makes the text from it). */
+	if (nvals == 1 && (json_is_object(value) || json_is_array(value))) {
+		out->text_is_value = 1;
+		return 0;
+	}
 	for (int i = 0; i < nvals; i++) {
 		/* A returned NaN or infinity is null in value: its pointer names it. */
 		snprintf(ptr, sizeof ptr, nvals == 1 ? "" : "/%d", i);

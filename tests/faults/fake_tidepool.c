@@ -47,7 +47,7 @@ static void make_ok_reply(void)
 }
 
 /* An ok reply whose value is the text given, which need not be JSON. After the
- * value, version 7 has TAIL bytes: an absent text (a length word), its cut flag,
+ * value, version 8 has TAIL bytes: an absent text (a length word), its cut flag,
  * the image count and an absent nonfinite (a length word), kept as the encoder
  * wrote them. */
 #define TAIL 13u

@@ -86,9 +86,10 @@ KINDS = {"syntax_error": 1, "runtime_error": 2, "memory_limit": 3, "instruction_
          "timeout": 6, "output_limit": 7, "policy_violation": 8, "sandbox_violation": 9, "crashed": 10,
          "cancelled": 11, "internal_error": 12, "input_error": 13, "result_error": 14}
 ABSENT = 0xffffffff
+SAME_AS_VALUE = 0xfffffffe  # a reply's text: the value's own JSON text (version 8)
 
 
-def msg_header(kind, version=6):
+def msg_header(kind, version=8):
     return struct.pack("<IBBBB", 0x676d7074, version, kind, 0, 0)
 
 
@@ -100,11 +101,13 @@ PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01"
 
 
 def ok_reply(value, repr=0, usage=(10, 100, 500), raw=None, seq=1, txt=None, cut=0, images=(),
-             nimages=None):
+             nimages=None, nonfinite=None, same=False):
     v = raw if raw is not None else json.dumps(value, separators=(",", ":")).encode()
-    return (msg_header(2) + struct.pack("<QBBQQQ", seq, 1, repr, *usage) + text(v) + text(txt)
+    t = struct.pack("<I", SAME_AS_VALUE) if same else text(txt)
+    return (msg_header(2) + struct.pack("<QBBQQQ", seq, 1, repr, *usage) + text(v) + t
             + struct.pack("<BI", cut, len(images) if nimages is None else nimages)
-            + b"".join(text(i) for i in images))
+            + b"".join(text(i) for i in images)
+            + text(None if nonfinite is None else json.dumps(nonfinite).encode()))
 
 
 def err_reply(kind, type, message, traceback=None, line=0, column=0, limit=None, usage=(1, 1, 0), seq=1, data=None):
@@ -124,6 +127,9 @@ LIM = err_reply("memory_limit", None, b"m", limit=(0, 1, 2))
 W = {
     "ok_reply": (header(), page(), frame(OK)),
     "ok_repr": (header(), page(), frame(ok_reply("{1, 2}", repr=1))),
+    "ok_text_is_value": (header(), page(), frame(ok_reply({"a": [0.1, "x"]}, same=True))),
+    "ok_text_is_value_scalar": (header(), page(), frame(ok_reply(1.5, same=True))),
+    "ok_nonfinite": (header(), page(), frame(ok_reply([1, None], nonfinite={"/1": "nan"}))),
     "input_error": (header(), page(), frame(err_reply("input_error", None, b"input nested deeper than 64"))),
     "result_error": (header(), page(), frame(err_reply("result_error", None, b"cycle in returned value"))),
     "request_frame": (header(), page(), request(b"return x", {"x": [1, {"y": None}]}, seed=42)),

@@ -560,6 +560,59 @@ static struct tp_reply failure(enum tp_kind kind, const char *msg)
 	return r;
 }
 
+/* A text that is the value's own JSON text (version 8): no bytes for it on the
+ * wire; the decoder makes it from the value's, its reals tidied as
+ * tp_json_dumps writes them. Only for an array or object, never cut. */
+static void test_text_is_value(void)
+{
+	static const struct {
+		const char *value, *text;
+		int cut, rc;
+	} cases[] = {
+		{ "{\"a\":0.1,\"b\":[1,2.5,\"x\\\"y\"]}", "{\"a\":0.1,\"b\":[1,2.5,\"x\\\"y\"]}", 0,
+		  0 },
+		{ "[0.30000000000000004,1e300]", "[0.30000000000000004,1e300]", 0, 0 },
+		{ "[0.1]", "[0.1]", 0, 0 },
+		{ "[]", "[]", 0, 0 },
+		{ "[1]", NULL, 1, -1 },   /* a text of the value is never cut */
+		{ "\"s\"", NULL, 0, -1 }, /* a string's text is not its JSON */
+		{ "1.5", NULL, 0, -1 },
+		{ "null", NULL, 0, -1 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct tp_reply r = {
+			.seq = 9, .ok = 1, .text_is_value = 1, .text_cut = cases[i].cut
+		};
+		r.value =
+		    tp_json_loadb(cases[i].value, strlen(cases[i].value), JSON_DECODE_ANY, NULL);
+		CHECK(r.value != NULL);
+		size_t n;
+		char *wire = tp_msg_reply_encode(&r, &n);
+		CHECK(wire != NULL);
+		/* on the wire: the value once */
+		CHECK(wire != NULL && memmem(wire, n, "\xfe\xff\xff\xff", 4) != NULL);
+		free(wire);
+		/* reply_caps' result_bytes (20) is below "[0.10000000000000001]": these
+		 * caps are the defaults. */
+		struct tp_limits l;
+		struct tp_reply d;
+		struct tp_err err = { 0 };
+		tp_limits_default(&l);
+		wire = tp_msg_reply_encode(&r, &n);
+		CHECK_EQ_INT(tp_msg_reply_decode(wire, n, &l, &d, &err), cases[i].rc);
+		if (cases[i].rc == 0) {
+			CHECK(d.text_is_value == 1 && d.text.s != NULL);
+			CHECK_EQ_STR(d.text.s, cases[i].text);
+			CHECK(d.text.n == strlen(cases[i].text));
+			tp_reply_free(&d);
+		}
+		free(wire);
+		if (strlen(cases[i].value) < 12 && strchr(cases[i].value, '.') == NULL)
+			roundtrip(&r, cases[i].rc); /* and every prefix refused */
+		json_decref(r.value);
+	}
+}
+
 /* nonfinite (version 7): each pointer must name a null of the value; the
  * values are nan, inf or -inf; an empty map, a non-object, a NUL-free pointer
  * to nothing, an index with a leading zero or past the end: refused. */
@@ -1032,6 +1085,7 @@ int main(void)
 	test_tool_msgs();
 	test_text_cut();
 	test_nonfinite();
+	test_text_is_value();
 	test_build();
 	test_utf8();
 	return tp_test_done("test_proto");
