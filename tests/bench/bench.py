@@ -483,7 +483,8 @@ def cpu_section():
               f"total {tot * 1e3:6.3f} ms  faults {f:6.1f}   CPU {ratio:5.2f}×, faults "
               f"{f / ref[3]:5.2f}× a {'python3.11' if m[2] == 'python' else 'lua5.4'} spawn{goal}")
         print(f"  {'':<21} of which host {hs * 1e3:6.3f} ms, zygote {zs * 1e3:6.3f} ms "
-              f"(the fork), workers {ws * 1e3:6.3f} ms (start to exit)")
+              f"(the fork), workers {ws * 1e3:6.3f} ms (start to exit); at saturation "
+              f"{1 / tot:,.0f} execs/s per core")
 
 
 # ---- value: returning 1,000 records ---------------------------------------------
