@@ -1,11 +1,14 @@
 """Drives the real build/tidepool binary: JSON lines in, JSON lines out."""
+import contextlib
 import importlib.util
 import json
 import re
 import os
 import select
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -34,6 +37,21 @@ LANDLOCK_ABI = _landlock_abi()
 needs_landlock = pytest.mark.skipif(
     LANDLOCK_ABI < 1, reason="this kernel has no Landlock: tidepool refuses kernel-only and file grants here")
 PV = "policy_violation"
+
+
+@contextlib.contextmanager
+def policy_dir(prefix, policies):
+    """A directory under /tmp (readable by the workers' uid) holding one
+    NAME.json per entry of policies ({name: body}, the name added), removed after."""
+    d = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+    try:
+        os.chmod(d, 0o755)
+        for name, body in policies.items():
+            with open(os.path.join(d, name + ".json"), "w") as f:
+                json.dump({"name": name, **body}, f)
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def ok(res, value):

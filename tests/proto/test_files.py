@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import Host, needs_landlock, wait_for, said
+from conftest import Host, needs_landlock, wait_for, said, policy_dir
 
 NO_SESSION = -32002
 INVALID = -32602
@@ -24,16 +24,11 @@ def b64(data):
 
 @pytest.fixture(scope="module")
 def pol_dir():
-    d = tempfile.mkdtemp(prefix="tp-ws-", dir="/tmp")
-    os.chmod(d, 0o755)
-    for name, body in {
-        "ws": {"extends": "standard", "session": {"workspace_bytes": 4096, "idle_ms": 1000}},
-        "ws-ko": {"extends": "kernel-only", "session": {"workspace_bytes": 4096}},
-    }.items():
-        with open(os.path.join(d, name + ".json"), "w") as f:
-            json.dump({"name": name, **body}, f)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+    with policy_dir("tp-ws-", {
+            "ws": {"extends": "standard", "session": {"workspace_bytes": 4096, "idle_ms": 1000}},
+            "ws-ko": {"extends": "kernel-only", "session": {"workspace_bytes": 4096}},
+        }) as d:
+        yield d
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import Host, state_fresh, state_run
+from conftest import Host, state_fresh, state_run, policy_dir
 
 MAX_EXECS = 100  # TP_STATE_MAX_EXECS (common/spawn.h)
 INVALID = -32602
@@ -20,16 +20,11 @@ INVALID = -32602
 
 @pytest.fixture(scope="module")
 def pol_dir():
-    d = tempfile.mkdtemp(prefix="tp-iso-", dir="/tmp")
-    os.chmod(d, 0o755)
-    for name, body in {
-        "st": {"extends": "standard", "isolation": "state"},
-        "st-child": {"extends": "st"},
-    }.items():
-        with open(os.path.join(d, name + ".json"), "w") as f:
-            json.dump({"name": name, **body}, f)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+    with policy_dir("tp-iso-", {
+            "st": {"extends": "standard", "isolation": "state"},
+            "st-child": {"extends": "st"},
+        }) as d:
+        yield d
 
 
 @pytest.fixture(scope="module")

@@ -5,12 +5,10 @@ names and contents, and two keys that redact alike never merge."""
 import base64
 import json
 import os
-import shutil
-import tempfile
 
 import pytest
 
-from conftest import Host, needs_landlock
+from conftest import Host, needs_landlock, policy_dir
 
 # Each has what an encoding changes: a backslash, quotes, a newline, a tab,
 # non-ASCII (printable, and one Python's repr escapes).
@@ -50,17 +48,12 @@ def assert_clean(obj):
 
 @pytest.fixture
 def pol_dir():
-    d = tempfile.mkdtemp(prefix="tp-redact-", dir="/tmp")
-    os.chmod(d, 0o755)
-    for name, body in {
-        "secret": {"extends": "standard", "redact": {"strings": SECRETS + ["tok-file-42"]}},
-        "secret-ws": {"extends": "standard", "redact": {"strings": SECRETS + ["tok-file-42"]},
-                      "session": {"workspace_bytes": 65536, "idle_ms": 5000}},
-    }.items():
-        with open(os.path.join(d, name + ".json"), "w") as f:
-            json.dump({"name": name, **body}, f)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+    with policy_dir("tp-redact-", {
+            "secret": {"extends": "standard", "redact": {"strings": SECRETS + ["tok-file-42"]}},
+            "secret-ws": {"extends": "standard", "redact": {"strings": SECRETS + ["tok-file-42"]},
+                          "session": {"workspace_bytes": 65536, "idle_ms": 5000}},
+        }) as d:
+        yield d
 
 
 def py_str(s):

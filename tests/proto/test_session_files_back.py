@@ -11,7 +11,7 @@ import tempfile
 
 import pytest
 
-from conftest import Host, needs_landlock
+from conftest import Host, needs_landlock, policy_dir
 from test_listen import Daemon, Sock
 from test_mcp import LEGACY, MODERN, REVISIONS, Mcp
 
@@ -28,16 +28,11 @@ def b64(data):
 
 @pytest.fixture(scope="module")
 def pol_dir():
-    d = tempfile.mkdtemp(prefix="tp-back-", dir="/tmp")
-    os.chmod(d, 0o755)
-    for name, body in {
-        "ws": {"extends": "standard", "session": {"workspace_bytes": 4096}},
-        "ws-ko": {"extends": "kernel-only", "session": {"workspace_bytes": 4096}},
-    }.items():
-        with open(os.path.join(d, name + ".json"), "w") as f:
-            json.dump({"name": name, **body}, f)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+    with policy_dir("tp-back-", {
+            "ws": {"extends": "standard", "session": {"workspace_bytes": 4096}},
+            "ws-ko": {"extends": "kernel-only", "session": {"workspace_bytes": 4096}},
+        }) as d:
+        yield d
 
 
 @pytest.fixture(scope="module")

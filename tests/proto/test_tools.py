@@ -6,30 +6,23 @@ checked by kind, layer and message, and proven: no request reached the client.""
 import json
 import os
 import re
-import shutil
 import struct
-import tempfile
 import time
 
 import pytest
 
-from conftest import Host, needs_landlock, said
+from conftest import Host, needs_landlock, said, policy_dir
 
 TOOLS = ["search", "add", "slow", "never"]
 
 
 @pytest.fixture(scope="module")
 def pol_dir():
-    d = tempfile.mkdtemp(prefix="tp-tools-", dir="/tmp")
-    os.chmod(d, 0o755)
-    for name, body in {
-        "tooly": {"extends": "standard", "tools": TOOLS, "limits": {"tool_calls": 3}},
-        "tooly-ko": {"extends": "kernel-only", "tools": ["add"]},
-    }.items():
-        with open(os.path.join(d, name + ".json"), "w") as f:
-            json.dump({"name": name, **body}, f)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
+    with policy_dir("tp-tools-", {
+            "tooly": {"extends": "standard", "tools": TOOLS, "limits": {"tool_calls": 3}},
+            "tooly-ko": {"extends": "kernel-only", "tools": ["add"]},
+        }) as d:
+        yield d
 
 
 @pytest.fixture(scope="module")
