@@ -535,6 +535,133 @@ char *tp_json_dumps_frame(const json_t *json, size_t flags)
 	return dumps(json, flags, 0);
 }
 
+/* ---- splicing a node's text into a dump ------------------------------------------ */
+
+struct sbuf {
+	char *s;
+	size_t n, cap;
+	int bad;
+};
+
+static void sb_put(struct sbuf *b, const char *s, size_t n)
+{
+	if (b->bad)
+		return;
+	if (b->cap - b->n <= n) {
+		/* jansson's own allocator, as for what tp_json_dumps returns */
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap - b->n <= n)
+			cap *= 2;
+		char *t = sys_malloc(cap);
+		if (t == NULL) {
+			b->bad = 1;
+			return;
+		}
+		if (b->s != NULL)
+			memcpy(t, b->s, b->n);
+		sys_free(b->s);
+		b->s = t;
+		b->cap = cap;
+	}
+	memcpy(b->s + b->n, s, n);
+	b->n += n;
+	b->s[b->n] = '\0';
+}
+
+/* The node is a member of j, at most depth levels down (containers only). */
+static int holds(const json_t *j, const json_t *node, int depth)
+{
+	const char *k;
+	size_t i;
+	json_t *v;
+
+	if (depth <= 0)
+		return 0;
+	if (json_is_object(j)) {
+		json_object_foreach((json_t *)j, k,
+				    v) if (v == node || holds(v, node, depth - 1)) return 1;
+	} else if (json_is_array(j)) {
+		json_array_foreach(j, i, v) if (v == node || holds(v, node, depth - 1)) return 1;
+	}
+	return 0;
+}
+
+static void sb_dump(struct sbuf *b, const json_t *j, size_t flags)
+{
+	char *s = dumps(j, flags | JSON_ENCODE_ANY, 1);
+	if (s == NULL) {
+		b->bad = 1;
+		return;
+	}
+	sb_put(b, s, strlen(s));
+	sys_free(s);
+}
+
+/* json as tp_json_dumps writes it with JSON_COMPACT, the node's text spliced. */
+static void splice(struct sbuf *b, const json_t *j, size_t flags, const json_t *node,
+		   const char *raw, size_t rawn, int depth)
+{
+	const char *k;
+	size_t i, klen;
+	json_t *v;
+	int first = 1;
+
+	if (j == node) {
+		sb_put(b, raw, rawn);
+		return;
+	}
+	if (!holds(j, node, depth)) {
+		sb_dump(b, j, flags);
+		return;
+	}
+	if (json_is_array(j)) {
+		sb_put(b, "[", 1);
+		json_array_foreach(j, i, v)
+		{
+			if (i > 0)
+				sb_put(b, ",", 1);
+			splice(b, v, flags, node, raw, rawn, depth - 1);
+		}
+		sb_put(b, "]", 1);
+		return;
+	}
+	sb_put(b, "{", 1);
+	json_object_keylen_foreach((json_t *)j, k, klen, v)
+	{
+		json_t *key = json_stringn_nocheck(k, klen);
+		if (key == NULL) {
+			b->bad = 1;
+			return;
+		}
+		if (!first)
+			sb_put(b, ",", 1);
+		first = 0;
+		sb_dump(b, key, flags);
+		json_decref(key);
+		sb_put(b, ":", 1);
+		splice(b, v, flags, node, raw, rawn, depth - 1);
+	}
+	sb_put(b, "}", 1);
+}
+
+char *tp_json_dumps_splice(const json_t *json, size_t flags, const json_t *node, const char *raw,
+			   size_t rawn, int depth)
+{
+	/* Only the compact form has no separators of its own to match. */
+	if (node == NULL || raw == NULL || (!json_is_object(node) && !json_is_array(node)) ||
+	    (flags & ~(size_t)JSON_COMPACT) != 0 || !holds(json, node, depth))
+		return tp_json_dumps(json, flags);
+	struct sbuf b = { 0 };
+	install();
+	splice(&b, json, flags, node, raw, rawn, depth);
+	if (b.bad || b.s == NULL) {
+		if (b.s != NULL)
+			sys_free(b.s);
+		return NULL;
+	}
+	return b.s;
+}
+
 size_t tp_json_size(const json_t *json, size_t flags)
 {
 	size_t n;

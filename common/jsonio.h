@@ -47,6 +47,14 @@ json_t *tp_json_loadb(const char *buf, size_t len, size_t flags, struct tp_err *
 /* Like json_dumps: NULL on failure, never a partial document. Every real is
  * then written with its shortest digits (common/jsonreal.h). */
 char *tp_json_dumps(const json_t *json, size_t flags);
+/* tp_json_dumps(json, flags), except that the container node, where it is a
+ * member of json's objects or arrays at most depth levels down, is written as
+ * raw[0 .. rawn) instead of being dumped: the caller's guarantee is that raw is
+ * the node's JSON text as tp_json_dumps would write it (valid JSON, reals
+ * tidied, no line breaks). Without node, or when node is not found, it is
+ * tp_json_dumps. The node's own subtree is never walked. */
+char *tp_json_dumps_splice(const json_t *json, size_t flags, const json_t *node, const char *raw,
+			   size_t rawn, int depth);
 /* The same without that pass (reals as jansson's "%.17g"): for what crosses a
  * worker's channel, which the other side decodes and only measures, never for
  * text a client or a log reads. */

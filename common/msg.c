@@ -515,20 +515,56 @@ static const char *check_nonfinite(const json_t *value, const json_t *m)
 	return NULL;
 }
 
-/* The text of a reply that said it is the value's own JSON text (version 8):
- * the value's bytes (raw, rawn: JSON the decoder read, so UTF-8 and within
- * result_bytes) with their reals tidied, as the worker's tp_json_dumps would
- * have written them. */
+/* No whitespace outside the strings of the JSON text s (inside them JSON has
+ * no raw control characters): what the encoders write. */
+static int compact(const char *s, size_t n)
+{
+	int in = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (in) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in = 0;
+		} else if (c == '"') {
+			in = 1;
+		} else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* The value's bytes (raw, rawn: JSON the decoder read, so UTF-8 and within
+ * result_bytes) with their reals tidied, as tp_json_dumps writes them, in a new
+ * string; its length in *len. */
+static char *tidied(const char *raw, size_t rawn, size_t *len)
+{
+	char *s = malloc(rawn + 1);
+	if (s == NULL)
+		return NULL;
+	memcpy(s, raw, rawn);
+	*len = tp_json_tidy_reals(s, rawn);
+	s[*len] = '\0';
+	return s;
+}
+
+/* The text of a reply that said it is the value's own JSON text (version 8). */
 static const char *text_of_value(const char *raw, size_t rawn, struct tp_reply *out)
 {
 	if (!json_is_array(out->value) && !json_is_object(out->value))
 		return "a text the same as a value that is no array or object";
-	out->text.s = malloc(rawn + 1);
+	if (out->value_json != NULL) {
+		out->text.s = malloc(out->value_json_n + 1);
+		if (out->text.s != NULL)
+			memcpy(out->text.s, out->value_json, out->value_json_n + 1);
+		out->text.n = out->value_json_n;
+	} else {
+		out->text.s = tidied(raw, rawn, &out->text.n);
+	}
 	if (out->text.s == NULL)
 		return "out of memory";
-	memcpy(out->text.s, raw, rawn);
-	out->text.n = tp_json_tidy_reals(out->text.s, rawn);
-	out->text.s[out->text.n] = '\0';
 	out->text_is_value = 1;
 	return NULL;
 }
@@ -625,6 +661,10 @@ int tp_msg_reply_decode(const char *buf, size_t len, const struct tp_limits *lim
 		    get_json_raw(&r, lim->result_bytes, lim->result_depth, &why, &raw, &rawn);
 		if (out->value == NULL && why == NULL)
 			why = "an ok reply without a value";
+		if (why == NULL && (json_is_array(out->value) || json_is_object(out->value)) &&
+		    compact(raw, rawn) &&
+		    (out->value_json = tidied(raw, rawn, &out->value_json_n)) == NULL)
+			why = "out of memory";
 		if (why == NULL)
 			why = check_rich(&r, lim, out, raw, rawn);
 	} else {
@@ -787,6 +827,8 @@ void tp_reply_free(struct tp_reply *r)
 	json_decref(r->value);
 	json_decref(r->nonfinite);
 	tp_text_free(&r->text);
+	free(r->value_json);
+	r->value_json = NULL;
 	for (unsigned i = 0; i < r->nimages && i < TP_MSG_MAX_IMAGES; i++)
 		tp_text_free(&r->images[i]);
 	tp_text_free(&r->error.type);

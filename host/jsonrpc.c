@@ -280,9 +280,24 @@ json_t *tp_rpc_notification(const char *method, json_t *params)
 	return json_pack("{s:s, s:s, s:o}", "jsonrpc", "2.0", "method", method, "params", params);
 }
 
+static struct {
+	const json_t *node;
+	const char *raw;
+	size_t n;
+} splice;
+
+void tp_rpc_splice(const json_t *node, const char *raw, size_t n)
+{
+	splice.node = node;
+	splice.raw = raw;
+	splice.n = n;
+}
+
 char *tp_rpc_encode(const json_t *msg, size_t *len)
 {
-	char *s = tp_json_dumps(msg, JSON_COMPACT);
+	char *s = splice.node != NULL ? tp_json_dumps_splice(msg, JSON_COMPACT, splice.node,
+							     splice.raw, splice.n, 3)
+				      : tp_json_dumps(msg, JSON_COMPACT);
 	if (s == NULL)
 		return NULL;
 	size_t n = strlen(s);

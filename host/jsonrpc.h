@@ -70,5 +70,11 @@ json_t *tp_rpc_error(json_t *id, int code, const char *msg, json_t *data);
 json_t *tp_rpc_notification(const char *method, json_t *params);
 /* Returns a malloc'd line ending in '\n'; NULL on allocation failure. */
 char *tp_rpc_encode(const json_t *msg, size_t *len);
+/* Until it is called again with NULL, tp_rpc_encode writes the container node,
+ * wherever it is at most 3 levels into a message, as raw[0 .. n) (its JSON
+ * text as tp_json_dumps writes it, which the caller keeps alive) instead of
+ * dumping it: an exec's value crosses the host once more as bytes, not as a
+ * second dump of its tree (answer.c). */
+void tp_rpc_splice(const json_t *node, const char *raw, size_t n);
 
 #endif

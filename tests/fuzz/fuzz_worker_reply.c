@@ -19,6 +19,7 @@
 
 #include "err.h"
 #include "frame.h"
+#include "jsonio.h"
 #include "limit.h"
 #include "msg.h"
 #include "result.h"
@@ -158,6 +159,31 @@ static void on_frame(struct ctx *c, const char *buf, size_t len)
 			total += r.images[i].n;
 		}
 		CHECK(total <= c->lim.output_bytes);
+		/* Version 8: a text that is the value's is there, of an array or object. */
+		CHECK(!r.text_is_value || (r.text.s != NULL && r.text_cut == 0 &&
+					   (json_is_array(r.value) || json_is_object(r.value))));
+		/* The value's own bytes, which the host writes into its reply instead
+		 * of a dump (tp_json_dumps_splice): one line, the same JSON. */
+		if (r.value_json != NULL) {
+			CHECK(json_is_array(r.value) || json_is_object(r.value));
+			CHECK(strlen(r.value_json) == r.value_json_n &&
+			      r.value_json_n <= c->lim.result_bytes);
+			json_t *msg = json_pack("{s:s, s:{s:b, s:O}}", "jsonrpc", "2.0", "result", "ok",
+						1, "value", r.value);
+			char *plain = tp_json_dumps(msg, JSON_COMPACT);
+			char *spliced = tp_json_dumps_splice(msg, JSON_COMPACT, r.value, r.value_json,
+							     r.value_json_n, 3);
+			CHECK(plain != NULL && spliced != NULL);
+			CHECK(strchr(spliced, '\n') == NULL && strchr(spliced, '\r') == NULL);
+			json_t *a = json_loads(plain, JSON_ALLOW_NUL, NULL);
+			json_t *b = json_loads(spliced, JSON_ALLOW_NUL, NULL);
+			CHECK(a != NULL && b != NULL && json_equal(a, b));
+			json_decref(a);
+			json_decref(b);
+			free(plain);
+			free(spliced);
+			json_decref(msg);
+		}
 	} else {
 		CHECK(tp_msg_claimable(r.error.kind));
 		CHECK(r.error.message.s != NULL && r.error.message.n <= TP_MSG_MAX_TEXT);

@@ -205,6 +205,63 @@ static void replay_dump(const json_t *v)
 	t_free(want);
 }
 
+/* tp_json_dumps_splice against tp_json_dumps (a differential test): for every
+ * container of a reply-shaped document at most 3 levels down, splicing its own
+ * dump gives the document's dump byte for byte; a node deeper, absent, a
+ * scalar, or other flags give tp_json_dumps's. */
+static void check_splice_at(const json_t *root, const json_t *node, int want_spliced)
+{
+	char *whole = tp_json_dumps(root, JSON_COMPACT);
+	char *raw = tp_json_dumps(node, JSON_COMPACT | JSON_ENCODE_ANY);
+	CHECK(whole != NULL && raw != NULL);
+	char *s = tp_json_dumps_splice(root, JSON_COMPACT, node, raw, strlen(raw), 3);
+	CHECK(s != NULL);
+	if (whole != NULL && s != NULL)
+		CHECK_EQ_STR(s, whole);
+	t_free(s);
+	/* A marker in place of the node's text shows where it went, and whether. */
+	s = tp_json_dumps_splice(root, JSON_COMPACT, node, "[\"@@\"]", 6, 3);
+	CHECK(s != NULL && (strstr(s, "[\"@@\"]") != NULL) == want_spliced);
+	t_free(s);
+	t_free(whole);
+	t_free(raw);
+}
+
+static void test_splice(void)
+{
+	static const char doc[] =
+	    "{\"jsonrpc\":\"2.0\",\"id\":{\"n\":[1,null]},\"result\":{\"ok\":true,"
+	    "\"value\":[{\"id\":1,\"p\":0.1,\"s\":\"x\\\"\\u00e9\\n\"},{\"k\":[]},{}],"
+	    "\"text\":\"[1]\",\"usage\":{\"cpu_ms\":20.354,\"deep\":{\"d\":[[1.5]]}},"
+	    "\"e\":{},\"a\":[]}}";
+	struct tp_err err = { 0 };
+	json_t *root = tp_json_loadb(doc, strlen(doc), JSON_REJECT_DUPLICATES, &err);
+	CHECK(root != NULL);
+	if (root == NULL)
+		return;
+	json_t *result = json_object_get(root, "result");
+	json_t *value = json_object_get(result, "value");
+	json_t *usage = json_object_get(result, "usage");
+	check_splice_at(root, result, 1);
+	check_splice_at(root, value, 1);
+	check_splice_at(root, json_object_get(root, "id"), 1);
+	check_splice_at(root, json_object_get(result, "e"), 1);
+	check_splice_at(root, json_object_get(result, "a"), 1);
+	check_splice_at(root, json_array_get(value, 1), 1); /* 3 levels down */
+	check_splice_at(root, json_object_get(json_object_get(usage, "deep"), "d"), 0); /* 4 */
+	check_splice_at(root, json_object_get(result, "ok"), 0); /* a scalar */
+	json_t *other = json_array();
+	check_splice_at(root, other, 0); /* not in the document */
+	json_decref(other);
+	/* Other flags: the plain dump. */
+	char *a = tp_json_dumps(root, JSON_INDENT(2));
+	char *b = tp_json_dumps_splice(root, JSON_INDENT(2), value, "[]", 2, 3);
+	CHECK(a != NULL && b != NULL && strcmp(a, b) == 0);
+	t_free(a);
+	t_free(b);
+	json_decref(root);
+}
+
 int main(void)
 {
 	/* Before anything else uses jansson: jsonio's hooks go over this allocator. */
@@ -238,6 +295,8 @@ int main(void)
 	CHECK(v != NULL);
 	replay_dump(v);
 	json_decref(v);
+
+	test_splice();
 
 	CHECK_EQ_INT(t_damaged, 0);
 	return tp_test_done("test_jsonio");
