@@ -9,6 +9,59 @@
 #include <stdlib.h>
 #include <string.h>
 
+uint64_t tp_utf8_json_bytes(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	uint64_t b = 2;
+
+	for (size_t i = 0, k; i < n; i += k) {
+		k = tp_utf8_seq_len(p + i, n - i);
+		if (k == 0)
+			b += 3, k = 1;
+		else if (p[i] == '"' || p[i] == '\\')
+			b += 2;
+		else if (p[i] < 0x20)
+			b += strchr("\b\f\n\r\t", p[i]) && p[i] ? 2 : 6;
+		else
+			b += k;
+	}
+	return b;
+}
+
+uint64_t tp_json_scalar_bytes(const json_t *v)
+{
+	char buf[64];
+	int n;
+
+	switch (json_typeof(v)) {
+	case JSON_STRING: return tp_utf8_json_bytes(json_string_value(v), json_string_length(v));
+	case JSON_INTEGER:
+		n = snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		return n > 0 ? (uint64_t)n : 0;
+	case JSON_REAL: {
+		/* As jansson writes it (jsonp_dtostr): "%.17g", ".0" added when that
+		 * has no '.' and no 'e', and the exponent without '+' or leading zeros. */
+		n = snprintf(buf, sizeof buf, "%.17g", json_real_value(v));
+		if (n <= 0 || (size_t)n >= sizeof buf)
+			return 0;
+		const char *e = strchr(buf, 'e');
+		if (e == NULL)
+			return (uint64_t)n + (strchr(buf, '.') == NULL ? 2 : 0);
+		const char *d = e + 1, *end;
+		if (*d == '-')
+			d++;
+		end = e + 2; /* past the sign jansson keeps or drops */
+		while (*end == '0')
+			end++;
+		return (uint64_t)n - (uint64_t)(end - d);
+	}
+	case JSON_TRUE:
+	case JSON_NULL: return 4;
+	case JSON_FALSE: return 5;
+	default: return json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
+	}
+}
+
 size_t tp_utf8_seq_len(const unsigned char *s, size_t n)
 {
 	unsigned c = s[0];

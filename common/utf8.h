@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Length of the valid sequence at s, or 0 when s[0] does not begin one. */
 size_t tp_utf8_seq_len(const unsigned char *s, size_t n);
@@ -19,6 +20,13 @@ size_t tp_utf8_fix(const char *s, size_t n, char *out);
  * bytes, too few). Repairing s in pieces cut there gives what repairing it
  * whole gives: a stream's pieces never split a character. */
 size_t tp_utf8_complete(const char *s, size_t n);
+/* Bytes of the compact JSON text jansson writes for s (n bytes) once repaired,
+ * quotes included: '"' and '\\' and \b \f \n \r \t take 2, other control
+ * characters 6 (\u00XX), a byte that begins no valid sequence 3 (U+FFFD). */
+uint64_t tp_utf8_json_bytes(const char *s, size_t n);
+/* Bytes of json_dumpb(v, JSON_COMPACT | JSON_ENCODE_ANY) for a scalar v (a
+ * string, a number, true, false, null), computed without dumping it. */
+uint64_t tp_json_scalar_bytes(const json_t *v);
 /* A JSON string of n bytes (NUL allowed), repaired; NULL when out of memory. */
 json_t *tp_utf8_json(const char *s, size_t n);
 /* s as a double-quoted literal for a message: '"' and '\\' escaped, \n \r \t,

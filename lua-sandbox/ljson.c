@@ -18,26 +18,6 @@
 
 #define MAX_PATH 256 /* tables on the current path; caps->depth is clamped below it */
 
-/* Bytes of the compact JSON text of s once repaired, quotes included. */
-static uint64_t string_bytes(const char *s, size_t n)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	uint64_t b = 2;
-
-	for (size_t i = 0, k; i < n; i += k) {
-		k = tp_utf8_seq_len(p + i, n - i);
-		if (k == 0)
-			b += 3, k = 1;
-		else if (p[i] == '"' || p[i] == '\\')
-			b += 2;
-		else if (p[i] < 0x20)
-			b += strchr("\b\f\n\r\t", p[i]) && p[i] ? 2 : 6;
-		else
-			b += k;
-	}
-	return b;
-}
-
 /* ---- Lua -> JSON ----------------------------------------------------------- */
 
 #define SHOWN_MAX 64 /* bytes of a key or of a JSON text quoted in a message */
@@ -373,7 +353,8 @@ static int fill_object(lua_State *L, struct conv *c, int idx, uint64_t depth, js
 		lua_rawseti(L, vals, ++n);
 		/* A comma, the key and a colon. */
 		if (add_bytes(c, (n > 1 ? 1 : 0) +
-				     string_bytes(key_text(&keys[n - 1]), keys[n - 1].len) + 1)) {
+				     tp_utf8_json_bytes(key_text(&keys[n - 1]), keys[n - 1].len) +
+				     1)) {
 			lua_pop(L, 2);
 			return -1;
 		}
@@ -490,7 +471,7 @@ static int conv_value(lua_State *L, struct conv *c, int idx, uint64_t depth, jso
 		break;
 	case LUA_TSTRING:
 		s = lua_tolstring(L, idx, &n);
-		if (add_bytes(c, string_bytes(s, n)))
+		if (add_bytes(c, tp_utf8_json_bytes(s, n)))
 			return -1;
 		attach(L, c, parent, slot, tp_utf8_json(s, n));
 		return 0;

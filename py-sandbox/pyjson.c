@@ -65,7 +65,7 @@ json_t *tp_pyjson_str(PyObject *s)
 
 uint64_t tp_pyjson_size(const json_t *v)
 {
-	return json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
+	return tp_json_scalar_bytes(v); /* containers: their dump's length */
 }
 
 /* ---- Python -> JSON ---------------------------------------------------------- */

@@ -11,10 +11,12 @@
  * allocation, and puts a canary after every block that its free checks.
  */
 #include <dirent.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "jsonio.h"
+#include "utf8.h"
 #include "cases.h"
 #include "tap.h"
 
@@ -262,6 +264,99 @@ static void test_splice(void)
 	json_decref(root);
 }
 
+/* tp_json_scalar_bytes against json_dumpb (a differential test): reals from
+ * bit patterns and whole numbers, integers at the edges, strings of every
+ * kind of character jansson escapes. */
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static void same_size(json_t *v)
+{
+	size_t want = json_dumpb(v, NULL, 0, JSON_COMPACT | JSON_ENCODE_ANY);
+	uint64_t got = tp_json_scalar_bytes(v);
+	if (got != want) {
+		char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		fprintf(stderr, "scalar %s: %llu bytes, jansson %zu\n", s ? s : "?",
+			(unsigned long long)got, want);
+		t_free(s);
+	}
+	CHECK(got == want);
+	json_decref(v);
+}
+
+static void test_scalar_bytes(void)
+{
+	static const double reals[] = { 0.0,
+					-0.0,
+					1.0,
+					-1.5,
+					0.1,
+					1e16,
+					1e17,
+					1e300,
+					1e-300,
+					5e-324,
+					1e-7,
+					1e21,
+					123456789012345678.0,
+					1.7976931348623157e308,
+					2.2250738585072014e-308,
+					100.0,
+					1e22,
+					0.30000000000000004 };
+	for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++)
+		same_size(json_real(reals[i]));
+	for (int i = 0; i < 200000; i++) {
+		uint64_t b = next();
+		double d;
+		memcpy(&d, &b, sizeof d);
+		if (isfinite(d))
+			same_size(json_real(d));
+		same_size(json_real((double)(int64_t)(next() >> (next() % 64))));
+	}
+	static const json_int_t ints[] = { 0, -1, 7, INT64_MAX, INT64_MIN, 1000000 };
+	for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+		same_size(json_integer(ints[i]));
+	same_size(json_true());
+	same_size(json_false());
+	same_size(json_null());
+	/* strings: code points from every class, valid UTF-8, NUL included */
+	static const uint32_t cps[] = { 0,      1,       8,        9,     10,    12,
+					13,     0x1f,    ' ',      '"',   '\\',  '/',
+					'a',    0x7f,    0x80,     0x7ff, 0x800, 0xfffd,
+					0xffff, 0x10000, 0x10ffff, 0x2028 };
+	for (int i = 0; i < 20000; i++) {
+		char buf[256];
+		size_t n = 0;
+		int len = (int)(next() % 40);
+		for (int k = 0; k < len; k++) {
+			uint32_t c = cps[next() % (sizeof cps / sizeof cps[0])];
+			if (c < 0x80) {
+				buf[n++] = (char)c;
+			} else if (c < 0x800) {
+				buf[n++] = (char)(0xc0 | c >> 6);
+				buf[n++] = (char)(0x80 | (c & 0x3f));
+			} else if (c < 0x10000) {
+				buf[n++] = (char)(0xe0 | c >> 12);
+				buf[n++] = (char)(0x80 | (c >> 6 & 0x3f));
+				buf[n++] = (char)(0x80 | (c & 0x3f));
+			} else {
+				buf[n++] = (char)(0xf0 | c >> 18);
+				buf[n++] = (char)(0x80 | (c >> 12 & 0x3f));
+				buf[n++] = (char)(0x80 | (c >> 6 & 0x3f));
+				buf[n++] = (char)(0x80 | (c & 0x3f));
+			}
+		}
+		same_size(json_stringn(buf, n));
+	}
+}
+
 int main(void)
 {
 	/* Before anything else uses jansson: jsonio's hooks go over this allocator. */
@@ -297,6 +392,7 @@ int main(void)
 	json_decref(v);
 
 	test_splice();
+	test_scalar_bytes();
 
 	CHECK_EQ_INT(t_damaged, 0);
 	return tp_test_done("test_jsonio");
