@@ -108,7 +108,15 @@ void tp_verdict_trip(enum tp_kind kind, int id, uint64_t limit, uint64_t used)
 	sigset_t set, old;
 	sigemptyset(&set);
 	sigaddset(&set, SIGPROF);
-	sigprocmask(SIG_BLOCK, &set, &old);
+	/* Under kernel-only seccomp refuses SIG_BLOCK with a set (lockdown.c: a trap
+	 * with SIGSYS blocked would go unnamed), and old is then never written:
+	 * restoring it would set a mask of stack garbage, SIGSYS blocked with luck
+	 * (the next trap then killed without its name). There SIGPROF has no
+	 * handler to race with (its default action ends the worker). */
+	if (sigprocmask(SIG_BLOCK, &set, &old) != 0) {
+		tp_verdict_trip_now(kind, id, limit, used);
+		return;
+	}
 	tp_verdict_trip_now(kind, id, limit, used);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 }

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import Host, needs_landlock, wait_for, said, policy_dir
+from conftest import Host, needs_landlock, wait_for, said, policy_dir, status_field
 
 NO_SESSION = -32002
 INVALID = -32602
@@ -304,11 +304,16 @@ def test_the_kernel_holds_workspaces_apart(pol_dir):
         a, wa = open_ws(h)
         b, wb = open_ws(h)
         files(h, "put", session_id=b, path="secret", data=b64(b"b's"))
-        r = ex(h, a, "open('mine', 'w').write('ok')\nopen('mine').read()")
-        assert r["ok"] is True and r["value"] == "ok", r
+        r = ex(h, a, "open('mine', 'w').write('ok')\nimport os\n[open('mine').read(), os.getpid()]")
+        assert r["ok"] is True and r["value"][0] == "ok", r
+        pid = r["value"][1]
+        mask = status_field(pid, "SigBlk")
         r = ex(h, a, f"open({os.path.join(wb, 'secret')!r}).read()")
         assert (r["error"]["kind"], r["error"]["layer"]) == ("sandbox_violation", "kernel"), r
         assert "EACCES" in said(r["error"])
+        # The refusal left the worker's signal mask as it was: SIGSYS deliverable, so
+        # a later trap is named (a failed SIG_BLOCK once restored a mask of garbage).
+        assert status_field(pid, "SigBlk") == mask and not int(mask, 16) & (1 << 30), mask
         r = ex(h, a, f"import os\nos.listdir({os.path.dirname(wa)!r})")
         assert (r["error"]["kind"], r["error"]["layer"]) == ("sandbox_violation", "kernel"), r
         r = h.call("sandbox/exec", {"lang": "python", "code": f"open({os.path.join(wa, 'mine')!r}).read()"})
