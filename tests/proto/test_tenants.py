@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import BINARY
+from conftest import BINARY, wait_for
 from test_http import ENV, Server, rq
 
 TOKENS = {"acme": "tp_acme-secret-token", "globex": "tp_globex-secret-token"}
@@ -215,18 +215,31 @@ def test_concurrent_execs_queue_the_tenants_excess_and_not_another_tenants():
         qa = sorted(res[k]["result"]["usage"]["queue_ms"] for k in ("a1", "a2"))
         assert qa[0] < 150 and qa[1] >= 350, qa  # the second waited for the first
         assert res["g"]["result"]["usage"]["queue_ms"] < 150, res["g"]
-        # Past concurrent_execs x 5 in flight, one is answered busy at once.
-        threads = [threading.Thread(target=run, args=(f"b{i}", "acme", 0.3)) for i in range(5)]
+        # Past concurrent_execs x 5 in flight, one is answered busy at once. Five
+        # are in flight once four wait (the host's queue depth says so: a fixed
+        # sleep was too short under ASan on a loaded machine); each spins 1.5 s, so
+        # the first is still running when the sixth comes.
+        threads = [threading.Thread(target=run, args=(f"b{i}", "acme", 1.5)) for i in range(5)]
         for t in threads:
             t.start()
-        time.sleep(0.15)
+        wait_for(lambda: queue_depth(s) >= 4, 20, "four of acme's execs waiting")
         _, _, m = s.post(rq(2, "sandbox/exec", {"lang": "lua", "code": "return 1"}), headers=auth("acme"))
         assert m["error"] == {"code": -32001, "message": "busy: tenant 'acme' has 5 execs running or "
                               "waiting, the most its concurrent_execs quota (1) lets wait; retry later"}
         for t in threads:
-            t.join(20)
+            t.join(30)
     finally:
         s.stop()
+
+
+def queue_depth(s):
+    """tidepool_queue_depth from GET /metrics (no token needed)."""
+    status, _, raw = s.request("GET", path="/metrics")
+    assert status == 200, status
+    for line in raw.decode().splitlines():
+        if line.startswith("tidepool_queue_depth "):
+            return int(line.split()[1])
+    raise AssertionError("no tidepool_queue_depth in /metrics")
 
 
 def test_open_sessions_quota():
