@@ -516,7 +516,8 @@ static const char *check_nonfinite(const json_t *value, const json_t *m)
 }
 
 /* No whitespace outside the strings of the JSON text s (inside them JSON has
- * no raw control characters): what the encoders write. */
+ * no raw control characters): what the encoders write, and the only text the
+ * host copies into a reply as it is (a line break would split a JSON line). */
 static int compact(const char *s, size_t n)
 {
 	int in = 0;

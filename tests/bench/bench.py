@@ -418,20 +418,29 @@ def zygotes_of(host_pid):
     return out
 
 
-def tree_usage(mode, n):
-    """(user s, system s, minor faults, host s, zygotes s) of a whole host tree
-    that ran n execs and exited: the host reaps its zygotes and workers, so wait4
-    on it has them all. The host's and the zygotes' own CPU are read (schedstat)
-    after the last exec, before it exits; the workers' is the rest."""
+def host_run(params, n, check=None):
+    """(rusage, host s, zygotes s) of a whole host tree that ran n execs of params
+    and exited: the host reaps its zygotes and workers, so wait4 on it has them
+    all. The host's and the zygotes' own CPU are read (schedstat) after the last
+    exec, before it exits; the workers' is the rest."""
     c = Client()
-    p = exec_params(mode)
     for _ in range(n):
-        check_value(c.call(p), mode)
+        r = c.call(params)
+        assert r["ok"], r
+        if check is not None:
+            check(r)
     host_s = oncpu_s(c.p.pid)
     zyg_s = sum(oncpu_s(z) for z in zygotes_of(c.p.pid))
     c.p.stdin.close()
     _, status, ru = os.wait4(c.p.pid, 0)
     c.p.returncode = os.waitstatus_to_exitcode(status)
+    return ru, host_s, zyg_s
+
+
+def tree_usage(mode, n):
+    """(user s, system s, minor faults, host s, zygotes s) of a host that ran n
+    execs of mode (host_run)."""
+    ru, host_s, zyg_s = host_run(exec_params(mode), n, lambda r: check_value(r, mode))
     return ru.ru_utime, ru.ru_stime, ru.ru_minflt, host_s, zyg_s
 
 
@@ -539,18 +548,8 @@ PY_INPROC = ("import json, time\n"
 
 def tree_cpu(params, k, n):
     """(CPU s, host's own CPU s) per exec of params: a host of k + n execs minus one of k."""
-    out = []
-    for count in (k, k + n):
-        c = Client()
-        for _ in range(count):
-            r = c.call(params)
-            assert r["ok"], r
-        host_s = oncpu_s(c.p.pid)
-        c.p.stdin.close()
-        _, status, ru = os.wait4(c.p.pid, 0)
-        c.p.returncode = os.waitstatus_to_exitcode(status)
-        out.append((ru.ru_utime + ru.ru_stime, host_s))
-    return ((out[1][0] - out[0][0]) / n, (out[1][1] - out[0][1]) / n)
+    (a, ha, _), (b, hb, _) = host_run(params, k), host_run(params, k + n)
+    return ((b.ru_utime + b.ru_stime - a.ru_utime - a.ru_stime) / n, (hb - ha) / n)
 
 
 def value_section():

@@ -227,23 +227,32 @@ def spinner(h, sid):
     return int(r["stdout"].split()[1])
 
 
+def ended_spinning(r):
+    """r: the reply to an exec that met a worker still running after its reply."""
+    assert r["ok"] is False, r
+    assert (r["error"]["kind"], r["error"]["layer"]) == ("crashed", "process"), r
+    assert r["error"]["message"] == IDLE_SPIN, r
+    assert r["session_lost"] is True, r
+
+
+def session_ended_spinning(fake, sid):
+    """sid was ended by the idle watch: a later exec is refused, saying why."""
+    e = fake.call("sandbox/exec", {"session_id": sid, "code": "ok"})
+    assert e["error"]["code"] == NO_SESSION, e
+    assert e["error"]["message"] == f"session '{sid}' has ended: {IDLE_SPIN}", e
+
+
 def test_session_worker_running_after_reply_is_ended_at_the_next_exec(fake):
     honest = open_session(fake)
     assert sexec(fake, honest, "ok")["value"] == 1
     sid = open_session(fake)
     pid = spinner(fake, sid)
     # The next exec at once: the spinning worker would read and answer it (ok).
-    r = sexec(fake, sid, "ok")
-    assert r["ok"] is False, r
-    assert (r["error"]["kind"], r["error"]["layer"]) == ("crashed", "process"), r
-    assert r["error"]["message"] == IDLE_SPIN, r
-    assert r["session_lost"] is True, r
+    ended_spinning(sexec(fake, sid, "ok"))
     assert gone_within(pid, 5), f"worker {pid} still runs"
     sessions = listed(fake)
     assert sid not in sessions and honest in sessions, sessions
-    e = fake.call("sandbox/exec", {"session_id": sid, "code": "ok"})
-    assert e["error"]["code"] == NO_SESSION, e
-    assert e["error"]["message"] == f"session '{sid}' has ended: {IDLE_SPIN}", e
+    session_ended_spinning(fake, sid)
     # The honest session on the same host is as it was, and serves on.
     for _ in range(3):
         r = sexec(fake, honest, "ok")
@@ -261,9 +270,7 @@ def test_session_worker_running_after_reply_is_ended_while_idle(fake):
     sessions = listed(fake)
     assert sid not in sessions and honest in sessions, sessions
     assert sessions[honest]["running"] is False, sessions
-    e = fake.call("sandbox/exec", {"session_id": sid, "code": "ok"})
-    assert e["error"]["code"] == NO_SESSION, e
-    assert e["error"]["message"] == f"session '{sid}' has ended: {IDLE_SPIN}", e
+    session_ended_spinning(fake, sid)
     # Honest idle sessions are never ended by the watch.
     time.sleep(1.5)
     assert honest in listed(fake)
@@ -284,9 +291,7 @@ def test_session_worker_that_replies_before_its_pid_is_told_is_watched_from_the_
     pid = spinner(fake, sid)
     # Its reply came first: the watch starts when the pid comes.
     assert gone_within(pid, 8), f"worker {pid} still runs"
-    e = fake.call("sandbox/exec", {"session_id": sid, "code": "ok"})
-    assert e["error"]["code"] == NO_SESSION, e
-    assert e["error"]["message"] == f"session '{sid}' has ended: {IDLE_SPIN}", e
+    session_ended_spinning(fake, sid)
 
 
 def test_session_exec_waits_for_the_pid_of_a_worker_that_replied_before_it(fake):
@@ -294,11 +299,7 @@ def test_session_exec_waits_for_the_pid_of_a_worker_that_replied_before_it(fake)
     pid = spinner(fake, sid)
     # The next exec at once: not handed to a worker the host cannot watch yet
     # (the spinner would answer it ok).
-    r = sexec(fake, sid, "ok")
-    assert r["ok"] is False, r
-    assert (r["error"]["kind"], r["error"]["layer"]) == ("crashed", "process"), r
-    assert r["error"]["message"] == IDLE_SPIN, r
-    assert r["session_lost"] is True, r
+    ended_spinning(sexec(fake, sid, "ok"))
     assert gone_within(pid, 5), f"worker {pid} still runs"
 
 
