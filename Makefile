@@ -26,7 +26,7 @@ DEB_PKGS  := gcc make pkg-config liblua5.4-dev lua5.4 libseccomp-dev libjansson-
              clang-format groff-base python3-numpy python3-pandas python3-matplotlib \
              python3-openpyxl python3-defusedxml \
              python3-tabulate tzdata python3-venv python3-wheel-whl logrotate \
-             libmicrohttpd-dev python3-prometheus-client haproxy
+             libmicrohttpd-dev python3-prometheus-client haproxy strace
 # Only `make browser` needs these (installed by it, the same way, when missing).
 BROWSER_PKGS := chromium
 PKGS      := lua5.4 libseccomp jansson python3-embed libmicrohttpd

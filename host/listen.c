@@ -43,13 +43,23 @@ int tp_listen_open(struct tp_host *h, const char *spec, unsigned mode, struct tp
 				  "--listen takes unix:PATH (a Unix-domain socket), not '%.200s'",
 				  spec);
 	const char *path = spec + 5;
-	if (strlen(path) >= sizeof a.sun_path)
+	/* The socket is bound under a name of its own beside PATH (PATH and
+	 * TMP_SUFFIX more bytes), listens, takes its mode, and only then is
+	 * linked to PATH: whoever sees PATH can connect (bound at PATH itself it
+	 * would show a file that refuses until listen), and link, unlike rename,
+	 * never replaces what is there. */
+	enum { TMP_SUFFIX = 10 }; /* ".%08lx~": a pid is at most 2^22 */
+	const size_t max = sizeof a.sun_path - 1 - TMP_SUFFIX;
+	if (strlen(path) > max)
 		return tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_HOST, 0,
-				  "--listen: the path is longer than %zu bytes: %.200s",
-				  sizeof a.sun_path - 1, path);
-	memcpy(a.sun_path, path, strlen(path) + 1);
+				  "--listen: the path is longer than %zu bytes: %.200s", max, path);
 	if (stale_socket(path))
 		unlink(path);
+	char tmp[sizeof a.sun_path];
+	int n = snprintf(tmp, sizeof tmp, "%s.%08lx~", path, (unsigned long)getpid());
+	if (stale_socket(tmp))
+		unlink(tmp); /* a host of this pid that was killed left it */
+	memcpy(a.sun_path, tmp, (size_t)n + 1);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return tp_err_sys(err, TP_LAYER_HOST, "socket(AF_UNIX)", errno, NULL);
@@ -61,17 +71,24 @@ int tp_listen_open(struct tp_host *h, const char *spec, unsigned mode, struct tp
 	umask(old);
 	if (b != 0) {
 		close(fd);
-		return tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_HOST, e, "--listen %s: %s%s",
-				  path, strerror(e),
-				  e == EADDRINUSE ? " (another tidepool listens there, or a "
-						    "file that is not a socket is in the way)"
-						  : "");
+		return tp_err_sys(err, TP_LAYER_HOST, "--listen", e, path);
 	}
-	if (chmod(path, (mode_t)mode) != 0 || listen(fd, 64) != 0) {
+	if (chmod(tmp, (mode_t)mode) != 0 || listen(fd, 64) != 0) {
 		e = errno;
 		close(fd);
-		unlink(path);
+		unlink(tmp);
 		return tp_err_sys(err, TP_LAYER_HOST, "--listen", e, path);
+	}
+	b = link(tmp, path);
+	e = errno;
+	unlink(tmp);
+	if (b != 0) {
+		close(fd);
+		return tp_err_set(err, TP_KIND_INTERNAL, TP_LAYER_HOST, e, "--listen %s: %s%s",
+				  path, strerror(e == EEXIST ? EADDRINUSE : e),
+				  e == EEXIST ? " (another tidepool listens there, or a "
+						"file that is not a socket is in the way)"
+					      : "");
 	}
 	h->listen_path = strdup(path);
 	if (h->listen_path == NULL) {

@@ -7,6 +7,7 @@ import json
 import os
 import random
 import select
+import shutil
 import signal
 import socket
 import stat
@@ -397,7 +398,7 @@ def test_a_stale_socket_is_replaced(tmp_path):
      "tidepool: --listen takes unix:PATH (a Unix-domain socket), not 'tcp:127.0.0.1:80'\n"),
     (("--listen", "unix:"), "tidepool: --listen takes unix:PATH (a Unix-domain socket), not 'unix:'\n"),
     (("--listen", "unix:/tmp/" + "x" * 120),
-     "tidepool: --listen: the path is longer than 107 bytes: /tmp/" + "x" * 120 + "\n"),
+     "tidepool: --listen: the path is longer than 97 bytes: /tmp/" + "x" * 120 + "\n"),
     (("--listen-mode", "0600"), "tidepool: --listen-mode and --max-clients need --listen\n"),
     (("--listen", "unix:/tmp/tp-x.sock", "--listen-mode", "999"),
      "tidepool: --listen-mode must be an octal mode from 0 to 0777 (e.g. 0660), not '999'\n"),
@@ -537,3 +538,44 @@ def test_with_a_listener_a_gone_stdio_client_loses_only_its_own_work(d):
     assert d.host.proc.wait(10) == 128 + signal.SIGTERM
     err = d.host.proc.stderr.read().decode()
     assert "tidepool: client 1 is gone: 1 execs in flight cancelled\n" in err, err
+
+
+def test_the_path_accepts_from_the_moment_it_appears(tmp_path):
+    """The socket file appears only once it listens and has its mode: a
+    client that connects the instant it sees the path is not refused. The
+    path was once bound in place and refused until listen (a CI failure);
+    strace holds the host at listen for 0.5 s to make that window wide."""
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed")
+    path = str(tmp_path / "t.sock")
+    log = str(tmp_path.parent / "strace.log")
+    proc = subprocess.Popen(["strace", "-qq", "-o", log, "-e", "trace=listen,link",
+                             "-e", "inject=listen:delay_enter=500000",
+                             BINARY, "--listen", "unix:" + path], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.lexists(path):
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode()
+                if "ptrace" in err or "Operation not permitted" in err:
+                    pytest.skip(f"strace cannot trace here: {err.strip()}")
+                raise AssertionError(err)
+            assert time.monotonic() < deadline, "the socket never appeared"
+            time.sleep(0.001)
+        st = os.lstat(path)
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)  # ConnectionRefusedError if it appeared before listen
+        s.close()
+        assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600
+        with open(log) as f:
+            calls = [line.split("(")[0] for line in f]
+        assert calls[:2] == ["listen", "link"], calls
+    finally:
+        with open(f"/proc/{proc.pid}/task/{proc.pid}/children") as f:
+            for pid in f.read().split():
+                os.kill(int(pid), signal.SIGTERM)  # the host: strace goes with it
+        proc.wait(10)
+    assert not os.path.lexists(path)
+    # the name it was bound under is gone too
+    assert os.listdir(tmp_path) == []
