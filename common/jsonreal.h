@@ -34,6 +34,13 @@
  * (JSON has no NaN or infinity; jansson never makes such a real). */
 size_t tp_json_real_format(double d, char *buf);
 
+/* The same text as tp_json_real_format(d, buf), from tok[0 .. n): d's
+ * shortest round-trip digits in any notation token_digits reads (Python's
+ * repr(), "2.5e-05", "1e+16", "250.0"), without printing d again. The caller
+ * vouches that tok is d's shortest form; a token that is not a number, and a
+ * zero or non-finite d, take tp_json_real_format. */
+size_t tp_json_real_shortest(double d, const char *tok, size_t n, char *buf);
+
 /* Rewrites in place every number of the JSON text s[0 .. len) that is outside
  * strings and has a '.' or an exponent, when strtod reads the whole token as a
  * finite double and the new text is no longer. Everything else, integers and

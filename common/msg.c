@@ -177,10 +177,13 @@ char *tp_msg_reply_encode(const struct tp_reply *r, size_t *len)
 	put_u64(&w, r->usage.memory_peak_bytes);
 	put_u64(&w, r->usage.cpu_us);
 	if (r->ok) {
-		if (r->value == NULL)
+		if (r->value_json != NULL) /* a worker's text, written as the value was walked */
+			put_bytes(&w, r->value_json, r->value_json_n);
+		else if (r->value == NULL)
 			w.oom =
 			    1; /* an ok reply always has a value: refuse to encode one without */
-		put_json(&w, r->value);
+		else
+			put_json(&w, r->value);
 		if (r->text_is_value)
 			put_u32(&w, SAME_AS_VALUE);
 		else

@@ -109,10 +109,13 @@ struct tp_reply {
 	 * tp_json_dumps writes them) and leaves this set. Only for an array or
 	 * object value, never with value_repr or text_cut. */
 	int text_is_value;
-	/* Host side only (never encoded): the value's text as the worker sent it,
-	 * reals tidied, owned, when the value is an array or object sent compact
-	 * (no whitespace outside strings): the host writes these bytes into its
-	 * reply instead of dumping the value again (tp_json_dumps_splice). */
+	/* The value's compact JSON text, owned, or NULL. Worker side: when set,
+	 * encoded as the value in place of dumping value (which may then be NULL;
+	 * Python writes its value so, tp_pyjson_write). Host side: set by the
+	 * decoder, the value's text as the worker sent it with its reals tidied,
+	 * when the value is an array or object sent compact (no whitespace
+	 * outside strings): the host writes these bytes into its reply instead of
+	 * dumping the value again (tp_json_dumps_splice). */
 	char *value_json;
 	size_t value_json_n;
 	struct tp_text images[TP_MSG_MAX_IMAGES]; /* when ok: PNG files, owned; together

@@ -28,6 +28,39 @@ uint64_t tp_utf8_json_bytes(const char *s, size_t n)
 	return b;
 }
 
+size_t tp_utf8_json_put(const char *s, size_t n, char *out)
+{
+	static const char hex[] = "0123456789ABCDEF", ctl[] = "\b\f\n\r\t", esc[] = "bfnrt";
+	const unsigned char *p = (const unsigned char *)s;
+	char *o = out;
+
+	*o++ = '"';
+	for (size_t i = 0, k; i < n; i += k) {
+		k = tp_utf8_seq_len(p + i, n - i);
+		if (k == 0) {
+			memcpy(o, "\xEF\xBF\xBD", 3); /* U+FFFD */
+			o += 3, k = 1;
+		} else if (p[i] == '"' || p[i] == '\\') {
+			*o++ = '\\', *o++ = (char)p[i];
+		} else if (p[i] < 0x20) {
+			const char *e = p[i] ? strchr(ctl, p[i]) : NULL;
+			*o++ = '\\';
+			if (e != NULL) {
+				*o++ = esc[e - ctl];
+			} else {
+				memcpy(o, "u00", 3);
+				o[3] = hex[p[i] >> 4], o[4] = hex[p[i] & 15];
+				o += 5;
+			}
+		} else {
+			memcpy(o, p + i, k);
+			o += k;
+		}
+	}
+	*o++ = '"';
+	return (size_t)(o - out);
+}
+
 uint64_t tp_json_scalar_bytes(const json_t *v)
 {
 	char buf[64];

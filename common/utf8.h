@@ -24,6 +24,10 @@ size_t tp_utf8_complete(const char *s, size_t n);
  * quotes included: '"' and '\\' and \b \f \n \r \t take 2, other control
  * characters 6 (\u00XX), a byte that begins no valid sequence 3 (U+FFFD). */
 uint64_t tp_utf8_json_bytes(const char *s, size_t n);
+/* Writes that text (tp_utf8_json_bytes(s, n) bytes, which out must have room
+ * for) to out, byte for byte as jansson dumps the repaired string (\u00XX in
+ * upper case hex); returns its length. */
+size_t tp_utf8_json_put(const char *s, size_t n, char *out);
 /* Bytes of json_dumpb(v, JSON_COMPACT | JSON_ENCODE_ANY) for a scalar v (a
  * string, a number, true, false, null), computed without dumping it. */
 uint64_t tp_json_scalar_bytes(const json_t *v);

@@ -7,6 +7,8 @@
 #include <Python.h>
 
 #include "pyjson.h"
+#include "jsonio.h"
+#include "jsonreal.h"
 #include "utf8.h"
 
 #include <math.h>
@@ -70,21 +72,28 @@ uint64_t tp_pyjson_size(const json_t *v)
 
 /* ---- Python -> JSON ---------------------------------------------------------- */
 
+/* The value is written as compact JSON text as it is walked, byte for byte
+ * what tp_json_dumps (JSON_COMPACT) writes for the same value: jansson's
+ * escapes, and each real in its shortest form (jsonreal.h), from Python's
+ * own repr digits. No tree is built: the text is what the worker sends. */
 struct conv {
 	const struct tp_pyjson_caps *caps;
-	uint64_t bytes;
+	uint64_t bytes; /* counted against caps->bytes: the text, and the nonfinite map */
+	char *buf;      /* the text so far (malloc'd), buf[n] kept for a NUL */
+	size_t n, cap;
 	enum tp_pyjson_fail fail;
 	uint64_t used;
 	char *message; /* out->message */
 	int npath;
 	PyObject *path[MAX_PATH];
 	/* Where the value being converted is: in container path[i], the item at
-	 * index at_idx[i] or at key at_key[i] (borrowed; NULL for a sequence).
-	 * Recorded per item (no formatting), spelled as a JSON pointer only for
-	 * a number JSON has none for (caps->nonfinite): {pointer: "nan"|"inf"|
-	 * "-inf"}, which the value holds as null. */
+	 * index at_idx[i] or at key at_key[i] (at_keyn[i] bytes of UTF-8, borrowed;
+	 * NULL for a sequence). Recorded per item (no formatting), spelled as a
+	 * JSON pointer only for a number JSON has none for (caps->nonfinite):
+	 * {pointer: "nan"|"inf"|"-inf"}, which the value holds as null. */
 	Py_ssize_t at_idx[MAX_PATH];
-	const json_t *at_key[MAX_PATH];
+	const char *at_key[MAX_PATH];
+	size_t at_keyn[MAX_PATH];
 	json_t *nonfinite;
 };
 
@@ -99,6 +108,49 @@ static int add_bytes(struct conv *c, uint64_t n)
 {
 	c->bytes += n;
 	return c->bytes <= c->caps->bytes ? 0 : stop(c, TP_PYJSON_BYTES, c->bytes);
+}
+
+/* Room for n more bytes and a NUL. Counted bytes come first (add_bytes), so
+ * the text never grows past the cap. */
+static int reserve(struct conv *c, size_t n)
+{
+	if (c->cap - c->n > n)
+		return 0;
+	size_t cap = c->cap ? c->cap : 1024;
+	while (cap - c->n <= n)
+		cap *= 2;
+	char *t = realloc(c->buf, cap);
+	if (t == NULL)
+		return stop(c, TP_PYJSON_NOMEM, 0);
+	c->buf = t;
+	c->cap = cap;
+	return 0;
+}
+
+/* Bytes add_bytes already counted (brackets, commas). */
+static int put(struct conv *c, const char *s, size_t n)
+{
+	if (reserve(c, n) != 0)
+		return -1;
+	memcpy(c->buf + c->n, s, n);
+	c->n += n;
+	return 0;
+}
+
+/* Bytes not counted yet: a scalar's text. */
+static int put_counted(struct conv *c, const char *s, size_t n)
+{
+	return add_bytes(c, n) != 0 ? -1 : put(c, s, n);
+}
+
+/* n bytes of UTF-8 as a JSON string, counted. */
+static int put_utf8_json(struct conv *c, const char *u, size_t n, size_t extra)
+{
+	uint64_t size = tp_utf8_json_bytes(u, n);
+	if (add_bytes(c, size + extra) != 0 || reserve(c, (size_t)size + extra) != 0)
+		return -1;
+	c->n += tp_utf8_json_put(u, n, c->buf + c->n);
+	return 0;
 }
 
 /* The converter's state, one instance: numpy's number and bool scalar types,
@@ -169,63 +221,108 @@ static json_t *key_string(PyObject *k)
 	return v;
 }
 
-static json_t *conv_value(struct conv *c, PyObject *v, uint64_t depth);
-static json_t *nonfinite(struct conv *c, double d);
+static int conv_value(struct conv *c, PyObject *v, uint64_t depth);
+static int nonfinite(struct conv *c, double d);
 
-static json_t *scalar(struct conv *c, PyObject *v)
+/* An int as jansson writes it ("%lld"). */
+static size_t int_text(long long x, char *out)
 {
-	json_t *j;
+	char tmp[24];
+	size_t n = 0, o = 0;
+	unsigned long long u = x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
 
+	do
+		tmp[n++] = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	if (x < 0)
+		out[o++] = '-';
+	while (n > 0)
+		out[o++] = tmp[--n];
+	return o;
+}
+
+/* A finite real in its shortest form: Python's repr digits, laid out as
+ * tp_json_real_format does. */
+static int put_real(struct conv *c, double d)
+{
+	char text[TP_JSON_REAL_MAX + 1];
+	size_t n;
+
+	if (d == 0) {
+		n = tp_json_real_format(d, text);
+	} else {
+		char *r = PyOS_double_to_string(d, 'r', 0, 0, NULL);
+		if (r == NULL) {
+			PyErr_Clear();
+			return stop(c, TP_PYJSON_NOMEM, 0);
+		}
+		n = tp_json_real_shortest(d, r, strlen(r), text);
+		PyMem_Free(r);
+	}
+	return put_counted(c, text, n);
+}
+
+/* A str as a JSON string; lone surrogates as U+FFFD. */
+static int put_str(struct conv *c, PyObject *s)
+{
+	Py_ssize_t n, len;
+	const char *u = PyUnicode_AsUTF8AndSize(s, &n);
+	char *buf;
+	size_t o = 0;
+	int rc;
+
+	if (u != NULL)
+		return put_utf8_json(c, u, (size_t)n, 0);
+	PyErr_Clear(); /* lone surrogates: encode by hand */
+	len = PyUnicode_GET_LENGTH(s);
+	buf = malloc((size_t)len * 4 + 1);
+	if (buf == NULL)
+		return stop(c, TP_PYJSON_NOMEM, 0);
+	for (Py_ssize_t i = 0; i < len; i++)
+		o += put_utf8(buf + o, PyUnicode_READ_CHAR(s, i));
+	rc = put_utf8_json(c, buf, o, 0);
+	free(buf);
+	return rc;
+}
+
+static int scalar(struct conv *c, PyObject *v)
+{
 	if (v == Py_None)
-		j = json_null();
-	else if (PyBool_Check(v))
-		j = json_boolean(v == Py_True);
-	else if (PyLong_Check(v)) {
+		return put_counted(c, "null", 4);
+	if (PyBool_Check(v))
+		return v == Py_True ? put_counted(c, "true", 4) : put_counted(c, "false", 5);
+	if (PyLong_Check(v)) {
+		char text[24];
 		int overflow;
 		long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
 		if (overflow || (x == -1 && PyErr_Occurred())) {
 			PyErr_Clear();
-			stop(c, TP_PYJSON_NOTJSON, 0);
-			return NULL;
+			return stop(c, TP_PYJSON_NOTJSON, 0);
 		}
-		j = json_integer(x);
-	} else if (PyFloat_Check(v)) {
+		return put_counted(c, text, int_text(x, text));
+	}
+	if (PyFloat_Check(v)) {
 		double d = PyFloat_AS_DOUBLE(v);
-		if (!isfinite(d) && c->caps->nonfinite) {
-			j = nonfinite(c, d);
-			if (j == NULL)
-				return NULL;
-		} else if (!isfinite(d)) { /* JSON has no NaN or infinity */
-			snprintf(c->message, TP_PYJSON_MESSAGE_MAX, "%s is not a JSON number",
-				 isnan(d) ? "NaN"
-				 : d > 0  ? "inf"
-					  : "-inf");
-			stop(c, TP_PYJSON_NUMBER, 0);
-			return NULL;
-		} else {
-			j = json_real(d);
-		}
-	} else if (PyUnicode_Check(v))
-		j = tp_pyjson_str(v);
-	else {
-		PyObject *x = np_item(v); /* numpy's int64, float32, bool_: their number */
-		if (x != NULL) {
-			j = scalar(c, x);
-			Py_DECREF(x);
-			return j;
-		}
-		stop(c, TP_PYJSON_NOTJSON, 0);
-		return NULL;
+		if (isfinite(d))
+			return put_real(c, d);
+		if (c->caps->nonfinite)
+			return nonfinite(c, d);
+		/* JSON has no NaN or infinity */
+		snprintf(c->message, TP_PYJSON_MESSAGE_MAX, "%s is not a JSON number",
+			 isnan(d) ? "NaN"
+			 : d > 0  ? "inf"
+				  : "-inf");
+		return stop(c, TP_PYJSON_NUMBER, 0);
 	}
-	if (j == NULL) {
-		stop(c, TP_PYJSON_NOMEM, 0);
-		return NULL;
+	if (PyUnicode_Check(v))
+		return put_str(c, v);
+	PyObject *x = np_item(v); /* numpy's int64, float32, bool_: their number */
+	if (x != NULL) {
+		int rc = scalar(c, x);
+		Py_DECREF(x);
+		return rc;
 	}
-	if (add_bytes(c, tp_pyjson_size(j)) != 0) {
-		json_decref(j);
-		return NULL;
-	}
-	return j;
+	return stop(c, TP_PYJSON_NOTJSON, 0);
 }
 
 /* The JSON pointer (RFC 6901) of the value being converted, malloc'd, its
@@ -234,16 +331,16 @@ static char *pointer(const struct conv *c, size_t *len)
 {
 	size_t n = 0, o = 0;
 	for (int i = 0; i < c->npath; i++)
-		n += 1 + (c->at_key[i] ? 2 * json_string_length(c->at_key[i]) : 24);
+		n += 1 + (c->at_key[i] ? 2 * c->at_keyn[i] : 24);
 	char *p = malloc(n + 1);
 	for (int i = 0; p != NULL && i < c->npath; i++) {
 		if (c->at_key[i] == NULL) {
 			o += (size_t)snprintf(p + o, n + 1 - o, "/%zd", c->at_idx[i]);
 			continue;
 		}
-		const char *k = json_string_value(c->at_key[i]);
+		const char *k = c->at_key[i];
 		p[o++] = '/';
-		for (size_t j = 0; j < json_string_length(c->at_key[i]); j++) {
+		for (size_t j = 0; j < c->at_keyn[i]; j++) {
 			if (k[j] == '~' || k[j] == '/') {
 				p[o++] = '~';
 				p[o++] = k[j] == '~' ? '0' : '1';
@@ -260,7 +357,7 @@ static char *pointer(const struct conv *c, size_t *len)
 
 /* A NaN or an infinity at the current pointer: null in the value, its name in
  * the map (both counted against the byte cap). */
-static json_t *nonfinite(struct conv *c, double d)
+static int nonfinite(struct conv *c, double d)
 {
 	const char *name = isnan(d) ? "nan" : d > 0 ? "inf" : "-inf";
 	size_t len;
@@ -270,14 +367,13 @@ static json_t *nonfinite(struct conv *c, double d)
 	if (ptr == NULL || c->nonfinite == NULL ||
 	    json_object_setn_new(c->nonfinite, ptr, len, json_string(name)) != 0) {
 		free(ptr);
-		stop(c, TP_PYJSON_NOMEM, 0);
-		return NULL;
+		return stop(c, TP_PYJSON_NOMEM, 0);
 	}
 	free(ptr);
 	/* "ptr":"name", and the brackets or comma: what the map adds to the reply */
 	if (add_bytes(c, len + strlen(name) + 6) != 0)
-		return NULL;
-	return json_null();
+		return -1;
+	return put_counted(c, "null", 4);
 }
 
 static int enter(struct conv *c, PyObject *v, uint64_t depth)
@@ -291,34 +387,20 @@ static int enter(struct conv *c, PyObject *v, uint64_t depth)
 	return add_bytes(c, 2); /* the brackets */
 }
 
-static json_t *conv_seq(struct conv *c, PyObject *v, uint64_t depth)
+static int conv_seq(struct conv *c, PyObject *v, uint64_t depth)
 {
 	int is_list = PyList_Check(v);
 	Py_ssize_t n = is_list ? PyList_GET_SIZE(v) : PyTuple_GET_SIZE(v);
-	json_t *a = json_array();
 
-	if (a == NULL) {
-		stop(c, TP_PYJSON_NOMEM, 0);
-		return NULL;
-	}
 	for (Py_ssize_t i = 0; i < n; i++) {
 		PyObject *item = is_list ? PyList_GET_ITEM(v, i) : PyTuple_GET_ITEM(v, i);
-		json_t *j;
-		if (i > 0 && add_bytes(c, 1) != 0)
-			goto fail;
+		if (i > 0 && (add_bytes(c, 1) != 0 || put(c, ",", 1) != 0))
+			return -1;
 		c->at_key[c->npath - 1] = NULL, c->at_idx[c->npath - 1] = i;
-		j = conv_value(c, item, depth + 1);
-		if (j == NULL)
-			goto fail;
-		if (json_array_append_new(a, j) != 0) {
-			stop(c, TP_PYJSON_NOMEM, 0);
-			goto fail;
-		}
+		if (conv_value(c, item, depth + 1) != 0)
+			return -1;
 	}
-	return a;
-fail:
-	json_decref(a);
-	return NULL;
+	return 0;
 }
 
 /* The repr of a str key's first n characters. */
@@ -401,78 +483,122 @@ static int collision(struct conv *c, PyObject *v, PyObject *k, const json_t *jk)
 	return stop(c, TP_PYJSON_KEYS, 0);
 }
 
-static json_t *conv_dict(struct conv *c, PyObject *v, uint64_t depth)
+/* Every key is an exact str with UTF-8 (no lone surrogate): then no two keys
+ * have one JSON text (distinct strs, distinct UTF-8), and nothing need be
+ * remembered to tell. A str subclass (its own __eq__ can keep two equal texts
+ * apart), any other key, or a surrogate takes the checked path. */
+static int plain_keys(PyObject *v)
 {
-	Py_ssize_t pos = 0;
+	Py_ssize_t pos = 0, n;
 	PyObject *k, *item;
-	json_t *o = json_object(), *jk, *j;
-	int first = 1;
 
-	if (o == NULL) {
-		stop(c, TP_PYJSON_NOMEM, 0);
-		return NULL;
-	}
-	while (PyDict_Next(v, &pos, &k, &item)) {
-		if (!first && add_bytes(c, 1) != 0)
-			goto fail;
-		first = 0;
-		jk = key_string(k);
-		if (jk == NULL) {
-			stop(c, TP_PYJSON_NOTJSON, 0);
-			goto fail;
+	while (PyDict_Next(v, &pos, &k, &item))
+		if (!PyUnicode_CheckExact(k) || PyUnicode_AsUTF8AndSize(k, &n) == NULL) {
+			PyErr_Clear();
+			return 0;
 		}
-		if (json_object_getn(o, json_string_value(jk), json_string_length(jk)) != NULL) {
-			collision(c, v, k, jk);
-			json_decref(jk);
-			goto fail;
-		}
-		if (add_bytes(c, tp_pyjson_size(jk) + 1) != 0) {
-			json_decref(jk);
-			goto fail;
-		}
-		c->at_key[c->npath - 1] = jk;
-		j = conv_value(c, item, depth + 1);
-		if (j == NULL) {
-			json_decref(jk);
-			goto fail;
-		}
-		int rc = json_object_setn_new(o, json_string_value(jk), json_string_length(jk), j);
-		json_decref(jk);
-		if (rc != 0) {
-			stop(c, TP_PYJSON_NOMEM, 0);
-			goto fail;
-		}
-	}
-	return o;
-fail:
-	json_decref(o);
-	return NULL;
+	return 1;
 }
 
-static json_t *conv_value(struct conv *c, PyObject *v, uint64_t depth)
+static int conv_dict(struct conv *c, PyObject *v, uint64_t depth)
 {
-	json_t *j;
+	Py_ssize_t pos = 0, n;
+	PyObject *k, *item;
+	int plain = plain_keys(v), first = 1, rc = -1;
+	json_t *seen = plain ? NULL : json_object(), *jk = NULL;
 
-	if (!PyList_Check(v) && !PyTuple_Check(v) && !PyDict_Check(v))
-		return scalar(c, v);
-	if (enter(c, v, depth) != 0)
-		return NULL;
-	j = PyDict_Check(v) ? conv_dict(c, v, depth) : conv_seq(c, v, depth);
-	c->npath--;
-	return j;
+	if (!plain && seen == NULL)
+		return stop(c, TP_PYJSON_NOMEM, 0);
+	while (PyDict_Next(v, &pos, &k, &item)) {
+		const char *u;
+		if (!first && (add_bytes(c, 1) != 0 || put(c, ",", 1) != 0))
+			goto done;
+		first = 0;
+		if (seen == NULL) {
+			u = PyUnicode_AsUTF8AndSize(k, &n); /* plain_keys made it */
+		} else {
+			jk = key_string(k);
+			if (jk == NULL) {
+				stop(c, TP_PYJSON_NOTJSON, 0);
+				goto done;
+			}
+			u = json_string_value(jk), n = (Py_ssize_t)json_string_length(jk);
+			if (json_object_getn(seen, u, (size_t)n) != NULL) {
+				collision(c, v, k, jk);
+				goto done;
+			}
+			if (json_object_setn_new(seen, u, (size_t)n, json_null()) != 0) {
+				stop(c, TP_PYJSON_NOMEM, 0);
+				goto done;
+			}
+		}
+		if (put_utf8_json(c, u, (size_t)n, 1) != 0)
+			goto done;
+		c->buf[c->n++] = ':'; /* counted with the key, room reserved with it */
+		c->at_key[c->npath - 1] = u, c->at_keyn[c->npath - 1] = (size_t)n;
+		if (conv_value(c, item, depth + 1) != 0)
+			goto done;
+		json_decref(jk);
+		jk = NULL;
+	}
+	rc = 0;
+done:
+	json_decref(jk);
+	json_decref(seen);
+	return rc;
 }
 
-void tp_pyjson_from_py(PyObject *v, const struct tp_pyjson_caps *caps, struct tp_pyjson_out *out)
+static int conv_value(struct conv *c, PyObject *v, uint64_t depth)
+{
+	int dict = PyDict_Check(v), rc;
+
+	if (!dict && !PyList_Check(v) && !PyTuple_Check(v))
+		return scalar(c, v);
+	if (enter(c, v, depth) != 0 || put(c, dict ? "{" : "[", 1) != 0)
+		return -1;
+	rc = dict ? conv_dict(c, v, depth) : conv_seq(c, v, depth);
+	c->npath--;
+	return rc != 0 ? -1 : put(c, dict ? "}" : "]", 1);
+}
+
+void tp_pyjson_write(PyObject *v, const struct tp_pyjson_caps *caps, struct tp_pyjson_out *out)
 {
 	struct conv c = { .caps = caps, .message = out->message };
 
 	out->message[0] = '\0';
-	out->value = conv_value(&c, v, 1);
-	out->fail = out->value ? TP_PYJSON_OK : c.fail;
+	out->value = NULL;
+	int rc = conv_value(&c, v, 1);
+	if (rc == 0 && reserve(&c, 0) == 0) {
+		c.buf[c.n] = '\0';
+		out->json = c.buf, out->json_n = c.n;
+		out->fail = TP_PYJSON_OK;
+		out->nonfinite = c.nonfinite;
+		out->used = c.used;
+		return;
+	}
+	free(c.buf);
+	json_decref(c.nonfinite);
+	out->json = NULL, out->json_n = 0;
+	out->nonfinite = NULL;
+	out->fail = c.fail;
 	out->used = c.used;
-	out->nonfinite = out->value ? c.nonfinite : NULL;
-	if (out->value == NULL)
-		json_decref(c.nonfinite);
+}
+
+void tp_pyjson_from_py(PyObject *v, const struct tp_pyjson_caps *caps, struct tp_pyjson_out *out)
+{
+	tp_pyjson_write(v, caps, out);
+	if (out->fail != TP_PYJSON_OK)
+		return;
+	struct tp_err err;
+	/* tp_json_loadb: U+0000 in keys too */
+	out->value = tp_json_loadb(out->json, out->json_n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+	free(out->json);
+	out->json = NULL, out->json_n = 0;
+	if (out->value == NULL) {
+		json_decref(out->nonfinite);
+		out->nonfinite = NULL;
+		out->fail = TP_PYJSON_NOMEM;
+	}
 }
 
 /* ---- JSON -> Python ------------------------------------------------------------ */

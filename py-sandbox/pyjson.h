@@ -5,7 +5,8 @@
  * snippet code runs, so a value cannot change or loop while it is converted.
  *
  * Usage:
- *   1. tp_pyjson_from_py(v, &caps, &out): out.fail says why it stopped. A value
+ *   1. tp_pyjson_write(v, &caps, &out): the value as JSON text (out.json), or
+ *      tp_pyjson_from_py for a jansson tree (out.value). out.fail says why it stopped. A value
  *      that JSON cannot hold (a set, a big int, an object) gives
  *      TP_PYJSON_NOTJSON: the caller then sends its repr, marked value_repr.
  *      Nothing is dropped: two dict keys with one JSON text (1 and '1') give
@@ -44,13 +45,18 @@ enum tp_pyjson_fail {
 #define TP_PYJSON_MESSAGE_MAX 320
 
 struct tp_pyjson_out {
-	json_t *value; /* new reference, set only when fail == TP_PYJSON_OK */
+	json_t *value; /* tp_pyjson_from_py: new reference, set only when fail == TP_PYJSON_OK */
+	char *json;    /* tp_pyjson_write: when fail == TP_PYJSON_OK, the value's compact JSON
+			* text (malloc'd, NUL-terminated, json_n bytes): what tp_json_dumps
+			* writes for the same value, reals in their shortest form */
+	size_t json_n;
 	enum tp_pyjson_fail fail;
 	uint64_t used;
 	char message[TP_PYJSON_MESSAGE_MAX]; /* for KEYS and NUMBER, UTF-8; else "" */
 	json_t *nonfinite; /* new reference or NULL: {JSON pointer: "nan"|"inf"|"-inf"} */
 };
 
+void tp_pyjson_write(PyObject *v, const struct tp_pyjson_caps *caps, struct tp_pyjson_out *out);
 void tp_pyjson_from_py(PyObject *v, const struct tp_pyjson_caps *caps, struct tp_pyjson_out *out);
 PyObject *tp_pyjson_to_py(const json_t *v, uint64_t max_depth);
 json_t *tp_pyjson_str(PyObject *s);

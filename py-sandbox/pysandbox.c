@@ -236,7 +236,10 @@ static json_t *repr_value(PyObject *v)
 }
 
 struct result {
-	json_t *value;
+	json_t *value; /* a repr value, or NULL: then json, or None */
+	char *json;    /* the value's compact JSON text (tp_pyjson_write), malloc'd, or NULL */
+	size_t json_n;
+	int text_is_value; /* the text is json itself (TEXT_SAME_MIN) */
 	json_t *nonfinite; /* {JSON pointer: "nan"|"inf"|"-inf"} of value, or NULL */
 	int is_repr;
 	const char *fail; /* why the value could not be sent (result_error) */
@@ -286,8 +289,8 @@ static void value_text(PyObject *v, struct result *res, const struct tp_request 
 	if (r == NULL || text_of(r, tp_py_lim.result_bytes, &res->text, &res->text_cut) != 0) {
 		if (r == NULL)
 			tp_py_capture(&res->repr, ST_RUN, req);
-		json_decref(res->value);
-		res->value = NULL;
+		free(res->json);
+		res->json = NULL;
 		res->fail = "repr() failed";
 	}
 	Py_XDECREF(r);
@@ -322,14 +325,14 @@ static void convert_rich(PyObject *v, struct result *res, const struct tp_reques
 		return;
 	}
 	if (PyTuple_GET_ITEM(t, 0) != Py_None) {
-		tp_pyjson_from_py(PyTuple_GET_ITEM(t, 0), &caps, &out);
+		tp_pyjson_write(PyTuple_GET_ITEM(t, 0), &caps, &out);
 		if (out.fail == TP_PYJSON_OK) {
-			res->value = out.value;
+			res->json = out.json, res->json_n = out.json_n;
 			res->nonfinite = out.nonfinite;
 			if (text_of(PyTuple_GET_ITEM(t, 1), tp_py_lim.result_bytes, &res->text,
 				    &res->text_cut) != 0) {
-				json_decref(res->value);
-				res->value = NULL;
+				free(res->json);
+				res->json = NULL;
 				res->fail = "out of memory";
 			}
 			Py_DECREF(t);
@@ -358,6 +361,8 @@ static void figures(struct result *res, const struct tp_request *req)
 		Py_XDECREF(l);
 		json_decref(res->value);
 		res->value = NULL;
+		free(res->json);
+		res->json = NULL;
 		res->fail = "a figure could not be drawn";
 		return;
 	}
@@ -390,6 +395,10 @@ static void figures(struct result *res, const struct tp_request *req)
 	Py_DECREF(l);
 }
 
+/* Above this many bytes of JSON, a list's, tuple's or dict's text is its
+ * JSON rather than its repr: the same content, rendered once. */
+#define TEXT_SAME_MIN 4096
+
 static void convert(PyObject *v, struct result *res, const struct tp_request *req)
 {
 	static char message[TP_PYJSON_MESSAGE_MAX];
@@ -400,12 +409,18 @@ static void convert(PyObject *v, struct result *res, const struct tp_request *re
 		convert_rich(v, res, req);
 		return;
 	}
-	tp_pyjson_from_py(v, &caps, &out);
+	tp_pyjson_write(v, &caps, &out);
 	switch (out.fail) {
 	case TP_PYJSON_OK:
-		res->value = out.value;
+		res->json = out.json, res->json_n = out.json_n;
 		res->nonfinite = out.nonfinite;
-		value_text(v, res, req);
+		/* A large list or dict: its text is its JSON, which crosses once, not
+		 * a second full rendering (docs/python.md, "Values"). */
+		if (out.json_n > TEXT_SAME_MIN &&
+		    (PyList_Check(v) || PyTuple_Check(v) || PyDict_Check(v)))
+			res->text_is_value = 1;
+		else
+			value_text(v, res, req);
 		return;
 	case TP_PYJSON_DEPTH:
 		tp_py_trip(TP_KIND_OUTPUT_LIMIT, TP_LIMIT_RESULT_DEPTH, caps.depth, out.used);
@@ -547,9 +562,11 @@ static int reply(const struct failure *f, struct result *res, struct tp_reply *o
 	memset(out, 0, sizeof *out);
 	tp_py_publish_usage(tp_py_shm);
 	usage(&out->usage);
-	if (tp_py_verdict() || f->set || res->fail || res->value == NULL) {
+	if (tp_py_verdict() || f->set || res->fail || (res->value == NULL && res->json == NULL)) {
 		json_decref(res->value);
 		res->value = NULL;
+		free(res->json);
+		res->json = NULL;
 		json_decref(res->nonfinite);
 		res->nonfinite = NULL;
 	}
@@ -561,7 +578,13 @@ static int reply(const struct failure *f, struct result *res, struct tp_reply *o
 	if (res->fail)
 		return result_failure(res, &out->error);
 	out->ok = 1;
-	out->value = res->value ? res->value : json_null();
+	if (res->json != NULL) { /* sent as written, no tree */
+		out->value_json = res->json, out->value_json_n = res->json_n;
+		out->text_is_value = res->text_is_value;
+		res->json = NULL;
+	} else {
+		out->value = res->value ? res->value : json_null();
+	}
 	out->value_repr = res->is_repr;
 	res->value = NULL;
 	out->nonfinite = res->nonfinite; /* NULL for none */
@@ -571,7 +594,7 @@ static int reply(const struct failure *f, struct result *res, struct tp_reply *o
 	memcpy(out->images, res->images, sizeof out->images);
 	out->nimages = res->nimages;
 	res->nimages = 0;
-	return out->value != NULL ? 0 : -1;
+	return out->value != NULL || out->value_json != NULL ? 0 : -1;
 }
 
 /* ---- the fast path: a plain expression, no AST check needed ------------------------------- */

@@ -248,6 +248,7 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 		reply(cfg->chan_fd, &out);
 		scrub_text(req.code, req.code_len);
 		scrub_text(out.text.s, out.text.n);
+		scrub_text(out.value_json, out.value_json_n);
 		tp_request_free(&req);
 		tp_reply_free(&out);
 		if (!cfg->session && !cfg->state)

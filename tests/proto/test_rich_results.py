@@ -59,6 +59,28 @@ def test_python_text_is_the_repr(host, code, value, text):
     assert "value_repr" not in res and res["truncated"] == {"stdout": False, "stderr": False}
 
 
+def test_python_large_container_text_is_its_json(host):
+    """Above 4096 bytes of JSON a list's, tuple's or dict's text is the value's
+    own JSON text, not a second rendering (its repr); at 4096 and below, and
+    for any other value however long, it stays the repr."""
+    at = run(host, "['x' * 4092]")  # ["x…"]: 4096 bytes of JSON
+    assert (at["value"], at["text"]) == (["x" * 4092], "['" + "x" * 4092 + "']")
+    over = run(host, "['x' * 4093]")
+    assert (over["value"], over["text"]) == (["x" * 4093], '["' + "x" * 4093 + '"]')
+    rec = run(host, "[{'id': i, 'p': i * 0.1, 'ok': i % 2 == 0, 'n': None, 's': 'é\"'}"
+                    " for i in range(100)]")
+    assert rec["text"] == json.dumps(rec["value"], separators=(",", ":"), ensure_ascii=False)
+    assert rec["value"][3] == {"id": 3, "p": 0.30000000000000004, "ok": False, "n": None,
+                               "s": 'é"'}
+    tup = run(host, "tuple(range(1500))")
+    assert (tup["value"], tup["text"]) == (list(range(1500)),
+                                           "[" + ",".join(map(str, range(1500))) + "]")
+    d = run(host, "{str(i): [i] for i in range(500)}")
+    assert d["text"] == json.dumps(d["value"], separators=(",", ":"))
+    s = run(host, "'y' * 5000")
+    assert s["text"] == "'" + "y" * 5000 + "'"
+
+
 def test_python_no_value_has_no_text(host):
     for code in ("x = 1", "None", "print('a')"):
         res = run(host, code)

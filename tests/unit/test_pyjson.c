@@ -2,6 +2,9 @@
  * test_pyjson.c — the Python value rules that keep every entry: dict keys whose
  * JSON texts are one are refused (naming both), NaN and the infinities are
  * refused, NUL bytes in keys and strings are carried both ways at any depth.
+ * And the writer's text is the host's canonical text: byte for byte what
+ * tp_json_dumps writes for the value it holds, and the value Python's json
+ * module writes, over random values (test_differential).
  * A plain interpreter: the converter reads values raw, it needs no sandbox.
  */
 #include <Python.h>
@@ -40,19 +43,18 @@ static const char *conv(const char *expr)
 		PyErr_Print();
 		return "PYERR";
 	}
-	tp_pyjson_from_py(v, &caps, &out);
+	tp_pyjson_write(v, &caps, &out);
 	Py_DECREF(v);
 	if (out.fail != TP_PYJSON_OK) {
 		snprintf(text, sizeof text, "FAIL:%d%s%s", (int)out.fail, out.message[0] ? ":" : "",
 			 out.message);
 		return text;
 	}
-	char *s = json_dumps(out.value, JSON_COMPACT | JSON_ENCODE_ANY);
 	char *m = out.nonfinite ? json_dumps(out.nonfinite, JSON_COMPACT) : NULL;
-	snprintf(text, sizeof text, "%s%s%s", s, m ? " " : "", m ? m : "");
-	free(s);
+	snprintf(text, sizeof text, "%s%s%s", out.json, m ? " " : "", m ? m : "");
 	free(m);
-	json_decref(out.value);
+	CHECK_EQ_INT(strlen(out.json), out.json_n);
+	free(out.json);
 	json_decref(out.nonfinite);
 	return text;
 }
@@ -152,6 +154,121 @@ static void test_nonfinite(void)
 	nonfinite_mode = 0;
 }
 
+/* json_equal, with keys that hold U+0000 (json_equal reads keys as C strings). */
+static int equal(const json_t *a, const json_t *b)
+{
+	if (json_typeof(a) != json_typeof(b))
+		return 0;
+	if (json_is_array(a)) {
+		if (json_array_size(a) != json_array_size(b))
+			return 0;
+		for (size_t i = 0; i < json_array_size(a); i++)
+			if (!equal(json_array_get(a, i), json_array_get(b, i)))
+				return 0;
+		return 1;
+	}
+	if (!json_is_object(a))
+		return json_equal(a, b);
+	if (json_object_size(a) != json_object_size(b))
+		return 0;
+	for (void *it = json_object_iter((json_t *)a); it;
+	     it = json_object_iter_next((json_t *)a, it)) {
+		json_t *o =
+		    json_object_getn(b, json_object_iter_key(it), json_object_iter_key_len(it));
+		if (o == NULL || !equal(json_object_iter_value(it), o))
+			return 0;
+	}
+	return 1;
+}
+
+/* Random values (seeded): the writer's text is tp_json_dumps of the value
+ * it holds, byte for byte (the host's splice writes what a dump would), and
+ * that value is the one Python's json module writes. Reals from random bits
+ * and from every decimal layout; strings with every escape and every UTF-8
+ * length; keys of every type JSON spells. */
+static void test_differential(void)
+{
+	static const char gen[] =
+	    "import json, random, struct\n"
+	    "R = random.Random(29)\n"
+	    "CH = 'ab/\"\\\\\\x00\\x01\\x08\\t\\n\\x0c\\r\\x1f\\x7f \\xe9\\u20ac\\U0001d11e'\n"
+	    "def real():\n"
+	    "    k = R.randrange(5)\n"
+	    "    if k == 0:\n"
+	    "        while True:\n"
+	    "            d = struct.unpack('d', R.getrandbits(64).to_bytes(8, 'little'))[0]\n"
+	    "            if d == d and abs(d) != float('inf'): return d\n"
+	    "    if k == 1: return round(R.uniform(-1e6, 1e6), R.randrange(8))\n"
+	    "    if k == 2: return float(R.randrange(-10**18, 10**18)) * 10.0 ** R.randrange(-30, "
+	    "30)\n"
+	    "    if k == 3: return R.choice([0.0, -0.0, 1e16, 1e17, 1e-4, 1e-5, 5e-324, "
+	    "1.7976931348623157e308, 2.5e-7, 0.1, 250.0, 123456789012345680.0])\n"
+	    "    return R.random() * 10.0 ** R.randrange(-320, 300)\n"
+	    "def string(): return ''.join(R.choice(CH) for _ in range(R.randrange(6)))\n"
+	    "def key(i):\n"
+	    "    k = R.randrange(6)\n"
+	    "    return ['k%d' % i + string(), i, i + 0.5, None if i == 0 else 'k%d' % i, True if "
+	    "i == 1 else 'k%d' % i, 'k%d' % i][k]\n"
+	    "def value(d):\n"
+	    "    k = R.randrange(9 if d < 4 else 6)\n"
+	    "    if k == 0: return R.randrange(-2**63, 2**63)\n"
+	    "    if k == 1: return real()\n"
+	    "    if k == 2: return string()\n"
+	    "    if k == 3: return R.choice([None, True, False, R.randrange(-9, 99)])\n"
+	    "    if k in (4, 5): return real() if R.random() < .5 else string()\n"
+	    "    if k == 6: return [value(d + 1) for _ in range(R.randrange(5))]\n"
+	    "    if k == 7: return tuple(value(d + 1) for _ in range(R.randrange(3)))\n"
+	    "    return {key(i): value(d + 1) for i in range(R.randrange(5))}\n"
+	    "VALUES = [value(0) for _ in range(4000)] + [[real() for _ in range(100)] for _ in "
+	    "range(2000)]\n"
+	    "REFS = [json.dumps(v, ensure_ascii=False) for v in VALUES]\n";
+	struct tp_pyjson_caps caps = { 64, 1 << 24, 0 };
+	PyObject *g = PyDict_New(), *r = PyRun_String(gen, Py_file_input, g, g);
+	PyObject *values = PyDict_GetItemString(g, "VALUES"),
+		 *refs = PyDict_GetItemString(g, "REFS");
+	int bad_text = 0, bad_value = 0, n = 0;
+
+	CHECK(r != NULL && values != NULL && refs != NULL);
+	if (r == NULL)
+		PyErr_Print();
+	for (Py_ssize_t i = 0; values != NULL && i < PyList_GET_SIZE(values); i++) {
+		Py_ssize_t rn;
+		const char *ref = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(refs, i), &rn);
+		tp_pyjson_write(PyList_GET_ITEM(values, i), &caps, &out);
+		if (out.fail != TP_PYJSON_OK) {
+			bad_value++;
+			continue;
+		}
+		json_t *mine =
+		    tp_json_loadb(out.json, out.json_n, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+		json_t *theirs =
+		    tp_json_loadb(ref, (size_t)rn, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+		char *dump = mine ? tp_json_dumps(mine, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+		if (dump == NULL || strcmp(dump, out.json) != 0) {
+			if (bad_text++ < 3)
+				printf("# differs from the dump: %s\n#                  dump: %s\n",
+				       out.json, dump ? dump : "(null)");
+		}
+		if (mine == NULL || theirs == NULL || !equal(mine, theirs)) {
+			if (bad_value++ < 3)
+				printf("# not the json module's value: %s\n#                     "
+				       "json: %s\n",
+				       out.json, ref);
+		}
+		n++;
+		free(dump);
+		json_decref(mine);
+		json_decref(theirs);
+		free(out.json);
+	}
+	printf("# differential: %d random values\n", n);
+	CHECK_EQ_INT(n, 6000);
+	CHECK_EQ_INT(bad_text, 0);
+	CHECK_EQ_INT(bad_value, 0);
+	Py_XDECREF(r);
+	Py_DECREF(g);
+}
+
 int main(void)
 {
 	Py_InitializeEx(0);
@@ -159,6 +276,7 @@ int main(void)
 	test_nonfinite();
 	test_keys();
 	test_nul();
+	test_differential();
 	Py_FinalizeEx();
 	return tp_test_done("test_pyjson");
 }
