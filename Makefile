@@ -119,14 +119,21 @@ test: deps
 # BENCH_ONLY=machine,paced,b2b,cpu,compute,sessions,data picks sections; QUICK=1 (or
 # BENCH_QUICK=1) is a short run; BENCH_N, BENCH_PACED, BENCH_SPAWN set the counts.
 bench: all
-	@$(MAKE) --no-print-directory $(BUILD)/bench-probe
+	@$(MAKE) --no-print-directory $(BUILD)/bench-probe $(BUILD)/bench-lua-state
 	TIDEPOOL=$(CURDIR)/$(BUILD)/tidepool BENCH_PROBE=$(CURDIR)/$(BUILD)/bench-probe \
+	  BENCH_LUA_STATE=$(CURDIR)/$(BUILD)/bench-lua-state \
 	  $(if $(QUICK),BENCH_QUICK=1) $(PYTHON) tests/bench/bench.py
 
 # The machine's own costs (fork, faults, pipes), printed first by `make bench`.
 $(BUILD)/bench-probe: tests/bench/probe.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -D_GNU_SOURCE $(WARN) -o $@ $<
+
+# The floor of a Lua exec at isolation "state": tidepool's own state, built,
+# run and rebuilt in one process (tests/bench/lua_state_probe.c).
+$(BUILD)/bench-lua-state: tests/bench/lua_state_probe.c $(CORE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(CORE_OBJS) $(PKG_LIBS)
 
 # The three binaries sit in one directory: the host runs tidepool-python and
 # tidepool-lua (its zygotes) from beside itself. The man page goes to man1.

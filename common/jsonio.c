@@ -568,8 +568,8 @@ static void sb_put(struct sbuf *b, const char *s, size_t n)
 	b->s[b->n] = '\0';
 }
 
-/* The node is a member of j, at most depth levels down (containers only). */
-static int holds(const json_t *j, const json_t *node, int depth)
+/* One of the nodes is a member of j, at most depth levels down (containers only). */
+static int holds(const json_t *j, const struct tp_json_raw *r, size_t nr, int depth)
 {
 	const char *k;
 	size_t i;
@@ -578,10 +578,23 @@ static int holds(const json_t *j, const json_t *node, int depth)
 	if (depth <= 0)
 		return 0;
 	if (json_is_object(j)) {
-		json_object_foreach((json_t *)j, k,
-				    v) if (v == node || holds(v, node, depth - 1)) return 1;
+		json_object_foreach((json_t *)j, k, v)
+		{
+			for (size_t x = 0; x < nr; x++)
+				if (v == r[x].node)
+					return 1;
+			if (holds(v, r, nr, depth - 1))
+				return 1;
+		}
 	} else if (json_is_array(j)) {
-		json_array_foreach(j, i, v) if (v == node || holds(v, node, depth - 1)) return 1;
+		json_array_foreach(j, i, v)
+		{
+			for (size_t x = 0; x < nr; x++)
+				if (v == r[x].node)
+					return 1;
+			if (holds(v, r, nr, depth - 1))
+				return 1;
+		}
 	}
 	return 0;
 }
@@ -597,20 +610,53 @@ static void sb_dump(struct sbuf *b, const json_t *j, size_t flags)
 	sys_free(s);
 }
 
-/* json as tp_json_dumps writes it with JSON_COMPACT, the node's text spliced. */
-static void splice(struct sbuf *b, const json_t *j, size_t flags, const json_t *node,
-		   const char *raw, size_t rawn, int depth)
+/* A string node whose content is r->raw, quoted: '"' and '\\' escaped, as
+ * jansson writes them. Any control character (which JSON text has none of
+ * outside escapes) or content that is not r->raw: jansson's own dump. */
+static void sb_string(struct sbuf *b, const json_t *j, const struct tp_json_raw *r, size_t flags)
+{
+	const unsigned char *p = (const unsigned char *)r->raw;
+	size_t start = 0;
+
+	if (json_string_length(j) != r->n || memcmp(json_string_value(j), r->raw, r->n) != 0) {
+		sb_dump(b, j, flags);
+		return;
+	}
+	for (size_t i = 0; i < r->n; i++)
+		if (p[i] < 0x20) {
+			sb_dump(b, j, flags);
+			return;
+		}
+	sb_put(b, "\"", 1);
+	for (size_t i = 0; i < r->n; i++) {
+		if (p[i] != '"' && p[i] != '\\')
+			continue;
+		sb_put(b, r->raw + start, i - start);
+		sb_put(b, "\\", 1);
+		start = i;
+	}
+	sb_put(b, r->raw + start, r->n - start);
+	sb_put(b, "\"", 1);
+}
+
+/* json as tp_json_dumps writes it with JSON_COMPACT, the nodes' texts spliced. */
+static void splice(struct sbuf *b, const json_t *j, size_t flags, const struct tp_json_raw *r,
+		   size_t nr, int depth)
 {
 	const char *k;
 	size_t i, klen;
 	json_t *v;
 	int first = 1;
 
-	if (j == node) {
-		sb_put(b, raw, rawn);
-		return;
-	}
-	if (!holds(j, node, depth)) {
+	for (size_t x = 0; x < nr; x++)
+		if (j == r[x].node) {
+			if (r[x].string)
+				sb_string(b, j, &r[x], flags);
+			else
+				sb_put(b, r[x].raw, r[x].n);
+			return;
+		}
+	if (!holds(j, r, nr, depth)) {
 		sb_dump(b, j, flags);
 		return;
 	}
@@ -620,7 +666,7 @@ static void splice(struct sbuf *b, const json_t *j, size_t flags, const json_t *
 		{
 			if (i > 0)
 				sb_put(b, ",", 1);
-			splice(b, v, flags, node, raw, rawn, depth - 1);
+			splice(b, v, flags, r, nr, depth - 1);
 		}
 		sb_put(b, "]", 1);
 		return;
@@ -639,21 +685,28 @@ static void splice(struct sbuf *b, const json_t *j, size_t flags, const json_t *
 		sb_dump(b, key, flags);
 		json_decref(key);
 		sb_put(b, ":", 1);
-		splice(b, v, flags, node, raw, rawn, depth - 1);
+		splice(b, v, flags, r, nr, depth - 1);
 	}
 	sb_put(b, "}", 1);
 }
 
-char *tp_json_dumps_splice(const json_t *json, size_t flags, const json_t *node, const char *raw,
-			   size_t rawn, int depth)
+char *tp_json_dumps_splice(const json_t *json, size_t flags, const struct tp_json_raw *r, size_t nr,
+			   int depth)
 {
+	struct tp_json_raw ok[TP_JSON_RAW_MAX];
+	size_t n = 0;
+
 	/* Only the compact form has no separators of its own to match. */
-	if (node == NULL || raw == NULL || (!json_is_object(node) && !json_is_array(node)) ||
-	    (flags & ~(size_t)JSON_COMPACT) != 0 || !holds(json, node, depth))
+	for (size_t x = 0; x < nr && n < TP_JSON_RAW_MAX; x++)
+		if (r[x].node != NULL && r[x].raw != NULL &&
+		    (r[x].string ? json_is_string(r[x].node)
+				 : json_is_object(r[x].node) || json_is_array(r[x].node)))
+			ok[n++] = r[x];
+	if (n == 0 || (flags & ~(size_t)JSON_COMPACT) != 0 || !holds(json, ok, n, depth))
 		return tp_json_dumps(json, flags);
 	struct sbuf b = { 0 };
 	install();
-	splice(&b, json, flags, node, raw, rawn, depth);
+	splice(&b, json, flags, ok, n, depth);
 	if (b.bad || b.s == NULL) {
 		if (b.s != NULL)
 			sys_free(b.s);

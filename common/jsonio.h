@@ -47,14 +47,27 @@ json_t *tp_json_loadb(const char *buf, size_t len, size_t flags, struct tp_err *
 /* Like json_dumps: NULL on failure, never a partial document. Every real is
  * then written with its shortest digits (common/jsonreal.h). */
 char *tp_json_dumps(const json_t *json, size_t flags);
-/* tp_json_dumps(json, flags), except that the container node, where it is a
- * member of json's objects or arrays at most depth levels down, is written as
- * raw[0 .. rawn) instead of being dumped: the caller's guarantee is that raw is
- * the node's JSON text as tp_json_dumps would write it (valid JSON, reals
- * tidied, no line breaks). Without node, or when node is not found, it is
- * tp_json_dumps. The node's own subtree is never walked. */
-char *tp_json_dumps_splice(const json_t *json, size_t flags, const json_t *node, const char *raw,
-			   size_t rawn, int depth);
+/* A node written as given bytes instead of being dumped (tp_json_dumps_splice).
+ * string 0: the node is an array or object and raw[0 .. n) its JSON text as
+ * tp_json_dumps would write it (valid JSON, reals tidied, no line breaks): the
+ * caller's guarantee. string 1: the node is a string whose content is raw[0 ..
+ * n), JSON text itself (so no control character), and it is written quoted
+ * with only '"' and '\\' escaped, as jansson would; checked: a node whose
+ * content differs, or holds a control character, is dumped. */
+struct tp_json_raw {
+	const json_t *node;
+	const char *raw;
+	size_t n;
+	int string;
+};
+#define TP_JSON_RAW_MAX 4
+
+/* tp_json_dumps(json, flags), except that each node of r (at most
+ * TP_JSON_RAW_MAX), where it is a member of json's objects or arrays at most
+ * depth levels down, is written as its bytes. Without nodes, or when none is
+ * found, it is tp_json_dumps. A node's own subtree is never walked. */
+char *tp_json_dumps_splice(const json_t *json, size_t flags, const struct tp_json_raw *r, size_t nr,
+			   int depth);
 /* The same without that pass (reals as jansson's "%.17g"): for what crosses a
  * worker's channel, which the other side decodes and only measures, never for
  * text a client or a log reads. */

@@ -300,15 +300,21 @@ void tp_answer_finish(struct tp_host *h, struct worker *w, const struct tp_err *
 		  res, "internal_error", e->tool_log);
 	/* The value as the worker's bytes, not a second dump of its tree: only
 	 * where nothing may have changed it (no redaction: it rewrites strings in
-	 * place) and it is still the result's own value. */
+	 * place) and it is still the result's own value. A text that is the
+	 * value's JSON (text_is_value) is written from the same bytes, quoted. */
 	const struct tp_reply *r = w->reply;
 	int raw = r != NULL && r->value_json != NULL && hp->secrets.n == 0 && hp->nre == 0 &&
 		  res != NULL && json_object_get(res, "value") == r->value;
-	if (raw)
-		tp_rpc_splice(r->value, r->value_json, r->value_json_n);
+	if (raw) {
+		struct tp_json_raw sp[2] = {
+			{ r->value, r->value_json, r->value_json_n, 0 },
+			{ json_object_get(res, "text"), r->value_json, r->value_json_n, 1 },
+		};
+		tp_rpc_splice(sp, r->text_is_value ? 2 : 1);
+	}
 	tp_answer_reply(e->c, e->id, json_object_get(e->msg, "params"), e->p.tool_call, res, items);
 	if (raw)
-		tp_rpc_splice(NULL, NULL, 0);
+		tp_rpc_splice(NULL, 0);
 }
 
 void tp_answer_unrun(struct tp_host *h, struct exec *e)

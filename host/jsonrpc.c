@@ -281,23 +281,21 @@ json_t *tp_rpc_notification(const char *method, json_t *params)
 }
 
 static struct {
-	const json_t *node;
-	const char *raw;
+	struct tp_json_raw r[TP_JSON_RAW_MAX];
 	size_t n;
 } splice;
 
-void tp_rpc_splice(const json_t *node, const char *raw, size_t n)
+void tp_rpc_splice(const struct tp_json_raw *r, size_t n)
 {
-	splice.node = node;
-	splice.raw = raw;
-	splice.n = n;
+	splice.n = n < TP_JSON_RAW_MAX ? n : TP_JSON_RAW_MAX;
+	if (splice.n > 0)
+		memcpy(splice.r, r, splice.n * sizeof *r);
 }
 
 char *tp_rpc_encode(const json_t *msg, size_t *len)
 {
-	char *s = splice.node != NULL ? tp_json_dumps_splice(msg, JSON_COMPACT, splice.node,
-							     splice.raw, splice.n, 3)
-				      : tp_json_dumps(msg, JSON_COMPACT);
+	char *s = splice.n > 0 ? tp_json_dumps_splice(msg, JSON_COMPACT, splice.r, splice.n, 3)
+			       : tp_json_dumps(msg, JSON_COMPACT);
 	if (s == NULL)
 		return NULL;
 	size_t n = strlen(s);

@@ -14,6 +14,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "jsonio.h"
+
 #define TP_RPC_PARSE_ERROR -32700
 #define TP_RPC_INVALID_REQUEST -32600
 #define TP_RPC_METHOD_NOT_FOUND -32601
@@ -70,11 +72,11 @@ json_t *tp_rpc_error(json_t *id, int code, const char *msg, json_t *data);
 json_t *tp_rpc_notification(const char *method, json_t *params);
 /* Returns a malloc'd line ending in '\n'; NULL on allocation failure. */
 char *tp_rpc_encode(const json_t *msg, size_t *len);
-/* Until it is called again with NULL, tp_rpc_encode writes the container node,
- * wherever it is at most 3 levels into a message, as raw[0 .. n) (its JSON
- * text as tp_json_dumps writes it, which the caller keeps alive) instead of
- * dumping it: an exec's value crosses the host once more as bytes, not as a
- * second dump of its tree (answer.c). */
-void tp_rpc_splice(const json_t *node, const char *raw, size_t n);
+/* Until it is called again with n == 0, tp_rpc_encode writes each node of
+ * r[0 .. n) (at most TP_JSON_RAW_MAX; jsonio.h), wherever it is at most 3 levels
+ * into a message, as its bytes (which the caller keeps alive) instead of
+ * dumping it: an exec's value, and a text that is the value's JSON, cross the
+ * host once more as bytes, not as second dumps of its tree (answer.c). */
+void tp_rpc_splice(const struct tp_json_raw *r, size_t n);
 
 #endif

@@ -168,11 +168,13 @@ static void on_frame(struct ctx *c, const char *buf, size_t len)
 			CHECK(json_is_array(r.value) || json_is_object(r.value));
 			CHECK(strlen(r.value_json) == r.value_json_n &&
 			      r.value_json_n <= c->lim.result_bytes);
-			json_t *msg = json_pack("{s:s, s:{s:b, s:O}}", "jsonrpc", "2.0", "result", "ok",
-						1, "value", r.value);
+			json_t *text = json_stringn_nocheck(r.value_json, r.value_json_n);
+			json_t *msg = json_pack("{s:s, s:{s:b, s:O, s:o}}", "jsonrpc", "2.0", "result",
+						"ok", 1, "value", r.value, "text", text);
+			struct tp_json_raw sp[2] = { { r.value, r.value_json, r.value_json_n, 0 },
+						     { text, r.value_json, r.value_json_n, 1 } };
 			char *plain = tp_json_dumps(msg, JSON_COMPACT);
-			char *spliced = tp_json_dumps_splice(msg, JSON_COMPACT, r.value, r.value_json,
-							     r.value_json_n, 3);
+			char *spliced = tp_json_dumps_splice(msg, JSON_COMPACT, sp, 2, 3);
 			CHECK(plain != NULL && spliced != NULL);
 			CHECK(strchr(spliced, '\n') == NULL && strchr(spliced, '\r') == NULL);
 			json_t *a = json_loads(plain, JSON_ALLOW_NUL, NULL);

@@ -216,13 +216,15 @@ static void check_splice_at(const json_t *root, const json_t *node, int want_spl
 	char *whole = tp_json_dumps(root, JSON_COMPACT);
 	char *raw = tp_json_dumps(node, JSON_COMPACT | JSON_ENCODE_ANY);
 	CHECK(whole != NULL && raw != NULL);
-	char *s = tp_json_dumps_splice(root, JSON_COMPACT, node, raw, strlen(raw), 3);
+	struct tp_json_raw sp = { node, raw, strlen(raw), 0 };
+	char *s = tp_json_dumps_splice(root, JSON_COMPACT, &sp, 1, 3);
 	CHECK(s != NULL);
 	if (whole != NULL && s != NULL)
 		CHECK_EQ_STR(s, whole);
 	t_free(s);
 	/* A marker in place of the node's text shows where it went, and whether. */
-	s = tp_json_dumps_splice(root, JSON_COMPACT, node, "[\"@@\"]", 6, 3);
+	sp.raw = "[\"@@\"]", sp.n = 6;
+	s = tp_json_dumps_splice(root, JSON_COMPACT, &sp, 1, 3);
 	CHECK(s != NULL && (strstr(s, "[\"@@\"]") != NULL) == want_spliced);
 	t_free(s);
 	t_free(whole);
@@ -255,9 +257,38 @@ static void test_splice(void)
 	json_t *other = json_array();
 	check_splice_at(root, other, 0); /* not in the document */
 	json_decref(other);
+	/* A string node written from its bytes, quoted: the dump byte for byte,
+	 * with the value spliced beside it; content other than the bytes given,
+	 * or a control character, and the node is dumped. */
+	static const char vtext[] = "[{\"a\\\"b\":\"\\\\\u00e9\\u0001/\"},1.5]";
+	json_t *text = json_stringn(vtext, strlen(vtext));
+	json_object_set_new(result, "text", text);
+	char *whole = tp_json_dumps(root, JSON_COMPACT);
+	char *vraw = tp_json_dumps(value, JSON_COMPACT);
+	struct tp_json_raw two[2] = { { value, vraw, strlen(vraw), 0 },
+				      { text, vtext, strlen(vtext), 1 } };
+	char *s = tp_json_dumps_splice(root, JSON_COMPACT, two, 2, 3);
+	CHECK(whole != NULL && s != NULL && strcmp(s, whole) == 0);
+	CHECK(s != NULL && strstr(s, "\"text\":\"[{\\\"a\\\\\\\"b\\\":") != NULL);
+	t_free(s);
+	two[1].raw = "[{}]", two[1].n = 4; /* not the node's content */
+	s = tp_json_dumps_splice(root, JSON_COMPACT, two, 2, 3);
+	CHECK(whole != NULL && s != NULL && strcmp(s, whole) == 0 && strstr(s, "[{}]") == NULL);
+	t_free(s);
+	json_t *ctl = json_stringn("[\"\x01\"]", 5); /* no JSON text: dumped as \u0001 */
+	json_object_set_new(result, "text", ctl);
+	t_free(whole);
+	whole = tp_json_dumps(root, JSON_COMPACT);
+	two[1] = (struct tp_json_raw){ ctl, "[\"\x01\"]", 5, 1 };
+	s = tp_json_dumps_splice(root, JSON_COMPACT, two, 2, 3);
+	CHECK(whole != NULL && s != NULL && strcmp(s, whole) == 0 && strstr(s, "\\u0001") != NULL);
+	t_free(s);
+	t_free(whole);
+	t_free(vraw);
 	/* Other flags: the plain dump. */
 	char *a = tp_json_dumps(root, JSON_INDENT(2));
-	char *b = tp_json_dumps_splice(root, JSON_INDENT(2), value, "[]", 2, 3);
+	struct tp_json_raw sp = { value, "[]", 2, 0 };
+	char *b = tp_json_dumps_splice(root, JSON_INDENT(2), &sp, 1, 3);
 	CHECK(a != NULL && b != NULL && strcmp(a, b) == 0);
 	t_free(a);
 	t_free(b);
