@@ -409,7 +409,7 @@ shim-check:
 FUZZ_CC       ?= clang
 FUZZ_SECONDS  ?= 60
 FUZZ_BUILD    := build-fuzz
-FUZZ_NAMES    := proto worker_reply ljson policy base64 jsonreal tokens
+FUZZ_NAMES    := proto worker_reply ljson policy base64 jsonreal tokens jsonscan
 FUZZ_CFLAGS    = -O1 -g $(filter-out -Werror,$(WARN)) -Wno-missing-field-initializers \
                  $(PKG_CFLAGS) -fsanitize=address,undefined -fno-sanitize-recover=undefined \
                  -fno-omit-frame-pointer -DTP_FUZZ=1
@@ -430,7 +430,7 @@ $(FUZZ_BUILD)/obj/%.o: %.c
 	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
 
 $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_LIB_OBJS)
-	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJS) \
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -Itests/unit -fsanitize=fuzzer -o $@ $< $(FUZZ_LIB_OBJS) \
 	  -Wl,-Bstatic $(STATIC_LIBS) -Wl,-Bdynamic -lm -ldl
 
 fuzz-build: $(FUZZ_BINS)

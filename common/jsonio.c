@@ -543,26 +543,32 @@ struct sbuf {
 	int bad;
 };
 
+/* Room for n more bytes and a NUL. */
+static void sb_room(struct sbuf *b, size_t n)
+{
+	if (b->bad || b->cap - b->n > n)
+		return;
+	/* jansson's own allocator, as for what tp_json_dumps returns */
+	size_t cap = b->cap ? b->cap : 256;
+	while (cap - b->n <= n)
+		cap *= 2;
+	char *t = sys_malloc(cap);
+	if (t == NULL) {
+		b->bad = 1;
+		return;
+	}
+	if (b->s != NULL)
+		memcpy(t, b->s, b->n);
+	sys_free(b->s);
+	b->s = t;
+	b->cap = cap;
+}
+
 static void sb_put(struct sbuf *b, const char *s, size_t n)
 {
+	sb_room(b, n);
 	if (b->bad)
 		return;
-	if (b->cap - b->n <= n) {
-		/* jansson's own allocator, as for what tp_json_dumps returns */
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap - b->n <= n)
-			cap *= 2;
-		char *t = sys_malloc(cap);
-		if (t == NULL) {
-			b->bad = 1;
-			return;
-		}
-		if (b->s != NULL)
-			memcpy(t, b->s, b->n);
-		sys_free(b->s);
-		b->s = t;
-		b->cap = cap;
-	}
 	memcpy(b->s + b->n, s, n);
 	b->n += n;
 	b->s[b->n] = '\0';
@@ -616,27 +622,32 @@ static void sb_dump(struct sbuf *b, const json_t *j, size_t flags)
 static void sb_string(struct sbuf *b, const json_t *j, const struct tp_json_raw *r, size_t flags)
 {
 	const unsigned char *p = (const unsigned char *)r->raw;
-	size_t start = 0;
+	size_t esc = 0;
 
 	if (json_string_length(j) != r->n || memcmp(json_string_value(j), r->raw, r->n) != 0) {
 		sb_dump(b, j, flags);
 		return;
 	}
-	for (size_t i = 0; i < r->n; i++)
+	for (size_t i = 0; i < r->n; i++) {
 		if (p[i] < 0x20) {
 			sb_dump(b, j, flags);
 			return;
 		}
-	sb_put(b, "\"", 1);
-	for (size_t i = 0; i < r->n; i++) {
-		if (p[i] != '"' && p[i] != '\\')
-			continue;
-		sb_put(b, r->raw + start, i - start);
-		sb_put(b, "\\", 1);
-		start = i;
+		esc += p[i] == '"' || p[i] == '\\';
 	}
-	sb_put(b, r->raw + start, r->n - start);
-	sb_put(b, "\"", 1);
+	sb_room(b, r->n + esc + 2);
+	if (b->bad)
+		return;
+	char *o = b->s + b->n;
+	*o++ = '"';
+	for (size_t i = 0; i < r->n; i++) {
+		if (p[i] == '"' || p[i] == '\\')
+			*o++ = '\\';
+		*o++ = (char)p[i];
+	}
+	*o++ = '"';
+	b->n = (size_t)(o - b->s);
+	b->s[b->n] = '\0';
 }
 
 /* json as tp_json_dumps writes it with JSON_COMPACT, the nodes' texts spliced. */

@@ -14,6 +14,7 @@
 
 #include "jsonio.h"
 #include "jsonreal.h"
+#include "jsonscan.h"
 
 #define MAGIC 0x676d7074u /* "tpmg" */
 #define ABSENT 0xffffffffu
@@ -289,34 +290,18 @@ static int get_header(struct rbuf *r, enum tp_msg_type type)
 	       z0 == 0 && z1 == 0;
 }
 
-static int depth_ok(const json_t *v, size_t depth, size_t max)
-{
-	size_t i;
-	const char *k;
-	json_t *c;
-
-	if (!json_is_object(v) && !json_is_array(v))
-		return 1;
-	if (depth >= max)
-		return 0;
-	if (json_is_array(v)) {
-		json_array_foreach(v, i, c) if (!depth_ok(c, depth + 1, max)) return 0;
-	} else {
-		json_object_foreach((json_t *)v, k, c) if (!depth_ok(c, depth + 1, max)) return 0;
-	}
-	return 1;
-}
-
-/* JSON text of at most max bytes, nested at most max_depth (0: not walked);
- * NULL when absent or bad (*why says which). */
-/* A JSON value of at most max bytes (see below); *raw and *rawn, when given,
- * point at its text in the buffer. */
+/* A JSON value of at most max bytes, containers nested at most max_depth (0:
+ * not checked); NULL when absent or bad (*why says which). *raw and *rawn,
+ * when given, point at its text in the buffer; *is_compact, when given, says
+ * whether it has no whitespace outside strings. Read by tp_json_scan, which
+ * accepts what tp_json_loadb does (jsonscan.h) in one pass. */
 static json_t *get_json_raw(struct rbuf *r, size_t max, size_t max_depth, const char **why,
-			    const char **raw, size_t *rawn)
+			    const char **raw, size_t *rawn, int *is_compact)
 {
 	const char *s;
 	size_t n = get_bytes(r, max, &s);
 	struct tp_err err = { 0 };
+	struct tp_json_scan_out out;
 	json_t *v;
 
 	if (raw != NULL) {
@@ -330,23 +315,24 @@ static json_t *get_json_raw(struct rbuf *r, size_t max, size_t max_depth, const 
 	}
 	if (s == NULL)
 		return NULL;
-	/* Not json_loadb: short of memory it can drop bytes. */
-	v = tp_json_loadb(s, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &err);
+	v = tp_json_scan(s, n, max_depth, &out, &err);
 	if (v == NULL) {
 		r->bad = 1;
 		*why = tp_err_is_oom(&err) ? "out of memory" : "a value is not JSON";
-	} else if (max_depth != 0 && !depth_ok(v, 0, max_depth)) {
+	} else if (out.deep) {
 		r->bad = 1;
 		*why = "value nested deeper than result_depth";
 		json_decref(v);
 		v = NULL;
+	} else if (is_compact != NULL) {
+		*is_compact = out.compact;
 	}
 	return v;
 }
 
 static json_t *get_json(struct rbuf *r, size_t max, size_t max_depth, const char **why)
 {
-	return get_json_raw(r, max, max_depth, why, NULL, NULL);
+	return get_json_raw(r, max, max_depth, why, NULL, NULL, NULL);
 }
 
 int tp_msg_request_decode(const char *buf, size_t len, struct tp_request *out)
@@ -518,28 +504,6 @@ static const char *check_nonfinite(const json_t *value, const json_t *m)
 	return NULL;
 }
 
-/* No whitespace outside the strings of the JSON text s (inside them JSON has
- * no raw control characters): what the encoders write, and the only text the
- * host copies into a reply as it is (a line break would split a JSON line). */
-static int compact(const char *s, size_t n)
-{
-	int in = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (in) {
-			if (c == '\\')
-				i++;
-			else if (c == '"')
-				in = 0;
-		} else if (c == '"') {
-			in = 1;
-		} else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-			return 0;
-		}
-	}
-	return 1;
-}
-
 /* The value's bytes (raw, rawn: JSON the decoder read, so UTF-8 and within
  * result_bytes) with their reals tidied, as tp_json_dumps writes them, in a new
  * string; its length in *len. */
@@ -661,13 +625,15 @@ int tp_msg_reply_decode(const char *buf, size_t len, const struct tp_limits *lim
 	if (ok) {
 		const char *raw;
 		size_t rawn;
-		out->value =
-		    get_json_raw(&r, lim->result_bytes, lim->result_depth, &why, &raw, &rawn);
+		int is_compact = 0;
+		out->value = get_json_raw(&r, lim->result_bytes, lim->result_depth, &why, &raw,
+					  &rawn, &is_compact);
 		if (out->value == NULL && why == NULL)
 			why = "an ok reply without a value";
+		/* Only a text with no whitespace outside its strings is copied into a
+		 * reply as it is (a line break would split a JSON line). */
 		if (why == NULL && (json_is_array(out->value) || json_is_object(out->value)) &&
-		    compact(raw, rawn) &&
-		    (out->value_json = tidied(raw, rawn, &out->value_json_n)) == NULL)
+		    is_compact && (out->value_json = tidied(raw, rawn, &out->value_json_n)) == NULL)
 			why = "out of memory";
 		if (why == NULL)
 			why = check_rich(&r, lim, out, raw, rawn);

@@ -292,9 +292,23 @@ void tp_rpc_splice(const struct tp_json_raw *r, size_t n)
 		memcpy(splice.r, r, splice.n * sizeof *r);
 }
 
+void tp_rpc_splice_string(const json_t *node)
+{
+	if (splice.n > 0 && splice.n < TP_JSON_RAW_MAX && json_is_string(node))
+		splice.r[splice.n++] = (struct tp_json_raw){ node, json_string_value(node),
+							     json_string_length(node), 1 };
+}
+
+char *tp_rpc_dumps(const json_t *v)
+{
+	return splice.n > 0 ? tp_json_dumps_splice(v, JSON_COMPACT, splice.r, splice.n, 3)
+			    : tp_json_dumps(v, JSON_COMPACT);
+}
+
 char *tp_rpc_encode(const json_t *msg, size_t *len)
 {
-	char *s = splice.n > 0 ? tp_json_dumps_splice(msg, JSON_COMPACT, splice.r, splice.n, 3)
+	/* 4 levels: an MCP result's content text is result.content[0].text */
+	char *s = splice.n > 0 ? tp_json_dumps_splice(msg, JSON_COMPACT, splice.r, splice.n, 4)
 			       : tp_json_dumps(msg, JSON_COMPACT);
 	if (s == NULL)
 		return NULL;

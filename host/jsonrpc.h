@@ -78,5 +78,11 @@ char *tp_rpc_encode(const json_t *msg, size_t *len);
  * dumping it: an exec's value, and a text that is the value's JSON, cross the
  * host once more as bytes, not as second dumps of its tree (answer.c). */
 void tp_rpc_splice(const struct tp_json_raw *r, size_t n);
+/* While nodes are registered (and only then): node, a string whose content is
+ * JSON text (an MCP result's content text, a dump), is written quoted from its
+ * own bytes too, not dumped (jsonio.h checks it holds no control character). */
+void tp_rpc_splice_string(const json_t *node);
+/* v dumped compact, the registered nodes written as their bytes. */
+char *tp_rpc_dumps(const json_t *v);
 
 #endif

@@ -598,7 +598,9 @@ json_t *tp_mcp_tools_list(const struct tp_policy *deflt, int modern)
 
 json_t *tp_mcp_tool_value(json_t *obj, int is_error)
 {
-	char *text = obj ? tp_json_dumps(obj, JSON_COMPACT) : NULL;
+	/* An exec's value (and its text) are written from the worker's bytes
+	 * where answer.c registered them, here and in the reply (jsonrpc.h). */
+	char *text = obj ? tp_rpc_dumps(obj) : NULL;
 	if (text == NULL) {
 		json_decref(obj);
 		return NULL;
@@ -606,6 +608,9 @@ json_t *tp_mcp_tool_value(json_t *obj, int is_error)
 	json_t *r = json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", text,
 			      "structuredContent", obj, "isError", is_error);
 	free(text);
+	if (r != NULL)
+		tp_rpc_splice_string(
+		    json_object_get(json_array_get(json_object_get(r, "content"), 0), "text"));
 	return r;
 }
 

@@ -67,6 +67,29 @@ def mcp(request):
     m.h.close()
 
 
+LARGE = {  # over 4096 bytes of JSON: the text is the value's, written from its bytes
+    "run_python": ("[{'id': i, 's': 'q\"\\\\é/', 'p': i / 7, 'ok': i % 3 == 0} for i in range(120)]",
+                   [{"id": i, "s": 'q"\\é/', "p": i / 7, "ok": i % 3 == 0} for i in range(120)]),
+    "run_lua": ("local t = {} for i = 1, 120 do t[i] = {id = i, p = i / 8} end return t",
+                [{"id": i, "p": i / 8} for i in range(1, 121)]),
+}
+
+
+@pytest.mark.parametrize("tool", sorted(LARGE))
+def test_a_large_value_is_written_once_and_the_same_everywhere(mcp, tool):
+    """The value, its text (the value's JSON) and the content text (the result's
+    JSON) come from the worker's bytes, not from dumps of their trees: each is
+    byte for byte what a compact dump writes."""
+    code, want = LARGE[tool]
+    res = mcp.tool(tool, {"code": code})
+    sc = res["structuredContent"]
+    assert (sc["ok"], sc["value"]) == (True, want), sc
+    assert sc["text"] == json.dumps(want, separators=(",", ":"), ensure_ascii=False)
+    assert res["content"][0]["text"] == json.dumps(sc, separators=(",", ":"), ensure_ascii=False)
+    line = mcp.h.lines[-1]
+    assert b"\x00" not in line and b"\n" not in line and json.loads(line)["result"]["isError"] is False
+
+
 def text_error(res):
     """An isError result without structuredContent: its text."""
     assert res["isError"] is True, res

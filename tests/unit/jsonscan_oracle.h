@@ -1,0 +1,137 @@
+/*
+ * jsonscan_oracle.h — the differential oracle of tp_json_scan against
+ * tp_json_loadb (JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL),
+ * shared by tests/unit/test_jsonscan.c (hand-made and random texts) and
+ * tests/fuzz/fuzz_jsonscan.c (libFuzzer's). jsonscan_agree(s, n, max_depth)
+ * is 1 when both accept with the same tree (types, integer and real bits, key
+ * order, U+0000 in keys) and tp_json_scan's deep and compact are what the
+ * decoder's own walks say, or both refuse; 2 for jansson's NUL quirk (below);
+ * else 0, with both answers in why.
+ */
+#ifndef TP_JSONSCAN_ORACLE_H
+#define TP_JSONSCAN_ORACLE_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "jsonio.h"
+#include "jsonscan.h"
+
+/* The same tree: types, values (reals bit for bit), keys with their lengths,
+ * in the same order. */
+static int jsonscan_same(const json_t *a, const json_t *b)
+{
+	if (json_typeof(a) != json_typeof(b))
+		return 0;
+	switch (json_typeof(a)) {
+	case JSON_INTEGER: return json_integer_value(a) == json_integer_value(b);
+	case JSON_REAL: {
+		double x = json_real_value(a), y = json_real_value(b);
+		return memcmp(&x, &y, sizeof x) == 0;
+	}
+	case JSON_STRING:
+		return json_string_length(a) == json_string_length(b) &&
+		       memcmp(json_string_value(a), json_string_value(b), json_string_length(a)) ==
+			   0;
+	case JSON_ARRAY:
+		if (json_array_size(a) != json_array_size(b))
+			return 0;
+		for (size_t i = 0; i < json_array_size(a); i++)
+			if (!jsonscan_same(json_array_get(a, i), json_array_get(b, i)))
+				return 0;
+		return 1;
+	case JSON_OBJECT: {
+		if (json_object_size(a) != json_object_size(b))
+			return 0;
+		void *i = json_object_iter((json_t *)a), *j = json_object_iter((json_t *)b);
+		for (; i != NULL && j != NULL; i = json_object_iter_next((json_t *)a, i),
+					       j = json_object_iter_next((json_t *)b, j)) {
+			size_t n = json_object_iter_key_len(i);
+			if (n != json_object_iter_key_len(j) ||
+			    memcmp(json_object_iter_key(i), json_object_iter_key(j), n) != 0 ||
+			    !jsonscan_same(json_object_iter_value(i), json_object_iter_value(j)))
+				return 0;
+		}
+		return i == NULL && j == NULL;
+	}
+	default: return 1;
+	}
+}
+
+/* The decoder's rule: containers nest at most max levels. */
+static int jsonscan_depth_ok(const json_t *v, size_t depth, size_t max)
+{
+	const char *k;
+	size_t i;
+	json_t *c;
+	if (!json_is_array(v) && !json_is_object(v))
+		return 1;
+	if (depth >= max)
+		return 0;
+	if (json_is_array(v)) {
+		json_array_foreach(v, i, c) if (!jsonscan_depth_ok(c, depth + 1, max)) return 0;
+	} else {
+		json_object_foreach((json_t *)v, k,
+				    c) if (!jsonscan_depth_ok(c, depth + 1, max)) return 0;
+	}
+	return 1;
+}
+
+static int jsonscan_compact(const char *s, size_t n)
+{
+	int in = 0;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (in) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in = 0;
+		} else if (c == '"') {
+			in = 1;
+		} else if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+/* A NUL byte outside strings, where jansson's stream takes a NUL it ungot for
+ * its end-of-buffer mark and skips it: json_loadb accepts "[4\0]" as [4]. Not
+ * JSON; tp_json_scan refuses it (and the decoder with it: those bytes went
+ * into replies as they were, a NUL in a client's line). */
+static int jsonscan_nul_outside_strings(const char *s, size_t n)
+{
+	int in = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (in && s[i] == '\\')
+			i++;
+		else if (s[i] == '"')
+			in = !in;
+		else if (!in && s[i] == '\0')
+			return 1;
+	}
+	return 0;
+}
+
+static int jsonscan_agree(const char *s, size_t n, size_t max_depth, char *why, size_t whylen)
+{
+	struct tp_err e1 = { 0 }, e2 = { 0 };
+	struct tp_json_scan_out out = { 0 };
+	json_t *a =
+	    tp_json_loadb(s, n, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &e1);
+	json_t *b = tp_json_scan(s, n, max_depth, &out, &e2);
+	int ok = (a == NULL) == (b == NULL);
+	if (ok && a != NULL)
+		ok = jsonscan_same(a, b) &&
+		     out.deep == (max_depth != 0 && !jsonscan_depth_ok(a, 0, max_depth)) &&
+		     out.compact == jsonscan_compact(s, n);
+	if (!ok && a != NULL && b == NULL && jsonscan_nul_outside_strings(s, n))
+		ok = 2;
+	snprintf(why, whylen, "loadb %s, scan %s", a ? "accepts" : e1.msg, b ? "accepts" : e2.msg);
+	json_decref(a);
+	json_decref(b);
+	return ok;
+}
+
+#endif
