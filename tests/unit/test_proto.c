@@ -730,6 +730,33 @@ static void test_check_reply(void)
 	CHECK(d != NULL && json_is_null(d->value));
 	if (d != NULL)
 		tp_reply_free(d);
+
+	/* A value's text as a worker writes it (value_json): sent as it is, read
+	 * as hostile. A NUL byte after a number, which json_loadb skips ("[4\0]"
+	 * is [4] to it) and which went into replies as it was, is refused. */
+	static const struct {
+		const char *text;
+		size_t n;
+		int rc;
+	} texts[] = { { "[4]", 3, 0 },       { "[4\0]", 4, -1 }, { "[4,\0]", 5, -1 },
+		      { "{\"a\":1}", 7, 0 }, { "[1 ]", 4, 0 },   { "[1,]", 4, -1 } };
+	for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+		char *text = malloc(texts[i].n + 1);
+		memcpy(text, texts[i].text, texts[i].n + 1);
+		r = (struct tp_reply){ .ok = 1, .value_json = text, .value_json_n = texts[i].n };
+		buf = tp_msg_reply_encode(&r, &n);
+		tp_err_clear(&err);
+		CHECK_EQ_INT(tp_msg_reply_decode(buf, n, &l, &tmp, &err), texts[i].rc);
+		if (texts[i].rc == 0) {
+			/* kept as the value's text only when compact */
+			CHECK((tmp.value_json != NULL) == (strchr(texts[i].text, ' ') == NULL));
+			tp_reply_free(&tmp);
+		} else {
+			CHECK_EQ_STR(err.msg, "worker reply refused: a value is not JSON");
+		}
+		free(buf);
+		tp_reply_free(&r);
+	}
 }
 
 /* Version 6: an ok reply's text and images. */
