@@ -621,29 +621,37 @@ static void sb_dump(struct sbuf *b, const json_t *j, size_t flags)
  * outside escapes) or content that is not r->raw: jansson's own dump. */
 static void sb_string(struct sbuf *b, const json_t *j, const struct tp_json_raw *r, size_t flags)
 {
+	static const unsigned char cls[256] = { ['"'] = 1, ['\\'] = 1 }; /* escaped */
 	const unsigned char *p = (const unsigned char *)r->raw;
 	size_t esc = 0;
+	unsigned bad = 0;
 
 	if (json_string_length(j) != r->n || memcmp(json_string_value(j), r->raw, r->n) != 0) {
 		sb_dump(b, j, flags);
 		return;
 	}
-	for (size_t i = 0; i < r->n; i++) {
-		if (p[i] < 0x20) {
-			sb_dump(b, j, flags);
-			return;
-		}
-		esc += p[i] == '"' || p[i] == '\\';
+	for (size_t i = 0; i < r->n; i++) { /* comparisons, which the compiler vectorizes */
+		bad |= p[i] < 0x20;
+		esc += (p[i] == '"') + (p[i] == '\\');
+	}
+	if (bad) {
+		sb_dump(b, j, flags);
+		return;
 	}
 	sb_room(b, r->n + esc + 2);
 	if (b->bad)
 		return;
 	char *o = b->s + b->n;
 	*o++ = '"';
-	for (size_t i = 0; i < r->n; i++) {
-		if (p[i] == '"' || p[i] == '\\')
-			*o++ = '\\';
-		*o++ = (char)p[i];
+	if (esc == 0) {
+		memcpy(o, r->raw, r->n);
+		o += r->n;
+	} else {
+		for (size_t i = 0; i < r->n; i++) {
+			if (cls[p[i]])
+				*o++ = '\\';
+			*o++ = (char)p[i];
+		}
 	}
 	*o++ = '"';
 	b->n = (size_t)(o - b->s);

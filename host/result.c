@@ -308,6 +308,8 @@ static json_t *value_text(const struct tp_reply *r)
 		return json_incref(r->value);
 	if (r->text.s == NULL)
 		return json_null();
+	if (r->text_is_value) /* the value's JSON text, which the decoder read as UTF-8 */
+		return json_stringn_nocheck(r->text.s, r->text.n);
 	return text_json(r->text.s, r->text.n);
 }
 
