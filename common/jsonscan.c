@@ -72,26 +72,6 @@ static int hex4(const unsigned char *s, uint32_t *v)
 	return 1;
 }
 
-static size_t put_utf8(char *o, uint32_t c)
-{
-	if (c < 0x80) {
-		o[0] = (char)c;
-		return 1;
-	}
-	if (c < 0x800) {
-		o[0] = (char)(0xC0 | c >> 6), o[1] = (char)(0x80 | (c & 0x3F));
-		return 2;
-	}
-	if (c < 0x10000) {
-		o[0] = (char)(0xE0 | c >> 12), o[1] = (char)(0x80 | (c >> 6 & 0x3F));
-		o[2] = (char)(0x80 | (c & 0x3F));
-		return 3;
-	}
-	o[0] = (char)(0xF0 | c >> 18), o[1] = (char)(0x80 | (c >> 12 & 0x3F));
-	o[2] = (char)(0x80 | (c >> 6 & 0x3F)), o[3] = (char)(0x80 | (c & 0x3F));
-	return 4;
-}
-
 /* The string whose opening quote is at p->i: its bytes in *out (len *len),
  * either in the text itself (no escape) or in p->buf. 0, or -1 (p says why). */
 static int string(struct scan *p, const char **out, size_t *len)
@@ -180,7 +160,7 @@ static int string(struct scan *p, const char **out, size_t *len)
 			i += 6;
 			v = ((v - 0xD800) << 10) + (v2 - 0xDC00) + 0x10000;
 		}
-		o += put_utf8(p->buf + o, v);
+		o += tp_utf8_put(p->buf + o, v);
 		start = i;
 	}
 	if (escaped) {

@@ -28,6 +28,28 @@ uint64_t tp_utf8_json_bytes(const char *s, size_t n)
 	return b;
 }
 
+size_t tp_utf8_put(char *o, uint32_t c)
+{
+	if ((c >= 0xD800 && c <= 0xDFFF) || c > 0x10FFFF)
+		c = 0xFFFD; /* a surrogate (Python's lone ones) or no code point: not UTF-8 */
+	if (c < 0x80) {
+		o[0] = (char)c;
+		return 1;
+	}
+	if (c < 0x800) {
+		o[0] = (char)(0xC0 | c >> 6), o[1] = (char)(0x80 | (c & 0x3F));
+		return 2;
+	}
+	if (c < 0x10000) {
+		o[0] = (char)(0xE0 | c >> 12), o[1] = (char)(0x80 | (c >> 6 & 0x3F));
+		o[2] = (char)(0x80 | (c & 0x3F));
+		return 3;
+	}
+	o[0] = (char)(0xF0 | c >> 18), o[1] = (char)(0x80 | (c >> 12 & 0x3F));
+	o[2] = (char)(0x80 | (c >> 6 & 0x3F)), o[3] = (char)(0x80 | (c & 0x3F));
+	return 4;
+}
+
 size_t tp_utf8_json_put(const char *s, size_t n, char *out)
 {
 	static const char hex[] = "0123456789ABCDEF", ctl[] = "\b\f\n\r\t", esc[] = "bfnrt";

@@ -24,6 +24,9 @@ size_t tp_utf8_complete(const char *s, size_t n);
  * quotes included: '"' and '\\' and \b \f \n \r \t take 2, other control
  * characters 6 (\u00XX), a byte that begins no valid sequence 3 (U+FFFD). */
 uint64_t tp_utf8_json_bytes(const char *s, size_t n);
+/* Code point c as UTF-8 in o (room for 4); a surrogate or a value past
+ * U+10FFFF as U+FFFD. Returns the bytes written. */
+size_t tp_utf8_put(char *o, uint32_t c);
 /* Writes that text (tp_utf8_json_bytes(s, n) bytes, which out must have room
  * for) to out, byte for byte as jansson dumps the repaired string (\u00XX in
  * upper case hex); returns its length. */

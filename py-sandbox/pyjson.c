@@ -21,28 +21,6 @@
 
 /* ---- strings ---------------------------------------------------------------- */
 
-static size_t put_utf8(char *o, Py_UCS4 c)
-{
-	if (c >= 0xD800 && c <= 0xDFFF)
-		c = 0xFFFD; /* a lone surrogate is not UTF-8 */
-	if (c < 0x80) {
-		o[0] = (char)c;
-		return 1;
-	}
-	if (c < 0x800) {
-		o[0] = (char)(0xC0 | c >> 6), o[1] = (char)(0x80 | (c & 0x3F));
-		return 2;
-	}
-	if (c < 0x10000) {
-		o[0] = (char)(0xE0 | c >> 12), o[1] = (char)(0x80 | (c >> 6 & 0x3F));
-		o[2] = (char)(0x80 | (c & 0x3F));
-		return 3;
-	}
-	o[0] = (char)(0xF0 | c >> 18), o[1] = (char)(0x80 | (c >> 12 & 0x3F));
-	o[2] = (char)(0x80 | (c >> 6 & 0x3F)), o[3] = (char)(0x80 | (c & 0x3F));
-	return 4;
-}
-
 json_t *tp_pyjson_str(PyObject *s)
 {
 	Py_ssize_t n, len;
@@ -59,7 +37,7 @@ json_t *tp_pyjson_str(PyObject *s)
 	if (buf == NULL)
 		return NULL;
 	for (Py_ssize_t i = 0; i < len; i++)
-		o += put_utf8(buf + o, PyUnicode_READ_CHAR(s, i));
+		o += tp_utf8_put(buf + o, PyUnicode_READ_CHAR(s, i));
 	v = json_stringn(buf, o);
 	free(buf);
 	return v;
@@ -279,7 +257,7 @@ static int put_str(struct conv *c, PyObject *s)
 	if (buf == NULL)
 		return stop(c, TP_PYJSON_NOMEM, 0);
 	for (Py_ssize_t i = 0; i < len; i++)
-		o += put_utf8(buf + o, PyUnicode_READ_CHAR(s, i));
+		o += tp_utf8_put(buf + o, PyUnicode_READ_CHAR(s, i));
 	rc = put_utf8_json(c, buf, o, 0);
 	free(buf);
 	return rc;

@@ -14,49 +14,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "json_same.h"
 #include "jsonio.h"
 #include "jsonscan.h"
-
-/* The same tree: types, values (reals bit for bit), keys with their lengths,
- * in the same order. */
-static int jsonscan_same(const json_t *a, const json_t *b)
-{
-	if (json_typeof(a) != json_typeof(b))
-		return 0;
-	switch (json_typeof(a)) {
-	case JSON_INTEGER: return json_integer_value(a) == json_integer_value(b);
-	case JSON_REAL: {
-		double x = json_real_value(a), y = json_real_value(b);
-		return memcmp(&x, &y, sizeof x) == 0;
-	}
-	case JSON_STRING:
-		return json_string_length(a) == json_string_length(b) &&
-		       memcmp(json_string_value(a), json_string_value(b), json_string_length(a)) ==
-			   0;
-	case JSON_ARRAY:
-		if (json_array_size(a) != json_array_size(b))
-			return 0;
-		for (size_t i = 0; i < json_array_size(a); i++)
-			if (!jsonscan_same(json_array_get(a, i), json_array_get(b, i)))
-				return 0;
-		return 1;
-	case JSON_OBJECT: {
-		if (json_object_size(a) != json_object_size(b))
-			return 0;
-		void *i = json_object_iter((json_t *)a), *j = json_object_iter((json_t *)b);
-		for (; i != NULL && j != NULL; i = json_object_iter_next((json_t *)a, i),
-					       j = json_object_iter_next((json_t *)b, j)) {
-			size_t n = json_object_iter_key_len(i);
-			if (n != json_object_iter_key_len(j) ||
-			    memcmp(json_object_iter_key(i), json_object_iter_key(j), n) != 0 ||
-			    !jsonscan_same(json_object_iter_value(i), json_object_iter_value(j)))
-				return 0;
-		}
-		return i == NULL && j == NULL;
-	}
-	default: return 1;
-	}
-}
 
 /* The decoder's rule: containers nest at most max levels. */
 static int jsonscan_depth_ok(const json_t *v, size_t depth, size_t max)
@@ -123,7 +83,7 @@ static int jsonscan_agree(const char *s, size_t n, size_t max_depth, char *why, 
 	json_t *b = tp_json_scan(s, n, max_depth, &out, &e2);
 	int ok = (a == NULL) == (b == NULL);
 	if (ok && a != NULL)
-		ok = jsonscan_same(a, b) &&
+		ok = json_same(a, b) &&
 		     out.deep == (max_depth != 0 && !jsonscan_depth_ok(a, 0, max_depth)) &&
 		     out.compact == jsonscan_compact(s, n);
 	if (!ok && a != NULL && b == NULL && jsonscan_nul_outside_strings(s, n))

@@ -9,6 +9,7 @@
  */
 #include <Python.h>
 
+#include "json_same.h"
 #include "jsonio.h"
 #include "pyjson.h"
 #include "utf8.h"
@@ -154,33 +155,6 @@ static void test_nonfinite(void)
 	nonfinite_mode = 0;
 }
 
-/* json_equal, with keys that hold U+0000 (json_equal reads keys as C strings). */
-static int equal(const json_t *a, const json_t *b)
-{
-	if (json_typeof(a) != json_typeof(b))
-		return 0;
-	if (json_is_array(a)) {
-		if (json_array_size(a) != json_array_size(b))
-			return 0;
-		for (size_t i = 0; i < json_array_size(a); i++)
-			if (!equal(json_array_get(a, i), json_array_get(b, i)))
-				return 0;
-		return 1;
-	}
-	if (!json_is_object(a))
-		return json_equal(a, b);
-	if (json_object_size(a) != json_object_size(b))
-		return 0;
-	for (void *it = json_object_iter((json_t *)a); it;
-	     it = json_object_iter_next((json_t *)a, it)) {
-		json_t *o =
-		    json_object_getn(b, json_object_iter_key(it), json_object_iter_key_len(it));
-		if (o == NULL || !equal(json_object_iter_value(it), o))
-			return 0;
-	}
-	return 1;
-}
-
 /* Random values (seeded): the writer's text is tp_json_dumps of the value
  * it holds, byte for byte (the host's splice writes what a dump would), and
  * that value is the one Python's json module writes. Reals from random bits
@@ -249,7 +223,7 @@ static void test_differential(void)
 				printf("# differs from the dump: %s\n#                  dump: %s\n",
 				       out.json, dump ? dump : "(null)");
 		}
-		if (mine == NULL || theirs == NULL || !equal(mine, theirs)) {
+		if (mine == NULL || theirs == NULL || !json_same(mine, theirs)) {
 			if (bad_value++ < 3)
 				printf("# not the json module's value: %s\n#                     "
 				       "json: %s\n",
