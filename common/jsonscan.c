@@ -16,7 +16,7 @@
 #include <string.h>
 
 #define MAX_VALUE_DEPTH 2048 /* jansson's JSON_PARSER_MAX_DEPTH */
-#define KEY_INLINE 256       /* keys up to this long are copied to the stack */
+#define KEY_INLINE 64        /* keys up to this long are copied to the stack (2048 frames deep) */
 
 struct scan {
 	const unsigned char *s;

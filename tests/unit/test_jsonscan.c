@@ -184,6 +184,18 @@ static void test_cases(void)
 		diff(deep, n, 200);
 		diff(deep + 1, n - 2, 0); /* one level less, no scalar */
 	}
+	/* objects as deep, each with a key longer than the stack copy takes */
+	static char odeep[2050 * 80 + 8];
+	for (int levels = 2047; levels <= 2048; levels++) {
+		size_t n = 0;
+		for (int k = 0; k < levels; k++)
+			n += (size_t)sprintf(odeep + n, "{\"%070d\":", k);
+		odeep[n++] = '1';
+		for (int k = 0; k < levels; k++)
+			odeep[n++] = '}';
+		diff(odeep, n, 0);
+		diff(odeep, n, 100);
+	}
 	CHECK_EQ_INT(disagreements, 0);
 }
 
