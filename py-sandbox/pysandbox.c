@@ -415,8 +415,9 @@ static void convert(PyObject *v, struct result *res, const struct tp_request *re
 		res->json = out.json, res->json_n = out.json_n;
 		res->nonfinite = out.nonfinite;
 		/* A large list or dict: its text is its JSON, which crosses once, not
-		 * a second full rendering (docs/python.md, "Values"). */
-		if (out.json_n > TEXT_SAME_MIN &&
+		 * a second full rendering (docs/python.md, "Value and errors"). Not
+		 * where a NaN or an infinity is a null in the JSON: the repr shows it. */
+		if (out.json_n > TEXT_SAME_MIN && out.nonfinite == NULL &&
 		    (PyList_Check(v) || PyTuple_Check(v) || PyDict_Check(v)))
 			res->text_is_value = 1;
 		else

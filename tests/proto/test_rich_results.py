@@ -79,6 +79,10 @@ def test_python_large_container_text_is_its_json(host):
     assert d["text"] == json.dumps(d["value"], separators=(",", ":"))
     s = run(host, "'y' * 5000")
     assert s["text"] == "'" + "y" * 5000 + "'"
+    # a NaN is a null in the JSON: the repr, which shows it, stays the text
+    nan = run(host, "[float('nan')] + list(range(1500))")
+    assert (nan["value"][:2], nan["nonfinite"]) == ([None, 0], {"/0": "nan"})
+    assert nan["text"] == "[nan, " + ", ".join(map(str, range(1500))) + "]"
 
 
 def test_python_no_value_has_no_text(host):
