@@ -103,7 +103,8 @@ struct tp_reply {
 			      * result_bytes, owned; absent for no value and for a repr value
 			      * (the value is its text) */
 	int text_cut;        /* text was cut to fit result_bytes */
-	/* (version 8) The text is the value's own compact JSON text (a Lua table):
+	/* (version 8) The text is the value's own compact JSON text (a Lua table, a
+	 * Python list or dict of over 4096 bytes of JSON):
 	 * the worker sets this and leaves text absent, and sends no bytes for it;
 	 * the decoder makes text from the value's bytes (reals tidied, as
 	 * tp_json_dumps writes them) and leaves this set. Only for an array or

@@ -7,8 +7,8 @@
 #include <Python.h>
 
 #include "pyjson.h"
-#include "jsonio.h"
 #include "jsonreal.h"
+#include "jsonscan.h"
 #include "utf8.h"
 
 #include <math.h>
@@ -567,9 +567,10 @@ void tp_pyjson_from_py(PyObject *v, const struct tp_pyjson_caps *caps, struct tp
 	tp_pyjson_write(v, caps, out);
 	if (out->fail != TP_PYJSON_OK)
 		return;
-	struct tp_err err;
-	/* tp_json_loadb: U+0000 in keys too */
-	out->value = tp_json_loadb(out->json, out->json_n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+	struct tp_err err = { 0 };
+	struct tp_json_scan_out scan;
+	/* the parser the messages are read with: U+0000 in keys too, no depth rule here */
+	out->value = tp_json_scan(out->json, out->json_n, 0, &scan, &err);
 	free(out->json);
 	out->json = NULL, out->json_n = 0;
 	if (out->value == NULL) {
