@@ -18,6 +18,7 @@
 #include "pyaddr.h"
 #include "pysandbox.h"
 #include "pyalloc.h"
+#include "pyfork.h"
 #include "pyjson.h"
 #include "policy_catalog.h"
 #include "pyshim.h"
@@ -1036,6 +1037,9 @@ int tp_py_zygote_init(struct tp_err *err)
 		G.shim = NULL;
 		return -1;
 	}
+	/* The after-fork functions a worker would run for nothing (pyfork.c);
+	 * should Python fail to make the new list, they keep running. */
+	(void)tp_pyfork_seal();
 	return 0;
 }
 

@@ -17,6 +17,7 @@
 
 #include "lang_harness.h"
 #include "pyalloc.h"
+#include "pyfork.h"
 
 #ifdef TP_SANITIZE
 /* The embedded interpreter lives until this process exits, as in the zygote,
@@ -231,6 +232,37 @@ static void test_output(void)
 	CHECK_EQ_STR(R.out, "{'a': 1}\n");
 }
 
+/* The zygote took random's, threading's and logging's after-fork functions
+ * out (pyfork.c): a worker runs none under this policy. Any other stays: one
+ * bound to another generator than random's own, and one of no module. */
+static void test_fork_hooks(void)
+{
+	CHECK_EQ_INT((int)tp_pyfork_hooks_left(), 0);
+	PyObject *posix = PyImport_ImportModule("posix"), *random = PyImport_ImportModule("random");
+	PyObject *other = random ? PyObject_CallMethod(random, "Random", NULL) : NULL;
+	PyObject *inst = random ? PyObject_GetAttrString(random, "_inst") : NULL;
+	const char *hooks[] = { "seed", "seed", NULL };
+	PyObject *owners[] = { other, inst };
+	for (int i = 0; hooks[i] != NULL; i++) {
+		PyObject *f = owners[i] ? PyObject_GetAttrString(owners[i], hooks[i]) : NULL;
+		PyObject *kw = f ? Py_BuildValue("{sO}", "after_in_child", f) : NULL;
+		PyObject *reg = posix ? PyObject_GetAttrString(posix, "register_at_fork") : NULL;
+		PyObject *args = PyTuple_New(0);
+		PyObject *r = reg && kw && args ? PyObject_Call(reg, args, kw) : NULL;
+		CHECK(r != NULL);
+		if (r == NULL)
+			PyErr_Print();
+		Py_XDECREF(r), Py_XDECREF(args), Py_XDECREF(reg), Py_XDECREF(kw), Py_XDECREF(f);
+	}
+	CHECK_EQ_INT((int)tp_pyfork_hooks_left(), 2);
+	CHECK_EQ_INT(tp_pyfork_seal(), 0);
+	CHECK_EQ_INT((int)tp_pyfork_hooks_left(), 1); /* the other generator's stays */
+	Py_XDECREF(inst), Py_XDECREF(other), Py_XDECREF(random), Py_XDECREF(posix);
+	/* A worker still runs and draws its own stream after the seal. */
+	run("import random\nrandom.random() < 1.0");
+	CHECK(json_is_true(json_object_get(R.reply, "value")));
+}
+
 static void test_crash(void)
 {
 #ifdef TP_SANITIZE
@@ -333,6 +365,7 @@ int main(void)
 	test_crash();
 	test_rehearsal();
 	harness_conformance();
+	test_fork_hooks(); /* last: it leaves one hook registered */
 	json_decref(R.reply);
 	return tp_test_done("test_py");
 }
