@@ -2,7 +2,7 @@
  * pyint.h — private to py-sandbox/: the state of one exec and what the Python
  * layer's parts share. Its files, from the bottom up: each calls only files
  * listed before it here (and sandbox/, common/, and the leaves with their own
- * headers: pyalloc.c, pyjson.c, pyshim.c), never one listed after it
+ * headers: pyalloc.c, pyfork.c, pyjson.c, pyshim.c), never one listed after it
  * (`make layer-check`):
  *   pystate.c    the exec's page, limits and flags; what the zygote recorded
  *   pyguard.c    the sticky verdict wiring, who is calling, the audit tripwire

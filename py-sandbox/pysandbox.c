@@ -34,6 +34,8 @@ static struct {
 	PyObject *shim;      /* the shim's globals; NULL until the zygote is made */
 	PyObject *sbuiltins; /* the builtins dict every snippet gets */
 	PyObject *prepare, *reseed, *opened;
+	/* random's own generator and the C seed under its seed() (find_seed) */
+	PyObject *seed_c, *rand_inst, *gauss_next;
 	PyObject *sys_stdout, *sys_stderr; /* the real sys's streams (the shim's) */
 	char **deny; /* the shim's ATTR_DENY, for the fast path's text check */
 	size_t ndeny;
@@ -142,15 +144,60 @@ static int set_inputs(PyObject *globals, const struct tp_request *req)
 	return 0;
 }
 
+/* random.seed(seed) on the random module's own generator, as the shim's
+ * reseed() would, without its Python frames: Random.seed with an int is
+ * _random.Random.seed(inst, seed) and then inst.gauss_next = None. In a fresh
+ * worker those frames were ~15 copy-on-write faults. Without the C pieces
+ * (a random module that is not CPython's) the shim's reseed() runs. */
 static void reseed(uint64_t seed)
 {
-	PyObject *n = PyLong_FromUnsignedLongLong(seed);
-	PyObject *r = n ? PyObject_CallOneArg(G.reseed, n) : NULL;
+	PyObject *n = PyLong_FromUnsignedLongLong(seed), *r = NULL;
 
+	if (n != NULL && G.seed_c != NULL) {
+		r = PyObject_CallFunctionObjArgs(G.seed_c, G.rand_inst, n, NULL);
+		if (r != NULL && PyObject_SetAttr(G.rand_inst, G.gauss_next, Py_None) != 0)
+			Py_CLEAR(r);
+	} else if (n != NULL) {
+		r = PyObject_CallOneArg(G.reseed, n);
+	}
 	Py_XDECREF(n);
 	if (r == NULL)
 		PyErr_Clear();
 	Py_XDECREF(r);
+}
+
+/* The C pieces of reseed(), found in the zygote: random._inst must be an
+ * exact random.Random whose seed is the module's own Python method, whose
+ * base is _random.Random; otherwise reseed() keeps calling the shim. */
+static void find_seed(void)
+{
+	PyObject *random = PyImport_ImportModule("random"),
+		 *crandom = PyImport_ImportModule("_random");
+	PyObject *cls = random ? PyObject_GetAttrString(random, "Random") : NULL;
+	PyObject *inst = random ? PyObject_GetAttrString(random, "_inst") : NULL;
+	PyObject *cbase = crandom ? PyObject_GetAttrString(crandom, "Random") : NULL;
+	PyObject *py_seed = cls && PyType_Check(cls)
+				? PyDict_GetItemString(((PyTypeObject *)cls)->tp_dict, "seed")
+				: NULL;
+	PyObject *c_seed = cbase && PyType_Check(cbase)
+			       ? PyDict_GetItemString(((PyTypeObject *)cbase)->tp_dict, "seed")
+			       : NULL;
+
+	PyErr_Clear();
+	if (inst != NULL && cls != NULL && cbase != NULL && Py_TYPE(inst) == (PyTypeObject *)cls &&
+	    ((PyTypeObject *)cls)->tp_base == (PyTypeObject *)cbase && py_seed != NULL &&
+	    PyFunction_Check(py_seed) && c_seed != NULL &&
+	    Py_IS_TYPE(c_seed, &PyMethodDescr_Type) &&
+	    (G.gauss_next = PyUnicode_InternFromString("gauss_next")) != NULL) {
+		G.seed_c = Py_NewRef(c_seed);
+		G.rand_inst = Py_NewRef(inst);
+	}
+	PyErr_Clear();
+	Py_XDECREF(cbase);
+	Py_XDECREF(inst);
+	Py_XDECREF(cls);
+	Py_XDECREF(crandom);
+	Py_XDECREF(random);
 }
 
 static void begin(const struct tp_request *req, struct tp_shm *shm)
@@ -982,6 +1029,7 @@ static int load_shim(struct tp_err *err)
 	G.prepare = PyDict_GetItemString(G.shim, "prepare");
 	G.opened = PyDict_GetItemString(G.shim, "_OPENED");
 	G.reseed = PyDict_GetItemString(G.shim, "reseed");
+	find_seed();
 	G.rich_types = PyDict_GetItemString(G.shim, "RICH_TYPES");
 	if (G.rich_types != NULL && PyTuple_Check(G.rich_types) && PyTuple_GET_SIZE(G.rich_types)) {
 		G.rich = PyDict_GetItemString(G.shim, "_rich");

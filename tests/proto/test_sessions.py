@@ -123,6 +123,22 @@ def test_inputs_and_seed_per_exec(h):
     h.call("sandbox/session/close", {"session_id": sid})
 
 
+def test_a_seed_draws_what_cpython_draws_for_it(h):
+    """A seed is random.seed(seed) on the module's generator, done in C
+    (pysandbox.c's reseed): the draws are CPython's for that seed, and a gauss()
+    pair half used by an earlier exec is dropped, as random.seed drops it."""
+    import random
+    sid = open_session(h, "python")
+    code = "import random\n[random.random(), random.gauss(0, 1), random.randrange(1 << 40)]"
+    for seed in (5, (1 << 62) + 12345, (1 << 63) - 1):
+        r = random.Random(seed)
+        want = [r.random(), r.gauss(0, 1), r.randrange(1 << 40)]
+        assert sx(h, sid, "import random\nrandom.gauss(0, 1)")["ok"] is True  # half a pair left
+        assert sx(h, sid, code, seed=seed)["value"] == want, seed
+        assert h.exec(code, lang="python", seed=seed)["value"] == want, seed
+    h.call("sandbox/session/close", {"session_id": sid})
+
+
 def test_execs_queue_in_order(h):
     sid = open_session(h, "lua")
     ids = []
