@@ -139,6 +139,15 @@ def test_a_seed_draws_what_cpython_draws_for_it(h):
     h.call("sandbox/session/close", {"session_id": sid})
 
 
+def test_python_workers_never_share_a_random_stream(h):
+    """Each one-shot exec is a fresh worker, reseeded from the host's entropy
+    (the zygote dropped random's own after-fork reseed: pyfork.c): no two of
+    them draw the same numbers."""
+    code = "import random\n[random.getrandbits(62), random.random()]"
+    draws = [tuple(h.exec(code, lang="python")["value"]) for _ in range(6)]
+    assert len(set(d[0] for d in draws)) == 6 and len(set(d[1] for d in draws)) == 6, draws
+
+
 def test_execs_queue_in_order(h):
     sid = open_session(h, "lua")
     ids = []
