@@ -36,6 +36,7 @@ N_PACED = int(os.environ.get("BENCH_PACED", "40" if QUICK else "300"))
 N_SPAWN = int(os.environ.get("BENCH_SPAWN", "40" if QUICK else "200"))
 N_WARM = 20 if QUICK else 50        # execs before anything is timed; K of the CPU figures
 CPU_PAIRS = 1 if QUICK else 3       # host pairs (K execs, K + N execs) per CPU figure
+PACED_GAP = 0.02                    # the CPU section's paced rows: 20 ms, as agents pace requests
 COMPUTE_REPS = 3 if QUICK else 9
 ONLY = {x.strip() for x in os.environ.get("BENCH_ONLY", "").split(",") if x.strip()}
 LUA_SPAWN = [LUA, "-e", "return 1+1"]
@@ -421,17 +422,20 @@ def zygotes_of(host_pid):
     return out
 
 
-def host_run(params, n, check=None):
+def host_run(params, n, check=None, gap=0.0):
     """(rusage, host s, zygotes s) of a whole host tree that ran n execs of params
     and exited: the host reaps its zygotes and workers, so wait4 on it has them
     all. The host's and the zygotes' own CPU are read (schedstat) after the last
-    exec, before it exits; the workers' is the rest."""
+    exec, before it exits; the workers' is the rest. gap: seconds between a
+    reply and the next request (0: back to back)."""
     c = Client()
     for _ in range(n):
         r = c.call(params)
         assert r["ok"], r
         if check is not None:
             check(r)
+        if gap:
+            time.sleep(gap)
     host_s = oncpu_s(c.p.pid)
     zyg_s = sum(oncpu_s(z) for z in zygotes_of(c.p.pid))
     c.p.stdin.close()
@@ -440,10 +444,10 @@ def host_run(params, n, check=None):
     return ru, host_s, zyg_s
 
 
-def tree_usage(mode, n):
+def tree_usage(mode, n, gap=0.0):
     """(user s, system s, minor faults, host s, zygotes s) of a host that ran n
     execs of mode (host_run)."""
-    ru, host_s, zyg_s = host_run(exec_params(mode), n, lambda r: check_value(r, mode))
+    ru, host_s, zyg_s = host_run(exec_params(mode), n, lambda r: check_value(r, mode), gap)
     return ru.ru_utime, ru.ru_stime, ru.ru_minflt, host_s, zyg_s
 
 
@@ -505,6 +509,21 @@ def cpu_section():
         print(f"  {'':<21} of which host {hs * 1e3:6.3f} ms, zygote {zs * 1e3:6.3f} ms "
               f"(the fork), workers {ws * 1e3:6.3f} ms (start to exit); at saturation "
               f"{1 / tot:,.0f} execs/s per core")
+        # Paced as agents send requests: every warm worker idles past
+        # REHEARSAL_IDLE_MS (sandbox/worker.c) and rehearses before its request,
+        # and every wakeup is from idle. Both count against the exec served.
+        pk, pn = max(10, k // 5), max(20, n // 10)
+        pp = []
+        for _ in range(CPU_PAIRS):
+            a = tree_usage(m, pk, PACED_GAP)
+            b = tree_usage(m, pk + pn, PACED_GAP)
+            pp.append([(y - x) / pn for x, y in zip(a, b)])
+        ptot = med([p[0] + p[1] for p in pp])
+        RESULTS["cpu-paced/" + m[0]] = ptot / ref[2]
+        print(f"  {'':<21} paced ({PACED_GAP * 1e3:.0f} ms between a reply and the next request,"
+              f" {pk}+{pn}): {ptot * 1e3:6.3f} ms, faults {med([p[2] for p in pp]):6.1f}, "
+              f"{ptot / ref[2]:5.2f}× the spawn (the rehearsal of idle warm workers and wakeups"
+              f" from idle included)")
         if m[0] == "lua-state" and LUA_STATE_PROBE:
             floor = med([lua_state_floor() for _ in range(3)])
             RESULTS["cpu/lua-state/probe"] = tot / floor
