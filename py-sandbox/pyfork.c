@@ -22,7 +22,7 @@
  * (docs/performance.md). tp_pyfork_seal takes exactly these out (by module,
  * qualified name and, for random, the instance); any other function stays in
  * the list and runs as before, so a module that registers one later is not
- * skipped by mistake. test_py checks that none is left under the presets.
+ * skipped by mistake. test_py checks that none is left under `standard`.
  *
  * A leaf (pyint.h): it calls only CPython.
  */
