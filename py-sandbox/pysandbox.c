@@ -37,8 +37,10 @@ static struct {
 	/* random's own generator and the C seed under its seed() (find_seed) */
 	PyObject *seed_c, *rand_inst, *gauss_next;
 	PyObject *sys_stdout, *sys_stderr; /* the real sys's streams (the shim's) */
-	char **deny; /* the shim's ATTR_DENY, for the fast path's text check */
+	char **deny;                       /* the shim's ATTR_DENY, for the text path's check */
 	size_t ndeny;
+	char **dunder_ok; /* the shim's DUNDER_OK, the same */
+	size_t ndunder_ok;
 
 	/* -- zygote (load_shim): the data preset's hooks in the shim (NULL without
 	 * the data packages): the types whose values the shim converts (numpy
@@ -646,22 +648,28 @@ static int reply(const struct failure *f, struct result *res, struct tp_reply *o
 	return out->value != NULL || out->value_json != NULL ? 0 : -1;
 }
 
-/* ---- the fast path: a plain expression, no AST check needed ------------------------------- */
+/* ---- the fast path: a plain source, no AST check needed ----------------------------------- */
 
 #define FAST_MAX 4096 /* longer sources take the shim's path */
 
 /* True when the shim's AST check cannot refuse anything in this source, read as
- * text: ASCII (NFKC changes nothing, every identifier is spelled out), no "__"
- * (no dunder name, attribute or import alias), no ATTR_DENY name anywhere, no
- * '{' and no backslash (no string constant can hold a '{', so no format string
- * reads an attribute), no NUL. Anything else is not refused here: it only takes
- * the full path. */
+ * text, provided the scan below (last_statement) also passes it: ASCII (NFKC
+ * changes nothing, every identifier is spelled out), no ATTR_DENY name anywhere,
+ * no backslash (no escape in a string: each string constant is a piece of the
+ * text as it stands), no NUL, and no '\r', '\f' or '\v' (a line break or an
+ * indentation the scan would not read as the tokenizer does). The scan checks what the AST check
+ * looks at: each dunder name in code is one of DUNDER_OK, which the check allows as a name and as
+ * an attribute read or written; a name starting "__" never shares a logical line with `import` (the
+ * check refuses it as an import alias); an f-string or a string with a '{' (a format string, whose
+ * fields may read no attribute starting '_') holds no "._" and no other dunder; and no string
+ * constant is made of pieces (adjacent literals, a string literal inside an
+ * f-string), so a format field can only read what the text spells. Anything
+ * else is not refused here: it only takes the full path. */
 static int text_is_plain(const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
-		if (c == 0 || c >= 0x80 || c == '{' || c == '\\' ||
-		    (c == '_' && i + 1 < n && s[i + 1] == '_'))
+		if (c == 0 || c >= 0x80 || c == '\\' || c == '\r' || c == '\f' || c == '\v')
 			return 0;
 	}
 	for (size_t i = 0; i < G.ndeny; i++)
@@ -670,29 +678,295 @@ static int text_is_plain(const char *s, size_t n)
 	return 1;
 }
 
-/* A source that is one expression, compiled straight from the text in "eval"
- * mode: the same code object prepare() makes for its last expression (the body
- * it leaves is empty), without building or walking a Python AST, whose objects
- * and code would be copied into the worker page by page. NULL with no error
- * set: take the full path. */
-static PyObject *prepare_fast(const struct tp_request *req)
+static int ident_char(char c)
 {
-	char text[FAST_MAX + 1];
-	PyCompilerFlags flags = _PyCompilerFlags_INIT;
-	PyObject *code, *t;
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_';
+}
 
-	if (req->code_len > FAST_MAX || !text_is_plain(req->code, req->code_len))
+/* A string prefix (r, b, u, f, in either case, at most two of them). */
+static int string_prefix(const char *s, size_t n, int *fstring)
+{
+	*fstring = 0;
+	if (n == 0 || n > 2)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = (char)(s[i] | 0x20);
+		if (c != 'r' && c != 'b' && c != 'u' && c != 'f')
+			return 0;
+		*fstring |= c == 'f';
+	}
+	return 1;
+}
+
+/* The word at s[0 .. n) is w, and ends there. */
+static int word_is(const char *s, size_t n, const char *w)
+{
+	size_t k = strlen(w);
+	return k <= n && memcmp(s, w, k) == 0 && (k == n || !ident_char(s[k]));
+}
+
+/* s[0 .. n), a run of identifier characters, is no dunder name, or one the AST
+ * check allows everywhere (DUNDER_OK); *under: it starts with "__". */
+static int dunder_ok(const char *s, size_t n, int *under)
+{
+	*under |= n >= 2 && s[0] == '_' && s[1] == '_';
+	if (!(n >= 2 && s[0] == '_' && s[1] == '_' && s[n - 2] == '_' && s[n - 1] == '_'))
+		return 1;
+	for (size_t i = 0; i < G.ndunder_ok; i++)
+		if (strlen(G.dunder_ok[i]) == n && memcmp(G.dunder_ok[i], s, n) == 0)
+			return 1;
+	return 0;
+}
+
+/* The runs of identifier characters in s[0 .. n) pass dunder_ok. */
+static int runs_ok(const char *s, size_t n, int *under)
+{
+	for (size_t i = 0; i < n;) {
+		size_t w = i;
+		while (w < n && ident_char(s[w]))
+			w++;
+		if (w > i && !dunder_ok(s + i, w - i, under))
+			return 0;
+		i = w > i ? w : i + 1;
+	}
+	return 1;
+}
+
+/* The offset of the last top-level statement of a plain source (text_is_plain),
+ * read as Python's tokenizer reads it: a logical line that starts at column 0,
+ * outside brackets and strings, starts a statement, unless it carries on a
+ * compound one (else, elif, except, finally) or follows a decorator. -1 when the
+ * text is outside what this scan reads exactly, and the full path runs: a ';'
+ * outside brackets and strings (`if a: b; c` puts c in the if), adjacent string
+ * literals (their constant is made of pieces), a quote inside an f-string (a
+ * string literal in its expressions), a string or a bracket left open, a
+ * bracket closed that was not open. */
+static long last_statement(const char *s, size_t n)
+{
+	size_t i = 0, line = 0; /* line: where the current physical line starts */
+	long start = 0;
+	int depth = 0, after_string = 0, decorated = 0, line_start = 1;
+	int under = 0, imports = 0; /* this logical line: a name "__..."; `import` */
+
+	while (i < n) {
+		char c = s[i];
+		if (line_start && depth == 0) {
+			if (c == ' ' || c == '\t') {
+				i++;
+				continue;
+			}
+			if (c != '\n' && c != '#') { /* a logical line begins */
+				line_start = 0;
+				under = imports = 0;
+				if (i == line) {
+					if (!decorated && !word_is(s + i, n - i, "else") &&
+					    !word_is(s + i, n - i, "elif") &&
+					    !word_is(s + i, n - i, "except") &&
+					    !word_is(s + i, n - i, "finally"))
+						start = (long)i;
+					decorated = c == '@';
+				}
+			}
+		}
+		if (c == '#') {
+			while (i < n && s[i] != '\n')
+				i++;
+			continue;
+		}
+		if (c == '\n') {
+			if (depth == 0)
+				line_start = 1, after_string = 0;
+			line = ++i;
+			continue;
+		}
+		if (c == ' ' || c == '\t') {
+			i++;
+			continue;
+		}
+		size_t w = i;
+		while (w < n && ident_char(s[w]))
+			w++;
+		int fstring = 0;
+		if ((w < n && (s[w] == '\'' || s[w] == '"') &&
+		     string_prefix(s + i, w - i, &fstring)) ||
+		    c == '\'' || c == '"') {
+			char q = s[w];
+			int triple = w + 2 < n && s[w + 1] == q && s[w + 2] == q;
+			size_t from = w + (triple ? 3 : 1), j = from;
+			if (after_string)
+				return -1;
+			for (;; j++) {
+				if (j >= n || (!triple && s[j] == '\n'))
+					return -1; /* left open */
+				if (s[j] == q &&
+				    (!triple || (j + 2 < n && s[j + 1] == q && s[j + 2] == q)))
+					break;
+				if (fstring && (s[j] == '\'' || s[j] == '"'))
+					return -1;
+				if (s[j] == '\n')
+					line = j + 1;
+			}
+			/* An f-string's expressions are code; a '{' may make a
+			 * format string, whose fields may read no attribute
+			 * starting '_' (the shim's _field_bad). */
+			if ((fstring || memchr(s + from, '{', j - from) != NULL) &&
+			    (!runs_ok(s + from, j - from, &under) ||
+			     memmem(s + from, j - from, "._", 2) != NULL))
+				return -1;
+			i = j + (triple ? 3 : 1);
+			after_string = 1;
+		} else if (w > i) {
+			if (!dunder_ok(s + i, w - i, &under))
+				return -1;
+			imports |= word_is(s + i, n - i, "import");
+			i = w;
+			after_string = 0;
+		} else {
+			if (c == '(' || c == '[' || c == '{')
+				depth++;
+			else if ((c == ')' || c == ']' || c == '}') && --depth < 0)
+				return -1;
+			else if (c == ';' && depth == 0)
+				return -1;
+			i++;
+			after_string = 0;
+		}
+		if (under && imports)
+			return -1; /* perhaps an import alias "__..." */
+	}
+	return depth == 0 ? start : -1;
+}
+
+static PyObject *compile_text(const char *text, int mode)
+{
+	PyCompilerFlags flags = _PyCompilerFlags_INIT;
+
+	return Py_CompileStringExFlags(text, SNIPPET, mode, &flags, -1);
+}
+
+/* The words that begin a statement and never an expression. */
+static const char *const statement_words[] = {
+	"if",   "elif",  "else",     "for",    "while",  "def",      "class",
+	"with", "try",   "async",    "return", "import", "from",     "del",
+	"pass", "break", "continue", "raise",  "global", "nonlocal", "assert",
+};
+
+/* The last statement s[0 .. n) of a plain source is surely not an expression:
+ * it starts with a statement's word or a decorator, or it assigns (an '='
+ * outside brackets and strings that is no comparison's, and no lambda in it to
+ * hold a default). 0 when it may be an expression: "eval" mode decides. */
+static int surely_statement(const char *s, size_t n)
+{
+	int depth = 0, assigns = 0;
+
+	if (n > 0 && s[0] == '@')
+		return 1;
+	for (size_t i = 0; i < sizeof statement_words / sizeof *statement_words; i++)
+		if (word_is(s, n, statement_words[i]))
+			return 1;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (c == '#') {
+			while (i < n && s[i] != '\n')
+				i++;
+		} else if (c == '\'' || c == '"') { /* no escapes: text_is_plain */
+			int triple = i + 2 < n && s[i + 1] == c && s[i + 2] == c;
+			size_t j = i + (triple ? 3 : 1);
+			while (j < n && !(s[j] == c && (!triple || (j + 2 < n && s[j + 1] == c &&
+								    s[j + 2] == c))))
+				j++;
+			i = j + (triple ? 2 : 0);
+		} else if (c == '(' || c == '[' || c == '{') {
+			depth++;
+		} else if (c == ')' || c == ']' || c == '}') {
+			depth--;
+		} else if (ident_char(c)) {
+			size_t w = i;
+			while (w < n && ident_char(s[w]))
+				w++;
+			if (word_is(s + i, n - i, "lambda"))
+				return 0;
+			i = w - 1;
+		} else if (c == '=' && depth == 0) {
+			char before = i > 0 ? s[i - 1] : ' ', after = i + 1 < n ? s[i + 1] : ' ';
+			if (after == '=') {
+				i++; /* == */
+				continue;
+			}
+			if (before != '=' && before != '!' && before != '<' && before != '>' &&
+			    before != ':')
+				assigns = 1;
+		}
+	}
+	return assigns;
+}
+
+/* A plain source compiled straight from its text: the same code objects the
+ * shim's prepare() makes from its AST (test_py compares them, on a corpus and
+ * its mutants), without building or walking a Python AST, whose objects and
+ * code would be copied into the worker page by page. One expression is
+ * compiled in "eval" mode (no body); else a last statement that is surely no
+ * expression leaves the whole source as the body, and any other is compiled in
+ * "eval" mode at its own line, what comes before it being the body. NULL with
+ * no error set: take the full path (every error is the full path's, and so is
+ * a last statement "eval" refuses: it may be an expression "eval" reads
+ * differently, as a trailing line of spaces). */
+PyObject *tp_py_prepare_text(const char *code, size_t len)
+{
+	char text[FAST_MAX + 1], last[FAST_MAX + 1];
+	PyObject *body = NULL, *expr = NULL, *t;
+	long at;
+
+	if (len > FAST_MAX || !text_is_plain(code, len) || (at = last_statement(code, len)) < 0)
 		return NULL;
-	memcpy(text, req->code, req->code_len);
-	text[req->code_len] = '\0';
-	code = Py_CompileStringExFlags(text, SNIPPET, Py_eval_input, &flags, -1);
-	if (code == NULL) {
-		PyErr_Clear(); /* a statement, or an error the full path reports */
+	memcpy(text, code, len);
+	text[len] = '\0';
+	if ((expr = compile_text(text, Py_eval_input)) != NULL) {
+		t = PyTuple_Pack(2, Py_None, expr);
+		Py_DECREF(expr);
+		return t;
+	}
+	PyErr_Clear();
+	if (!surely_statement(text + at, len - (size_t)at)) {
+		size_t k = 0, end = len;
+		for (long i = 0; i < at; i++)
+			if (text[i] == '\n')
+				last[k++] = '\n';
+		while (end > (size_t)at && strchr(" \t\n", text[end - 1]) != NULL)
+			end--;
+		memcpy(last + k, text + at, end - (size_t)at);
+		last[k + end - (size_t)at] = '\0';
+		if ((expr = compile_text(last, Py_eval_input)) == NULL) {
+			PyErr_Clear();
+			return NULL;
+		}
+		text[at] = '\0';
+	}
+	body = compile_text(text, Py_file_input);
+	if (body == NULL) {
+		PyErr_Clear();
+		Py_XDECREF(expr);
 		return NULL;
 	}
-	t = PyTuple_Pack(2, Py_None, code);
-	Py_DECREF(code);
+	t = PyTuple_Pack(2, body, expr != NULL ? expr : Py_None);
+	Py_DECREF(body);
+	Py_XDECREF(expr);
 	return t;
+}
+
+static PyObject *prepare_fast(const struct tp_request *req)
+{
+	return tp_py_prepare_text(req->code, req->code_len);
+}
+
+PyObject *tp_py_prepare_shim(const char *code, size_t len)
+{
+	PyObject *src = PyUnicode_DecodeUTF8(code, (Py_ssize_t)len, "strict");
+	PyObject *r = src != NULL && G.prepare != NULL ? PyObject_CallOneArg(G.prepare, src) : NULL;
+
+	Py_XDECREF(src);
+	return r;
 }
 
 /* The files the snippet opened and left open (the shim's _OPENED): flushed and
@@ -908,18 +1182,19 @@ static void warm_up(void)
 	PyErr_Clear();
 }
 
-/* The shim's ATTR_DENY as C strings, for text_is_plain(). */
-static int load_deny(void)
+/* A set of the shim's (ATTR_DENY, DUNDER_OK) as C strings, for the text path
+ * (text_is_plain, last_statement). */
+static int load_names(const char *which, char ***out, size_t *n)
 {
-	PyObject *set = PyDict_GetItemString(G.shim, "ATTR_DENY"), *it, *name;
+	PyObject *set = PyDict_GetItemString(G.shim, which), *it, *name;
 
 	if (set == NULL || !PyAnySet_Check(set) || (it = PyObject_GetIter(set)) == NULL) {
 		if (!PyErr_Occurred())
-			PyErr_SetString(PyExc_RuntimeError, "the shim has no ATTR_DENY set");
+			PyErr_Format(PyExc_RuntimeError, "the shim has no %s set", which);
 		return -1;
 	}
-	G.deny = calloc((size_t)PySet_GET_SIZE(set), sizeof *G.deny);
-	while (G.deny != NULL && (name = PyIter_Next(it)) != NULL) {
+	*out = calloc((size_t)PySet_GET_SIZE(set) + 1, sizeof **out);
+	while (*out != NULL && (name = PyIter_Next(it)) != NULL) {
 		const char *u = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
 		char *copy = u ? strdup(u) : NULL;
 		Py_DECREF(name);
@@ -929,10 +1204,10 @@ static int load_deny(void)
 				PyErr_NoMemory();
 			return -1;
 		}
-		G.deny[G.ndeny++] = copy;
+		(*out)[(*n)++] = copy;
 	}
 	Py_DECREF(it);
-	if (G.deny == NULL)
+	if (*out == NULL)
 		PyErr_NoMemory();
 	return PyErr_Occurred() ? -1 : 0;
 }
@@ -1020,7 +1295,8 @@ static int load_shim(struct tp_err *err)
 	if (tools == NULL || PyDict_SetItemString(G.sbuiltins, "tools", tools) != 0)
 		return tp_py_fail("tools", err);
 	Py_DECREF(tools);
-	if (load_deny() != 0)
+	if (load_names("ATTR_DENY", &G.deny, &G.ndeny) != 0 ||
+	    load_names("DUNDER_OK", &G.dunder_ok, &G.ndunder_ok) != 0)
 		return tp_py_fail("ATTR_DENY", err);
 	if (make_main() == NULL)
 		return tp_py_fail("__main__", err);

@@ -20,6 +20,13 @@
 int tp_py_zygote_init(struct tp_err *err);
 void tp_py_worker_init(uint64_t entropy);
 int tp_py_exec(const struct tp_request *req, struct tp_shm *shm, struct tp_reply *out);
+/* (body, last expression or None) of a snippet, as the exec compiles it: from
+ * its text where the AST check can refuse nothing in it (tp_py_prepare_text:
+ * NULL, no error set, when the text is not such), else by the shim's prepare()
+ * (tp_py_prepare_shim: NULL and an error when it refuses). test_py holds the
+ * first to the second, code object for code object. */
+struct _object *tp_py_prepare_text(const char *code, size_t len); /* a PyObject */
+struct _object *tp_py_prepare_shim(const char *code, size_t len);
 
 extern const struct tp_lang tp_lang_python;
 

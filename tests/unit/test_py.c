@@ -232,6 +232,255 @@ static void test_output(void)
 	CHECK_EQ_STR(R.out, "{'a': 1}\n");
 }
 
+/* One source through both compiles: where the text path takes it, the shim's
+ * AST path must accept it too and make equal code objects (code equality
+ * compares the bytecode, constants, names and the line table). 1 if the text
+ * path took it. */
+static int same_prepare(const char *code)
+{
+	PyObject *fast = tp_py_prepare_text(code, strlen(code));
+	CHECK(!PyErr_Occurred());
+	PyErr_Clear();
+	if (fast == NULL)
+		return 0;
+	PyObject *full = tp_py_prepare_shim(code, strlen(code));
+	int ok = full != NULL && PyTuple_Check(full) && PyTuple_GET_SIZE(full) == 2;
+	if (ok) {
+		PyObject *fb = PyTuple_GET_ITEM(fast, 0), *sb = PyTuple_GET_ITEM(full, 0);
+		PyObject *fe = PyTuple_GET_ITEM(fast, 1), *se = PyTuple_GET_ITEM(full, 1);
+		/* One expression: the text path leaves no body (the AST path's is
+		 * an empty module, which runs nothing). */
+		ok = (fb == Py_None ? fe != Py_None
+				    : PyObject_RichCompareBool(fb, sb, Py_EQ) == 1) &&
+		     (fe == Py_None ? se == Py_None : PyObject_RichCompareBool(fe, se, Py_EQ) == 1);
+	}
+	PyErr_Clear();
+	CHECK(ok);
+	if (!ok)
+		fprintf(stderr, "# the text path and the AST path differ on:\n%s\n", code);
+	Py_XDECREF(full);
+	Py_DECREF(fast);
+	return 1;
+}
+
+/* The text path (pysandbox.c's tp_py_prepare_text) against the shim's AST
+ * path, on the compatibility corpus and on sources made to trip its scan. */
+static void test_prepare_text(void)
+{
+	static const char *const tricky[] = {
+		"x = 1\nx + 1",
+		"x = 1\n\n# c\n  # d\nx",
+		"d = {'a': 1}\nd['a']",
+		"if True:\n    y = 3\nelse:\n    y = 4\ny",
+		"if True:\n    y = 3\nelse:\n    y",
+		"try:\n    1\nexcept E:\n    2\nfinally:\n    3",
+		"@staticmethod\ndef g(): pass\n1",
+		"@a\n@b\nclass C: pass\nC",
+		"for i in range(3):\n    pass\ni",
+		"x = (1,\n 2)\nx",
+		"'''a\nb'''\n3",
+		"x = '''\nelse:\n'''\nx",
+		"x = [1,\n# ]\n2]\nx",
+		"print(f'{1+1}')",
+		"f'{1}'\nf'{2}'",
+		"s = 'a#b'\ns",
+		"x = 1 # ; \nx",
+		"async def f(): pass\nf",
+		"while False:\n    pass\nelse:\n    z = 1\nz",
+		"class A:\n    x = 1\nA.x",
+		"lambda: 1",
+		"x = 1\nlambda: x",
+		"x = 1\nif x: y = 2\ny",
+		"if 1: 2",
+		"elsewhere = 1\nelsewhere",
+		"finally_ = 2\nfinally_",
+		"x = 1\n(x)",
+		"x = 1\n  x",
+		"x = 1\nx +",
+		"x = [\n1",
+		"x = 1)\nx",
+		"\n\n1",
+		"",
+		"# only a comment",
+		"x: int = 1\nx",
+		"a = b = 2\na",
+		"rb'x'\nb'y'",
+		"x = 3\nx if x else 4",
+		"x = {1: {2: 3}}\nx[1][2]",
+		"import math\nmath.pi",
+		"from math import pi\npi",
+		"del x",
+		"x = 1\nx.__class__",
+		"class A:\n    def __init__(self):\n        self.v = 1\nA().v",
+		"if __name__ == '__main__':\n    r = 1\nr",
+		"'__globals__'",
+		"x = '{}'.format(1)\nx",
+		"f'{1:{2}}'",
+		"x = 1\nf'{x!r:>{3}}'",
+		"__x = 1\n__x",
+		"import math\n__all__ = ['a']",
+		"global q\nq = 1",
+		"match 1:\n    case 1:\n        m = 2\nm",
+	};
+	/* Refused by the scan, or by text_is_plain: the full path runs. */
+	static const char *const full_only[] = {
+		"a = 1; a",
+		"x = 'a' 'b'\nx",
+		"s = '{0.gi_' 'frame}'\ns",
+		"f'{\"a\" \"b\"}'",
+		"x = 1\nx.__globals__",
+		"'\\x41'",
+		"import __future__",
+		"from m import (a,\n __b)",
+		"import m as __b",
+		"'{0.__globals__}'.format(1)",
+		"f'{f.__globals__}'",
+		"__ = 1",
+		"x = 1\nx.__dict__",
+		"def f(__debug__=1): pass",
+		"x = 'open\n",
+		"x = (1\n",
+		"x = 1)\n",
+		"x = 1\nx.gi_frame",
+		"if a: b; c",
+		"x = 1\ry",
+		"x = 1\n\fy",
+		"x = 1\r\ny",
+		"'{0._x}'.format(1)",
+	};
+	size_t took = 0, n = 0;
+	for (size_t i = 0; i < sizeof tricky / sizeof *tricky; i++)
+		took += (size_t)same_prepare(tricky[i]);
+	CHECK(took >=
+	      sizeof tricky / sizeof *tricky - 6); /* the syntax errors take the full path */
+	for (size_t i = 0; i < sizeof full_only / sizeof *full_only; i++) {
+		PyObject *fast = tp_py_prepare_text(full_only[i], strlen(full_only[i]));
+		CHECK(fast == NULL && !PyErr_Occurred());
+		if (fast != NULL)
+			fprintf(stderr, "# taken by the text path: %s\n", full_only[i]);
+		Py_XDECREF(fast);
+	}
+	json_error_t e;
+	json_t *doc = json_load_file("tests/cases/compat_python.json", 0, &e), *c;
+	size_t k;
+	CHECK(doc != NULL);
+	took = 0;
+	json_array_foreach(json_object_get(doc, "cases"), k, c)
+	{
+		const char *code = json_string_value(json_object_get(c, "code"));
+		if (code != NULL) {
+			n++;
+			took += (size_t)same_prepare(code);
+		}
+	}
+	fprintf(stderr, "# the text path took %zu of %zu compatibility snippets\n", took, n);
+	CHECK(n >= 140 && took >= n / 2);
+	/* Mutants of the corpus: pieces the scan must read right inserted, spans
+	 * deleted, lines split; every one the text path takes is held to the AST
+	 * path. */
+	static const char *const piece[] = {
+		"__globals__",
+		"__init__",
+		"__class__",
+		"__",
+		"__x",
+		"import ",
+		"from m import ",
+		" as __y",
+		"'",
+		"\"",
+		"'''",
+		"f'",
+		"f'{",
+		"}'",
+		"{",
+		"}",
+		"(",
+		")",
+		"[",
+		"]",
+		";",
+		"\n",
+		"\n    ",
+		"\nelse:\n    ",
+		"\nelif x:\n    ",
+		"\nexcept:\n    ",
+		"\n@d\n",
+		"#",
+		" '{0.",
+		"gi_",
+		"frame",
+		"'{0.__class__}'",
+		" 'a' 'b' ",
+		"\t",
+		"lambda: ",
+		"x",
+		" if x else ",
+		":",
+		"=",
+		"\nx\n",
+		"rb'",
+		"f'{x!r}'",
+		"\"\"\"",
+		"\r",
+		"\r\n",
+		"\f",
+		"\v",
+		" = 1\n",
+		"._",
+		"{0._x}",
+		"async ",
+		"@",
+		"match ",
+		"<<=",
+	};
+	uint64_t r = 0x1234567897f4a7c1ull;
+	size_t tried = 0, mut_took = 0;
+	char mut[4096];
+	json_t *cs = json_object_get(doc, "cases");
+	for (int round = 0; round < 20000 && json_array_size(cs) > 0; round++) {
+		r = r * 6364136223846793005ull + 1442695040888963407ull;
+		json_t *one = json_array_get(cs, (size_t)(r >> 33) % json_array_size(cs));
+		const char *code = json_string_value(json_object_get(one, "code"));
+		size_t len = code ? strlen(code) : 0;
+		if (code == NULL || len + 64 >= sizeof mut)
+			continue;
+		memcpy(mut, code, len + 1);
+		for (int m = 0; m < 1 + (int)(r >> 62) % 2; m++) {
+			r = r * 6364136223846793005ull + 1442695040888963407ull;
+			size_t at = (size_t)(r >> 20) % (len + 1), d;
+			const char *p = piece[(r >> 40) % (sizeof piece / sizeof *piece)];
+			switch ((r >> 60) % 3) {
+			case 0: /* insert a piece */
+				d = strlen(p);
+				if (len + d + 1 >= sizeof mut)
+					break;
+				memmove(mut + at + d, mut + at, len - at + 1);
+				memcpy(mut + at, p, d);
+				len += d;
+				break;
+			case 1: /* delete a span */
+				d = (size_t)(r >> 8) % 8;
+				d = at + d > len ? len - at : d;
+				memmove(mut + at, mut + at + d, len - at - d + 1);
+				len -= d;
+				break;
+			default: /* split the line here */
+				if (len + 2 >= sizeof mut)
+					break;
+				memmove(mut + at + 1, mut + at, len - at + 1);
+				mut[at] = '\n';
+				len++;
+			}
+		}
+		tried++;
+		mut_took += (size_t)same_prepare(mut);
+	}
+	fprintf(stderr, "# mutants: the text path took %zu of %zu\n", mut_took, tried);
+	CHECK(tried > 15000 && mut_took > tried / 10);
+	json_decref(doc);
+}
+
 /* The zygote took random's, threading's and logging's after-fork functions
  * out (pyfork.c): a worker runs none under this policy. Any other stays: one
  * bound to another generator than random's own, and one of no module. */
@@ -364,6 +613,7 @@ int main(void)
 	test_output();
 	test_crash();
 	test_rehearsal();
+	test_prepare_text();
 	harness_conformance();
 	test_fork_hooks(); /* last: it leaves one hook registered */
 	json_decref(R.reply);
