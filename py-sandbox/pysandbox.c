@@ -655,9 +655,11 @@ static int reply(const struct failure *f, struct result *res, struct tp_reply *o
 /* True when the shim's AST check cannot refuse anything in this source, read as
  * text, provided the scan below (last_statement) also passes it: ASCII (NFKC
  * changes nothing, every identifier is spelled out), no ATTR_DENY name anywhere,
- * no backslash (no escape in a string: each string constant is a piece of the
- * text as it stands), no NUL, and no '\r', '\f' or '\v' (a line break or an
- * indentation the scan would not read as the tokenizer does). The scan checks what the AST check
+ * no NUL, and no '\r', '\f' or '\v' (a line break or an indentation the scan
+ * would not read as the tokenizer does). The scan allows a backslash only in a
+ * string, and there (but in a raw one) only before n, t, r, a backslash or a
+ * quote, which make no identifier character, no '.' and no '{': so the names
+ * in each string constant are spelled in the text as they stand. The scan checks what the AST check
  * looks at: each dunder name in code is one of DUNDER_OK, which the check allows as a name and as
  * an attribute read or written; a name starting "__" never shares a logical line with `import` (the
  * check refuses it as an import alias); an f-string or a string with a '{' (a format string, whose
@@ -669,7 +671,7 @@ static int text_is_plain(const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
-		if (c == 0 || c >= 0x80 || c == '\\' || c == '\r' || c == '\f' || c == '\v')
+		if (c == 0 || c >= 0x80 || c == '\r' || c == '\f' || c == '\v')
 			return 0;
 	}
 	for (size_t i = 0; i < G.ndeny; i++)
@@ -685,9 +687,9 @@ static int ident_char(char c)
 }
 
 /* A string prefix (r, b, u, f, in either case, at most two of them). */
-static int string_prefix(const char *s, size_t n, int *fstring)
+static int string_prefix(const char *s, size_t n, int *fstring, int *raw)
 {
-	*fstring = 0;
+	*fstring = *raw = 0;
 	if (n == 0 || n > 2)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
@@ -695,6 +697,7 @@ static int string_prefix(const char *s, size_t n, int *fstring)
 		if (c != 'r' && c != 'b' && c != 'u' && c != 'f')
 			return 0;
 		*fstring |= c == 'f';
+		*raw |= c == 'r';
 	}
 	return 1;
 }
@@ -747,7 +750,11 @@ static long last_statement(const char *s, size_t n)
 	size_t i = 0, line = 0; /* line: where the current physical line starts */
 	long start = 0;
 	int depth = 0, after_string = 0, decorated = 0, line_start = 1;
-	int under = 0, imports = 0; /* this logical line: a name "__..."; `import` */
+	/* this logical line: a name "__..."; `import`; it starts at column 0; a
+	 * ':' outside brackets and strings (a compound statement's header, a
+	 * lambda, an annotation); after its last ';' outside them */
+	int under = 0, imports = 0, top = 0, colon = 0;
+	long semi = -1;
 
 	while (i < n) {
 		char c = s[i];
@@ -758,8 +765,10 @@ static long last_statement(const char *s, size_t n)
 			}
 			if (c != '\n' && c != '#') { /* a logical line begins */
 				line_start = 0;
-				under = imports = 0;
-				if (i == line) {
+				under = imports = colon = 0;
+				semi = -1;
+				top = i == line;
+				if (top) {
 					if (!decorated && !word_is(s + i, n - i, "else") &&
 					    !word_is(s + i, n - i, "elif") &&
 					    !word_is(s + i, n - i, "except") &&
@@ -775,8 +784,16 @@ static long last_statement(const char *s, size_t n)
 			continue;
 		}
 		if (c == '\n') {
-			if (depth == 0)
-				line_start = 1, after_string = 0;
+			if (depth == 0) {
+				/* Simple statements a ';' parts: the last starts
+				 * after it. In a compound statement's line a ';'
+				 * parts its body (`if a: b; c`): not read here. */
+				if (semi >= 0 && colon)
+					return -1;
+				if (semi >= 0 && top)
+					start = semi;
+				line_start = 1, after_string = 0, semi = -1;
+			}
 			line = ++i;
 			continue;
 		}
@@ -787,9 +804,9 @@ static long last_statement(const char *s, size_t n)
 		size_t w = i;
 		while (w < n && ident_char(s[w]))
 			w++;
-		int fstring = 0;
+		int fstring = 0, raw = 0;
 		if ((w < n && (s[w] == '\'' || s[w] == '"') &&
-		     string_prefix(s + i, w - i, &fstring)) ||
+		     string_prefix(s + i, w - i, &fstring, &raw)) ||
 		    c == '\'' || c == '"') {
 			char q = s[w];
 			int triple = w + 2 < n && s[w + 1] == q && s[w + 2] == q;
@@ -799,6 +816,17 @@ static long last_statement(const char *s, size_t n)
 			for (;; j++) {
 				if (j >= n || (!triple && s[j] == '\n'))
 					return -1; /* left open */
+				if (s[j] == '\\') {
+					/* An escape keeps a quote from closing the string.
+					 * Out: one in an f-string, before a line break, or
+					 * (but in a raw string) any other than \n \t \r
+					 * \\ \' \". */
+					if (fstring || j + 1 >= n || s[j + 1] == '\n' ||
+					    (!raw && strchr("ntr\\'\"", s[j + 1]) == NULL))
+						return -1;
+					j++;
+					continue;
+				}
 				if (s[j] == q &&
 				    (!triple || (j + 2 < n && s[j + 1] == q && s[j + 2] == q)))
 					break;
@@ -828,13 +856,21 @@ static long last_statement(const char *s, size_t n)
 			else if ((c == ')' || c == ']' || c == '}') && --depth < 0)
 				return -1;
 			else if (c == ';' && depth == 0)
-				return -1;
+				semi = (long)i + 1;
+			else if (c == ':' && depth == 0)
+				colon = 1;
+			else if (c == '\\')
+				return -1; /* a line continued */
 			i++;
 			after_string = 0;
 		}
 		if (under && imports)
 			return -1; /* perhaps an import alias "__..." */
 	}
+	if (semi >= 0 && colon)
+		return -1;
+	if (semi >= 0 && top)
+		start = semi;
 	return depth == 0 ? start : -1;
 }
 
@@ -870,12 +906,12 @@ static int surely_statement(const char *s, size_t n)
 		if (c == '#') {
 			while (i < n && s[i] != '\n')
 				i++;
-		} else if (c == '\'' || c == '"') { /* no escapes: text_is_plain */
+		} else if (c == '\'' || c == '"') { /* an escape skips what follows */
 			int triple = i + 2 < n && s[i + 1] == c && s[i + 2] == c;
 			size_t j = i + (triple ? 3 : 1);
 			while (j < n && !(s[j] == c && (!triple || (j + 2 < n && s[j + 1] == c &&
 								    s[j + 2] == c))))
-				j++;
+				j += s[j] == '\\' ? 2 : 1;
 			i = j + (triple ? 2 : 0);
 		} else if (c == '(' || c == '[' || c == '{') {
 			depth++;
@@ -928,7 +964,12 @@ PyObject *tp_py_prepare_text(const char *code, size_t len)
 		return t;
 	}
 	PyErr_Clear();
+	while (text[at] == ' ' || text[at] == '\t')
+		at++;
+	int mid_line = at > 0 && text[at - 1] != '\n'; /* after a ';' */
 	if (!surely_statement(text + at, len - (size_t)at)) {
+		if (mid_line)
+			return NULL; /* its column: "eval" refuses an indent */
 		size_t k = 0, end = len;
 		for (long i = 0; i < at; i++)
 			if (text[i] == '\n')

@@ -321,6 +321,19 @@ static void test_prepare_text(void)
 		"import math\n__all__ = ['a']",
 		"global q\nq = 1",
 		"match 1:\n    case 1:\n        m = 2\nm",
+		"a = 1; b = 2\nb",
+		"x = 1; y = 2",
+		"if 1:\n    a = 1; b = 2\nb",
+		"x = 1; # c\nx",
+		"x = [1]; x.append(2); y = x",
+		"t = 1; del t",
+		"s = \'a;b\'; t = s\nt",
+		"s = \'a\\nb\'\ns.split(\'\\n\')",
+		"r\'\\d+\\.\'",
+		"x = \'it\\\'s\'\nx",
+		"\'a\\\\\'",
+		"import re\nre.findall(r\'\\b\\w+\', \'a b\')",
+		"x = \"q\\\"\"\nx",
 	};
 	/* Refused by the scan, or by text_is_plain: the full path runs. */
 	static const char *const full_only[] = {
@@ -347,6 +360,16 @@ static void test_prepare_text(void)
 		"x = 1\n\fy",
 		"x = 1\r\ny",
 		"'{0._x}'.format(1)",
+		"'{0.\\x5fx}'.format(1)",
+		"'gi_\\\nframe'",
+		"x = 1 + \\\n 2\nx",
+		"'\\x5f\\x5fclass\\x5f\\x5f'",
+		"f'{x}\\n'",
+		"'\\N{LOW LINE}'",
+		"x = 1;",
+		"for i in range(2): a = i; b = a",
+		"f = lambda: 1; g = 2",
+		"x: int = 1; y = 2",
 	};
 	size_t took = 0, n = 0;
 	for (size_t i = 0; i < sizeof tricky / sizeof *tricky; i++)
@@ -433,6 +456,25 @@ static void test_prepare_text(void)
 		"@",
 		"match ",
 		"<<=",
+		"\\",
+		"\\n",
+		"\\\'",
+		"\\\"",
+		"\\\\",
+		"\\x5f",
+		"\\137",
+		"\\N{LOW LINE}",
+		"\\u005f",
+		"\\\n",
+		"r\'\\",
+		"\\{",
+		"f\'\\n{x}\'",
+		"\'\\n\'",
+		"\'{0.\\x5f_class__}\'",
+		"; ",
+		"; x = 1",
+		"; x",
+		": ",
 	};
 	uint64_t r = 0x1234567897f4a7c1ull;
 	size_t tried = 0, mut_took = 0;
