@@ -512,7 +512,7 @@ def cpu_section():
         # Paced as agents send requests: every warm worker idles past
         # REHEARSAL_IDLE_MS (sandbox/worker.c) and rehearses before its request,
         # and every wakeup is from idle. Both count against the exec served.
-        pk, pn = max(10, k // 5), max(20, n // 10)
+        pk, pn = max(10, k // 5), max(50, n // 10)
         pp = []
         for _ in range(CPU_PAIRS):
             a = tree_usage(m, pk, PACED_GAP)
