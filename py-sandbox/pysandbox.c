@@ -874,6 +874,19 @@ static long last_statement(const char *s, size_t n)
 	return depth == 0 ? start : -1;
 }
 
+/* s[0 .. at) holds only blank lines and comments. */
+static int one_statement(const char *s, size_t at)
+{
+	for (size_t i = 0; i < at; i++) {
+		if (s[i] == '#')
+			while (i < at && s[i] != '\n')
+				i++;
+		else if (s[i] != ' ' && s[i] != '\t' && s[i] != '\n')
+			return 0;
+	}
+	return 1;
+}
+
 static PyObject *compile_text(const char *text, int mode)
 {
 	PyCompilerFlags flags = _PyCompilerFlags_INIT;
@@ -958,7 +971,9 @@ PyObject *tp_py_prepare_text(const char *code, size_t len)
 		return NULL;
 	memcpy(text, code, len);
 	text[len] = '\0';
-	if ((expr = compile_text(text, Py_eval_input)) != NULL) {
+	/* One statement (only blank lines and comments before it) may be one
+	 * expression; two or more never are, so they are not parsed for it. */
+	if (one_statement(text, (size_t)at) && (expr = compile_text(text, Py_eval_input)) != NULL) {
 		t = PyTuple_Pack(2, Py_None, expr);
 		Py_DECREF(expr);
 		return t;
