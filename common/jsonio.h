@@ -53,7 +53,11 @@ char *tp_json_dumps(const json_t *json, size_t flags);
  * caller's guarantee. string 1: the node is a string whose content is raw[0 ..
  * n), JSON text itself (so no control character), and it is written quoted
  * with only '"' and '\\' escaped, as jansson would; checked: a node whose
- * content differs, or holds a control character, is dumped. */
+ * content differs, or holds a control character, is dumped. string 2: the
+ * node is a stand-in string (its content is not looked at) for raw[0 .. n),
+ * written quoted as for 1 (with a control character: as jansson dumps raw).
+ * A stand-in is written as its bytes only where it is found (depth): the
+ * caller puts it where it registers it. */
 struct tp_json_raw {
 	const json_t *node;
 	const char *raw;

@@ -264,6 +264,18 @@ general:;
 	return m <= n ? m : 0;
 }
 
+int tp_json_real_inspect(const char *tok, size_t n, int *tidy)
+{
+	char out[TP_JSON_REAL_MAX + 1];
+	struct digits g;
+	int neg;
+	size_t m = rewrite(tok, n, out);
+
+	*tidy = m == 0 || (m == n && memcmp(out, tok, n) == 0);
+	/* Below 10^300 and above 10^-300 in magnitude: no overflow to infinity. */
+	return token_digits(tok, n, &neg, &g) && g.exp > -300 && g.exp < 300;
+}
+
 size_t tp_json_real_shortest(double d, const char *tok, size_t n, char *buf)
 {
 	struct digits g;

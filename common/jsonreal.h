@@ -41,6 +41,11 @@ size_t tp_json_real_format(double d, char *buf);
  * zero or non-finite d, take tp_json_real_format. */
 size_t tp_json_real_shortest(double d, const char *tok, size_t n, char *buf);
 
+/* For one number token tok[0 .. n) of a JSON text: *tidy says whether
+ * tp_json_tidy_reals leaves it as it is; returns 1 when its value is surely a
+ * finite double (within 10^±300: strtod need not be asked), else 0. */
+int tp_json_real_inspect(const char *tok, size_t n, int *tidy);
+
 /* Rewrites in place every number of the JSON text s[0 .. len) that is outside
  * strings and has a '.' or an exponent, when strtod reads the whole token as a
  * finite double and the new text is no longer. Everything else, integers and

@@ -1,12 +1,16 @@
 /*
  * jsonscan.c — a strict one-pass JSON parser that builds jansson nodes
- * (jsonscan.h says what it accepts: exactly what tp_json_loadb does).
+ * (jsonscan.h says what it accepts: exactly what tp_json_loadb does), or only
+ * checks the text (tp_json_check): the same functions, which then make no node
+ * and return CHECKED for one, so both modes accept and refuse alike by
+ * construction.
  * Invariants: no byte is read at or past n; every node is attached to its
  * parent as soon as it exists, so a failure frees one tree; every allocation
- * is checked, and a failure refuses the whole text.
+ * is checked, and a failure refuses the whole text; a check allocates nothing.
  */
 #include "jsonscan.h"
 
+#include "jsonreal.h"
 #include "utf8.h"
 
 #include <errno.h>
@@ -17,12 +21,20 @@
 
 #define MAX_VALUE_DEPTH 2048 /* jansson's JSON_PARSER_MAX_DEPTH */
 #define KEY_INLINE 64        /* keys up to this long are copied to the stack (2048 frames deep) */
+#define CHECK_KEYS 12        /* the keys one object may have in a check (jsonscan.h) */
+
+/* What a check returns for a value it accepted: never freed, never a node. */
+static json_t checked_mark;
+#define CHECKED (&checked_mark)
 
 struct scan {
 	const unsigned char *s;
 	size_t n, i;
 	size_t max_depth;
 	int deep, spaced, oom;
+	int build;        /* make nodes; else check only (tp_json_check) */
+	int punt;         /* a check that cannot tell without a tree: see tp_json_check */
+	int untidy;       /* a check found a real tp_json_tidy_reals would rewrite */
 	const char *what; /* the first problem, or NULL */
 	size_t at;
 	char *buf; /* a string's bytes when it has escapes (grows to at most n) */
@@ -106,8 +118,8 @@ static int string(struct scan *p, const char **out, size_t *len)
 			i += k;
 			continue;
 		}
-		/* an escape: from here on the bytes go to p->buf */
-		if (!escaped) {
+		/* an escape: from here on the bytes go to p->buf (a check keeps none) */
+		if (!escaped && p->build) {
 			if (p->cap < p->n) {
 				char *b = realloc(p->buf, p->n);
 				if (b == NULL) {
@@ -116,9 +128,10 @@ static int string(struct scan *p, const char **out, size_t *len)
 				}
 				p->buf = b, p->cap = p->n;
 			}
-			escaped = 1;
 		}
-		memcpy(p->buf + o, s + start, i - start);
+		escaped = 1;
+		if (p->build)
+			memcpy(p->buf + o, s + start, i - start);
 		o += i - start;
 		if (i + 1 >= p->n) {
 			p->i = i + 1;
@@ -133,7 +146,9 @@ static int string(struct scan *p, const char **out, size_t *len)
 				fail(p, "invalid escape");
 				return -1;
 			}
-			p->buf[o++] = to[at - from];
+			if (p->build)
+				p->buf[o] = to[at - from];
+			o++;
 			i += 2;
 			start = i;
 			continue;
@@ -160,10 +175,13 @@ static int string(struct scan *p, const char **out, size_t *len)
 			i += 6;
 			v = ((v - 0xD800) << 10) + (v2 - 0xDC00) + 0x10000;
 		}
-		o += tp_utf8_put(p->buf + o, v);
+		if (p->build)
+			o += tp_utf8_put(p->buf + o, v);
 		start = i;
 	}
-	if (escaped) {
+	if (escaped && !p->build) {
+		*out = NULL, *len = 0; /* checked, not decoded */
+	} else if (escaped) {
 		memcpy(p->buf + o, s + start, i - start);
 		o += i - start;
 		*out = p->buf, *len = o;
@@ -209,6 +227,8 @@ static json_t *number(struct scan *p)
 			m = m * 10 + d;
 		}
 		p->i = i;
+		if (!p->build)
+			return CHECKED;
 		json_int_t v = neg ? (m == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(json_int_t)m)
 				   : (json_int_t)m;
 		json_t *j = json_integer(v);
@@ -230,6 +250,15 @@ static json_t *number(struct scan *p)
 		while (i < p->n && digit(s[i]))
 			i++;
 	}
+	if (!p->build) { /* a check: is the real tidy, and surely finite? */
+		int tidy;
+		int finite = tp_json_real_inspect((const char *)s + start, i - start, &tidy);
+		p->untidy |= !tidy;
+		if (finite) {
+			p->i = i;
+			return CHECKED;
+		}
+	}
 	/* strtod needs its own NUL-terminated copy */
 	char small[64], *tok = i - start < sizeof small ? small : malloc(i - start + 1);
 	if (tok == NULL)
@@ -244,6 +273,8 @@ static json_t *number(struct scan *p)
 	p->i = i;
 	if (overflow)
 		return fail(p, "real number overflow");
+	if (!p->build)
+		return CHECKED;
 	json_t *j = json_real(d);
 	return j != NULL ? j : nomem(p);
 }
@@ -261,21 +292,23 @@ static json_t *literal(struct scan *p)
 		i++;
 	size_t len = i - p->i;
 	const char *w = (const char *)p->s + p->i;
-	json_t *j = len == 4 && memcmp(w, "true", 4) == 0    ? json_true()
-		    : len == 5 && memcmp(w, "false", 5) == 0 ? json_false()
-		    : len == 4 && memcmp(w, "null", 4) == 0  ? json_null()
-							     : NULL;
-	if (j == NULL)
+	int t = len == 4 && memcmp(w, "true", 4) == 0    ? 1
+		: len == 5 && memcmp(w, "false", 5) == 0 ? 2
+		: len == 4 && memcmp(w, "null", 4) == 0  ? 3
+							 : 0;
+	if (t == 0)
 		return fail(p, "invalid token");
 	p->i = i;
-	return j;
+	if (!p->build)
+		return CHECKED;
+	return t == 1 ? json_true() : t == 2 ? json_false() : json_null();
 }
 
 static json_t *value(struct scan *p, size_t depth, size_t level);
 
 static json_t *array(struct scan *p, size_t depth, size_t level)
 {
-	json_t *a = json_array();
+	json_t *a = p->build ? json_array() : CHECKED;
 	if (a == NULL)
 		return nomem(p);
 	p->i++; /* '[' */
@@ -288,7 +321,7 @@ static json_t *array(struct scan *p, size_t depth, size_t level)
 		json_t *v = value(p, depth + 1, level);
 		if (v == NULL)
 			break;
-		if (json_array_append_new(a, v) != 0) {
+		if (p->build && json_array_append_new(a, v) != 0) {
 			nomem(p);
 			break;
 		}
@@ -304,13 +337,22 @@ static json_t *array(struct scan *p, size_t depth, size_t level)
 		fail(p, "']' expected");
 		break;
 	}
-	json_decref(a);
+	if (p->build)
+		json_decref(a);
 	return NULL;
 }
 
+/* An object. A check keeps its keys as slices of the text, at most CHECK_KEYS,
+ * none with an escape (else it punts: jsonscan.h), so it finds a duplicate by
+ * comparing them, as a tree would by its hashtable. */
 static json_t *object(struct scan *p, size_t depth, size_t level)
 {
-	json_t *o = json_object();
+	struct {
+		const char *k;
+		size_t n;
+	} seen[CHECK_KEYS];
+	size_t nseen = 0;
+	json_t *o = p->build ? json_object() : CHECKED;
 	if (o == NULL)
 		return nomem(p);
 	p->i++; /* '{' */
@@ -329,23 +371,40 @@ static json_t *object(struct scan *p, size_t depth, size_t level)
 		}
 		if (string(p, &k, &klen) != 0)
 			break;
-		if (json_object_getn(o, k, klen) != NULL) {
+		if (!p->build) {
+			if (k == NULL || nseen == CHECK_KEYS) {
+				p->punt = 1;
+				fail(p, "a key a check cannot compare");
+				break;
+			}
+			size_t x = 0;
+			while (x < nseen && (seen[x].n != klen || memcmp(seen[x].k, k, klen) != 0))
+				x++;
+			if (x < nseen) {
+				fail(p, "duplicate object key");
+				break;
+			}
+			seen[nseen].k = k, seen[nseen].n = klen, nseen++;
+		} else if (json_object_getn(o, k, klen) != NULL) {
 			fail(p, "duplicate object key");
 			break;
 		}
 		/* the value's strings may reuse p->buf: keep the key apart */
-		if (klen > sizeof inl && (key = malloc(klen)) == NULL) {
+		if (p->build && klen > sizeof inl && (key = malloc(klen)) == NULL) {
 			nomem(p);
 			break;
 		}
-		memcpy(key, k, klen);
+		if (p->build)
+			memcpy(key, k, klen);
 		ws(p);
 		json_t *v = NULL;
 		if (p->i >= p->n || p->s[p->i] != ':')
 			fail(p, "':' expected");
 		else
 			p->i++, v = value(p, depth + 1, level);
-		int rc = v != NULL ? json_object_setn_new_nocheck(o, key, klen, v) : -1;
+		int rc = v == NULL  ? -1
+			 : p->build ? json_object_setn_new_nocheck(o, key, klen, v)
+				    : 0;
 		if (v != NULL && rc != 0)
 			nomem(p);
 		if (key != inl)
@@ -365,7 +424,8 @@ static json_t *object(struct scan *p, size_t depth, size_t level)
 		fail(p, "'}' expected");
 		break;
 	}
-	json_decref(o);
+	if (p->build)
+		json_decref(o);
 	return NULL;
 }
 
@@ -389,6 +449,8 @@ static json_t *value(struct scan *p, size_t depth, size_t level)
 		size_t len;
 		if (string(p, &s, &len) != 0)
 			return NULL;
+		if (!p->build)
+			return CHECKED;
 		json_t *j = json_stringn_nocheck(s, len);
 		return j != NULL ? j : nomem(p);
 	}
@@ -399,29 +461,64 @@ static json_t *value(struct scan *p, size_t depth, size_t level)
 	return fail(p, "invalid token");
 }
 
+/* The whole text as one value and nothing after it: the value, CHECKED, or
+ * NULL (p says why). */
+static json_t *whole(struct scan *p)
+{
+	json_t *v = value(p, 1, 0);
+
+	if (v != NULL) {
+		ws(p);
+		if (p->i != p->n) {
+			if (p->build)
+				json_decref(v);
+			v = fail(p, "end of input expected");
+		}
+	}
+	free(p->buf);
+	return v;
+}
+
+static void refused(const struct scan *p, struct tp_err *err)
+{
+	if (p->oom)
+		tp_err_oom(err, TP_LAYER_HOST);
+	else
+		tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0, "%s at byte %zu",
+			   p->what ? p->what : "invalid JSON", p->at);
+}
+
 json_t *tp_json_scan(const char *s, size_t n, size_t max_depth, struct tp_json_scan_out *out,
 		     struct tp_err *err)
 {
-	struct scan p = { .s = (const unsigned char *)s, .n = n, .max_depth = max_depth };
-	json_t *v = value(&p, 1, 0);
+	struct scan p = {
+		.s = (const unsigned char *)s, .n = n, .max_depth = max_depth, .build = 1
+	};
+	json_t *v = whole(&p);
 
-	if (v != NULL) {
-		ws(&p);
-		if (p.i != p.n) {
-			json_decref(v);
-			v = fail(&p, "end of input expected");
-		}
-	}
-	free(p.buf);
 	if (v == NULL) {
-		if (p.oom)
-			tp_err_oom(err, TP_LAYER_HOST);
-		else
-			tp_err_set(err, TP_KIND_INPUT_ERROR, TP_LAYER_HOST, 0, "%s at byte %zu",
-				   p.what ? p.what : "invalid JSON", p.at);
+		refused(&p, err);
 		return NULL;
 	}
 	out->deep = p.deep;
 	out->compact = !p.spaced;
+	out->tidy = 0;
 	return v;
+}
+
+int tp_json_check(const char *s, size_t n, size_t max_depth, struct tp_json_scan_out *out,
+		  struct tp_err *err)
+{
+	struct scan p = { .s = (const unsigned char *)s, .n = n, .max_depth = max_depth };
+
+	if (whole(&p) == NULL) {
+		if (p.punt)
+			return -1;
+		refused(&p, err);
+		return 0;
+	}
+	out->deep = p.deep;
+	out->compact = !p.spaced;
+	out->tidy = !p.untidy;
+	return 1;
 }

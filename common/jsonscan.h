@@ -41,9 +41,22 @@
 struct tp_json_scan_out {
 	int deep;    /* containers nest deeper than max_depth */
 	int compact; /* no whitespace outside strings */
+	int tidy;    /* tp_json_check only (else 0): every real is as tp_json_tidy_reals
+		      * leaves it, so the text needs no tidying */
 };
 
 json_t *tp_json_scan(const char *s, size_t n, size_t max_depth, struct tp_json_scan_out *out,
 		     struct tp_err *err);
+
+/* The same check without a tree: 1 when tp_json_scan would accept the text
+ * (out set as it would set it), 0 when it would refuse it (err as it would
+ * set it; a check allocates only for a number of over 63 bytes), and -1 when a
+ * check cannot tell without a tree: an object of more than 12 keys, or a key
+ * with an escape (its keys are compared as slices of the text). The same
+ * functions run in both modes (jsonscan.c), and the differential oracle holds
+ * them to each other. For the host's value path: a value that will only be
+ * copied into a reply needs no tree (docs/performance.md). */
+int tp_json_check(const char *s, size_t n, size_t max_depth, struct tp_json_scan_out *out,
+		  struct tp_err *err);
 
 #endif

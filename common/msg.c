@@ -296,13 +296,14 @@ static int get_header(struct rbuf *r, enum tp_msg_type type)
  * whether it has no whitespace outside strings. Read by tp_json_scan, which
  * accepts what tp_json_loadb does (jsonscan.h) in one pass. */
 static json_t *get_json_raw(struct rbuf *r, size_t max, size_t max_depth, const char **why,
-			    const char **raw, size_t *rawn, int *is_compact)
+			    const char **raw, size_t *rawn, int *is_compact, int *lazy)
 {
 	const char *s;
 	size_t n = get_bytes(r, max, &s);
 	struct tp_err err = { 0 };
 	struct tp_json_scan_out out;
 	json_t *v;
+	int lazy_ok = lazy != NULL;
 
 	if (raw != NULL) {
 		*raw = s;
@@ -315,6 +316,27 @@ static json_t *get_json_raw(struct rbuf *r, size_t max, size_t max_depth, const 
 	}
 	if (s == NULL)
 		return NULL;
+	if (lazy_ok)
+		*lazy = 0;
+	/* A compact array or object that may stay text: checked, no tree made. */
+	if (lazy_ok && n > 0 && (s[0] == '[' || s[0] == '{')) {
+		int c = tp_json_check(s, n, max_depth, &out, &err);
+		if (c == 0) {
+			r->bad = 1;
+			*why = tp_err_is_oom(&err) ? "out of memory" : "a value is not JSON";
+			return NULL;
+		}
+		if (c == 1 && out.deep) {
+			r->bad = 1;
+			*why = "value nested deeper than result_depth";
+			return NULL;
+		}
+		if (c == 1 && out.compact) {
+			*is_compact = 1;
+			*lazy = out.tidy ? 2 : 1; /* 2: its reals need no tidying */
+			return NULL;
+		}
+	}
 	v = tp_json_scan(s, n, max_depth, &out, &err);
 	if (v == NULL) {
 		r->bad = 1;
@@ -332,7 +354,7 @@ static json_t *get_json_raw(struct rbuf *r, size_t max, size_t max_depth, const 
 
 static json_t *get_json(struct rbuf *r, size_t max, size_t max_depth, const char **why)
 {
-	return get_json_raw(r, max, max_depth, why, NULL, NULL, NULL);
+	return get_json_raw(r, max, max_depth, why, NULL, NULL, NULL, NULL);
 }
 
 int tp_msg_request_decode(const char *buf, size_t len, struct tp_request *out)
@@ -507,13 +529,13 @@ static const char *check_nonfinite(const json_t *value, const json_t *m)
 /* The value's bytes (raw, rawn: JSON the decoder read, so UTF-8 and within
  * result_bytes) with their reals tidied, as tp_json_dumps writes them, in a new
  * string; its length in *len. */
-static char *tidied(const char *raw, size_t rawn, size_t *len)
+static char *tidied(const char *raw, size_t rawn, int tidy, size_t *len)
 {
 	char *s = malloc(rawn + 1);
 	if (s == NULL)
 		return NULL;
 	memcpy(s, raw, rawn);
-	*len = tp_json_tidy_reals(s, rawn);
+	*len = tidy ? rawn : tp_json_tidy_reals(s, rawn);
 	s[*len] = '\0';
 	return s;
 }
@@ -521,20 +543,20 @@ static char *tidied(const char *raw, size_t rawn, size_t *len)
 /* The text of a reply that said it is the value's own JSON text (version 8). */
 static const char *text_of_value(const char *raw, size_t rawn, struct tp_reply *out)
 {
-	if (!json_is_array(out->value) && !json_is_object(out->value))
+	if (!out->value_lazy && !json_is_array(out->value) && !json_is_object(out->value))
 		return "a text the same as a value that is no array or object";
+	out->text_is_value = 1;
+	if (out->value_lazy) /* the text is value_json itself: no copy */
+		return NULL;
 	if (out->value_json != NULL) {
 		out->text.s = malloc(out->value_json_n + 1);
 		if (out->text.s != NULL)
 			memcpy(out->text.s, out->value_json, out->value_json_n + 1);
 		out->text.n = out->value_json_n;
 	} else {
-		out->text.s = tidied(raw, rawn, &out->text.n);
+		out->text.s = tidied(raw, rawn, 0, &out->text.n);
 	}
-	if (out->text.s == NULL)
-		return "out of memory";
-	out->text_is_value = 1;
-	return NULL;
+	return out->text.s == NULL ? "out of memory" : NULL;
 }
 
 /* An ok reply's text and images (version 6), nonfinite (version 7) and a text
@@ -561,7 +583,7 @@ static const char *check_rich(struct rbuf *r, const struct tp_limits *lim, struc
 		return r->too_long ? "a text longer than result_bytes" : "truncated";
 	if (cut > 1 || (cut && (out->text.s == NULL || out->text_is_value)))
 		return "a text cut flag that is not 0 or 1, or without a text of its own";
-	if (out->text.s != NULL && out->value_repr)
+	if ((out->text.s != NULL || out->text_is_value) && out->value_repr)
 		return "a text beside a repr value";
 	out->text_cut = (int)cut;
 	if (n > TP_MSG_MAX_IMAGES)
@@ -581,7 +603,11 @@ static const char *check_rich(struct rbuf *r, const struct tp_limits *lim, struc
 	out->nonfinite = get_json(r, lim->result_bytes, 2, &why);
 	if (why != NULL)
 		return why;
-	return out->nonfinite != NULL ? check_nonfinite(out->value, out->nonfinite) : NULL;
+	if (out->nonfinite == NULL)
+		return NULL;
+	if (tp_reply_value(out) == NULL) /* the pointers are resolved in a tree */
+		return "out of memory";
+	return check_nonfinite(out->value, out->nonfinite);
 }
 
 size_t tp_msg_reply_max(const struct tp_limits *lim)
@@ -596,8 +622,39 @@ size_t tp_msg_reply_max(const struct tp_limits *lim)
 	return (fail > ok ? fail : ok) + 128;
 }
 
+json_t *tp_reply_value(struct tp_reply *r)
+{
+	if (r->value == NULL && r->value_lazy) {
+		/* Checked when decoded; the tidied text reads back as the same tree
+		 * (its reals as the same doubles: jsonreal.h). */
+		struct tp_json_scan_out o;
+		struct tp_err e = { 0 };
+		r->value = tp_json_scan(r->value_json, r->value_json_n, 0, &o, &e);
+		if (r->value != NULL)
+			r->value_lazy = 0;
+		else if (!tp_err_is_oom(&e))
+			abort(); /* text the decoder checked does not read back: a bug of ours */
+	}
+	return r->value;
+}
+
+static int reply_decode(const char *buf, size_t len, const struct tp_limits *lim,
+			struct tp_reply *out, struct tp_err *err, int lazy);
+
 int tp_msg_reply_decode(const char *buf, size_t len, const struct tp_limits *lim,
 			struct tp_reply *out, struct tp_err *err)
+{
+	return reply_decode(buf, len, lim, out, err, 0);
+}
+
+int tp_msg_reply_decode_lazy(const char *buf, size_t len, const struct tp_limits *lim,
+			     struct tp_reply *out, struct tp_err *err)
+{
+	return reply_decode(buf, len, lim, out, err, 1);
+}
+
+static int reply_decode(const char *buf, size_t len, const struct tp_limits *lim,
+			struct tp_reply *out, struct tp_err *err, int lazy)
 {
 	struct rbuf r = { (const unsigned char *)buf, len, 0, 0, 0 };
 	const char *why = NULL;
@@ -627,14 +684,19 @@ int tp_msg_reply_decode(const char *buf, size_t len, const struct tp_limits *lim
 		size_t rawn;
 		int is_compact = 0;
 		out->value = get_json_raw(&r, lim->result_bytes, lim->result_depth, &why, &raw,
-					  &rawn, &is_compact);
-		if (out->value == NULL && why == NULL)
+					  &rawn, &is_compact, lazy ? &out->value_lazy : NULL);
+		if (out->value == NULL && !out->value_lazy && why == NULL)
 			why = "an ok reply without a value";
 		/* Only a text with no whitespace outside its strings is copied into a
 		 * reply as it is (a line break would split a JSON line). */
-		if (why == NULL && (json_is_array(out->value) || json_is_object(out->value)) &&
-		    is_compact && (out->value_json = tidied(raw, rawn, &out->value_json_n)) == NULL)
+		if (why == NULL &&
+		    (out->value_lazy || json_is_array(out->value) || json_is_object(out->value)) &&
+		    is_compact &&
+		    (out->value_json =
+			 tidied(raw, rawn, out->value_lazy == 2, &out->value_json_n)) == NULL)
 			why = "out of memory";
+		if (out->value_lazy)
+			out->value_lazy = 1;
 		if (why == NULL)
 			why = check_rich(&r, lim, out, raw, rawn);
 	} else {

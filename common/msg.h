@@ -98,7 +98,7 @@ struct tp_reply {
 	uint64_t seq; /* the request's seq: a reply answers one request */
 	int ok;
 	int value_repr;      /* the value is the repr() of a non-JSON object */
-	json_t *value;       /* when ok: owned */
+	json_t *value;       /* when ok: owned; NULL while value_lazy */
 	struct tp_text text; /* when ok (version 6): the value as a REPL shows it, at most
 			      * result_bytes, owned; absent for no value and for a repr value
 			      * (the value is its text) */
@@ -119,6 +119,12 @@ struct tp_reply {
 	 * dumping the value again (tp_json_dumps_splice). */
 	char *value_json;
 	size_t value_json_n;
+	/* Host side (tp_msg_reply_decode_lazy): the value, a compact array or
+	 * object, was checked as hostile input but no tree was made: value is
+	 * NULL and value_json its text; tp_reply_value makes the tree when one is
+	 * needed. A text that is the value's (text_is_value) is then value_json
+	 * too, and text.s stays NULL. */
+	int value_lazy;
 	struct tp_text images[TP_MSG_MAX_IMAGES]; /* when ok: PNG files, owned; together
 						   * within output_bytes */
 	unsigned nimages;
@@ -191,6 +197,14 @@ char *tp_msg_reply_encode(const struct tp_reply *r, size_t *len);
 int tp_msg_request_decode(const char *buf, size_t len, struct tp_request *out);
 int tp_msg_reply_decode(const char *buf, size_t len, const struct tp_limits *lim,
 			struct tp_reply *out, struct tp_err *err);
+/* The same, but a compact array or object value is only checked (tp_json_check)
+ * and kept as its text (value_lazy), for a host that copies it into its reply
+ * as bytes; where the check cannot tell, the tree is made as above. */
+int tp_msg_reply_decode_lazy(const char *buf, size_t len, const struct tp_limits *lim,
+			     struct tp_reply *out, struct tp_err *err);
+/* The value's tree, made from value_json if it was kept as text; NULL when out
+ * of memory (or for a reply with no value). */
+json_t *tp_reply_value(struct tp_reply *r);
 /* Largest reply frame the host reads from a worker with these limits. */
 size_t tp_msg_reply_max(const struct tp_limits *lim);
 

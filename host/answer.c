@@ -233,6 +233,13 @@ static json_t *file_items(const struct exec *e, const json_t *files, const struc
 	return items;
 }
 
+int tp_answer_splices(const struct tp_host *h, const struct exec *e)
+{
+	const struct tp_hpolicy *hp = &h->hp[e->zi / TP_NLANGS];
+	return hp->secrets.n == 0 && hp->nre == 0 && !e->cancelled && e->id != NULL &&
+	       tp_out_now(e->c, e->id);
+}
+
 /* Sends the exec's one reply, built from everything known about the worker. */
 void tp_answer_finish(struct tp_host *h, struct worker *w, const struct tp_err *err)
 {
@@ -277,7 +284,24 @@ void tp_answer_finish(struct tp_host *h, struct worker *w, const struct tp_err *
 		.kernel_limits = !h->zyg[w->zi].policy->language_layer,
 	};
 	const struct tp_hpolicy *hp = &h->hp[e->zi / TP_NLANGS];
+	/* The value as the worker's bytes, not a second dump of its tree: only
+	 * where nothing may change it (no redaction: it rewrites strings in place)
+	 * and the reply is written now (tp_answer_splices). A value the decoder
+	 * kept as text stands in the result as an empty object (its text as an
+	 * empty string), registered with its bytes; elsewhere its tree is made. */
+	struct tp_reply *r = w->reply;
+	int raw = r != NULL && r->ok && r->value_json != NULL && tp_answer_splices(h, e);
+	if (r != NULL && r->value_lazy && !raw)
+		(void)tp_reply_value(r); /* NULL: out of memory, and the result says so */
+	if (raw && r->value_lazy) {
+		o.value_stand_in = json_object();
+		o.text_stand_in = r->text_is_value ? json_string("") : NULL;
+		if (o.value_stand_in == NULL || (r->text_is_value && o.text_stand_in == NULL))
+			raw = 0; /* out of memory: the result says so */
+	}
 	json_t *res = tp_result_build(&o);
+	json_decref(o.value_stand_in);
+	json_decref(o.text_stand_in);
 	if (res != NULL && e->sess == NULL && e->session_id[0] == '\0' && tp_zygote_state(h, w->zi))
 		/* Under a policy of isolation "state": what this exec had, and
 		 * whether its process was fresh (worker_exec 1) or served before. */
@@ -298,17 +322,16 @@ void tp_answer_finish(struct tp_host *h, struct worker *w, const struct tp_err *
 	res = tp_hpolicy_redact(hp, res);
 	tp_record(h, e->c->tenant, hp, tp_exec_who(e), e->id, e->p.lang, e->p.code, e->p.code_len,
 		  res, "internal_error", e->tool_log);
-	/* The value as the worker's bytes, not a second dump of its tree: only
-	 * where nothing may have changed it (no redaction: it rewrites strings in
-	 * place) and it is still the result's own value. A text that is the
-	 * value's JSON (text_is_value) is written from the same bytes, quoted. */
-	const struct tp_reply *r = w->reply;
-	int raw = r != NULL && r->value_json != NULL && hp->secrets.n == 0 && hp->nre == 0 &&
-		  res != NULL && json_object_get(res, "value") == r->value;
+	/* A text that is the value's JSON (text_is_value) is written from the same
+	 * bytes, quoted. A stand-in is always the result's own (nothing replaced
+	 * it): the value of a built tree is checked to be. */
+	json_t *node = res != NULL ? json_object_get(res, "value") : NULL;
+	raw = raw && node != NULL && node == (o.value_stand_in ? o.value_stand_in : r->value);
 	if (raw) {
 		struct tp_json_raw sp[2] = {
-			{ r->value, r->value_json, r->value_json_n, 0 },
-			{ json_object_get(res, "text"), r->value_json, r->value_json_n, 1 },
+			{ node, r->value_json, r->value_json_n, 0 },
+			{ json_object_get(res, "text"), r->value_json, r->value_json_n,
+			  o.text_stand_in != NULL ? 2 : 1 },
 		};
 		tp_rpc_splice(sp, r->text_is_value ? 2 : 1);
 	}

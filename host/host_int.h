@@ -302,6 +302,10 @@ void tp_out_finish_open_line(struct client *c);
 /* Sends msg (stolen), the reply to request id (borrowed; NULL for null). A
  * batch member's reply is held for its batch. */
 void tp_out_emit(struct client *c, const json_t *id, json_t *msg);
+/* Whether tp_out_emit(c, id, ...) writes its message at once, encoded on the
+ * client's own stream: not held in a batch, not handed to a writer of the
+ * client's own (HTTP, in process), the client not gone. */
+int tp_out_now(const struct client *c, const json_t *id);
 void tp_out_error(struct client *c, json_t *id, int code, const char *msg);
 /* Sends msg (stolen, may be NULL), a request or notification of ours (a tool
  * call, sandbox/output, progress); -1 (nothing sent) out of memory or gone. */
@@ -619,6 +623,9 @@ void tp_answer_reply(struct client *c, json_t *id, const json_t *params, int too
  * err, the host's own verdict (NULL when it has none; a timeout recorded in the
  * exec before wins over it). */
 void tp_answer_finish(struct tp_host *h, struct worker *w, const struct tp_err *err);
+/* Whether e's answer may carry its value as the worker's bytes (no
+ * redaction, written at once): its reply may then be decoded lazily. */
+int tp_answer_splices(const struct tp_host *h, const struct exec *e);
 /* Answers an exec that never ran (cancelled while queued) with its verdict. */
 void tp_answer_unrun(struct tp_host *h, struct exec *e);
 /* A tools/call's answer: res (stolen; NULL when out of memory) stamped for the

@@ -161,6 +161,7 @@ static void emit_oom(struct client *h, const json_t *id)
 }
 
 static int batch_take(struct client *c, const json_t *id, json_t *msg);
+static struct batch *batch_of(struct client *c, const json_t *id, int *at);
 
 /* Sends msg (stolen), the reply to request id (borrowed; NULL when unknown). */
 void tp_out_emit(struct client *c, const json_t *id, json_t *msg)
@@ -186,6 +187,13 @@ void tp_out_emit(struct client *c, const json_t *id, json_t *msg)
 	json_decref(msg);
 	free(line);
 	tp_out_flush(c); /* at once: non-blocking, so it never stalls the loop */
+}
+
+int tp_out_now(const struct client *c, const json_t *id)
+{
+	int at;
+	return c->emit == NULL && !c->gone &&
+	       (c->batches == NULL || batch_of((struct client *)c, id, &at) == NULL);
 }
 
 int tp_out_send(struct client *c, json_t *msg)

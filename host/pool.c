@@ -473,7 +473,9 @@ static void take_reply(struct tp_host *h, struct worker *w, const char *buf, siz
 	r = malloc(sizeof *r);
 	if (r == NULL) {
 		fail_exec(h, w, ENOMEM, "out of memory reading the worker reply");
-	} else if (tp_msg_reply_decode(buf, len, &w->exec->p.limits, r, &err) != 0) {
+	} else if ((tp_answer_splices(h, w->exec)
+			? tp_msg_reply_decode_lazy(buf, len, &w->exec->p.limits, r, &err)
+			: tp_msg_reply_decode(buf, len, &w->exec->p.limits, r, &err)) != 0) {
 		free(r);
 		tp_answer_finish(h, w, &err);
 	} else if (r->seq != w->exec->seq) {

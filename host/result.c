@@ -302,13 +302,20 @@ static json_t *usage_json(const struct tp_outcome *o)
 
 /* The value as a REPL shows it: the worker's text, or the repr that is the
  * value; null for no value (a REPL shows nothing). */
-static json_t *value_text(const struct tp_reply *r)
+static json_t *value_text(const struct tp_outcome *o)
 {
+	const struct tp_reply *r = o->reply;
 	if (r->value_repr && json_is_string(r->value))
 		return json_incref(r->value);
+	if (r->text_is_value && o->text_stand_in != NULL)
+		return json_incref(o->text_stand_in);
+	/* The value's JSON text, which the decoder read as UTF-8: its own copy, or
+	 * value_json itself (a value kept as text). */
+	if (r->text_is_value && r->text.s == NULL && r->value_json != NULL)
+		return json_stringn_nocheck(r->value_json, r->value_json_n);
 	if (r->text.s == NULL)
 		return json_null();
-	if (r->text_is_value) /* the value's JSON text, which the decoder read as UTF-8 */
+	if (r->text_is_value)
 		return json_stringn_nocheck(r->text.s, r->text.n);
 	return text_json(r->text.s, r->text.n);
 }
@@ -433,7 +440,9 @@ json_t *tp_result_build(const struct tp_outcome *o)
 		put_rule(&err, o);
 	if (err == NULL && !ok)
 		return NULL;
-	json_t *value = ok ? o->reply->value : NULL;
+	json_t *value = !ok ? NULL : o->value_stand_in ? o->value_stand_in : o->reply->value;
+	if (ok && value == NULL)
+		return NULL; /* a value kept as text whose tree could not be made: out of memory */
 	const struct tp_shm_view *v = o->shm;
 	json_t *trunc = json_pack("{s:b, s:b}", "stdout", v ? v->truncated[0] : 0, "stderr",
 				  v ? v->truncated[1] : 0);
@@ -441,7 +450,7 @@ json_t *tp_result_build(const struct tp_outcome *o)
 		put(&trunc, "text", json_true());
 	json_t *r =
 	    json_pack("{s:b, s:O, s:o, s:o, s:o, s:o, s:o, s:o}", "ok", ok, "value",
-		      value ? value : json_null(), "text", ok ? value_text(o->reply) : json_null(),
+		      value ? value : json_null(), "text", ok ? value_text(o) : json_null(),
 		      "stdout", v ? text_json(v->out[0], v->len[0]) : json_string(""), "stderr",
 		      v ? text_json(v->out[1], v->len[1]) : json_string(""), "truncated", trunc,
 		      "error", err ? err : json_null(), "usage", usage_json(o));

@@ -43,6 +43,11 @@ struct tp_outcome {
 	 * kernel enforces memory_bytes or cpu_ms, so a memory_limit or cpu_limit is
 	 * the kernel's. From the host's own policy, never from the worker. */
 	int kernel_limits;
+	/* Where the reply's value and text are written from the worker's bytes
+	 * (answer.c): the nodes that stand in for them in the result, or NULL
+	 * (the reply's own value and text are used). */
+	json_t *value_stand_in;
+	json_t *text_stand_in;
 };
 
 json_t *tp_result_build(const struct tp_outcome *o);

@@ -16,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char why[2 * TP_ERR_MSG_MAX + 32];
+	char why[3 * TP_ERR_MSG_MAX + 64];
 
 	if (size == 0)
 		return 0;

@@ -1,7 +1,8 @@
 /*
  * fuzz_worker_reply.c — libFuzzer harness for everything the host reads from a
  * worker: the framed channel bytes (tp_frame_parse, tp_frame_rx_*), each reply
- * frame (tp_msg_reply_decode, the decoder the host uses), a shared page the worker scribbled over
+ * frame (tp_msg_reply_decode, and tp_msg_reply_decode_lazy, the host's, held
+ * to it: lazy_agrees), a shared page the worker scribbled over
  * (tp_shm_snapshot) and how it died (wait status), composed by tp_result_build.
  * Invariant: whatever the worker sends, the client gets a well-formed result.
  *
@@ -13,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -117,6 +119,61 @@ static void outcome(struct ctx *c, const struct tp_reply *reply)
 	json_decref(r);
 }
 
+/* The host's lazy decoder (tp_msg_reply_decode_lazy) on the same frame: it
+ * accepts and refuses as the eager one did; a value it keeps as text is the
+ * same text (value_json, and the text that is the value), reads back as the
+ * same tree, and written through stand-ins (answer.c) makes the same JSON. */
+static void lazy_agrees(struct ctx *c, const char *buf, size_t len, const struct tp_reply *eager,
+			const struct tp_err *eager_err)
+{
+	struct tp_err err = { 0 };
+	struct tp_reply r;
+	int rc = tp_msg_reply_decode_lazy(buf, len, &c->lim, &r, &err);
+	if (eager == NULL) { /* refused, as the eager one did (unless that ran out of memory) */
+		CHECK(rc != 0 || eager_err->kind == TP_KIND_INTERNAL);
+		if (rc == 0)
+			tp_reply_free(&r);
+		return;
+	}
+	CHECK(rc == 0 || err.kind == TP_KIND_INTERNAL);
+	if (rc != 0)
+		return;
+	CHECK(r.ok == eager->ok && r.text_is_value == eager->text_is_value);
+	CHECK((r.value_json == NULL) == (eager->value_json == NULL));
+	if (r.value_json != NULL)
+		CHECK(r.value_json_n == eager->value_json_n &&
+		      memcmp(r.value_json, eager->value_json, r.value_json_n) == 0);
+	if (r.value_lazy) {
+		CHECK(r.value == NULL && r.value_json != NULL && (!r.text_is_value || r.text.s == NULL));
+		json_t *so = json_object(), *ss = json_string("");
+		json_t *msg = json_pack("{s:s, s:{s:b, s:O, s:O}}", "jsonrpc", "2.0", "result", "ok",
+					1, "value", so, "text", r.text_is_value ? ss : json_null());
+		struct tp_json_raw sp[2] = { { so, r.value_json, r.value_json_n, 0 },
+					     { ss, r.value_json, r.value_json_n, 2 } };
+		char *spliced = tp_json_dumps_splice(msg, JSON_COMPACT, sp, 2, 3);
+		CHECK(spliced != NULL && strchr(spliced, '\n') == NULL);
+		json_t *back = json_loads(spliced, JSON_ALLOW_NUL, NULL);
+		CHECK(back != NULL);
+		json_t *v = tp_reply_value(&r);
+		CHECK(v != NULL && json_equal(v, eager->value) &&
+		      json_equal(json_object_get(json_object_get(back, "result"), "value"), v));
+		if (r.text_is_value) {
+			json_t *want = json_stringn_nocheck(r.value_json, r.value_json_n);
+			CHECK(json_equal(json_object_get(json_object_get(back, "result"), "text"),
+					 want));
+			json_decref(want);
+		}
+		json_decref(back);
+		json_decref(msg);
+		json_decref(so);
+		json_decref(ss);
+		free(spliced);
+	} else if (r.ok) {
+		CHECK(json_equal(r.value, eager->value));
+	}
+	tp_reply_free(&r);
+}
+
 static void on_frame(struct ctx *c, const char *buf, size_t len)
 {
 	struct tp_err err = { 0 };
@@ -138,6 +195,7 @@ static void on_frame(struct ctx *c, const char *buf, size_t len)
 	if (tp_msg_reply_decode(buf, len, &c->lim, &r, &err) != 0) {
 		CHECK(r.value == NULL && r.error.message.s == NULL && tp_err_failed(&err) &&
 		      err.msg[0] != '\0');
+		lazy_agrees(c, buf, len, NULL, &err);
 		outcome(c, NULL); /* a refused reply: the worker is killed, its death decides */
 		return;
 	}
@@ -197,6 +255,7 @@ static void on_frame(struct ctx *c, const char *buf, size_t len)
 			free(d);
 		}
 	}
+	lazy_agrees(c, buf, len, &r, &err);
 	/* Re-encoding what was decoded gives the same bytes back, but for a value
 	 * or an error's data whose JSON text the decoder normalized (spacing, escapes). */
 	size_t n;

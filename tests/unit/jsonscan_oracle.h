@@ -6,16 +6,21 @@
  * is 1 when both accept with the same tree (types, integer and real bits, key
  * order, U+0000 in keys) and tp_json_scan's deep and compact are what the
  * decoder's own walks say, or both refuse; 2 for jansson's NUL quirk (below);
- * else 0, with both answers in why.
+ * else 0, with the answers in why. tp_json_check must agree with tp_json_scan
+ * wherever it answers: accept with the same deep and compact (and, for a
+ * compact text, say tidy exactly when tp_json_tidy_reals leaves it as it is),
+ * or refuse with the same message.
  */
 #ifndef TP_JSONSCAN_ORACLE_H
 #define TP_JSONSCAN_ORACLE_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "json_same.h"
 #include "jsonio.h"
+#include "jsonreal.h"
 #include "jsonscan.h"
 
 /* The decoder's rule: containers nest at most max levels. */
@@ -74,6 +79,10 @@ static int jsonscan_nul_outside_strings(const char *s, size_t n)
 	return 0;
 }
 
+/* How often tp_json_check answered each way: [0] refused, [1] accepted, [2]
+ * could not tell. */
+static unsigned long jsonscan_checks[3];
+
 static int jsonscan_agree(const char *s, size_t n, size_t max_depth, char *why, size_t whylen)
 {
 	struct tp_err e1 = { 0 }, e2 = { 0 };
@@ -88,7 +97,31 @@ static int jsonscan_agree(const char *s, size_t n, size_t max_depth, char *why, 
 		     out.compact == jsonscan_compact(s, n);
 	if (!ok && a != NULL && b == NULL && jsonscan_nul_outside_strings(s, n))
 		ok = 2;
-	snprintf(why, whylen, "loadb %s, scan %s", a ? "accepts" : e1.msg, b ? "accepts" : e2.msg);
+	/* tp_json_check: as tp_json_scan, without the tree (or it cannot tell) */
+	struct tp_err e3 = { 0 };
+	struct tp_json_scan_out cout = { -1, -1, -1 };
+	int c = tp_json_check(s, n, max_depth, &cout, &e3);
+	jsonscan_checks[c < 0 ? 2 : c]++;
+	if (c == 1 && (b == NULL || cout.deep != out.deep || cout.compact != out.compact))
+		ok = 0;
+	if (c == 1 && cout.compact) { /* tidy: what tp_json_tidy_reals would leave as it is */
+		char *t = malloc(n + 1);
+		if (t != NULL) {
+			memcpy(t, s, n);
+			size_t m = tp_json_tidy_reals(t, n);
+			if (cout.tidy != (m == n && memcmp(t, s, n) == 0))
+				ok = 0;
+			free(t);
+		}
+	}
+	if (c == 0 && (b != NULL ||
+		       (!tp_err_is_oom(&e2) && !tp_err_is_oom(&e3) && strcmp(e2.msg, e3.msg) != 0)))
+		ok = 0;
+	snprintf(why, whylen, "loadb %s, scan %s, check %s", a ? "accepts" : e1.msg,
+		 b ? "accepts" : e2.msg,
+		 c == 1  ? "accepts"
+		 : c < 0 ? "cannot tell"
+			 : e3.msg);
 	json_decref(a);
 	json_decref(b);
 	return ok;

@@ -5,7 +5,9 @@
  * randomly mutated: bytes flipped, dropped, inserted, cut), both accept or
  * both refuse, the trees are the same (types, integer and real bits, key
  * order, U+0000 in keys), and out.deep and out.compact are what the decoder's
- * own walks (depth, whitespace outside strings) say.
+ * own walks (depth, whitespace outside strings) say. tp_json_check, the same
+ * parser without a tree, answers as tp_json_scan wherever it answers (and its
+ * tidy as tp_json_tidy_reals), and answers for most texts.
  */
 #include "jsonio.h"
 #include "jsonscan.h"
@@ -36,7 +38,7 @@ static int disagreements, nul_quirks;
 
 static void diff(const char *s, size_t n, size_t max_depth)
 {
-	char why[2 * TP_ERR_MSG_MAX + 32];
+	char why[3 * TP_ERR_MSG_MAX + 64];
 	int ok = jsonscan_agree(s, n, max_depth, why, sizeof why);
 	nul_quirks += ok == 2;
 	if (!ok && disagreements++ < 5)
@@ -371,12 +373,64 @@ static void test_random(void)
 	}
 	printf("# random: 300000 texts, %d of them JSON; %d with jansson's NUL quirk\n", accepted,
 	       nul_quirks);
+	printf("# tp_json_check: %lu accepted, %lu refused, %lu could not tell\n",
+	       jsonscan_checks[1], jsonscan_checks[0], jsonscan_checks[2]);
 	CHECK(accepted > 50000 && accepted < 250000); /* both sides of the line are tried */
+	/* the check answers for most texts, both ways */
+	CHECK(jsonscan_checks[1] > 50000 && jsonscan_checks[0] > 50000 &&
+	      jsonscan_checks[2] < 30000);
+	CHECK_EQ_INT(disagreements, 0);
+}
+
+/* tp_json_check where it must answer, where it must not, and its tidy. */
+static void test_check(void)
+{
+	static const struct {
+		const char *text;
+		int rc, compact, tidy;
+		const char *msg;
+	} cases[] = {
+		{ "[{\"id\":1,\"name\":\"a\",\"price\":0.25,\"ok\":true}]", 1, 1, 1, NULL },
+		{ "[1.0,2.5e-7,-0.5]", 1, 1, 1, NULL },
+		{ "[0.10000000000000001]", 1, 1, 0, NULL }, /* tidied to 0.1 */
+		{ "[1e300,1E2]", 1, 1, 1, NULL },           /* both kept (100.0 is longer) */
+		{ "[1e300,2.50]", 1, 1, 0, NULL },          /* 2.50 → 2.5 */
+		{ "[1e400]", 0, 0, 0, "real number overflow at byte 6" },
+		{ "[1e-400]", 1, 1, 0, NULL }, /* an underflow is kept */
+		{ "{\"a\":1,\"b\":2,\"a\":3}", 0, 0, 0, "duplicate object key at byte 16" },
+		{ "{\"a\":1, \"b\":2}", 1, 0, 1, NULL },
+		{ "{\"\\u0061\":1}", -1, 0, 0, NULL }, /* a key with an escape */
+		{ "[\"\\u00e9\\n\"]", 1, 1, 1, NULL }, /* a string's escapes are checked */
+		{ "[\"\\ud800\"]", 0, 0, 0,
+		  "invalid Unicode (a high surrogate without a low one) at byte 8" },
+		{ "{\"k1\":1,\"k2\":2,\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8,\"k9\":"
+		  "9,"
+		  "\"k10\":10,\"k11\":11,\"k12\":12}",
+		  1, 1, 1, NULL },
+		{ "{\"k1\":1,\"k2\":2,\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8,\"k9\":"
+		  "9,"
+		  "\"k10\":10,\"k11\":11,\"k12\":12,\"k13\":13}",
+		  -1, 0, 0, NULL }, /* a thirteenth key */
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct tp_json_scan_out out = { -1, -1, -1 };
+		struct tp_err e = { 0 };
+		int rc = tp_json_check(cases[i].text, strlen(cases[i].text), 0, &out, &e);
+		CHECK_EQ_INT(rc, cases[i].rc);
+		if (rc == 1) {
+			CHECK_EQ_INT(out.compact, cases[i].compact);
+			CHECK_EQ_INT(out.tidy, cases[i].tidy);
+		}
+		if (rc == 0)
+			CHECK_EQ_STR(e.msg, cases[i].msg);
+		text(cases[i].text); /* and the oracle agrees */
+	}
 	CHECK_EQ_INT(disagreements, 0);
 }
 
 int main(void)
 {
+	test_check();
 	test_cases();
 	test_random();
 	return tp_test_done("test_jsonscan");
