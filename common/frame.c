@@ -155,6 +155,45 @@ int tp_frame_send(int fd, const char *payload, size_t len)
 	return write_all(fd, payload + ((size_t)w - sizeof hdr), len - ((size_t)w - sizeof hdr));
 }
 
+int tp_frame_sendv(int fd, const struct iovec *parts, int n)
+{
+	struct iovec iov[1 + TP_FRAME_PARTS];
+	char hdr[TP_FRAME_HDR];
+	size_t len = 0;
+	int k = 1;
+
+	if (n < 0 || n > TP_FRAME_PARTS)
+		return -1;
+	for (int i = 0; i < n; i++) {
+		len += parts[i].iov_len;
+		if (parts[i].iov_len > 0)
+			iov[k++] = parts[i];
+	}
+	if (len > UINT32_MAX)
+		return -1;
+	tp_frame_header(hdr, len);
+	iov[0] = (struct iovec){ hdr, sizeof hdr };
+	/* One writev for the whole frame, as tp_frame_send; a short write goes
+	 * on from where it stopped. */
+	struct iovec *v = iov;
+	while (k > 0) {
+		ssize_t w = writev(fd, v, k);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		while (k > 0 && (size_t)w >= v->iov_len) {
+			w -= (ssize_t)v->iov_len;
+			v++, k--;
+		}
+		if (k > 0) {
+			v->iov_base = (char *)v->iov_base + w;
+			v->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
 char *tp_frame_recv(int fd, size_t max, size_t *out_len)
 {
 	char hdr[TP_FRAME_HDR];

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #define TP_FRAME_HDR 4
 
@@ -39,6 +40,10 @@ int tp_frame_rx_take(struct tp_frame_rx *rx, char **out, size_t *out_len);
 
 /* Blocking helpers for the worker. */
 int tp_frame_send(int fd, const char *payload, size_t len);
+/* The same for a payload in parts (at most TP_FRAME_PARTS, written as one:
+ * a reply whose value is not copied into it, common/msg.h). */
+#define TP_FRAME_PARTS 3
+int tp_frame_sendv(int fd, const struct iovec *parts, int n);
 /* Returns a malloc'd NUL-terminated payload, or NULL (EOF, error, too large). */
 char *tp_frame_recv(int fd, size_t max, size_t *out_len);
 /* Encodes a frame header for len into hdr. */

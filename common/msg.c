@@ -165,48 +165,83 @@ static void put_text(struct wbuf *w, const struct tp_text *t)
 	put_bytes(w, t->s, t->n);
 }
 
+/* The reply into w; with post, a value_json's bytes are left out and what
+ * follows them goes to post (tp_msg_reply_encode_split): then 1, else 0. */
+static int reply_into(struct wbuf *w, struct wbuf *post, const struct tp_reply *r)
+{
+	int split = 0;
+
+	const struct tp_failure *f = &r->error;
+
+	put_header(w, TP_MSG_REPLY);
+	put_u64(w, r->seq);
+	put_u8(w, r->ok ? 1 : 0);
+	put_u8(w, r->value_repr ? 1 : 0);
+	put_u64(w, r->usage.instructions);
+	put_u64(w, r->usage.memory_peak_bytes);
+	put_u64(w, r->usage.cpu_us);
+	if (r->ok) {
+		if (r->value_json != NULL && post != NULL && r->value_json_n < ABSENT) {
+			put_u32(w, (uint32_t)r->value_json_n); /* the bytes go between */
+			w = post;
+			split = 1;
+		} else if (r->value_json !=
+			   NULL) { /* a worker's text, written as the value was walked */
+			put_bytes(w, r->value_json, r->value_json_n);
+		} else if (r->value == NULL) {
+			w->oom =
+			    1; /* an ok reply always has a value: refuse to encode one without */
+		} else {
+			put_json(w, r->value);
+		}
+		if (r->text_is_value)
+			put_u32(w, SAME_AS_VALUE);
+		else
+			put_text(w, &r->text);
+		put_u8(w, r->text_cut ? 1 : 0);
+		put_u32(w, r->nimages);
+		for (unsigned i = 0; i < r->nimages && i < TP_MSG_MAX_IMAGES; i++)
+			put_text(w, &r->images[i]);
+		put_json(w, r->nonfinite);
+		return split;
+	}
+	put_u8(w, (unsigned)f->kind);
+	put_u32(w, (uint32_t)f->limit_id);
+	put_u64(w, f->limit);
+	put_u64(w, f->used);
+	put_u32(w, f->line > 0 ? (uint32_t)f->line : 0);
+	put_u32(w, f->column > 0 ? (uint32_t)f->column : 0);
+	put_text(w, &f->type);
+	put_text(w, &f->message);
+	put_text(w, &f->traceback);
+	put_json(w, f->data);
+	return 0;
+}
+
 char *tp_msg_reply_encode(const struct tp_reply *r, size_t *len)
 {
 	struct wbuf w = { 0 };
-	const struct tp_failure *f = &r->error;
 
-	put_header(&w, TP_MSG_REPLY);
-	put_u64(&w, r->seq);
-	put_u8(&w, r->ok ? 1 : 0);
-	put_u8(&w, r->value_repr ? 1 : 0);
-	put_u64(&w, r->usage.instructions);
-	put_u64(&w, r->usage.memory_peak_bytes);
-	put_u64(&w, r->usage.cpu_us);
-	if (r->ok) {
-		if (r->value_json != NULL) /* a worker's text, written as the value was walked */
-			put_bytes(&w, r->value_json, r->value_json_n);
-		else if (r->value == NULL)
-			w.oom =
-			    1; /* an ok reply always has a value: refuse to encode one without */
-		else
-			put_json(&w, r->value);
-		if (r->text_is_value)
-			put_u32(&w, SAME_AS_VALUE);
-		else
-			put_text(&w, &r->text);
-		put_u8(&w, r->text_cut ? 1 : 0);
-		put_u32(&w, r->nimages);
-		for (unsigned i = 0; i < r->nimages && i < TP_MSG_MAX_IMAGES; i++)
-			put_text(&w, &r->images[i]);
-		put_json(&w, r->nonfinite);
-		return finish(&w, len);
-	}
-	put_u8(&w, (unsigned)f->kind);
-	put_u32(&w, (uint32_t)f->limit_id);
-	put_u64(&w, f->limit);
-	put_u64(&w, f->used);
-	put_u32(&w, f->line > 0 ? (uint32_t)f->line : 0);
-	put_u32(&w, f->column > 0 ? (uint32_t)f->column : 0);
-	put_text(&w, &f->type);
-	put_text(&w, &f->message);
-	put_text(&w, &f->traceback);
-	put_json(&w, f->data);
+	(void)reply_into(&w, NULL, r);
 	return finish(&w, len);
+}
+
+int tp_msg_reply_encode_split(const struct tp_reply *r, struct tp_msg_split *out)
+{
+	struct wbuf w = { 0 }, post = { 0 };
+
+	memset(out, 0, sizeof *out);
+	int split = reply_into(&w, &post, r);
+	if (w.oom || post.oom) {
+		free(w.p);
+		free(post.p);
+		return -1;
+	}
+	out->pre = w.p, out->pre_n = w.len;
+	out->post = post.p, out->post_n = post.len;
+	if (split)
+		out->mid = r->value_json, out->mid_n = r->value_json_n;
+	return 0;
 }
 
 /* ---- reading -------------------------------------------------------------------------- */

@@ -190,6 +190,18 @@ void tp_text_free(struct tp_text *t);
 /* Both return a malloc'd buffer and its length, or NULL out of memory. */
 char *tp_msg_request_encode(const struct tp_request *req, size_t *len);
 char *tp_msg_reply_encode(const struct tp_reply *r, size_t *len);
+/* The same reply in three parts, so a worker can send a large value without
+ * copying it into the message (one writev: tp_frame_sendv): pre, then the
+ * value's own text (value_json, borrowed) as mid, then post; mid and post are
+ * empty when the reply has no value_json. pre and post are malloc'd (free
+ * both). Their concatenation is tp_msg_reply_encode's bytes. 0, or -1 out of
+ * memory (nothing to free). */
+struct tp_msg_split {
+	char *pre, *post;
+	const char *mid;
+	size_t pre_n, mid_n, post_n;
+};
+int tp_msg_reply_encode_split(const struct tp_reply *r, struct tp_msg_split *out);
 
 /* Both return 0 and fill *out (owned), or -1 leaving *out cleared; the reply
  * decoder records why in err: TP_KIND_INTERNAL at TP_LAYER_HOST, "worker reply

@@ -77,14 +77,21 @@ __attribute__((noinline)) static void scrub_stack(void)
 	__asm__ volatile("" : : "r"(below) : "memory");
 }
 
+/* The reply in one frame; a value's own JSON text (value_json) is written
+ * from where it is, not copied into the message first. */
 static void reply(int chan, const struct tp_reply *r)
 {
-	size_t len;
-	char *s = tp_msg_reply_encode(r, &len);
+	struct tp_msg_split m;
 
-	if (s == NULL || tp_frame_send(chan, s, len) != 0)
+	if (tp_msg_reply_encode_split(r, &m) != 0)
 		_exit(TP_EXIT_FATAL);
-	scrub_free(s);
+	struct iovec parts[3] = { { m.pre, m.pre_n },
+				  { (void *)m.mid, m.mid_n },
+				  { m.post, m.post_n } };
+	if (tp_frame_sendv(chan, parts, 3) != 0)
+		_exit(TP_EXIT_FATAL);
+	scrub_free(m.pre);
+	scrub_free(m.post);
 }
 
 /* The language's rehearsal (lang.h, worker.h): each snippet runs through the
@@ -110,10 +117,13 @@ void tp_worker_rehearse(const struct tp_lang *lang, const struct tp_limits *ceil
 			.code = *t, .code_len = strlen(*t), .limits = *ceiling, .rehearsal = 1
 		};
 		struct tp_reply out;
-		size_t len;
+		struct tp_msg_split m;
 		memset(&out, 0, sizeof out);
-		if (lang->exec(&req, &priv.shm, &out) == 0)
-			free(tp_msg_reply_encode(&out, &len));
+		if (lang->exec(&req, &priv.shm, &out) == 0 &&
+		    tp_msg_reply_encode_split(&out, &m) == 0) {
+			free(m.pre);
+			free(m.post);
+		}
 		tp_reply_free(&out);
 	}
 }

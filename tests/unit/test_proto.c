@@ -3,9 +3,11 @@
  * exec parameters and limits, worker frames, reply checking, exec results.
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "exec_params.h"
 #include "frame.h"
@@ -502,6 +504,33 @@ static void test_frames(void)
 	CHECK_EQ_INT(tp_frame_parse(buf, 7, 2, &n), -1);
 	tp_frame_header(buf, 0xffffffffu);
 	CHECK_EQ_INT(tp_frame_parse(buf, 4, 1u << 30, &n), -1);
+
+	/* tp_frame_sendv: parts (one empty) as one frame, through a pipe far
+	 * smaller than the frame while a child reads it. */
+	static char big[300000];
+	for (size_t i = 0; i < sizeof big; i++)
+		big[i] = (char)('a' + i % 26);
+	int fds[2];
+	CHECK(pipe(fds) == 0);
+	(void)fcntl(fds[1], F_SETPIPE_SZ, 4096);
+	pid_t pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		struct iovec parts[3] = { { "head:", 5 }, { big, sizeof big }, { NULL, 0 } };
+		_exit(tp_frame_sendv(fds[1], parts, 3) == 0 &&
+			      tp_frame_sendv(fds[1], parts, 4) == -1 /* too many parts */
+			  ? 0
+			  : 1);
+	}
+	close(fds[1]);
+	size_t got = 0;
+	char *p = tp_frame_recv(fds[0], sizeof big + 16, &got);
+	CHECK(p != NULL && got == 5 + sizeof big && memcmp(p, "head:", 5) == 0 &&
+	      memcmp(p + 5, big, sizeof big) == 0);
+	free(p);
+	int st = 0;
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(fds[0]);
 }
 
 /* ---- the worker messages (common/msg.h) ------------------------------------- */
@@ -515,6 +544,8 @@ static struct tp_limits reply_caps(void)
 	return l;
 }
 
+static int splits; /* replies roundtrip() split around their value_json */
+
 /* Encodes r, decodes it under reply_caps(); the decoded reply or NULL. */
 static struct tp_reply *roundtrip(const struct tp_reply *r, int expect)
 {
@@ -527,6 +558,17 @@ static struct tp_reply *roundtrip(const struct tp_reply *r, int expect)
 	CHECK(buf != NULL);
 	if (buf == NULL)
 		return NULL;
+	/* The split a worker sends: its parts are the same bytes. */
+	struct tp_msg_split m;
+	CHECK_EQ_INT(tp_msg_reply_encode_split(r, &m), 0);
+	CHECK(m.pre_n + m.mid_n + m.post_n == n && memcmp(buf, m.pre, m.pre_n) == 0 &&
+	      (m.mid_n == 0 || memcmp(buf + m.pre_n, m.mid, m.mid_n) == 0) &&
+	      (m.post_n == 0 || memcmp(buf + m.pre_n + m.mid_n, m.post, m.post_n) == 0));
+	CHECK(r->ok && r->value_json != NULL ? m.mid == r->value_json && m.post_n > 0
+					     : m.mid_n == 0 && m.post_n == 0);
+	splits += m.mid_n > 0;
+	free(m.pre);
+	free(m.post);
 	tp_reply_free(&out);
 	int rc = tp_msg_reply_decode(buf, n, &l, &out, &err);
 	CHECK_EQ_INT(rc, expect);
@@ -754,6 +796,21 @@ static void test_check_reply(void)
 		} else {
 			CHECK_EQ_STR(err.msg, "worker reply refused: a value is not JSON");
 		}
+		/* The host's lazy decoder: the same verdict; a compact text is kept
+		 * without a tree, whose tree is then the eager one's. */
+		tp_err_clear(&err);
+		CHECK_EQ_INT(tp_msg_reply_decode_lazy(buf, n, &l, &tmp, &err), texts[i].rc);
+		if (texts[i].rc == 0) {
+			int compact = strchr(texts[i].text, ' ') == NULL;
+			CHECK(tmp.value_lazy == compact && (tmp.value == NULL) == compact);
+			json_t *want = json_loadb(texts[i].text, texts[i].n, 0, NULL);
+			CHECK(json_equal(tp_reply_value(&tmp), want) && tmp.value_lazy == 0);
+			json_decref(want);
+			tp_reply_free(&tmp);
+		} else {
+			CHECK_EQ_STR(err.msg, "worker reply refused: a value is not JSON");
+		}
+		(void)roundtrip(&r, texts[i].rc); /* and its split */
 		free(buf);
 		tp_reply_free(&r);
 	}
@@ -1115,5 +1172,6 @@ int main(void)
 	test_text_is_value();
 	test_build();
 	test_utf8();
+	CHECK(splits > 0); /* the value_json replies were split */
 	return tp_test_done("test_proto");
 }
