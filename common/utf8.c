@@ -9,12 +9,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The run of bytes from i that JSON writes as they are and that need no
+ * UTF-8 decoding: printable ASCII but '"' and '\\'. Its end. */
+static size_t plain_run(const unsigned char *p, size_t i, size_t n)
+{
+	while (i < n && p[i] >= 0x20 && p[i] < 0x80 && p[i] != '"' && p[i] != '\\')
+		i++;
+	return i;
+}
+
 uint64_t tp_utf8_json_bytes(const char *s, size_t n)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	uint64_t b = 2;
 
 	for (size_t i = 0, k; i < n; i += k) {
+		size_t j = plain_run(p, i, n);
+		b += j - i, i = j;
+		if (i == n)
+			break;
 		k = tp_utf8_seq_len(p + i, n - i);
 		if (k == 0)
 			b += 3, k = 1;
@@ -58,6 +71,11 @@ size_t tp_utf8_json_put(const char *s, size_t n, char *out)
 
 	*o++ = '"';
 	for (size_t i = 0, k; i < n; i += k) {
+		size_t j = plain_run(p, i, n);
+		memcpy(o, p + i, j - i);
+		o += j - i, i = j;
+		if (i == n)
+			break;
 		k = tp_utf8_seq_len(p + i, n - i);
 		if (k == 0) {
 			memcpy(o, "\xEF\xBF\xBD", 3); /* U+FFFD */

@@ -173,6 +173,9 @@ struct worker {
 	int killed;           /* SIGKILL sent (or pending): it serves nothing more */
 	struct session *sess; /* a session's worker, or NULL (one-shot) */
 	int state;            /* isolation "state": serves one-shot execs until replaced */
+	int handed;           /* it has been handed an exec (worker.c): raised from the
+			       * background priority and woken from its rehearsal wait,
+			       * both once */
 	unsigned uses;        /* execs it has answered (a state worker is reused) */
 	uint64_t ready_seq;   /* a state worker building its fresh state after this exec:
 				 warm again when its READY names it; 0 when not resetting */

@@ -185,7 +185,8 @@ int tp_worker_assign(struct tp_host *h, struct exec *e, struct worker *w)
 	w->exec = e;
 	e->w = w;
 	tp_worker_bound_cpu(h, w); /* before the request is sent */
-	tp_worker_boost(w);
+	if (!w->handed)
+		tp_worker_boost(w);
 	e->t_start = tp_now_ms();
 	e->queue_ms = e->t_start - e->t_arrival;
 	/* The page's output is this exec's from here on (a session's worker holds
@@ -196,9 +197,14 @@ int tp_worker_assign(struct tp_host *h, struct exec *e, struct worker *w)
 	/* No CPU clock until this exec's starts (a worker killed before: 0 ms). */
 	w->shm->cpu_begin_us = TP_SHM_CPU_UNSET;
 	w->shm->cpu_us = 0;
-	/* A worker still rehearsing stops at its next step: the request goes first. */
-	__atomic_store_n(&w->shm->handed, 1, __ATOMIC_RELEASE);
-	syscall(SYS_futex, &w->shm->handed, FUTEX_WAKE, 1, NULL, NULL, 0);
+	/* A worker still rehearsing stops at its next step: the request goes first.
+	 * Only its first exec finds it there (it rehearses once, before it serves):
+	 * a state or session worker serving again is not woken for nothing. */
+	if (!w->handed) {
+		__atomic_store_n(&w->shm->handed, 1, __ATOMIC_RELEASE);
+		syscall(SYS_futex, &w->shm->handed, FUTEX_WAKE, 1, NULL, NULL, 0);
+		w->handed = 1;
+	}
 	e->next_tick = e->t_start + STREAM_TICK_MS;
 	/* wall_ms is the snippet's: it runs from here. Its wait in the queue
 	 * had its own bound (expire_queue). */
