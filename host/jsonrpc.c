@@ -283,10 +283,13 @@ json_t *tp_rpc_notification(const char *method, json_t *params)
 static struct {
 	struct tp_json_raw r[TP_JSON_RAW_MAX];
 	size_t n;
+	char *owned; /* a stand-in's text (tp_rpc_splice_text), freed with the registration */
 } splice;
 
 void tp_rpc_splice(const struct tp_json_raw *r, size_t n)
 {
+	free(splice.owned);
+	splice.owned = NULL;
 	splice.n = n < TP_JSON_RAW_MAX ? n : TP_JSON_RAW_MAX;
 	if (splice.n > 0)
 		memcpy(splice.r, r, splice.n * sizeof *r);
@@ -297,6 +300,20 @@ void tp_rpc_splice_string(const json_t *node)
 	if (splice.n > 0 && splice.n < TP_JSON_RAW_MAX && json_is_string(node))
 		splice.r[splice.n++] = (struct tp_json_raw){ node, json_string_value(node),
 							     json_string_length(node), 1 };
+}
+
+int tp_rpc_splicing(void)
+{
+	return splice.n > 0 && splice.n < TP_JSON_RAW_MAX && splice.owned == NULL;
+}
+
+int tp_rpc_splice_text(const json_t *stand_in, char *text, size_t n)
+{
+	if (!tp_rpc_splicing() || !json_is_string(stand_in))
+		return -1;
+	splice.owned = text;
+	splice.r[splice.n++] = (struct tp_json_raw){ stand_in, text, n, 2 };
+	return 0;
 }
 
 char *tp_rpc_dumps(const json_t *v)

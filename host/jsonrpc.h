@@ -82,6 +82,13 @@ void tp_rpc_splice(const struct tp_json_raw *r, size_t n);
  * JSON text (an MCP result's content text, a dump), is written quoted from its
  * own bytes too, not dumped (jsonio.h checks it holds no control character). */
 void tp_rpc_splice_string(const json_t *node);
+/* Whether nodes are registered and one more stand-in can be. */
+int tp_rpc_splicing(void);
+/* While nodes are registered: stand_in, an empty string node, is written as
+ * text[0 .. n) quoted (JSON text: a dump), and text (malloc'd) is freed when
+ * the registration ends. 0; -1 when it cannot be registered (text stays the
+ * caller's, and the stand-in must not be written). */
+int tp_rpc_splice_text(const json_t *stand_in, char *text, size_t n);
 /* v dumped compact, the registered nodes written as their bytes. */
 char *tp_rpc_dumps(const json_t *v);
 

@@ -605,12 +605,27 @@ json_t *tp_mcp_tool_value(json_t *obj, int is_error)
 		json_decref(obj);
 		return NULL;
 	}
-	json_t *r = json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", text,
+	/* Where the value is written as bytes, the content text (that dump) is
+	 * too: an empty string stands in for it, with no copy of it in the tree. */
+	size_t n = strlen(text);
+	json_t *stand = tp_rpc_splicing() ? json_string("") : NULL;
+	json_t *item = stand != NULL ? json_incref(stand) : json_stringn(text, n);
+	json_t *r = json_pack("{s:[{s:s, s:o}], s:o, s:b}", "content", "type", "text", "text", item,
 			      "structuredContent", obj, "isError", is_error);
+	if (r != NULL && stand != NULL && tp_rpc_splice_text(stand, text, n) == 0) {
+		json_decref(stand);
+		return r; /* text is the registration's now */
+	}
+	json_t *first = json_array_get(json_object_get(r, "content"), 0);
+	if (r != NULL && stand != NULL &&
+	    json_object_set_new(first, "text", json_stringn(text, n)) != 0) {
+		json_decref(r);
+		r = NULL;
+	}
+	json_decref(stand);
 	free(text);
 	if (r != NULL)
-		tp_rpc_splice_string(
-		    json_object_get(json_array_get(json_object_get(r, "content"), 0), "text"));
+		tp_rpc_splice_string(json_object_get(first, "text"));
 	return r;
 }
 
