@@ -296,8 +296,15 @@ void tp_answer_finish(struct tp_host *h, struct worker *w, const struct tp_err *
 	if (raw && r->value_lazy) {
 		o.value_stand_in = json_object();
 		o.text_stand_in = r->text_is_value ? json_string("") : NULL;
-		if (o.value_stand_in == NULL || (r->text_is_value && o.text_stand_in == NULL))
-			raw = 0; /* out of memory: the result says so */
+		if (o.value_stand_in == NULL || (r->text_is_value && o.text_stand_in == NULL)) {
+			/* Out of memory: no stand-in may reach the result unspliced.
+			 * The tree, then, or (NULL) the result says out of memory. */
+			json_decref(o.value_stand_in);
+			json_decref(o.text_stand_in);
+			o.value_stand_in = o.text_stand_in = NULL;
+			raw = 0;
+			(void)tp_reply_value(r);
+		}
 	}
 	json_t *res = tp_result_build(&o);
 	json_decref(o.value_stand_in);
