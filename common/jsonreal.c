@@ -276,6 +276,20 @@ int tp_json_real_inspect(const char *tok, size_t n, int *tidy)
 	return token_digits(tok, n, &neg, &g) && g.exp > -300 && g.exp < 300;
 }
 
+size_t tp_json_real_from_digits(int neg, const char *digits, size_t nd, int decpt, char *buf)
+{
+	struct digits g;
+
+	while (nd > 1 && digits[nd - 1] == '0')
+		nd--;
+	if (nd == 0 || nd > sizeof g.d)
+		return 0;
+	memcpy(g.d, digits, nd);
+	g.n = (int)nd;
+	g.exp = decpt - 1;
+	return layout(neg, &g, buf);
+}
+
 size_t tp_json_real_shortest(double d, const char *tok, size_t n, char *buf)
 {
 	struct digits g;

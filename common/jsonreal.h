@@ -46,6 +46,11 @@ size_t tp_json_real_shortest(double d, const char *tok, size_t n, char *buf);
  * finite double (within 10^±300: strtod need not be asked), else 0. */
 int tp_json_real_inspect(const char *tok, size_t n, int *tidy);
 
+/* The same text from a double's shortest significant digits (nd of them,
+ * '0'-'9', as a shortest dtoa gives them: d = 0.digits × 10^decpt) and its
+ * sign; 0 when there are none or more than 17. */
+size_t tp_json_real_from_digits(int neg, const char *digits, size_t nd, int decpt, char *buf);
+
 /* Rewrites in place every number of the JSON text s[0 .. len) that is outside
  * strings and has a '.' or an exponent, when strtod reads the whole token as a
  * finite double and the new text is no longer. Everything else, integers and

@@ -221,21 +221,32 @@ static size_t int_text(long long x, char *out)
 
 /* A finite real in its shortest form: Python's repr digits, laid out as
  * tp_json_real_format does. */
+/* CPython's shortest-digits dtoa (Python/dtoa.c: what float.__repr__ runs),
+ * exported by libpython and declared in its internal pycore_dtoa.h, which
+ * wants Py_BUILD_CORE: declared here as that header does. */
+PyAPI_FUNC(char *) _Py_dg_dtoa(double d, int mode, int ndigits, int *decpt, int *sign, char **rve);
+PyAPI_FUNC(void) _Py_dg_freedtoa(char *s);
+
+/* A finite real: its shortest digits from dtoa's mode 0 (repr's), laid out
+ * as tp_json_real_format lays them out, with no text of repr's to read back. */
 static int put_real(struct conv *c, double d)
 {
 	char text[TP_JSON_REAL_MAX + 1];
-	size_t n;
+	size_t n = 0;
 
 	if (d == 0) {
 		n = tp_json_real_format(d, text);
 	} else {
-		char *r = PyOS_double_to_string(d, 'r', 0, 0, NULL);
-		if (r == NULL) {
-			PyErr_Clear();
+		int decpt, sign;
+		char *end = NULL, *digits = _Py_dg_dtoa(d, 0, 0, &decpt, &sign, &end);
+		if (digits == NULL)
 			return stop(c, TP_PYJSON_NOMEM, 0);
-		}
-		n = tp_json_real_shortest(d, r, strlen(r), text);
-		PyMem_Free(r);
+		if (end != NULL && end > digits)
+			n = tp_json_real_from_digits(sign != 0, digits, (size_t)(end - digits),
+						     decpt, text);
+		_Py_dg_freedtoa(digits);
+		if (n == 0) /* no digits dtoa can give a finite real: the slow way */
+			n = tp_json_real_format(d, text);
 	}
 	return put_counted(c, text, n);
 }
