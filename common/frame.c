@@ -105,20 +105,6 @@ int tp_frame_rx_take(struct tp_frame_rx *rx, char **out, size_t *out_len)
 	return 1;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static int read_all(int fd, char *p, size_t n)
 {
 	while (n > 0) {
@@ -131,28 +117,6 @@ static int read_all(int fd, char *p, size_t n)
 		n -= (size_t)r;
 	}
 	return 0;
-}
-
-int tp_frame_send(int fd, const char *payload, size_t len)
-{
-	char hdr[TP_FRAME_HDR];
-	if (len > UINT32_MAX)
-		return -1;
-	tp_frame_header(hdr, len);
-	/* One write for the whole frame: the reader wakes once, not for the
-	 * header and again for the rest. */
-	struct iovec iov[2] = { { hdr, sizeof hdr }, { (void *)payload, len } };
-	ssize_t w;
-	do
-		w = writev(fd, iov, 2);
-	while (w < 0 && errno == EINTR);
-	if (w < 0)
-		return -1;
-	if ((size_t)w < sizeof hdr)
-		return write_all(fd, hdr + w, sizeof hdr - (size_t)w) != 0
-			   ? -1
-			   : write_all(fd, payload, len);
-	return write_all(fd, payload + ((size_t)w - sizeof hdr), len - ((size_t)w - sizeof hdr));
 }
 
 int tp_frame_sendv(int fd, const struct iovec *parts, int n)
@@ -173,8 +137,9 @@ int tp_frame_sendv(int fd, const struct iovec *parts, int n)
 		return -1;
 	tp_frame_header(hdr, len);
 	iov[0] = (struct iovec){ hdr, sizeof hdr };
-	/* One writev for the whole frame, as tp_frame_send; a short write goes
-	 * on from where it stopped. */
+	/* One writev for the whole frame: the reader wakes once, not for the
+	 * header and again for the rest; a short write goes on from where it
+	 * stopped. */
 	struct iovec *v = iov;
 	while (k > 0) {
 		ssize_t w = writev(fd, v, k);
@@ -192,6 +157,12 @@ int tp_frame_sendv(int fd, const struct iovec *parts, int n)
 		}
 	}
 	return 0;
+}
+
+int tp_frame_send(int fd, const char *payload, size_t len)
+{
+	struct iovec part = { (void *)payload, len };
+	return tp_frame_sendv(fd, &part, 1);
 }
 
 char *tp_frame_recv(int fd, size_t max, size_t *out_len)
