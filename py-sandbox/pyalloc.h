@@ -31,6 +31,14 @@ void tp_pyalloc_install(void);
 void tp_pyalloc_set_limit(size_t limit);
 void tp_pyalloc_reset_peak(void);
 void tp_pyalloc_on_refuse(void (*fn)(void));
+/* In the zygote, last (lang.h's zygote_settle): fill the free blocks of every
+ * partly used pymalloc pool, so that a worker's small objects go to fresh pools
+ * instead of copying one zygote page per few blocks. Nothing when OBJ is not
+ * pymalloc. The blocks it took stay taken (they are the zygote's, whose pages
+ * were resident anyway). */
+void tp_pyalloc_settle(void);
+/* The blocks tp_pyalloc_settle took (0 before it ran, or when it did nothing). */
+size_t tp_pyalloc_settled(void);
 /* The live counters; read-only for callers, safe to read from a signal handler. */
 const struct tp_pyalloc *tp_pyalloc_stats(void);
 

@@ -1461,4 +1461,5 @@ const struct tp_lang tp_lang_python = {
 	.worker_init = tp_py_worker_init,
 	.exec = tp_py_exec,
 	.rehearsal = rehearsal,
+	.zygote_settle = tp_pyalloc_settle,
 };

@@ -46,6 +46,11 @@ struct tp_lang {
 	 * not on the request's path; NULL-terminated, or NULL for none. A rehearsal
 	 * must leave nothing the real exec can see. */
 	const char *const *rehearsal;
+	/* In the zygote, once, after its rehearsal and before its first fork
+	 * (NULL: nothing to do): arrange the heap so a worker's new objects land in
+	 * memory of their own rather than in the free space of pages the zygote
+	 * filled, each of which the worker would copy on its first write. */
+	void (*zygote_settle)(void);
 };
 
 /* The policy this process enforces. A zygote sets the one the host gave it

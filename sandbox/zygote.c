@@ -23,6 +23,7 @@
 
 #include "lang.h"
 #include "limit.h"
+#include "heap.h"
 #include "kprobe.h"
 #include "lockdown.h"
 #include "spawn.h"
@@ -118,6 +119,8 @@ int tp_zygote_main(const char *lang_name, const char *workspace_base)
 	 * the interpreter's caches (the type attribute cache, interned names, lazy
 	 * state) is then shared by every worker, not written again in each. */
 	tp_worker_rehearse(lang, &cfg.ceiling, NULL);
+	if (lang->zygote_settle != NULL)
+		lang->zygote_settle();
 	cfg.files = policy->fs_read.n + policy->fs_write.n > 0 || !policy->language_layer;
 	cfg.fsize = policy->fs_write.n > 0 ? policy->file_bytes : 0;
 	cfg.host_pid = getppid();
@@ -147,6 +150,9 @@ int tp_zygote_main(const char *lang_name, const char *workspace_base)
 	 * free(malloc(n)), as it did here (malloc_info: 171 chunks still unsorted). */
 	void *volatile sort = malloc(96u << 10);
 	free(sort);
+	/* Then every free chunk is taken, so a worker's malloc works in new memory
+	 * of its own, not in the free space of pages the zygote uses (heap.c). */
+	(void)tp_heap_settle();
 	/* What a worker maps when it is cloned, measured as late as /proc can be
 	 * read (Z refuses the open, and a worker cannot read it either): from here
 	 * the zygote maps nothing more. Kernel-only's RLIMIT_AS starts from it. */

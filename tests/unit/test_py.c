@@ -9,6 +9,8 @@
 
 #include "pysandbox.h"
 
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -641,6 +643,84 @@ static void test_rehearsal(void)
 	CHECK_EQ_INT(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0);
 }
 
+/* Whether the page at addr is resident in this process (/proc/self/pagemap:
+ * bit 63 present, bit 62 swapped); -1 when it cannot be read. */
+static int resident(int pagemap, uintptr_t addr)
+{
+	uint64_t e;
+	if (pread(pagemap, &e, sizeof e, (off_t)(addr / 4096 * sizeof e)) != (ssize_t)sizeof e)
+		return -1;
+	return (e >> 62) != 0;
+}
+
+/* The zygote's pools settled (pyalloc.c): a worker's small objects land in
+ * pages the zygote never touched, but for one page per size class (the fresh
+ * pool's header page). A zygote is forked from this process and settles; its
+ * worker allocates 200 blocks of every class and names their pages; the zygote
+ * counts which of them it has resident itself: those the worker copied. */
+static void test_settle(void)
+{
+	int fds[2];
+	pid_t z;
+
+	if (pipe(fds) != 0 || (z = fork()) < 0) {
+		CHECK(0);
+		return;
+	}
+	if (z == 0) {
+		close(fds[0]);
+		tp_pyalloc_settle();
+		int p2[2];
+		if (tp_pyalloc_settled() == 0 || pipe(p2) != 0)
+			_exit(10);
+		pid_t w = fork();
+		if (w == 0) {
+			uintptr_t last = 0;
+			close(p2[0]);
+			for (size_t size = 16; size <= 512; size += 16)
+				for (int k = 0; k < 200; k++) {
+					uintptr_t page =
+					    (uintptr_t)PyObject_Malloc(size) & ~(uintptr_t)4095;
+					if (page != last && write(p2[1], &page, sizeof page) !=
+								(ssize_t)sizeof page)
+						_exit(1);
+					last = page;
+				}
+			_exit(0);
+		}
+		close(p2[1]);
+		static uintptr_t pages[1 << 14];
+		size_t n = 0, copied = 0, distinct = 0;
+		while (n < sizeof pages / sizeof *pages &&
+		       read(p2[0], &pages[n], sizeof *pages) == (ssize_t)sizeof *pages)
+			n++;
+		int st = 0, pm = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+		waitpid(w, &st, 0);
+		for (size_t i = 0; i < n; i++) {
+			int seen = 0;
+			for (size_t j = 0; j < i && !seen; j++)
+				seen = pages[j] == pages[i];
+			if (seen)
+				continue;
+			distinct++;
+			copied += resident(pm, pages[i]) == 1;
+		}
+		fprintf(stderr,
+			"# settle: %zu blocks taken; the worker's blocks on %zu pages, "
+			"%zu of them the zygote's\n",
+			tp_pyalloc_settled(), distinct, copied);
+		_exit(pm < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 ? 11
+		      : distinct < 300                                 ? 12
+		      : copied > 40                                    ? 13
+								       : 0);
+	}
+	close(fds[1]);
+	close(fds[0]);
+	int st = 0;
+	waitpid(z, &st, 0);
+	CHECK_EQ_INT(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 0);
+}
+
 int main(void)
 {
 	if (harness_setup(&tp_lang_python) != 0)
@@ -656,6 +736,7 @@ int main(void)
 	test_crash();
 	test_rehearsal();
 	test_prepare_text();
+	test_settle();
 	harness_conformance();
 	test_fork_hooks(); /* last: it leaves one hook registered */
 	json_decref(R.reply);
