@@ -116,7 +116,7 @@ test: deps
 	@set -e; for s in $(TEST_STAGES); do echo "==== make $$s"; \
 	  $(MAKE) --no-print-directory $$s; done
 
-# BENCH_ONLY=machine,paced,b2b,cpu,compute,sessions,data picks sections; QUICK=1 (or
+# BENCH_ONLY=machine,paced,b2b,cpu,phases,value,compute,sessions,data picks sections; QUICK=1 (or
 # BENCH_QUICK=1) is a short run; BENCH_N, BENCH_PACED, BENCH_SPAWN set the counts.
 bench: all
 	@$(MAKE) --no-print-directory $(BUILD)/bench-probe $(BUILD)/bench-lua-state

@@ -21,6 +21,7 @@ void tp_shm_init(struct tp_shm *shm, uint32_t area_bytes)
 	shm->area_bytes = area_bytes;
 	shm->syscall_nr = -1;
 	shm->cpu_begin_us = TP_SHM_CPU_UNSET;
+	shm->cpu_ready_us = shm->cpu_rehearsed_us = shm->cpu_reply_us = TP_SHM_CPU_UNSET;
 }
 
 void tp_shm_begin(struct tp_shm *shm, uint64_t out_limit)

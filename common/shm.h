@@ -56,6 +56,12 @@ struct tp_shm {
 	 * CPU time when the worker last published its counters. */
 	volatile uint64_t cpu_begin_us;
 	volatile uint64_t cpu_us;
+	/* Where a worker's CPU went, for the metrics (the worker's word, each its
+	 * CPU time since its fork, TP_SHM_CPU_UNSET until stamped): locked down,
+	 * done rehearsing, and its last reply encoded (just before it is sent). */
+	volatile uint64_t cpu_ready_us;
+	volatile uint64_t cpu_rehearsed_us;
+	volatile uint64_t cpu_reply_us;
 	char note[128]; /* why a worker stopped itself (policy kills), NUL-terminated */
 	/* The rule that refused, for a policy or sandbox violation: "RULE" or
 	 * "RULE PATH" (docs/protocol.md, error.rule), NUL-terminated. */

@@ -166,8 +166,13 @@ struct worker {
 	struct tp_reply *reply; /* the decoded reply frame, or NULL */
 	int answered;           /* its exec got its reply */
 	int exited, status;
-	double cpu_ms;        /* from its rusage, once reaped: its whole life */
-	double cpu_prior;     /* a session's worker: what its earlier execs reported */
+	double cpu_ms;    /* from its rusage, once reaped: its whole life */
+	double cpu_prior; /* a session's worker: what its earlier execs reported */
+	/* A one-shot worker that answered its exec: its CPU by phase goes to the
+	 * metrics when it is reaped (tp_metrics_worker_cpu); exec_cpu_us is the
+	 * reply's usage.cpu_us. */
+	int measured;
+	uint64_t exec_cpu_us;
 	int kill_pending;     /* kill as soon as the pid is known */
 	int stop_pending;     /* stop its exec as soon as the pid is known */
 	int killed;           /* SIGKILL sent (or pending): it serves nothing more */
@@ -364,6 +369,13 @@ void tp_metrics_free(struct tp_host *h);
 void tp_metrics_exec(struct tp_host *h, enum tp_lang_id lang, const struct tp_policy *p,
 		     const struct tp_tenant *t, const json_t *res, const char *kind);
 void tp_metrics_restart(struct tp_host *h, enum tp_lang_id lang);
+/* A one-shot worker reaped after answering its exec: its whole life's CPU
+ * (cpu_ms, from wait4) split by the page's stamps into phases, each held to
+ * the total; stamps out of order count it as unmeasured instead. */
+void tp_metrics_worker_cpu(struct tp_host *h, enum tp_lang_id lang, const struct tp_shm *shm,
+			   uint64_t exec_cpu_us, double cpu_ms);
+/* A zygote reaped: the CPU of its life (its forks), kept in the totals. */
+void tp_metrics_zygote_cpu(struct tp_host *h, enum tp_lang_id lang, double cpu_ms);
 /* A client closed: its byte counts are kept in the totals. */
 void tp_metrics_bytes(struct tp_host *h, uint64_t in, uint64_t out);
 /* The page, malloc'd (*len bytes), or NULL out of memory. */

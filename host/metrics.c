@@ -16,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "mcp.h"
 
@@ -39,6 +41,14 @@ struct exec_series {
 	uint64_t n;
 };
 
+/* Where a one-shot worker's CPU goes, in the order of its life: from its fork
+ * to locked down; rehearsing while idle; reading and decoding its request;
+ * the exec (the snippet, by its own clock: usage.cpu_ms); encoding its reply;
+ * sending it, exiting and being reaped (what wait4 says it used in all, less
+ * the rest). */
+static const char *const phases[] = { "start", "rehearsal", "request", "exec", "reply", "exit" };
+#define NPHASES (sizeof phases / sizeof phases[0])
+
 /* The most series tidepool_execs_total holds: the labels' sets are bounded,
  * but their product (policies x tenants x kinds) could be large; past this an
  * outcome is counted in tidepool_metrics_series_dropped_total instead. */
@@ -51,6 +61,10 @@ struct tp_metrics {
 	struct hist wall[TP_NLANGS], queue[TP_NLANGS];
 	uint64_t restarts[TP_NLANGS];
 	uint64_t bytes_in, bytes_out;
+	/* One-shot workers' CPU by phase (tp_metrics_worker_cpu), microseconds. */
+	uint64_t phase_us[TP_NLANGS][NPHASES];
+	uint64_t measured[TP_NLANGS], unmeasured[TP_NLANGS];
+	double zygote_gone_ms[TP_NLANGS]; /* reaped zygotes' CPU */
 };
 
 int tp_metrics_init(struct tp_host *h)
@@ -133,6 +147,74 @@ void tp_metrics_restart(struct tp_host *h, enum tp_lang_id lang)
 {
 	if (h->metrics != NULL)
 		h->metrics->restarts[lang]++;
+}
+
+/* The page is the worker's: each stamp is its word, read once and held to the
+ * order of its life and to the total the kernel reports (1 ms of slack, for
+ * rusage's rounding). */
+void tp_metrics_worker_cpu(struct tp_host *h, enum tp_lang_id lang, const struct tp_shm *shm,
+			   uint64_t exec_cpu_us, double cpu_ms)
+{
+	struct tp_metrics *m = h->metrics;
+	uint64_t ready = __atomic_load_n(&shm->cpu_ready_us, __ATOMIC_ACQUIRE);
+	uint64_t rehearsed = __atomic_load_n(&shm->cpu_rehearsed_us, __ATOMIC_ACQUIRE);
+	uint64_t begin = __atomic_load_n(&shm->cpu_begin_us, __ATOMIC_ACQUIRE);
+	uint64_t replied = __atomic_load_n(&shm->cpu_reply_us, __ATOMIC_ACQUIRE);
+	uint64_t total = cpu_ms > 0 && cpu_ms < 1e12 ? (uint64_t)(cpu_ms * 1000.0 + 0.5) : 0;
+
+	if (m == NULL || (unsigned)lang >= TP_NLANGS)
+		return;
+	if (ready == TP_SHM_CPU_UNSET || rehearsed == TP_SHM_CPU_UNSET ||
+	    begin == TP_SHM_CPU_UNSET || replied == TP_SHM_CPU_UNSET || ready > rehearsed ||
+	    rehearsed > begin || replied < begin || exec_cpu_us > replied - begin ||
+	    replied > total + 1000) {
+		m->unmeasured[lang]++;
+		return;
+	}
+	uint64_t part[NPHASES] = { ready,
+				   rehearsed - ready,
+				   begin - rehearsed,
+				   exec_cpu_us,
+				   replied - begin - exec_cpu_us,
+				   replied < total ? total - replied : 0 };
+	for (size_t i = 0; i < NPHASES; i++)
+		m->phase_us[lang][i] += part[i];
+	m->measured[lang]++;
+}
+
+/* A live process's CPU so far, ms: /proc/PID/schedstat's run time (exact, in
+ * ns), else /proc/PID/stat's utime + stime (in clock ticks); -1 when neither
+ * reads. */
+static double proc_cpu_ms(pid_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long long ns, ut, st;
+	snprintf(path, sizeof path, "/proc/%d/schedstat", (int)pid);
+	FILE *f = fopen(path, "re");
+	int got = f != NULL && fscanf(f, "%llu", &ns) == 1;
+	if (f != NULL)
+		fclose(f);
+	if (got)
+		return (double)ns / 1e6;
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	size_t n = f != NULL ? fread(buf, 1, sizeof buf - 1, f) : 0;
+	if (f != NULL)
+		fclose(f);
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')'); /* the name may hold anything but ends there */
+	long hz = sysconf(_SC_CLK_TCK);
+	/* After the name: state, then fields 4..13, then utime and stime. */
+	if (p == NULL || hz <= 0 ||
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return -1;
+	return (double)(ut + st) * 1000.0 / (double)hz;
+}
+
+void tp_metrics_zygote_cpu(struct tp_host *h, enum tp_lang_id lang, double cpu_ms)
+{
+	if (h->metrics != NULL && (unsigned)lang < TP_NLANGS && cpu_ms > 0 && cpu_ms < 1e12)
+		h->metrics->zygote_gone_ms[lang] += cpu_ms;
 }
 
 void tp_metrics_bytes(struct tp_host *h, uint64_t in, uint64_t out)
@@ -279,6 +361,48 @@ char *tp_metrics_render(const struct tp_host *h, int ready, size_t *len)
 	for (int l = 0; l < TP_NLANGS; l++)
 		put(&pg, "tidepool_zygote_restarts_total{language=\"%s\"} %llu\n", tp_langs[l].name,
 		    (unsigned long long)m->restarts[l]);
+	head(&pg, "tidepool_worker_cpu_seconds_total", "counter",
+	     "CPU of one-shot workers reaped after answering, by phase: start (fork to locked "
+	     "down), rehearsal, request (reading it), exec (the snippet, as usage.cpu_ms), reply "
+	     "(encoding it), exit (sending it, exiting, reaped). The worker's own stamps, held to "
+	     "what wait4 reports.");
+	for (int l = 0; l < TP_NLANGS; l++)
+		for (size_t i = 0; i < NPHASES; i++)
+			put(&pg,
+			    "tidepool_worker_cpu_seconds_total{language=\"%s\",phase=\"%s\"} "
+			    "%.6f\n",
+			    tp_langs[l].name, phases[i], (double)m->phase_us[l][i] / 1e6);
+	head(&pg, "tidepool_workers_measured_total", "counter",
+	     "One-shot workers whose CPU tidepool_worker_cpu_seconds_total adds up.");
+	for (int l = 0; l < TP_NLANGS; l++)
+		put(&pg, "tidepool_workers_measured_total{language=\"%s\"} %llu\n",
+		    tp_langs[l].name, (unsigned long long)m->measured[l]);
+	head(&pg, "tidepool_workers_unmeasured_total", "counter",
+	     "One-shot workers whose stamps were out of order or over their CPU: not added up.");
+	for (int l = 0; l < TP_NLANGS; l++)
+		put(&pg, "tidepool_workers_unmeasured_total{language=\"%s\"} %llu\n",
+		    tp_langs[l].name, (unsigned long long)m->unmeasured[l]);
+	double zcpu[TP_NLANGS];
+	for (int l = 0; l < TP_NLANGS; l++)
+		zcpu[l] = m->zygote_gone_ms[l];
+	for (int i = 0; i < h->nzyg; i++) {
+		double ms = h->zyg[i].pid > 0 ? proc_cpu_ms(h->zyg[i].pid) : -1;
+		if (ms > 0)
+			zcpu[h->zyg[i].lang->id] += ms;
+	}
+	head(&pg, "tidepool_zygote_cpu_seconds_total", "counter",
+	     "CPU of the zygotes: starting, and forking every worker.");
+	for (int l = 0; l < TP_NLANGS; l++)
+		put(&pg, "tidepool_zygote_cpu_seconds_total{language=\"%s\"} %.6f\n",
+		    tp_langs[l].name, zcpu[l] / 1e3);
+	struct rusage self;
+	if (getrusage(RUSAGE_SELF, &self) == 0) {
+		head(&pg, "process_cpu_seconds_total", "counter",
+		     "Total user and system CPU time spent in seconds (the host process).");
+		put(&pg, "process_cpu_seconds_total %.6f\n",
+		    (double)(self.ru_utime.tv_sec + self.ru_stime.tv_sec) +
+			(double)(self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1e6);
+	}
 	uint64_t in = m->bytes_in, out = m->bytes_out;
 	for (const struct client *c = h->clients; c != NULL; c = c->next) {
 		in += c->bytes_in;

@@ -497,6 +497,7 @@ static void take_reply(struct tp_host *h, struct worker *w, const char *buf, siz
 		tp_answer_finish(h, w, &err);
 	} else {
 		w->reply = r;
+		w->exec_cpu_us = r->usage.cpu_us;
 		h->zyg[w->zi].failures = 0; /* this language's workers work */
 		if (w->sess != NULL && !w->killed) {
 			/* A session's worker lives on for the next exec. */
@@ -510,6 +511,7 @@ static void take_reply(struct tp_host *h, struct worker *w, const char *buf, siz
 			return;
 		}
 	}
+	w->measured = 1;   /* its phases are counted when it is reaped */
 	tp_worker_kill(w); /* one-shot: it has said all it may say */
 }
 
@@ -589,6 +591,8 @@ static void worker_exited(struct tp_host *h, struct worker *w, int status, doubl
 		tp_out_log("a warm worker died before use (%s)", d);
 		tp_zygote_failed(h, &h->zyg[w->zi]);
 	}
+	if (w->measured && w->shm != NULL)
+		tp_metrics_worker_cpu(h, h->zyg[w->zi].lang->id, w->shm, w->exec_cpu_us, cpu_ms);
 	tp_worker_free(h, w);
 }
 
@@ -665,9 +669,10 @@ void tp_pool_reap(struct tp_host *h)
 		for (int i = 0; i < h->nzyg; i++)
 			if (h->zyg[i].pid == pid)
 				z = &h->zyg[i];
-		if (z != NULL)
+		if (z != NULL) {
+			tp_metrics_zygote_cpu(h, z->lang->id, cpu);
 			zygote_gone(h, z);
-		else if (w != NULL)
+		} else if (w != NULL)
 			worker_exited(h, w, status, cpu);
 		else if (h->nearly < (int)(sizeof h->early / sizeof h->early[0]))
 			h->early[h->nearly++] = (struct early_exit){ pid, status, cpu };

@@ -74,6 +74,13 @@ static uint64_t since_fork_us(const struct timespec *t)
 	return (uint64_t)t->tv_sec * 1000000 + (uint64_t)t->tv_nsec / 1000;
 }
 
+uint64_t tp_verdict_cpu_since_fork_us(void)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+	return since_fork_us(&now);
+}
+
 uint64_t tp_verdict_cpu_us(void)
 {
 	struct timespec now;

@@ -70,6 +70,9 @@ uint64_t tp_verdict_used(void);
 /* CPU time of this worker since tp_verdict_begin, exact (its thread's clock).
  * Async-signal-safe. */
 uint64_t tp_verdict_cpu_us(void);
+/* CPU time of this worker since its fork (its thread's clock; a worker has one
+ * thread), for the page's cpu_*_us stamps. Async-signal-safe. */
+uint64_t tp_verdict_cpu_since_fork_us(void);
 
 /* Fills a reply's failure (common/msg.h), copying the texts: message and
  * traceback are JSON strings (traceback may be NULL), type may be NULL (none),

@@ -79,12 +79,15 @@ __attribute__((noinline)) static void scrub_stack(void)
 
 /* The reply in one frame; a value's own JSON text (value_json) is written
  * from where it is, not copied into the message first. */
-static void reply(int chan, const struct tp_reply *r)
+static void reply(int chan, struct tp_shm *shm, const struct tp_reply *r)
 {
 	struct tp_msg_split m;
 
 	if (tp_msg_reply_encode_split(r, &m) != 0)
 		_exit(TP_EXIT_FATAL);
+	/* Before the send: once the host has the reply it may kill a one-shot
+	 * worker, and what follows is its exit (the metrics' phases). */
+	__atomic_store_n(&shm->cpu_reply_us, tp_verdict_cpu_since_fork_us(), __ATOMIC_RELEASE);
 	struct iovec parts[3] = { { m.pre, m.pre_n },
 				  { (void *)m.mid, m.mid_n },
 				  { m.post, m.post_n } };
@@ -221,7 +224,9 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 		die("lockdown", err.msg);
 	tp_verdict_catch_stop();
 	tp_tool_set_channel(cfg->chan_fd);
+	shm->cpu_ready_us = tp_verdict_cpu_since_fork_us();
 	rehearse_if_idle(cfg, shm);
+	shm->cpu_rehearsed_us = tp_verdict_cpu_since_fork_us();
 
 	/* Locked down: from here on, only the requests and the language run. A
 	 * one-shot worker serves one; a session's serves until the host closes the
@@ -255,7 +260,7 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 			uint32_t l = __atomic_load_n(&shm->len[i], __ATOMIC_ACQUIRE);
 			used[i] = l < cfg->area_bytes ? l : cfg->area_bytes;
 		}
-		reply(cfg->chan_fd, &out);
+		reply(cfg->chan_fd, shm, &out);
 		scrub_text(req.code, req.code_len);
 		scrub_text(out.text.s, out.text.n);
 		scrub_text(out.value_json, out.value_json_n);

@@ -5,7 +5,8 @@ as ratios (the machine is shared and noisy: only ratios of one run compare).
 Prints figures; asserts only that replies are correct, never a timing.
 
 Sections, in order (BENCH_ONLY=a,b picks some; docs/performance.md describes
-every row): machine, paced, b2b, cpu, compute, sessions, data, dataloop, http; then the goal
+every row): machine, paced, b2b, cpu, phases, value, compute, sessions, data, dataloop, http;
+then the goal
 table; capacity only when BENCH_ONLY names it
 table. data is the `data` policy preset's numpy + pandas group-by
 against a cold `python3.11 -c` doing the same, and the data zygote's start and
@@ -894,6 +895,68 @@ def data_section():
           + (f" (totals {min(tots):.1f}..{max(tots):.1f} ms)" if len(tots) > 1 else ""))
 
 
+# ---- phases ----------------------------------------------------------------------
+PHASES = ("start", "rehearsal", "request", "exec", "reply", "exit")
+
+
+def scrape_metrics(port):
+    """The host's /metrics as {series: value}."""
+    import http.client
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("GET", "/metrics")
+    r = c.getresponse()
+    text = r.read().decode()
+    c.close()
+    assert r.status == 200, r.status
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            k, v = line.rsplit(" ", 1)
+            out[k] = float(v)
+    return out
+
+
+def phases_section():
+    """Where a one-shot exec's CPU goes, by process and by phase of the worker's
+    life, from the host's own counters (GET /metrics: tidepool_worker_cpu_seconds_total,
+    tidepool_zygote_cpu_seconds_total, process_cpu_seconds_total): one host serving
+    stdio and HTTP, back-to-back execs between two scrapes, after its workers are reaped."""
+    n = N_EXEC // 2
+    print(f"Where a one-shot exec's CPU goes (the host's /metrics, {n} back-to-back execs after"
+          f" {N_WARM}, per exec; the worker's phases by its own stamps, held to wait4):")
+    print(f"  {'':<8}" + "".join(f"{p:>10}" for p in ("host", "zygote") + PHASES) + f"{'total':>10}")
+    for lang, code in (("lua", "return 1+1"), ("python", "1+1")):
+        h = HttpHost(jobs=2)
+        try:
+            for _ in range(N_WARM):
+                assert h.c.call({"lang": lang, "code": code})["ok"]
+            key = f'tidepool_workers_measured_total{{language="{lang}"}}'
+            time.sleep(0.2)
+            a = scrape_metrics(h.port)
+            for _ in range(n):
+                assert h.c.call({"lang": lang, "code": code})["ok"]
+            deadline = time.monotonic() + 10
+            while True:
+                b = scrape_metrics(h.port)
+                if b[key] - a[key] >= n or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            got = b[key] - a[key]
+            row = {"host": (b["process_cpu_seconds_total"] - a["process_cpu_seconds_total"]) / n}
+            z = f'tidepool_zygote_cpu_seconds_total{{language="{lang}"}}'
+            row["zygote"] = (b[z] - a[z]) / n
+            for p in PHASES:
+                k = f'tidepool_worker_cpu_seconds_total{{language="{lang}",phase="{p}"}}'
+                row[p] = (b[k] - a[k]) / got if got else float("nan")
+            total = sum(row.values())
+            print(f"  {lang:<8}" + "".join(f"{row[p] * 1e3:8.3f}ms" for p in ("host", "zygote") + PHASES) +
+                  f"{total * 1e3:8.3f}ms" + ("" if got == n else f"   ({got:.0f} of {n} workers measured)"))
+        finally:
+            h.close()
+    print("  (start: fork to locked down, faults included; exit: sending the reply, exiting and"
+          " being reaped; the host's CPU includes serving the two scrapes)")
+
+
 # ---- summary -------------------------------------------------------------------
 # ---- HTTP ------------------------------------------------------------------------
 class HttpHost:
@@ -1253,6 +1316,8 @@ def main():
         c.close()
         if want("cpu"):
             cpu_section()
+    if want("phases"):
+        phases_section()
     if want("value"):
         value_section()
     if want("sessions"):

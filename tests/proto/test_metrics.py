@@ -15,7 +15,9 @@ from test_tenants import TOKENS, auth, tenant, tokens_file
 NAMES = {"tidepool_build_info", "tidepool_ready", "tidepool_execs", "tidepool_exec_duration_seconds",
          "tidepool_queue_wait_seconds", "tidepool_workers", "tidepool_sessions_open", "tidepool_queue_depth",
          "tidepool_clients", "tidepool_zygote_restarts", "tidepool_bytes_received", "tidepool_bytes_sent",
-         "tidepool_metrics_series_dropped"}
+         "tidepool_metrics_series_dropped", "tidepool_worker_cpu_seconds", "tidepool_workers_measured",
+         "tidepool_workers_unmeasured", "tidepool_zygote_cpu_seconds", "process_cpu_seconds"}
+PHASES = ("start", "rehearsal", "request", "exec", "reply", "exit")
 LINE = re.compile(r'^[a-z_]+(\{([a-z_]+="([^"\\\n]|\\.)*",?)*\})? -?[0-9.e+-]+$|^# (HELP|TYPE) [a-z_]+ .+$')
 
 
@@ -71,6 +73,48 @@ def test_counters_move_by_what_was_done(srv):
     assert value(after, "tidepool_build_info", "tidepool_build_info", version="0.1.0") == 1
     rx = value(after, "tidepool_bytes_received", "tidepool_bytes_received_total")
     assert rx - value(before, "tidepool_bytes_received", "tidepool_bytes_received_total") >= 4 * 60
+
+
+def test_worker_cpu_by_phase(srv):
+    """Each one-shot worker reaped after its answer adds its CPU by phase; the
+    exec phase is exactly the execs' own usage.cpu_ms; a session's worker is
+    not a one-shot's and adds nothing (tests/unit/test_metrics.c holds the
+    arithmetic and forged stamps)."""
+    W, M, U, Z = ("tidepool_worker_cpu_seconds", "tidepool_workers_measured", "tidepool_workers_unmeasured",
+                  "tidepool_zygote_cpu_seconds")
+
+    def measured(f, lang):
+        return value(f, M, M + "_total", language=lang)
+
+    before = scrape(srv)
+    cpu = {"lua": 0.0, "python": 0.0}
+    for i, (lang, code) in enumerate([("lua", "return 1"), ("python", "1+1")] * 3):
+        r = srv.post(rq(10 + i, "sandbox/exec", {"lang": lang, "code": code}))[2]["result"]
+        assert r["ok"] is True, r
+        cpu[lang] += r["usage"]["cpu_ms"] / 1000
+    deadline = time.monotonic() + 10
+    while True:  # the workers are reaped after their answers
+        after = scrape(srv)
+        if all(measured(after, lang) - measured(before, lang) == 3 for lang in cpu):
+            break
+        assert time.monotonic() < deadline, [measured(after, lang) - measured(before, lang) for lang in cpu]
+        time.sleep(0.05)
+    for lang in cpu:
+        assert value(after, U, U + "_total", language=lang) == value(before, U, U + "_total", language=lang)
+        d = {p: value(after, W, W + "_total", language=lang, phase=p) -
+             value(before, W, W + "_total", language=lang, phase=p) for p in PHASES}
+        assert all(v >= 0 for v in d.values()), d
+        assert d["start"] > 0 and d["exit"] > 0, d
+        assert abs(d["exec"] - cpu[lang]) < 1e-5, (d["exec"], cpu[lang])
+        assert value(after, Z, Z + "_total", language=lang) > 0
+    assert value(after, "process_cpu_seconds", "process_cpu_seconds_total") > 0
+    h = open_session(srv)
+    sid = srv.post(rq(20, "sandbox/session/open", {"lang": "lua"}), headers=h)[2]["result"]["session_id"]
+    r = srv.post(rq(21, "sandbox/exec", {"lang": "lua", "code": "return 2", "session_id": sid}), headers=h)[2]
+    assert r["result"]["ok"] is True, r
+    srv.post(rq(22, "sandbox/session/close", {"session_id": sid}), headers=h)
+    time.sleep(0.3)
+    assert measured(scrape(srv), "lua") == measured(after, "lua")
 
 
 def test_gauges_say_what_is_there_now(srv):
