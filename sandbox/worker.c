@@ -85,9 +85,12 @@ static void reply(int chan, struct tp_shm *shm, const struct tp_reply *r)
 
 	if (tp_msg_reply_encode_split(r, &m) != 0)
 		_exit(TP_EXIT_FATAL);
-	/* Before the send: once the host has the reply it may kill a one-shot
-	 * worker, and what follows is its exit (the metrics' phases). */
-	__atomic_store_n(&shm->cpu_reply_us, tp_verdict_cpu_since_fork_us(), __ATOMIC_RELEASE);
+	/* A one-shot worker's (shm set): before the send, since once the host has
+	 * the reply it may kill the worker, and what follows is its exit (the
+	 * metrics' phases; a reused worker's are not counted). */
+	if (shm != NULL)
+		__atomic_store_n(&shm->cpu_reply_us, tp_verdict_cpu_since_fork_us(),
+				 __ATOMIC_RELEASE);
 	struct iovec parts[3] = { { m.pre, m.pre_n },
 				  { (void *)m.mid, m.mid_n },
 				  { m.post, m.post_n } };
@@ -260,7 +263,7 @@ _Noreturn void tp_worker_main(const struct tp_worker_cfg *cfg)
 			uint32_t l = __atomic_load_n(&shm->len[i], __ATOMIC_ACQUIRE);
 			used[i] = l < cfg->area_bytes ? l : cfg->area_bytes;
 		}
-		reply(cfg->chan_fd, shm, &out);
+		reply(cfg->chan_fd, cfg->session || cfg->state ? NULL : shm, &out);
 		scrub_text(req.code, req.code_len);
 		scrub_text(out.text.s, out.text.n);
 		scrub_text(out.value_json, out.value_json_n);
