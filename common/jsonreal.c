@@ -290,16 +290,6 @@ size_t tp_json_real_from_digits(int neg, const char *digits, size_t nd, int decp
 	return layout(neg, &g, buf);
 }
 
-size_t tp_json_real_shortest(double d, const char *tok, size_t n, char *buf)
-{
-	struct digits g;
-	int neg;
-
-	if (d != 0 && isfinite(d) && token_digits(tok, n, &neg, &g) && neg == (d < 0))
-		return layout(neg, &g, buf);
-	return tp_json_real_format(d, buf);
-}
-
 static int number_byte(char c)
 {
 	return (c >= '0' && c <= '9') || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-';

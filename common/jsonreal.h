@@ -34,19 +34,12 @@
  * (JSON has no NaN or infinity; jansson never makes such a real). */
 size_t tp_json_real_format(double d, char *buf);
 
-/* The same text as tp_json_real_format(d, buf), from tok[0 .. n): d's
- * shortest round-trip digits in any notation token_digits reads (Python's
- * repr(), "2.5e-05", "1e+16", "250.0"), without printing d again. The caller
- * vouches that tok is d's shortest form; a token that is not a number, and a
- * zero or non-finite d, take tp_json_real_format. */
-size_t tp_json_real_shortest(double d, const char *tok, size_t n, char *buf);
-
 /* For one number token tok[0 .. n) of a JSON text: *tidy says whether
  * tp_json_tidy_reals leaves it as it is; returns 1 when its value is surely a
  * finite double (within 10^±300: strtod need not be asked), else 0. */
 int tp_json_real_inspect(const char *tok, size_t n, int *tidy);
 
-/* The same text from a double's shortest significant digits (nd of them,
+/* The same text as tp_json_real_format(d, buf) from d's shortest significant digits (nd of them,
  * '0'-'9', as a shortest dtoa gives them: d = 0.digits × 10^decpt) and its
  * sign; 0 when there are none or more than 17. */
 size_t tp_json_real_from_digits(int neg, const char *digits, size_t nd, int decpt, char *buf);

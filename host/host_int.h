@@ -10,6 +10,7 @@
  *   files.c   tp_files_*   the sandbox/session/files methods, the MCP file tools
  *   stream.c, tools.c      what an exec says while it runs; its tool calls
  *   answer.c  tp_answer_*  an exec's one reply (result, redaction, audit, client)
+ *   proc.c    tp_proc_*    what /proc says of a worker or a zygote: state, CPU
  *   host.c    tp_host_*    the requests and the method registry, the loop, setup,
  *                          teardown
  * Nothing outside host/ includes it: the public API is host.h.
@@ -537,9 +538,12 @@ void tp_zygote_unsent_free(struct zygote *z);
 int tp_zygote_backing_off(const struct zygote *z, double now);
 /* Takes a queued exec out of the queue (the caller owns it then). */
 void tp_queue_remove(struct tp_host *h, struct exec *e);
-/* A process's state letter and CPU time (utime+stime, ms) from /proc/PID/stat;
- * -1 when it cannot be read. */
+
+/* proc.c: a process's state letter and CPU time (utime+stime, ms) from
+ * /proc/PID/stat, -1 when it cannot be read; and its CPU time exactly
+ * (/proc/PID/schedstat, else stat's), -1 when neither reads. */
 int tp_proc_stat(pid_t pid, char *state, double *cpu_ms);
+double tp_proc_cpu_ms(pid_t pid);
 
 /* pool.c: the warm pool, the dispatch queue, channels, reaping, timeouts. */
 /* Asks w's running exec to stop (the page's stop, SIGUSR1), killing it if it

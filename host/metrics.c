@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include "mcp.h"
 
@@ -180,35 +179,6 @@ void tp_metrics_worker_cpu(struct tp_host *h, enum tp_lang_id lang, const struct
 	for (size_t i = 0; i < NPHASES; i++)
 		m->phase_us[lang][i] += part[i];
 	m->measured[lang]++;
-}
-
-/* A live process's CPU so far, ms: /proc/PID/schedstat's run time (exact, in
- * ns), else /proc/PID/stat's utime + stime (in clock ticks); -1 when neither
- * reads. */
-static double proc_cpu_ms(pid_t pid)
-{
-	char path[64], buf[1024];
-	unsigned long long ns, ut, st;
-	snprintf(path, sizeof path, "/proc/%d/schedstat", (int)pid);
-	FILE *f = fopen(path, "re");
-	int got = f != NULL && fscanf(f, "%llu", &ns) == 1;
-	if (f != NULL)
-		fclose(f);
-	if (got)
-		return (double)ns / 1e6;
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	size_t n = f != NULL ? fread(buf, 1, sizeof buf - 1, f) : 0;
-	if (f != NULL)
-		fclose(f);
-	buf[n] = '\0';
-	const char *p = strrchr(buf, ')'); /* the name may hold anything but ends there */
-	long hz = sysconf(_SC_CLK_TCK);
-	/* After the name: state, then fields 4..13, then utime and stime. */
-	if (p == NULL || hz <= 0 ||
-	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-		return -1;
-	return (double)(ut + st) * 1000.0 / (double)hz;
 }
 
 void tp_metrics_zygote_cpu(struct tp_host *h, enum tp_lang_id lang, double cpu_ms)
@@ -386,7 +356,7 @@ char *tp_metrics_render(const struct tp_host *h, int ready, size_t *len)
 	for (int l = 0; l < TP_NLANGS; l++)
 		zcpu[l] = m->zygote_gone_ms[l];
 	for (int i = 0; i < h->nzyg; i++) {
-		double ms = h->zyg[i].pid > 0 ? proc_cpu_ms(h->zyg[i].pid) : -1;
+		double ms = h->zyg[i].pid > 0 ? tp_proc_cpu_ms(h->zyg[i].pid) : -1;
 		if (ms > 0)
 			zcpu[h->zyg[i].lang->id] += ms;
 	}

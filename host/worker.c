@@ -479,29 +479,3 @@ void tp_queue_remove(struct tp_host *h, struct exec *e)
 	e->next = NULL;
 	h->queued--;
 }
-
-/* A process's state letter and CPU time (utime+stime, ms) from /proc/PID/stat. */
-int tp_proc_stat(pid_t pid, char *state, double *cpu_ms)
-{
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
-	/* The name (field 2) may hold anything: the fields after its last ')'. */
-	char *p = strrchr(buf, ')');
-	unsigned long long ut, st;
-	if (p == NULL || sscanf(p + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-				state, &ut, &st) != 3)
-		return -1;
-	static long hz;
-	if (hz <= 0)
-		hz = sysconf(_SC_CLK_TCK);
-	*cpu_ms = (double)(ut + st) * 1000.0 / (double)(hz > 0 ? hz : 100);
-	return 0;
-}

@@ -40,6 +40,9 @@ static struct {
 	/* -- zygote (tp_pyalloc_install, tp_pyalloc_settle), read-only after */
 	int pymalloc;   /* OBJ was pymalloc when installed */
 	size_t settled; /* blocks tp_pyalloc_settle took */
+	/* -- every allocation: arenas refused to pymalloc, which then serves the
+	 * block from RAW (not from a pool) */
+	size_t quiet_refusals;
 
 	/* -- during one pymalloc call: set by the p_* wrappers around it and
 	 * restored after (see "MEM and OBJ" below) */
@@ -236,11 +239,11 @@ static void *a_alloc(void *ctx, size_t n)
 	void *p;
 
 	(void)ctx;
-	if (over_limit(n))
+	p = over_limit(n) ? NULL : G.arena_base.alloc(G.arena_base.ctx, n);
+	if (p == NULL) {
+		G.quiet_refusals += G.in_pymalloc;
 		return G.in_pymalloc ? NULL : refuse(n);
-	p = G.arena_base.alloc(G.arena_base.ctx, n);
-	if (p == NULL)
-		return G.in_pymalloc ? NULL : refuse(n);
+	}
 	add(n);
 	return p;
 }
@@ -317,12 +320,16 @@ void tp_pyalloc_settle(void)
 		return;
 	for (size_t size = CLASS_STEP; size <= SMALL_MAX; size += CLASS_STEP) {
 		for (int i = 0; i < SETTLE_CAP; i++) {
+			size_t quiet = G.quiet_refusals;
 			void *p = PyObject_Malloc(size);
 			uintptr_t pool = (uintptr_t)p & ~(POOL_BYTES - 1);
 
 			if (p == NULL)
 				break;
 			G.settled++;
+			if (G.quiet_refusals != quiet)
+				return; /* no arena: the block is RAW's, with no pool header to read
+					 */
 			if (*(const unsigned int *)pool == 1 && pool_untouched(pool))
 				break; /* a fresh pool: this class is settled */
 		}

@@ -219,8 +219,6 @@ static size_t int_text(long long x, char *out)
 	return o;
 }
 
-/* A finite real in its shortest form: Python's repr digits, laid out as
- * tp_json_real_format does. */
 /* CPython's shortest-digits dtoa (Python/dtoa.c: what float.__repr__ runs),
  * exported by libpython and declared in its internal pycore_dtoa.h, which
  * wants Py_BUILD_CORE: declared here as that header does. */

@@ -20,8 +20,9 @@
  * cache's counts, 64 of 16 bits, one per chunk size from 32 bytes in steps of
  * 16) and believes none of it: the walk must end exactly at the break, every
  * size must be a sane multiple of 16, a count must fall by one when its chunk is
- * taken, and a chunk malloc hands back must lie in the heap; otherwise it stops, and
- * the heap is left as it is (a worker then pays the faults, nothing else).
+ * taken, and a chunk malloc hands back must lie in the heap; otherwise it stops
+ * where it is (what it took stays taken, and a worker pays the faults of the
+ * rest: nothing else).
  * Under AddressSanitizer, whose malloc is its own, it does nothing.
  */
 #include "heap.h"

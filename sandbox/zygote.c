@@ -143,16 +143,17 @@ int tp_zygote_main(const char *lang_name, const char *workspace_base)
 	 * can only do that as root, so only then is the zygote lowered). */
 	if (geteuid() == 0)
 		setpriority(PRIO_PROCESS, 0, TP_BACKGROUND_NICE);
-	/* Trimming leaves the merged chunks unsorted; one large request sorts them
-	 * into bins here, once, instead of in every worker (whose first large
-	 * malloc otherwise writes a neighbour in each of ~170 chunks: as many
-	 * copy-on-write faults). Through a volatile pointer: GCC deletes a plain
-	 * free(malloc(n)), as it did here (malloc_info: 171 chunks still unsorted). */
-	void *volatile sort = malloc(96u << 10);
-	free(sort);
-	/* Then every free chunk is taken, so a worker's malloc works in new memory
-	 * of its own, not in the free space of pages the zygote uses (heap.c). */
-	(void)tp_heap_settle();
+	/* Every free chunk is taken, so a worker's malloc works in new memory of
+	 * its own, not in the free space of pages the zygote uses (heap.c). Should
+	 * the settle refuse (a heap it does not recognise), trimming has left the
+	 * merged chunks unsorted: one large request sorts them into bins here,
+	 * once, instead of in every worker (whose first large malloc otherwise
+	 * writes a neighbour in each of ~170 chunks: as many copy-on-write faults).
+	 * Through a volatile pointer: GCC deletes a plain free(malloc(n)). */
+	if (tp_heap_settle() < 0) {
+		void *volatile sort = malloc(96u << 10);
+		free(sort);
+	}
 	/* What a worker maps when it is cloned, measured as late as /proc can be
 	 * read (Z refuses the open, and a worker cannot read it either): from here
 	 * the zygote maps nothing more. Kernel-only's RLIMIT_AS starts from it. */

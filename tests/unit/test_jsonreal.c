@@ -1,7 +1,8 @@
 /*
  * test_jsonreal.c — reals without float noise: the shortest digits of chosen
  * doubles (and of random bit patterns, against the brute-force definition: the
- * smallest "%.*g" precision that reads back), jansson's notation kept (a whole
+ * smallest "%.*g" precision that reads back), the same laid out from those
+ * digits alone (tp_json_real_from_digits), jansson's notation kept (a whole
  * number stays a real), and the pass over a JSON text: only numbers outside
  * strings change, integers never, escaped quotes do not end a string.
  */
@@ -67,6 +68,18 @@ static void property(double d)
 		fprintf(stderr, "FAIL: %.17g as %s: %d digits, shortest is %d\n", d, buf, got,
 			want);
 	CHECK_EQ_INT(got, want);
+	/* The same text from the shortest digits alone, as a dtoa gives them
+	 * (pyjson.c): here from "%.*e" at the brute-force precision. */
+	char e[64], digits[24];
+	size_t nd = 0;
+	snprintf(e, sizeof e, "%.*e", want - 1, d);
+	const char *q = e + (e[0] == '-');
+	for (; *q != 'e'; q++)
+		if (*q != '.')
+			digits[nd++] = *q;
+	char from[TP_JSON_REAL_MAX + 1];
+	size_t fn = tp_json_real_from_digits(d < 0, digits, nd, atoi(q + 1) + 1, from);
+	CHECK(fn == n && memcmp(from, buf, n) == 0);
 	/* Never longer than jansson's own text, which it replaces in place; and the
 	 * pass over that text (its fast path reads jansson's digits) writes the same. */
 	json_t *r = json_real(d);
