@@ -16,6 +16,7 @@
 #include <Python.h>
 
 #include "pyalloc.h"
+#include "huge.h"
 
 #include <malloc.h>
 #include <stdint.h>
@@ -239,7 +240,10 @@ static void *a_alloc(void *ctx, size_t n)
 	void *p;
 
 	(void)ctx;
-	p = over_limit(n) ? NULL : G.arena_base.alloc(G.arena_base.ctx, n);
+	p = NULL;
+	/* The zygote's come from the region it collapses into huge pages (huge.h). */
+	if (!over_limit(n) && (p = tp_huge_alloc(n)) == NULL)
+		p = G.arena_base.alloc(G.arena_base.ctx, n);
 	if (p == NULL) {
 		G.quiet_refusals += G.in_pymalloc;
 		return G.in_pymalloc ? NULL : refuse(n);
@@ -251,7 +255,8 @@ static void *a_alloc(void *ctx, size_t n)
 static void a_free(void *ctx, void *ptr, size_t n)
 {
 	(void)ctx;
-	G.arena_base.free(G.arena_base.ctx, ptr, n);
+	if (!tp_huge_free(ptr, n))
+		G.arena_base.free(G.arena_base.ctx, ptr, n);
 	sub(n);
 }
 

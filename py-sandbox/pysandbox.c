@@ -1462,4 +1462,5 @@ const struct tp_lang tp_lang_python = {
 	.exec = tp_py_exec,
 	.rehearsal = rehearsal,
 	.zygote_settle = tp_pyalloc_settle,
+	.huge_pages = 1,
 };

@@ -51,6 +51,10 @@ struct tp_lang {
 	 * memory of their own rather than in the free space of pages the zygote
 	 * filled, each of which the worker would copy on its first write. */
 	void (*zygote_settle)(void);
+	/* Nonzero: the zygote lays its memory out in 2 MiB pages (huge.h), worth it
+	 * for an interpreter of megabytes (Python's ~13 MiB), not for Lua's few
+	 * hundred KiB, which fill no block. */
+	int huge_pages;
 };
 
 /* The policy this process enforces. A zygote sets the one the host gave it

@@ -24,6 +24,7 @@
 #include "lang.h"
 #include "limit.h"
 #include "heap.h"
+#include "huge.h"
 #include "kprobe.h"
 #include "lockdown.h"
 #include "spawn.h"
@@ -110,6 +111,8 @@ int tp_zygote_main(const char *lang_name, const char *workspace_base)
 	tp_lockdown_set_lang(lang->id); /* kernel-only reads its runtime's own libraries */
 	if (workspace_base != NULL && workspace_base[0] == '/')
 		tp_lockdown_set_workspace_base(workspace_base);
+	if (lang->huge_pages)
+		tp_huge_begin();
 	if (lang->zygote_init(&err) != 0 || tp_lockdown_prepare(&err) != 0) {
 		fprintf(stderr, "tidepool zygote: %s\n", err.msg);
 		return 1;
@@ -124,12 +127,10 @@ int tp_zygote_main(const char *lang_name, const char *workspace_base)
 	cfg.files = policy->fs_read.n + policy->fs_write.n > 0 || !policy->language_layer;
 	cfg.fsize = policy->fs_write.n > 0 ? policy->file_bytes : 0;
 	cfg.host_pid = getppid();
-	cfg.as_bytes = tp_zygote_vm_bytes() + cfg.ceiling.memory_bytes + AS_SLACK;
 	/* A session's worker holds the session's memory, under the same slack. */
 	uint64_t smem = policy->session.memory_bytes > cfg.ceiling.memory_bytes
 			    ? policy->session.memory_bytes
 			    : cfg.ceiling.memory_bytes;
-	cfg.session_as_bytes = tp_zygote_vm_bytes() + smem + AS_SLACK;
 	cfg.session_memory_bytes = smem;
 	cfg.session_cpu_sec = policy->session.lifetime_ms / 1000 + 1;
 	cfg.workspace_bytes = policy->session.workspace_bytes;
@@ -154,10 +155,17 @@ int tp_zygote_main(const char *lang_name, const char *workspace_base)
 		void *volatile sort = malloc(96u << 10);
 		free(sort);
 	}
+	/* Its memory in 2 MiB pages where it fills them: a fork then copies one
+	 * page-table entry for each instead of 512, and a worker's exit takes down
+	 * as few (huge.c). */
+	tp_huge_end();
 	/* What a worker maps when it is cloned, measured as late as /proc can be
 	 * read (Z refuses the open, and a worker cannot read it either): from here
-	 * the zygote maps nothing more. Kernel-only's RLIMIT_AS starts from it. */
+	 * the zygote maps nothing more. Kernel-only's RLIMIT_AS starts from it, and
+	 * every worker's from it with the exec's memory and the slack. */
 	cfg.vm_bytes = tp_zygote_vm_bytes();
+	cfg.as_bytes = cfg.vm_bytes + cfg.ceiling.memory_bytes + AS_SLACK;
+	cfg.session_as_bytes = cfg.vm_bytes + smem + AS_SLACK;
 	if (tp_lockdown_enter_zygote(&err) != 0) { /* Z: no open from here on */
 		fprintf(stderr, "tidepool zygote: %s\n", err.msg);
 		return 1;

@@ -1,0 +1,176 @@
+/*
+ * huge.c — the zygote's memory in 2 MiB pages before its first fork.
+ *
+ * A fork copies one page-table entry for each page of the zygote's private
+ * memory that is present, and the worker's exit takes each down again: for a
+ * Python zygote, ~3,300 pages (13 MiB: malloc's heap and CPython's arenas), a
+ * quarter of a millisecond each way, whatever the exec does. A 2 MiB huge page
+ * is one entry. A worker that writes into one gets its own copy of the 4 KiB it
+ * writes, as before (the kernel splits the entry in the worker only); the ones
+ * it never writes cost it one entry in and one out.
+ *
+ * The zygote's memory is laid out so that most of it fills whole 2 MiB blocks:
+ * the program break starts on a boundary (malloc's heap grows from it), and the
+ * language's large blocks (CPython's 1 MiB arenas and its frames' data-stack
+ * chunks, which the kernel would scatter) are carved one after another from a
+ * reserved, aligned region. At the end each block the zygote mostly uses is
+ * collapsed into a huge page (MADV_COLLAPSE, Linux 6.1): its unused pages are
+ * filled with zeros, so the zygote holds up to half a block more per block. No
+ * mapping is marked for huge pages (no MADV_HUGEPAGE): a worker's own new
+ * memory is never given one.
+ *
+ * Where the kernel refuses (no transparent huge pages, an older kernel), the
+ * blocks stay in 4 KiB pages and nothing else differs.
+ */
+#include "huge.h"
+
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE 25
+#endif
+
+#define BLOCK ((uintptr_t)2 << 20)
+#define REGION ((size_t)64 << 20)
+#define NFREE 32
+
+static uintptr_t align_up(uintptr_t a)
+{
+	return (a + BLOCK - 1) & ~(BLOCK - 1);
+}
+
+static uintptr_t page_up(uintptr_t a)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	return (a + pg - 1) & ~(pg - 1);
+}
+
+/* One zygote's, set up by tp_huge_begin and fixed by tp_huge_end; in a worker
+ * only read (tp_huge_free). Single-threaded: the zygote runs no thread. */
+static struct {
+	int open;            /* between begin and end: tp_huge_alloc carves */
+	uintptr_t brk0;      /* the break as begin aligned it (0: not aligned) */
+	uintptr_t base, end; /* the region: [base, end) reserved, aligned */
+	uintptr_t bump;      /* carved up to here */
+	struct {
+		uintptr_t p;
+		size_t n;
+	} freed[NFREE]; /* blocks given back while open, for reuse of their size */
+} H;
+
+void tp_huge_begin(void)
+{
+	uintptr_t cur = (uintptr_t)sbrk(0);
+
+	memset(&H, 0, sizeof H);
+	if (cur != (uintptr_t)-1 && sbrk((intptr_t)(align_up(cur) - cur)) != (void *)-1)
+		H.brk0 = align_up(cur);
+	/* The region, aligned: reserve a block more and trim both ends. */
+	void *r = mmap(NULL, REGION + BLOCK, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+		       -1, 0);
+	if (r == MAP_FAILED)
+		return;
+	uintptr_t lo = (uintptr_t)r, base = align_up(lo);
+	if (base > lo)
+		munmap(r, base - lo);
+	if (base + REGION < lo + REGION + BLOCK)
+		munmap((void *)(base + REGION), lo + REGION + BLOCK - (base + REGION));
+	H.base = H.bump = base;
+	H.end = base + REGION;
+	H.open = 1;
+}
+
+void *tp_huge_alloc(size_t n)
+{
+	if (!H.open || n == 0)
+		return NULL;
+	n = page_up(n);
+	for (int i = 0; i < NFREE; i++)
+		if (H.freed[i].p != 0 && H.freed[i].n == n) {
+			uintptr_t p = H.freed[i].p;
+			H.freed[i].p = 0;
+			return (void *)p;
+		}
+	if (n > H.end - H.bump || mprotect((void *)H.bump, n, PROT_READ | PROT_WRITE) != 0)
+		return NULL;
+	H.bump += n;
+	return (void *)(H.bump - n);
+}
+
+int tp_huge_free(void *p, size_t n)
+{
+	uintptr_t a = (uintptr_t)p;
+
+	if (H.base == 0 || a < H.base || a >= H.end)
+		return 0;
+	n = page_up(n);
+	if (!H.open) {
+		munmap(p, n); /* a worker's, or the zygote's after the end */
+		return 1;
+	}
+	/* Kept mapped, so the region stays one mapping to collapse; its pages go. */
+	madvise(p, n, MADV_DONTNEED);
+	for (int i = 0; i < NFREE; i++)
+		if (H.freed[i].p == 0) {
+			H.freed[i].p = a;
+			H.freed[i].n = n;
+			return 1;
+		}
+	return 1; /* no room to remember it: its address space stays unused */
+}
+
+/* Collapses [a, a + BLOCK) when at least half its pages are present. */
+static int collapse(uintptr_t a)
+{
+	unsigned char v[BLOCK / 4096];
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), np = BLOCK / pg, in = 0;
+
+	if (pg != 4096 || mincore((void *)a, BLOCK, v) != 0)
+		return 0;
+	for (size_t i = 0; i < np; i++)
+		in += v[i] & 1;
+	return in * 2 >= np && madvise((void *)a, BLOCK, MADV_COLLAPSE) == 0;
+}
+
+int tp_huge_end(void)
+{
+	int n = 0;
+
+	if (H.open) {
+		H.open = 0;
+		/* The last block whole (its rest readable, zero), the rest given back. */
+		uintptr_t hi = align_up(H.bump);
+		if (hi > H.bump &&
+		    mprotect((void *)H.bump, hi - H.bump, PROT_READ | PROT_WRITE) != 0)
+			hi = H.bump & ~(BLOCK - 1);
+		if (H.end > hi)
+			munmap((void *)hi, H.end - hi);
+		H.end = hi;
+		for (uintptr_t a = H.base; a + BLOCK <= hi; a += BLOCK)
+			n += collapse(a);
+	}
+	if (H.brk0 != 0) {
+		/* The heap from the aligned break; its last block whole too, when the
+		 * zygote mostly uses it (malloc takes the break on from wherever it is). */
+		uintptr_t cur = (uintptr_t)sbrk(0);
+		if (cur != (uintptr_t)-1 && cur > H.brk0 && cur < align_up(cur)) {
+			uintptr_t last = cur & ~(BLOCK - 1);
+			unsigned char v[BLOCK / 4096];
+			size_t in = 0, np = (cur - last) / 4096;
+			if (mincore((void *)last, cur - last, v) == 0) {
+				for (size_t i = 0; i < np; i++)
+					in += v[i] & 1;
+				if (in * 2 >= BLOCK / 4096)
+					sbrk((intptr_t)(align_up(cur) - cur));
+			}
+			cur = (uintptr_t)sbrk(0);
+		}
+		for (uintptr_t a = H.brk0; cur != (uintptr_t)-1 && a + BLOCK <= cur; a += BLOCK)
+			n += collapse(a);
+		H.brk0 = 0;
+	}
+	return n;
+}
