@@ -2,8 +2,9 @@
  * pyfork.c — the Python functions CPython would run in a worker after the
  * zygote's clone, and why the zygote takes three of them out.
  *
- * PyOS_AfterFork_Child (pysandbox.c's worker init) resets CPython's own locks
- * and thread state, then calls every function a module registered with
+ * PyOS_AfterFork_Child (run by pysandbox.c's worker init only when the zygote
+ * held a second thread state) resets CPython's own locks and thread state,
+ * then calls every function a module registered with
  * os.register_at_fork(after_in_child=...). The zygote clones with a raw clone
  * (sandbox/zygote.c): one thread, no PyOS_BeforeFork, no Python lock held. What
  * it loads registers three, and none has work to do in a worker:
