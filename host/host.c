@@ -1196,6 +1196,7 @@ void tp_host_free(struct tp_host *h)
 	tp_ws_teardown(h);
 	while (h->workers != NULL)
 		tp_worker_free(h, h->workers);
+	tp_pages_free(&h->pages);
 	while (h->qhead != NULL) {
 		struct exec *e = h->qhead;
 		h->qhead = e->next;

@@ -38,6 +38,7 @@
 #include "langs.h"
 #include "linebuf.h"
 #include "shm.h"
+#include "pages.h"
 #include "spawn.h"
 
 #define OUT_INITIAL (64u << 10)     /* the output buffer's first size (output.c) */
@@ -159,6 +160,7 @@ struct worker {
 	pid_t pid; /* 0 until the zygote answers */
 	int chan;
 	struct tp_shm *shm;
+	int page_fd; /* shm's memfd (pages.c), -1 when none */
 	uint32_t area;
 	struct tp_frame_rx rx;
 	char *tx;
@@ -268,6 +270,7 @@ struct tp_host {
 	struct zygote *zyg;    /* [policy index * TP_NLANGS + enum tp_lang_id] */
 	int nzyg;
 	struct worker *workers;
+	struct tp_pages pages; /* reaped workers' pages, for the next ones */
 	struct exec *qhead, *qtail;
 	int queued;
 	struct client *clients; /* the stdio client first, then the listener's */

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -118,6 +119,19 @@ static long mode_arg(const char *s)
 
 /* Serves; with page, `tidepool playground`'s service: the HTTP listener also
  * serves the page, stdin is not read, and the page's URL is printed. */
+/* The host polls (never select) and each worker holds two of its fds (its
+ * channel and its page, pages.c), a session's a third (its workspace): it
+ * takes its hard RLIMIT_NOFILE as its soft one, as servers do, rather than
+ * stop at the soft 1,024 a shell gives. */
+static void raise_nofile(void)
+{
+	struct rlimit r;
+	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
 static int serve(int argc, char **argv, int page)
 {
 	enum {
@@ -242,6 +256,7 @@ static int serve(int argc, char **argv, int page)
 		cfg.listen_mode = (unsigned)mode;
 	if (maxc > 0)
 		cfg.max_clients = (int)maxc;
+	raise_nofile();
 	struct tp_host *h = tp_host_new(&cfg, &err);
 	if (h == NULL) {
 		fprintf(stderr, "tidepool: %s\n", err.msg);

@@ -593,6 +593,10 @@ static void worker_exited(struct tp_host *h, struct worker *w, int status, doubl
 	}
 	if (w->measured && w->shm != NULL)
 		tp_metrics_worker_cpu(h, h->zyg[w->zi].lang->id, w->shm, w->exec_cpu_us, cpu_ms);
+	/* Reaped: its page is the host's alone, zeroed for the next (pages.c). */
+	tp_pages_put(&h->pages, w->page_fd, w->shm, w->area);
+	w->page_fd = -1;
+	w->shm = NULL;
 	tp_worker_free(h, w);
 }
 

@@ -226,6 +226,8 @@ void tp_worker_free(struct tp_host *h, struct worker *w)
 		close(w->chan);
 	if (w->shm != NULL)
 		munmap(w->shm, tp_shm_size(w->area));
+	if (w->page_fd >= 0)
+		close(w->page_fd);
 	tp_frame_rx_free(&w->rx);
 	free(w->tx);
 	if (w->reply != NULL)
@@ -306,28 +308,6 @@ static int start_zygote(struct tp_host *h, struct zygote *z)
 	return 0;
 }
 
-/* A page per worker; sealed so a worker cannot shrink it under the host's reads. */
-static int new_page(struct worker *w)
-{
-	int fd = memfd_create("tidepool-page", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	size_t size = tp_shm_size(w->area);
-	if (fd < 0)
-		return -1;
-	if (ftruncate(fd, (off_t)size) != 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-		close(fd);
-		return -1;
-	}
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		close(fd);
-		return -1;
-	}
-	w->shm = p;
-	tp_shm_init(w->shm, w->area);
-	return fd;
-}
-
 /* The zygote reads its requests as fast as it forks, and writes each new pid
  * back; a burst of requests (many sessions opened at once) fills its socket.
  * Waiting for room in place would deadlock (the zygote waits for us to read
@@ -369,8 +349,7 @@ static int send_spawn(struct zygote *z, int chan, int page, uint32_t area, enum 
 		      int ws_fd)
 {
 	if (z->nunsent == 0 && tp_spawn_send(z->ctl, chan, page, area, kind, ws_fd) == 0) {
-		close(chan);
-		close(page);
+		close(chan); /* the page's fd stays the worker's (pages.c) */
 		return 0;
 	}
 	if (z->nunsent == 0 && errno != EAGAIN && errno != EWOULDBLOCK)
@@ -386,9 +365,14 @@ static int send_spawn(struct zygote *z, int chan, int page, uint32_t area, enum 
 	int ws = ws_fd > 2 && kind == TP_SPAWN_SESSION ? fcntl(ws_fd, F_DUPFD_CLOEXEC, 3) : -1;
 	if (ws_fd > 2 && kind == TP_SPAWN_SESSION && ws < 0)
 		return -1;
-	z->unsent[z->nunsent++] = (struct tp_spawn_req){
-		.chan = chan, .page = page, .ws = ws, .area = area, .kind = kind
-	};
+	int pg = fcntl(page, F_DUPFD_CLOEXEC, 3); /* the queue's own */
+	if (pg < 0) {
+		if (ws > 2)
+			close(ws);
+		return -1;
+	}
+	z->unsent[z->nunsent++] =
+	    (struct tp_spawn_req){ .chan = chan, .page = pg, .ws = ws, .area = area, .kind = kind };
 	return 0;
 }
 
@@ -415,23 +399,22 @@ static struct worker *spawn(struct tp_host *h, int zi, enum tp_spawn_kind kind, 
 	w->state = kind == TP_SPAWN_STATE;
 	w->area = tp_zygote_area_bytes(z->policy);
 	w->chan = -1;
+	w->page_fd = -1;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
 		char why[160];
 		snprintf(why, sizeof why, "could not start a %s worker: its channel: %s",
 			 z->lang->name, strerror(errno));
-		tp_out_log("%s", why); /* EMFILE: two fds a session; raise RLIMIT_NOFILE */
+		tp_out_log("%s", why); /* EMFILE: three fds a session; raise RLIMIT_NOFILE */
 		free(w);
 		h->nworkers--;
 		return NULL;
 	}
-	page = new_page(w);
+	page = w->page_fd = tp_pages_get(&h->pages, w->area, &w->shm);
 	if (page < 0 || send_spawn(z, sv[1], page, w->area, kind, ws_fd) != 0) {
 		char why[160];
 		snprintf(why, sizeof why, "could not start a %s worker: %s: %s", z->lang->name,
 			 page < 0 ? "its page" : "the request to the zygote", strerror(errno));
 		tp_out_log("%s", why);
-		if (page >= 0)
-			close(page);
 		close(sv[1]);
 		w->chan = sv[0];
 		w->next = h->workers;
