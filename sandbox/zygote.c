@@ -111,8 +111,10 @@ int tp_zygote_main(const char *lang_name, const char *workspace_base)
 	tp_lockdown_set_lang(lang->id); /* kernel-only reads its runtime's own libraries */
 	if (workspace_base != NULL && workspace_base[0] == '/')
 		tp_lockdown_set_workspace_base(workspace_base);
-	if (lang->huge_pages)
+	if (lang->huge_pages) {
+		tp_huge_text();
 		tp_huge_begin();
+	}
 	if (lang->zygote_init(&err) != 0 || tp_lockdown_prepare(&err) != 0) {
 		fprintf(stderr, "tidepool zygote: %s\n", err.msg);
 		return 1;
