@@ -93,6 +93,10 @@ def test_code_and_constants_are_the_binarys_own_in_huge_pages(zygote):
         assert vaddr % BLOCK == 0, hex(vaddr)  # the Makefile's -z max-page-size
         end = (vaddr + memsz + BLOCK - 1) & ~(BLOCK - 1)
         hi, perms, path, huge_kb = maps[vaddr]
+        if path == exe and not can_collapse()[0]:
+            # It collapsed a block a moment ago and cannot now: out of free
+            # 2 MiB pages (fragmented memory); huge.c then leaves the segment.
+            pytest.skip("MADV_COLLAPSE now refused: the segments stayed the file's")
         want = "r" + "-" + ("x" if flags & 1 else "-") + "p"
         assert (hi, perms, path) == (end, want, ""), (hex(vaddr), maps[vaddr])
         assert huge_kb == (end - vaddr) // 1024, (hex(vaddr), huge_kb)
