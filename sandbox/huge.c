@@ -29,7 +29,9 @@
  * Makefile's -z max-page-size), so each read-only segment, rounded up to whole
  * blocks, is copied into anonymous memory, collapsed into huge pages and moved
  * over the file's mapping at the same addresses (mremap): the same bytes with
- * the same protections, never writable and executable at once. A worker
+ * the same protections, never writable and executable at once. Its writable
+ * data (.data, CPython's runtime state, .bss: 1.6 MiB, which a fork copied page
+ * by page) likewise, from the end of its RELRO part. A worker
  * inherits them by a few page-table entries and takes no fault on them. Only
  * when every block collapses (otherwise a fork would copy an entry per 4 KiB
  * page, which costs more than the faults it saves); not under AddressSanitizer.
@@ -191,52 +193,69 @@ int tp_huge_end(void)
 	return n;
 }
 
-/* ---- the program's read-only segments ------------------------------------------ */
+/* ---- the program's own segments ------------------------------------------------ */
 
 #define MAX_SEGS 8
 
 struct seg {
-	uintptr_t lo, hi; /* the segment, hi rounded up to a block */
-	size_t len;       /* its own bytes */
+	uintptr_t lo, hi; /* where it goes: a block boundary, and its end rounded up to one */
+	size_t len;       /* the bytes to copy: the segment's own, from lo */
 	int prot;
 };
 
-/* The main program's read-only PT_LOAD segments of at least half a block that
- * start on a block and whose rounding up overlaps no other segment. */
+/* Is any page of [lo, hi) mapped (mincore answers for mapped pages only)? */
+static int any_mapped(uintptr_t lo, uintptr_t hi)
+{
+	unsigned char v;
+	for (uintptr_t a = lo; a < hi; a += 4096)
+		if (mincore((void *)a, 4096, &v) == 0)
+			return 1;
+	return 0;
+}
+
+/* The main program's segments to move: each read-only PT_LOAD of at least half
+ * a block that starts on a block, and the writable one from the end of its
+ * RELRO part (its constants after relocation, which stay the file's) when that
+ * is on a block; each only when nothing is mapped in its rounding up. */
 static int find_segs(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct seg *s = data;
+	uintptr_t relro_end = 0;
 	int n = 0;
 
 	(void)size;
 	if (info->dlpi_name != NULL && info->dlpi_name[0] != '\0')
 		return 0; /* a library: the main program comes first */
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_GNU_RELRO)
+			relro_end = page_up(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr +
+					    info->dlpi_phdr[i].p_memsz);
 	for (int i = 0; i < info->dlpi_phnum && n < MAX_SEGS - 1; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = align_up(lo + ph->p_memsz);
-		int clash = 0;
-		/* A small one (the ELF headers, the symbols) is read too rarely to
-		 * be worth a block of memory. */
-		if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W) || lo % BLOCK != 0 ||
-		    ph->p_filesz != ph->p_memsz || ph->p_memsz < BLOCK / 2)
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, end = page_up(lo + ph->p_memsz);
+		int w = (ph->p_flags & PF_W) != 0;
+		if (ph->p_type != PT_LOAD)
 			continue;
-		for (int j = 0; j < info->dlpi_phnum; j++) {
-			const ElfW(Phdr) *o = &info->dlpi_phdr[j];
-			uintptr_t olo = info->dlpi_addr + o->p_vaddr;
-			clash |=
-			    j != i && o->p_type == PT_LOAD && olo < hi && olo + o->p_memsz > lo;
-		}
-		if (clash)
+		if (w && relro_end > lo && relro_end < end)
+			lo = relro_end;
+		/* A small read-only one (the ELF headers, the symbols) is read too
+		 * rarely to be worth a block of memory. */
+		if (lo % BLOCK != 0 ||
+		    (!w && (ph->p_filesz != ph->p_memsz || end - lo < BLOCK / 2)) ||
+		    any_mapped(end, align_up(end)))
 			continue;
 		s[n].lo = lo;
-		s[n].hi = hi;
-		s[n].len = ph->p_memsz;
-		s[n++].prot = PROT_READ | (ph->p_flags & PF_X ? PROT_EXEC : 0);
+		s[n].hi = align_up(end);
+		s[n].len = end - lo;
+		s[n++].prot =
+		    PROT_READ | (w ? PROT_WRITE : 0) | (ph->p_flags & PF_X ? PROT_EXEC : 0);
 	}
 	return 1;
 }
 
-/* One segment: copied, collapsed, protected, moved over itself. 1 if done. */
+/* One segment: copied, collapsed, protected, moved over itself. 1 if done.
+ * From the copy to the move nothing writes the program's data (system calls
+ * and this function's locals only), so the writable one loses no write. */
 static int move_seg(const struct seg *g)
 {
 	size_t n = g->hi - g->lo;
@@ -265,18 +284,23 @@ static int move_seg(const struct seg *g)
 	return ok;
 }
 
+/* AddressSanitizer is not told of memory moved under it. */
+#if defined(__SANITIZE_ADDRESS__)
+static const int under_asan = 1;
+#else
+static const int under_asan = 0;
+#endif
+
 int tp_huge_text(void)
 {
-#if defined(__SANITIZE_ADDRESS__)
-	return 0;
-#else
 	struct seg s[MAX_SEGS];
 	int n = 0;
 
+	if (under_asan)
+		return 0;
 	memset(s, 0, sizeof s);
 	dl_iterate_phdr(find_segs, s);
 	for (int i = 0; i < MAX_SEGS && s[i].lo != 0; i++)
 		n += move_seg(&s[i]);
 	return n;
-#endif
 }

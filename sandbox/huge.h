@@ -25,9 +25,10 @@ void *tp_huge_alloc(size_t n);
 int tp_huge_free(void *p, size_t n);
 int tp_huge_end(void);
 /* In the zygote, before the language builds its interpreter, from one thread:
- * the program's read-only segments (code, constants) moved into huge pages at
- * their own addresses, when the binary was linked with its segments on 2 MiB
- * boundaries and the kernel collapses every block. How many were moved. */
+ * the program's segments (code, constants, and its writable data past RELRO)
+ * moved into huge pages at their own addresses, when the binary was linked with
+ * its segments on 2 MiB boundaries and the kernel collapses every block of one.
+ * How many were moved. */
 int tp_huge_text(void);
 
 #endif
