@@ -26,6 +26,7 @@ RSS_TOLERANCE_KB = 8 * 1024
 FD_TOLERANCE = 2
 CHILD_TOLERANCE = 2
 POOL_SIZE = 2  # the host's warm workers per language
+PAGES_KEPT = 8  # TP_PAGES_KEPT in host/pages.h
 # A worker with this much CPU is the crash target (others stop at 20 or 30 ms).
 # /proc/<pid>/stat counts CPU in clock ticks (SC_CLK_TCK per second).
 CRASH_CPU_MS = 60
@@ -260,7 +261,22 @@ class Soak:
         self.settle()
         with open(f"/proc/{pid}/status") as f:
             rss = next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
-        self.samples.append((done, rss, len(os.listdir(f"/proc/{pid}/fd")), len(self.children())))
+        # The workers' pages (host/pages.c) are counted apart: one a live
+        # worker, and at most PAGES_KEPT of reaped workers' kept for the next,
+        # a bounded cache whose fill depends on the mix, not a leak.
+        fds = pages = 0
+        for f in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                page = os.readlink(f"/proc/{pid}/fd/{f}").startswith("/memfd:tidepool-page")
+            except OSError:
+                continue
+            pages += page
+            fds += not page
+        children = self.children()
+        if pages > len(children) + PAGES_KEPT:
+            self.failures.append(f"after {done} execs: {pages} pages held for "
+                                 f"{len(children)} children (at most {PAGES_KEPT} kept)")
+        self.samples.append((done, rss, fds, len(children)))
 
     def run(self, t0, done):
         next_sample = done + self.every
