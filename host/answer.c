@@ -248,6 +248,13 @@ void tp_answer_finish(struct tp_host *h, struct worker *w, const struct tp_err *
 	if (e == NULL || w->answered)
 		return;
 	w->answered = 1;
+	/* Answered: no longer one of its tenant's execs running or waiting, though
+	 * a one-shot worker keeps it until it is reaped (under load or ASan, after
+	 * the tenant's next requests came, which were refused busy for it). */
+	if (e->tenant != NULL) {
+		e->tenant->in_flight--;
+		e->tenant = NULL;
+	}
 	if (e->cancelled || e->id == NULL) {
 		tp_record(h, e->c->tenant, &h->hp[e->zi / TP_NLANGS], tp_exec_who(e), e->id,
 			  e->p.lang, e->p.code, e->p.code_len, NULL, "cancelled", e->tool_log);
