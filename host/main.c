@@ -9,10 +9,10 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
-#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -117,8 +117,6 @@ static long mode_arg(const char *s)
 	return v;
 }
 
-/* Serves; with page, `tidepool playground`'s service: the HTTP listener also
- * serves the page, stdin is not read, and the page's URL is printed. */
 /* The host polls (never select) and each worker holds two of its fds (its
  * channel and its page, pages.c), a session's a third (its workspace): it
  * takes its hard RLIMIT_NOFILE as its soft one, as servers do, rather than
@@ -132,6 +130,8 @@ static void raise_nofile(void)
 	}
 }
 
+/* Serves; with page, `tidepool playground`'s service: the HTTP listener also
+ * serves the page, stdin is not read, and the page's URL is printed. */
 static int serve(int argc, char **argv, int page)
 {
 	enum {

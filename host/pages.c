@@ -24,17 +24,13 @@ static int new_page(uint32_t area, struct tp_shm **p)
 {
 	int fd = memfd_create("tidepool-page", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	size_t size = tp_shm_size(area);
+	void *m = MAP_FAILED;
 	if (fd < 0)
 		return -1;
 	/* Sealed, so a worker cannot shrink it under the host's reads. */
-	if (ftruncate(fd, (off_t)size) != 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-		int e = errno;
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (ftruncate(fd, (off_t)size) == 0 &&
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0)
+		m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED) {
 		int e = errno;
 		close(fd);

@@ -240,9 +240,9 @@ static void *a_alloc(void *ctx, size_t n)
 	void *p;
 
 	(void)ctx;
-	p = NULL;
-	/* The zygote's come from the region it collapses into huge pages (huge.h). */
-	if (!over_limit(n) && (p = tp_huge_alloc(n)) == NULL)
+	if (over_limit(n))
+		p = NULL;
+	else if ((p = tp_huge_alloc(n)) == NULL) /* the zygote's: its huge region (huge.h) */
 		p = G.arena_base.alloc(G.arena_base.ctx, n);
 	if (p == NULL) {
 		G.quiet_refusals += G.in_pymalloc;

@@ -3,8 +3,9 @@
  * zygote's clone, and why the zygote takes three of them out.
  *
  * PyOS_AfterFork_Child (run by pysandbox.c's worker init only when the zygote
- * held a second thread state) resets CPython's own locks and thread state,
- * then calls every function a module registered with
+ * held a second thread state or a function is left after the seal below)
+ * resets CPython's own locks and thread state, then calls every function a
+ * module registered with
  * os.register_at_fork(after_in_child=...). The zygote clones with a raw clone
  * (sandbox/zygote.c): one thread, no PyOS_BeforeFork, no Python lock held. What
  * it loads registers three, and none has work to do in a worker:

@@ -60,10 +60,31 @@ static uintptr_t align_up(uintptr_t a)
 	return (a + BLOCK - 1) & ~(BLOCK - 1);
 }
 
+/* x86-64's page: tp_huge_begin and tp_huge_text do nothing on a kernel of
+ * another page size. */
+#define PAGE ((uintptr_t)4096)
+
 static uintptr_t page_up(uintptr_t a)
 {
-	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-	return (a + pg - 1) & ~(pg - 1);
+	return (a + PAGE - 1) & ~(PAGE - 1);
+}
+
+static int page_is_4k(void)
+{
+	return sysconf(_SC_PAGESIZE) == (long)PAGE;
+}
+
+/* How many pages of [lo, hi) (page-aligned, at most a block) are resident. */
+static size_t resident(uintptr_t lo, uintptr_t hi)
+{
+	unsigned char v[BLOCK / PAGE];
+	size_t in = 0;
+
+	if (hi <= lo || hi - lo > BLOCK || mincore((void *)lo, hi - lo, v) != 0)
+		return 0;
+	for (size_t i = 0; i < (hi - lo) / PAGE; i++)
+		in += v[i] & 1;
+	return in;
 }
 
 /* One zygote's, set up by tp_huge_begin and fixed by tp_huge_end; in a worker
@@ -84,6 +105,8 @@ void tp_huge_begin(void)
 	uintptr_t cur = (uintptr_t)sbrk(0);
 
 	memset(&H, 0, sizeof H);
+	if (!page_is_4k())
+		return;
 	if (cur != (uintptr_t)-1 && sbrk((intptr_t)(align_up(cur) - cur)) != (void *)-1)
 		H.brk0 = align_up(cur);
 	/* The region, aligned: reserve a block more and trim both ends. */
@@ -143,14 +166,8 @@ int tp_huge_free(void *p, size_t n)
 /* Collapses [a, a + BLOCK) when at least half its pages are present. */
 static int collapse(uintptr_t a)
 {
-	unsigned char v[BLOCK / 4096];
-	size_t pg = (size_t)sysconf(_SC_PAGESIZE), np = BLOCK / pg, in = 0;
-
-	if (pg != 4096 || mincore((void *)a, BLOCK, v) != 0)
-		return 0;
-	for (size_t i = 0; i < np; i++)
-		in += v[i] & 1;
-	return in * 2 >= np && madvise((void *)a, BLOCK, MADV_COLLAPSE) == 0;
+	return resident(a, a + BLOCK) * 2 >= BLOCK / PAGE &&
+	       madvise((void *)a, BLOCK, MADV_COLLAPSE) == 0;
 }
 
 int tp_huge_end(void)
@@ -175,15 +192,8 @@ int tp_huge_end(void)
 		 * zygote mostly uses it (malloc takes the break on from wherever it is). */
 		uintptr_t cur = (uintptr_t)sbrk(0);
 		if (cur != (uintptr_t)-1 && cur > H.brk0 && cur < align_up(cur)) {
-			uintptr_t last = cur & ~(BLOCK - 1);
-			unsigned char v[BLOCK / 4096];
-			size_t in = 0, np = (cur - last) / 4096;
-			if (mincore((void *)last, cur - last, v) == 0) {
-				for (size_t i = 0; i < np; i++)
-					in += v[i] & 1;
-				if (in * 2 >= BLOCK / 4096)
-					sbrk((intptr_t)(align_up(cur) - cur));
-			}
+			if (resident(cur & ~(BLOCK - 1), cur) * 2 >= BLOCK / PAGE)
+				sbrk((intptr_t)(align_up(cur) - cur));
 			cur = (uintptr_t)sbrk(0);
 		}
 		for (uintptr_t a = H.brk0; cur != (uintptr_t)-1 && a + BLOCK <= cur; a += BLOCK)
@@ -207,8 +217,8 @@ struct seg {
 static int any_mapped(uintptr_t lo, uintptr_t hi)
 {
 	unsigned char v;
-	for (uintptr_t a = lo; a < hi; a += 4096)
-		if (mincore((void *)a, 4096, &v) == 0)
+	for (uintptr_t a = lo; a < hi; a += PAGE)
+		if (mincore((void *)a, PAGE, &v) == 0)
 			return 1;
 	return 0;
 }
@@ -296,7 +306,7 @@ int tp_huge_text(void)
 	struct seg s[MAX_SEGS];
 	int n = 0;
 
-	if (under_asan)
+	if (under_asan || !page_is_4k())
 		return 0;
 	memset(s, 0, sizeof s);
 	dl_iterate_phdr(find_segs, s);

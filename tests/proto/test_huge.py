@@ -27,7 +27,6 @@ def can_collapse():
     libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     ok = libc.madvise(ctypes.c_void_p(a), BLOCK, MADV_COLLAPSE) == 0
     err = ctypes.get_errno()
-    del addr
     return ok, os.strerror(err)
 
 
